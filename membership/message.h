@@ -1,0 +1,118 @@
+/* The messages of the membership protocol, as plain C structs.
+ *
+ * The protocol core (swim.c) builds and consumes these; the codec (wire.c) turns them into MessagePack
+ * and back. Every variable-size field has a fixed cap so that a decoder never allocates by a peer's say-so:
+ * a name longer than FTL_NAME_MAX-1 bytes, an address longer than FTL_ADDR_MAX-1 or metadata longer than
+ * FTL_META_MAX is a malformed message. Strings are NUL-terminated, UTF-8 is not checked.
+ *
+ * Identity is (name, generation): a restarted worker keeps its name and picks a larger generation, so it
+ * is never confused with its dead predecessor. Within one generation, a larger incarnation wins. */
+#ifndef FTL_MEMBERSHIP_MESSAGE_H
+#define FTL_MEMBERSHIP_MESSAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FTL_NAME_MAX 64  /* bytes including the NUL: a Kubernetes pod name fits */
+#define FTL_ADDR_MAX 64  /* "host:port" or "[v6]:port", including the NUL */
+#define FTL_META_MAX 256 /* opaque node metadata set by the embedding program */
+
+/* The state of a member as one node sees it. */
+typedef enum ftl_member_state {
+	FTL_MEMBER_ALIVE,
+	FTL_MEMBER_SUSPECT,
+	FTL_MEMBER_DEAD,
+	FTL_MEMBER_LEFT, /* left gracefully: never confused with dead */
+	FTL_MEMBER_STATE_MAX
+} ftl_member_state;
+
+extern const char *const ftl_member_state_strs[FTL_MEMBER_STATE_MAX];
+
+typedef enum ftl_msg_type {
+	FTL_MSG_PING,     /* are you alive? answered by ack */
+	FTL_MSG_PING_REQ, /* please ping target for me (indirect probe) */
+	FTL_MSG_ACK,      /* answer to a ping, or forwarded for a ping_req */
+	FTL_MSG_NACK,     /* Lifeguard: the intermediary is alive but got no ack from the target */
+	FTL_MSG_ALIVE,    /* rumor: node is alive with this (generation, incarnation) */
+	FTL_MSG_SUSPECT,  /* rumor: from suspects node */
+	FTL_MSG_DEAD,     /* rumor: from declared node dead */
+	FTL_MSG_LEFT,     /* rumor: node left gracefully */
+	FTL_MSG_TYPE_MAX
+} ftl_msg_type;
+
+extern const char *const ftl_msg_type_strs[FTL_MSG_TYPE_MAX];
+
+typedef struct ftl_msg_ping {
+	uint32_t seq;                     /* matches the ack */
+	char target[FTL_NAME_MAX];        /* who the sender thinks it is talking to */
+	char source[FTL_NAME_MAX];        /* the sender */
+	char source_addr[FTL_ADDR_MAX];   /* where to send the ack */
+} ftl_msg_ping;
+
+typedef struct ftl_msg_ping_req {
+	uint32_t seq;                     /* the requester's sequence number, echoed in ack/nack */
+	char target[FTL_NAME_MAX];
+	char target_addr[FTL_ADDR_MAX];
+	char source[FTL_NAME_MAX];        /* the requester */
+	char source_addr[FTL_ADDR_MAX];
+	bool want_nack;                   /* Lifeguard: requester understands nack */
+} ftl_msg_ping_req;
+
+typedef struct ftl_msg_ack {
+	uint32_t seq;
+	char source[FTL_NAME_MAX];        /* who acks (the probed node) */
+} ftl_msg_ack;
+
+typedef struct ftl_msg_nack {
+	uint32_t seq;
+	char source[FTL_NAME_MAX];        /* the intermediary */
+} ftl_msg_nack;
+
+typedef struct ftl_msg_alive {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;
+	uint64_t incarnation;
+	char addr[FTL_ADDR_MAX];
+	uint16_t meta_len;
+	uint8_t meta[FTL_META_MAX];
+} ftl_msg_alive;
+
+/* suspect, dead and left share one shape: who, which life, and who says so. */
+typedef struct ftl_msg_rumor {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;
+	uint64_t incarnation;
+	char from[FTL_NAME_MAX];
+} ftl_msg_rumor;
+
+typedef struct ftl_msg {
+	ftl_msg_type type;
+	union {
+		ftl_msg_ping ping;
+		ftl_msg_ping_req ping_req;
+		ftl_msg_ack ack;
+		ftl_msg_nack nack;
+		ftl_msg_alive alive;
+		ftl_msg_rumor rumor; /* FTL_MSG_SUSPECT, FTL_MSG_DEAD, FTL_MSG_LEFT */
+	} u;
+} ftl_msg;
+
+/* One member in a push-pull full-state exchange. */
+typedef struct ftl_pp_member {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;
+	uint64_t incarnation;
+	char addr[FTL_ADDR_MAX];
+	ftl_member_state state;
+	uint16_t meta_len;
+	uint8_t meta[FTL_META_MAX];
+} ftl_pp_member;
+
+/* Push-pull header; the members travel in a caller-owned array. */
+typedef struct ftl_push_pull {
+	bool is_join;            /* sent by a joining node: the peer answers with its own state */
+	char source[FTL_NAME_MAX];
+	uint32_t count;          /* members that follow */
+} ftl_push_pull;
+
+#endif
