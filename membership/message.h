@@ -12,10 +12,19 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define FTL_NAME_MAX 64  /* bytes including the NUL: a Kubernetes pod name fits */
 #define FTL_ADDR_MAX 64  /* "host:port" or "[v6]:port", including the NUL */
 #define FTL_META_MAX 256 /* opaque node metadata set by the embedding program */
+
+/* Copies a string into a fixed field of cap bytes, cutting it if it must, always NUL-terminated. */
+static inline void ftl_copy_str(char *dst, const char *src, size_t cap)
+{
+	size_t n = strnlen(src, cap - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
 
 /* The state of a member as one node sees it. */
 typedef enum ftl_member_state {

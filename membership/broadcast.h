@@ -1,0 +1,39 @@
+/* The piggyback queue (memberlist's TransmitLimitedQueue is the model): rumors waiting to ride on
+ * outgoing packets.
+ *
+ * Each rumor is about one member; queuing a new rumor about a member drops the older one, since the
+ * newer supersedes it. Packets take the least-sent rumors first and, among equals, the newest, so fresh
+ * news spreads before old news is repeated. A rumor is dropped after `limit` transmissions
+ * (lambda*ceil(log10(N+1)), computed by the caller for the current N). Items are pre-encoded so a rumor
+ * is encoded once however many times it is sent. Filling a packet costs O(q log q) for q queued rumors. */
+#ifndef FTL_MEMBERSHIP_BROADCAST_H
+#define FTL_MEMBERSHIP_BROADCAST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+typedef struct ftl_bcast_item ftl_bcast_item;
+
+typedef struct ftl_bcast_queue {
+	ftl_bcast_item **items;
+	size_t len;
+	size_t cap;
+	uint64_t next_id;   /* increases with every push: larger is newer */
+	bool is_sorted;
+} ftl_bcast_queue;
+
+void ftl_bcast_init(ftl_bcast_queue *q);
+void ftl_bcast_free(ftl_bcast_queue *q);
+/* Queues an encoded message about member `about`, replacing any queued rumor about it. -1 on OOM or
+ * a message longer than FTL_WIRE_MSG_MAX. */
+int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, size_t len);
+/* Adds as many rumors as fit into p; returns how many were added. */
+size_t ftl_bcast_fill(ftl_bcast_queue *q, ftl_wire_packet *p, int limit);
+/* True while a rumor about `about` is still queued (a leaving node waits for its own to go out). */
+bool ftl_bcast_has(const ftl_bcast_queue *q, const char *about);
+static inline size_t ftl_bcast_len(const ftl_bcast_queue *q) { return q->len; }
+
+#endif

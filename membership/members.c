@@ -1,0 +1,188 @@
+/* The member table of members.h: a dense array, an open-addressing name index and a probe order. */
+#include "members.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t hash_name(const char *s)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+void ftl_members_init(ftl_members *t) { memset(t, 0, sizeof(*t)); }
+
+static void free_member(ftl_member *m)
+{
+	free(m->name);
+	free(m->meta);
+	free(m->suspicion);
+}
+
+void ftl_members_free(ftl_members *t)
+{
+	for (uint32_t i = 0; i < t->len; i++)
+		free_member(&t->arr[i]);
+	free(t->arr);
+	free(t->slots);
+	free(t->order);
+	memset(t, 0, sizeof(*t));
+}
+
+static uint32_t *slot_of(const ftl_members *t, const char *name)
+{
+	uint32_t mask = t->n_slots - 1;
+	for (uint32_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
+		uint32_t v = t->slots[i];
+		if (v == 0 || strcmp(t->arr[v - 1].name, name) == 0)
+			return &t->slots[i];
+	}
+}
+
+ftl_member *ftl_members_find(const ftl_members *t, const char *name)
+{
+	if (t->n_slots == 0)
+		return NULL;
+	uint32_t v = *slot_of(t, name);
+	return v ? &t->arr[v - 1] : NULL;
+}
+
+static void reindex(ftl_members *t)
+{
+	memset(t->slots, 0, t->n_slots * sizeof(*t->slots));
+	for (uint32_t i = 0; i < t->len; i++)
+		*slot_of(t, t->arr[i].name) = i + 1;
+}
+
+static int rehash(ftl_members *t, uint32_t n_slots)
+{
+	uint32_t *slots = calloc(n_slots, sizeof(*slots));
+	if (!slots)
+		return -1;
+	free(t->slots);
+	t->slots = slots;
+	t->n_slots = n_slots;
+	reindex(t);
+	return 0;
+}
+
+static void shuffle_order(ftl_members *t, ftl_rng *rng)
+{
+	for (uint32_t i = 0; i < t->len; i++)
+		t->order[i] = i;
+	for (uint32_t i = t->len; i > 1; i--) {
+		uint32_t j = ftl_rng_below(rng, i);
+		uint32_t tmp = t->order[i - 1];
+		t->order[i - 1] = t->order[j];
+		t->order[j] = tmp;
+	}
+	t->order_len = t->len;
+	t->order_pos = 0;
+}
+
+static int grow(ftl_members *t)
+{
+	uint32_t cap = t->cap ? t->cap * 2 : 8;
+	ftl_member *arr = realloc(t->arr, cap * sizeof(*arr));
+	if (!arr)
+		return -1;
+	t->arr = arr;
+	uint32_t *order = realloc(t->order, cap * sizeof(*order));
+	if (!order)
+		return -1;
+	t->order = order;
+	t->cap = cap;
+	return 0;
+}
+
+static char *name_block(const char *name, const char *addr)
+{
+	size_t nl = strlen(name), al = strlen(addr);
+	char *b = malloc(nl + al + 2);
+	if (b) {
+		memcpy(b, name, nl + 1);
+		memcpy(b + nl + 1, addr, al + 1);
+	}
+	return b;
+}
+
+ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, const char *addr,
+			    ftl_member_state state, int64_t now_us)
+{
+	if (t->len == t->cap && grow(t) != 0)
+		return NULL;
+	if ((t->len + 1) * 2 > t->n_slots && rehash(t, t->n_slots ? t->n_slots * 2 : 16) != 0)
+		return NULL;
+	char *block = name_block(name, addr);
+	if (!block)
+		return NULL;
+	uint32_t idx = t->len++;
+	ftl_member *m = &t->arr[idx];
+	memset(m, 0, sizeof(*m));
+	m->name = block;
+	m->addr = block + strlen(name) + 1;
+	m->state = state;
+	m->state_since_us = now_us;
+	m->last_heard_us = now_us;
+	*slot_of(t, name) = idx + 1;
+	/* Insert at a random point of what is left of this round, so a joiner is probed soon but not first. */
+	uint32_t left = t->order_len - t->order_pos;
+	uint32_t at = t->order_pos + (left ? ftl_rng_below(rng, left + 1) : 0);
+	if (at < t->order_len)
+		t->order[t->order_len] = t->order[at];
+	t->order[at] = idx;
+	t->order_len++;
+	return m;
+}
+
+void ftl_members_remove(ftl_members *t, ftl_rng *rng, ftl_member *m)
+{
+	uint32_t idx = (uint32_t)(m - t->arr);
+	free_member(m);
+	uint32_t last = t->len - 1;
+	if (idx != last)
+		t->arr[idx] = t->arr[last];
+	t->len--;
+	/* Rebuild the index: deletion from linear probing is easiest done this way and is rare (reaping). */
+	reindex(t);
+	shuffle_order(t, rng);
+}
+
+int ftl_members_set_addr(ftl_member *m, const char *addr)
+{
+	if (strcmp(m->addr, addr) == 0)
+		return 0;
+	char *block = name_block(m->name, addr);
+	if (!block)
+		return -1;
+	free(m->name);
+	m->name = block;
+	m->addr = block + strlen(block) + 1;
+	return 0;
+}
+
+int ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len)
+{
+	uint8_t *copy = NULL;
+	if (len > 0) {
+		copy = malloc(len);
+		if (!copy)
+			return -1;
+		memcpy(copy, meta, len);
+	}
+	free(m->meta);
+	m->meta = copy;
+	m->meta_len = len;
+	return 0;
+}
+
+ftl_member *ftl_members_next_in_round(ftl_members *t, ftl_rng *rng)
+{
+	if (t->order_pos >= t->order_len) {
+		shuffle_order(t, rng);
+		return NULL;
+	}
+	return &t->arr[t->order[t->order_pos++]];
+}

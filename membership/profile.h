@@ -1,0 +1,65 @@
+/* Timing profiles of the membership protocol and the formulas derived from them.
+ *
+ * `lan` and `local` are memberlist's defaults (DefaultLANConfig, DefaultLocalConfig) so figures can be
+ * compared with serf/consul. `train` is for a datacenter training cluster, where round trips are well
+ * under a millisecond and a dead worker stalls every GPU in the job: probe ten times a second, gossip
+ * every 30 ms, and let Lifeguard's confirmations cut suspicion short. Every value can be overridden.
+ * All times are microseconds. */
+#ifndef FTL_MEMBERSHIP_PROFILE_H
+#define FTL_MEMBERSHIP_PROFILE_H
+
+#include <stdint.h>
+
+typedef struct ftl_swim_config {
+	int64_t probe_interval_us;       /* one probe per period (scaled by local health) */
+	int64_t probe_timeout_us;        /* wait for a direct ack before asking others (scaled) */
+	int64_t gossip_interval_us;      /* piggyback rumors to gossip_nodes random members */
+	int gossip_nodes;
+	int indirect_checks;             /* k members asked to ping-req a silent target */
+	int retransmit_mult;             /* lambda: each rumor is sent lambda*ceil(log10(N+1)) times */
+	int suspicion_mult;              /* min suspicion = mult * max(1, log10 N) * probe_interval */
+	int suspicion_max_mult;          /* max suspicion = this * min suspicion */
+	int awareness_max;               /* local health multiplier ranges over 1..awareness_max */
+	int64_t push_pull_interval_us;   /* periodic full-state exchange (anti-entropy); 0 = off */
+	int64_t gossip_to_dead_us;       /* keep gossiping to dead/left members this long */
+	int64_t reap_after_us;           /* forget dead/left members after this long */
+} ftl_swim_config;
+
+typedef enum ftl_swim_profile {
+	FTL_PROFILE_LAN,
+	FTL_PROFILE_LOCAL,
+	FTL_PROFILE_TRAIN,
+	FTL_PROFILE_MAX
+} ftl_swim_profile;
+
+extern const char *const ftl_swim_profile_strs[FTL_PROFILE_MAX];
+
+/* Fills *cfg with a profile's values. */
+void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile);
+/* Looks a profile up by name; -1 if unknown. */
+int ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile);
+/* NULL if cfg is usable, else a message naming the bad setting and what is expected. */
+const char *ftl_swim_config_check(const ftl_swim_config *cfg);
+
+/* How many times a rumor is sent in a cluster of n: retransmit_mult * ceil(log10(n + 1)). */
+int ftl_swim_retransmit_limit(const ftl_swim_config *cfg, int n);
+/* Suspicion timeout bounds for a cluster of n (Lifeguard starts at max, shrinks toward min). */
+int64_t ftl_swim_suspicion_min_us(const ftl_swim_config *cfg, int n);
+int64_t ftl_swim_suspicion_max_us(const ftl_swim_config *cfg, int n);
+/* Confirmations that take the suspicion timeout down to min: suspicion_mult - 2 (0 in clusters too
+ * small to have that many independent witnesses). */
+int ftl_swim_suspicion_confirmations(const ftl_swim_config *cfg, int n);
+
+/* The bound on crash detection that the tests hold the protocol to: from the crash until every
+ * survivor marks the node dead, in a cluster of n with healthy survivors. It adds
+ *  - first probe: some survivor probes the node within FTL_FIRST_PROBE_PERIODS periods (each of the
+ *    n-1 survivors walks a fresh shuffle, so no probe in m periods has probability ~e^-m: 4.5e-5 at 10);
+ *  - that probe failing: one probe period;
+ *  - the suspicion timeout at its longest (no confirmation at all);
+ *  - the dead rumor reaching everyone: one gossip interval per transmission of the retransmit limit,
+ *    after which gossip stops carrying it.
+ * Confirmations and independent suspicions only make detection faster. */
+#define FTL_FIRST_PROBE_PERIODS 10
+int64_t ftl_swim_detection_bound_us(const ftl_swim_config *cfg, int n);
+
+#endif

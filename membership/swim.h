@@ -1,0 +1,161 @@
+/* SWIM + Lifeguard membership as a pure state machine.
+ *
+ * The caller owns every clock and socket. It passes `now` (microseconds on any monotonic clock) into
+ * every call, hands in the datagrams it receives, calls ftl_swim_tick() at ftl_swim_next_deadline(), and
+ * takes out what to send (ftl_swim_next_output) and what changed (ftl_swim_next_event). The real agent
+ * drives it from a libuv loop; the simulator drives thousands of instances on virtual time.
+ *
+ * How it works (SWIM, with memberlist's and Lifeguard's refinements):
+ *  - Failure detection. Each probe period a node pings the next member of a shuffled round. No ack
+ *    within probe_timeout: it asks k others to ping-req the target (they nack if they hear nothing,
+ *    Lifeguard). No ack by the end of the period: the target becomes suspect.
+ *  - Suspicion. A suspect that hears of it refutes by raising its incarnation. Otherwise it is declared
+ *    dead when the suspicion times out; the timeout starts at max and shrinks toward min as distinct
+ *    members independently suspect it too (Lifeguard). A ping to a suspect carries the suspicion (the
+ *    buddy rule), so the suspect learns of it at once.
+ *  - Local health (Lifeguard). Missed acks and nacks raise the node's own health score, which stretches
+ *    its probe period and timeout, so a slow node does not accuse healthy peers.
+ *  - Dissemination. Rumors (alive, suspect, dead, left) ride on every packet and on gossip packets sent
+ *    to gossip_nodes random members each gossip interval; each rumor is sent lambda*ceil(log10(N+1))
+ *    times, least-sent and newest first. Push-pull full-state exchange (over TCP, by the transport) on
+ *    join and periodically repairs whatever gossip missed.
+ *  - Identity is (name, generation); a larger generation replaces an entry whatever its state. Dead and
+ *    left members are reaped after reap_after. A graceful leave is gossiped as `left`, never `dead`.
+ * Every packet leaves sealed by the keyring and is opened on arrival; what fails to open or decode is
+ * dropped and counted. */
+#ifndef FTL_MEMBERSHIP_SWIM_H
+#define FTL_MEMBERSHIP_SWIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyring.h"
+#include "members.h"
+#include "message.h"
+#include "profile.h"
+#include "wire.h"
+
+typedef struct ftl_swim ftl_swim;
+
+typedef struct ftl_swim_options {
+	const char *name;             /* unique in the cluster, 1..FTL_NAME_MAX-1 bytes */
+	uint64_t generation;          /* larger on every restart (the agent uses the start time) */
+	const char *addr;             /* advertised "host:port" others send to */
+	const uint8_t *meta;          /* optional node metadata */
+	uint16_t meta_len;
+	ftl_swim_config config;
+	ftl_keyring *keyring;         /* borrowed, must outlive the instance */
+	uint64_t seed;                /* seeds the protocol's random choices */
+} ftl_swim_options;
+
+/* What the caller must do with an output. */
+typedef enum ftl_swim_output_kind {
+	FTL_OUTPUT_PACKET,     /* send data[0..len) as one UDP datagram to to_addr */
+	FTL_OUTPUT_PUSH_PULL,  /* open a TCP push-pull with to_addr (ftl_swim_push_pull_encode/merge) */
+	FTL_OUTPUT_KIND_MAX
+} ftl_swim_output_kind;
+
+typedef struct ftl_swim_output {
+	ftl_swim_output_kind kind;
+	bool is_join;                  /* push-pull: part of joining */
+	char to_addr[FTL_ADDR_MAX];
+	char to_name[FTL_NAME_MAX];    /* empty when only the address is known (a seed) */
+	size_t len;
+	uint8_t data[FTL_UDP_PACKET_MAX];
+} ftl_swim_output;
+
+typedef enum ftl_swim_event_type {
+	FTL_EVENT_JOIN,     /* a new member, or a new generation of a known name */
+	FTL_EVENT_UPDATE,   /* address or metadata changed */
+	FTL_EVENT_SUSPECT,
+	FTL_EVENT_ALIVE,    /* back from suspect or dead (refuted) */
+	FTL_EVENT_DEAD,
+	FTL_EVENT_LEFT,
+	FTL_EVENT_REAP,     /* forgotten after reap_after */
+	FTL_EVENT_TYPE_MAX
+} ftl_swim_event_type;
+
+extern const char *const ftl_swim_event_type_strs[FTL_EVENT_TYPE_MAX];
+
+typedef struct ftl_swim_event {
+	ftl_swim_event_type type;
+	char name[FTL_NAME_MAX];
+	char addr[FTL_ADDR_MAX];
+	uint64_t generation;
+	uint64_t incarnation;
+	int64_t at_us;
+} ftl_swim_event;
+
+/* Why a received packet (or part of one) was dropped. */
+typedef enum ftl_swim_drop {
+	FTL_DROP_KEYRING,       /* failed to open: see the keyring's stats for the reason */
+	FTL_DROP_MALFORMED,     /* opened but did not decode */
+	FTL_DROP_WRONG_TARGET,  /* a ping meant for another node (stale address) */
+	FTL_DROP_UNKNOWN_SEQ,   /* an ack or nack for no probe in flight (late) */
+	FTL_DROP_PUSH_PULL,     /* a push-pull frame that failed to open or decode */
+	FTL_DROP_MAX
+} ftl_swim_drop;
+
+extern const char *const ftl_swim_drop_strs[FTL_DROP_MAX];
+
+typedef struct ftl_swim_stats {
+	uint64_t sent[FTL_MSG_TYPE_MAX];      /* primary messages by type */
+	uint64_t received[FTL_MSG_TYPE_MAX];  /* every decoded message by type, piggybacked included */
+	uint64_t piggybacked;                 /* rumors added to outgoing packets */
+	uint64_t dropped[FTL_DROP_MAX];
+	uint64_t packets_sent, bytes_sent;
+	uint64_t packets_received, bytes_received;
+	uint64_t probes, probes_failed;
+	uint64_t refutations;                 /* times we raised our incarnation */
+	uint64_t push_pulls;                  /* merges done */
+	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
+} ftl_swim_stats;
+
+/* NULL with *err set when an option is bad (the message names it). */
+ftl_swim *ftl_swim_new(const ftl_swim_options *opt, int64_t now_us, const char **err);
+void ftl_swim_delete(ftl_swim *s);
+
+/* Inputs. */
+void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len);
+void ftl_swim_tick(ftl_swim *s, int64_t now_us);
+/* The latest time by which ftl_swim_tick must be called (it may be in the past: call it now). */
+int64_t ftl_swim_next_deadline(const ftl_swim *s);
+/* Queues a join push-pull with each seed address. */
+void ftl_swim_join(ftl_swim *s, const char *const *seed_addrs, size_t n);
+/* Graceful leave: gossip `left` about ourselves and stop probing. */
+void ftl_swim_leave(ftl_swim *s, int64_t now_us);
+/* True once the leave rumor has been sent as often as any rumor is. */
+bool ftl_swim_leave_done(const ftl_swim *s);
+/* A peer hint (for example a reset connection): probe this member now instead of in its turn.
+ * Confirmation rules are unchanged: a hint alone never makes a member suspect. */
+void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name);
+/* New metadata: gossiped with a raised incarnation. -1 if too long. */
+int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
+
+/* Learns a member without gossiping it or raising an event: for a node that starts from a member list
+ * it already trusts (the simulator starting converged, an agent restoring a cached list). */
+int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
+
+/* Push-pull: the sealed frame of our full state (malloc'd, the caller frees), and the merge of a peer's.
+ * merge returns -1 (counted) for a frame that does not open or decode. */
+int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len);
+int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
+
+/* Outputs; each returns false when there is nothing more. */
+bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out);
+bool ftl_swim_next_event(ftl_swim *s, ftl_swim_event *ev);
+
+/* Reading state. */
+const char *ftl_swim_name(const ftl_swim *s);
+uint64_t ftl_swim_generation(const ftl_swim *s);
+uint64_t ftl_swim_incarnation(const ftl_swim *s);
+const ftl_members *ftl_swim_members(const ftl_swim *s); /* self included */
+const ftl_member *ftl_swim_find(const ftl_swim *s, const char *name);
+uint32_t ftl_swim_count(const ftl_swim *s, ftl_member_state state);
+int ftl_swim_health_score(const ftl_swim *s);
+const ftl_swim_stats *ftl_swim_get_stats(const ftl_swim *s);
+const ftl_swim_config *ftl_swim_get_config(const ftl_swim *s);
+ftl_keyring *ftl_swim_keyring(ftl_swim *s);
+
+#endif

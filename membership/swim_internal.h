@@ -1,0 +1,123 @@
+/* The inside of ftl_swim, shared by the swim_*.c files (one per concern: lifecycle and timers, probing,
+ * rumors and state changes, sending, receiving and push-pull). Not for users of the module. */
+#ifndef FTL_MEMBERSHIP_SWIM_INTERNAL_H
+#define FTL_MEMBERSHIP_SWIM_INTERNAL_H
+
+#include "awareness.h"
+#include "broadcast.h"
+#include "rng.h"
+#include "swim.h"
+
+#define FTL_SWIM_MAX_EVENTS 4096 /* undrained events beyond this are dropped and counted */
+#define FTL_SWIM_MAX_RELAYS 64   /* ping-reqs we are serving at once; more are ignored */
+
+/* The probe in flight (one at a time, as in SWIM). */
+typedef struct ftl_probe {
+	bool is_active;
+	bool is_acked;
+	bool is_indirect_sent;
+	char target[FTL_NAME_MAX];
+	uint32_t seq;
+	int64_t start_us;
+	int64_t direct_deadline_us; /* send ping-reqs after this */
+	int64_t end_us;             /* suspect after this */
+	int expected_nacks;
+	int nacks;
+} ftl_probe;
+
+/* A ping-req we serve for another member. */
+typedef struct ftl_relay {
+	uint32_t our_seq;           /* the seq of our ping to the target */
+	uint32_t their_seq;         /* the requester's seq, echoed back */
+	char target[FTL_NAME_MAX];
+	char requester_addr[FTL_ADDR_MAX];
+	bool want_nack;
+	bool is_nack_sent;
+	int64_t nack_at_us;
+	int64_t expires_us;
+} ftl_relay;
+
+typedef struct ftl_queue {
+	void *items;
+	size_t item_size;
+	size_t head;   /* next to pop */
+	size_t len;    /* pushed so far (items[head..len) are pending) */
+	size_t cap;
+} ftl_queue;
+
+struct ftl_swim {
+	ftl_swim_config cfg;
+	ftl_keyring *keyring;
+	ftl_rng rng;
+	char name[FTL_NAME_MAX];
+	char addr[FTL_ADDR_MAX];
+	ftl_members members;
+	uint32_t count[FTL_MEMBER_STATE_MAX];
+	char (*suspects)[FTL_NAME_MAX]; /* names of the members in state suspect: their timers */
+	uint32_t n_suspects;
+	uint32_t cap_suspects;
+	ftl_bcast_queue bcast;
+	ftl_awareness health;
+	uint32_t seq;
+	ftl_probe probe;
+	char hint[FTL_NAME_MAX];   /* probe this one next; empty when none */
+	ftl_relay relays[FTL_SWIM_MAX_RELAYS];
+	int n_relays;
+	bool is_leaving;
+	int64_t next_probe_us;
+	int64_t next_gossip_us;
+	int64_t next_push_pull_us;
+	int64_t next_reap_us;
+	ftl_queue outputs;         /* ftl_swim_output */
+	ftl_queue events;          /* ftl_swim_event */
+	ftl_swim_stats stats;
+};
+
+/* swim.c */
+ftl_member *ftl_swim_self(ftl_swim *s);
+int ftl_swim_live_count(const ftl_swim *s); /* alive + suspect, self included: N of the formulas */
+void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m);
+void *ftl_queue_push(ftl_queue *q);
+void *ftl_queue_pop(ftl_queue *q);
+
+/* swim_state.c: every change of a member's state goes through here (keeps the counts and events). */
+void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
+/* The same without an event, for a new generation (the caller emits JOIN instead). */
+void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
+ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr, int64_t now_us);
+
+/* swim_rumor.c: what a rumor does to our table; each queues the rumor on when it changed something. */
+void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
+void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
+void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
+void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
+void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us);
+int64_t ftl_swim_next_suspicion_deadline(const ftl_swim *s);
+void ftl_swim_broadcast_alive(ftl_swim *s, const ftl_member *m);
+void ftl_swim_broadcast_rumor(ftl_swim *s, ftl_msg_type type, const ftl_member *m, const char *from);
+void ftl_swim_fill_rumor(ftl_msg *msg, ftl_msg_type type, const ftl_member *m, const char *from);
+
+/* swim_probe.c */
+void ftl_swim_probe_tick(ftl_swim *s, int64_t now_us);
+int64_t ftl_swim_probe_deadline(const ftl_swim *s);
+void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target);
+void ftl_swim_on_ping(ftl_swim *s, int64_t now_us, const ftl_msg_ping *p);
+void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *p);
+void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *a);
+void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *n);
+void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us);
+int64_t ftl_swim_relay_deadline(const ftl_swim *s);
+
+/* swim_send.c */
+/* Sends one packet to (name, addr): primary message first, then `extra` when not NULL (the buddy
+ * rule's suspicion), then as many rumors as fit. */
+void ftl_swim_send(ftl_swim *s, const char *to_name, const char *to_addr, const ftl_msg *primary,
+		   const ftl_msg *extra);
+void ftl_swim_gossip(ftl_swim *s, int64_t now_us);
+/* Up to k distinct random members other than self and `exclude` that pass `wanted`; returns count. */
+int ftl_swim_random_members(ftl_swim *s, int64_t now_us, int k, const char *exclude,
+			    bool (*wanted)(const ftl_swim *, const ftl_member *, int64_t),
+			    const ftl_member **out);
+bool ftl_swim_is_live(const ftl_swim *s, const ftl_member *m, int64_t now_us);
+
+#endif

@@ -1,0 +1,248 @@
+/* Failure detection: the probe of one member per period (ping, then ping-req through k others, then
+ * suspicion), the answers we give to pings and ping-reqs, and Lifeguard's health bookkeeping:
+ * a direct ack improves our health score, each nack we expected but did not get worsens it (the
+ * intermediaries were alive, so missing nacks point at us), and with no one to nack any failure does. */
+#include "swim_internal.h"
+
+#include <string.h>
+
+static bool is_probe_target(const ftl_swim *s, const ftl_member *m, int64_t now_us)
+{
+	return strcmp(m->name, s->name) != 0 && ftl_swim_is_live(s, m, now_us);
+}
+
+static const ftl_member *pick_target(ftl_swim *s, int64_t now_us)
+{
+	if (s->hint[0]) {
+		const ftl_member *m = ftl_members_find(&s->members, s->hint);
+		s->hint[0] = '\0';
+		if (m && is_probe_target(s, m, now_us))
+			return m;
+	}
+	bool is_reshuffled = false;
+	for (uint32_t tries = 0; tries <= s->members.len + 1; tries++) {
+		const ftl_member *m = ftl_members_next_in_round(&s->members, &s->rng);
+		if (!m) {
+			if (is_reshuffled)
+				return NULL;
+			is_reshuffled = true;
+			continue;
+		}
+		if (is_probe_target(s, m, now_us))
+			return m;
+	}
+	return NULL;
+}
+
+static void touch(ftl_swim *s, const char *name, int64_t now_us)
+{
+	ftl_member *m = ftl_members_find(&s->members, name);
+	if (m)
+		m->last_heard_us = now_us;
+}
+
+void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
+{
+	const ftl_member *m = ftl_members_find(&s->members, target);
+	if (!m)
+		return;
+	ftl_probe *p = &s->probe;
+	memset(p, 0, sizeof(*p));
+	p->is_active = true;
+	strcpy(p->target, m->name);
+	p->seq = ++s->seq;
+	p->start_us = now_us;
+	p->direct_deadline_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_timeout_us);
+	p->end_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_interval_us);
+	s->next_probe_us = p->end_us;
+	s->stats.probes++;
+
+	ftl_msg ping = {.type = FTL_MSG_PING};
+	ping.u.ping.seq = p->seq;
+	strcpy(ping.u.ping.target, m->name);
+	strcpy(ping.u.ping.source, s->name);
+	strcpy(ping.u.ping.source_addr, s->addr);
+	ftl_msg buddy;
+	bool is_buddy = m->state == FTL_MEMBER_SUSPECT; /* Lifeguard's buddy rule: tell the suspect at once */
+	if (is_buddy)
+		ftl_swim_fill_rumor(&buddy, FTL_MSG_SUSPECT, m, s->name);
+	ftl_swim_send(s, m->name, m->addr, &ping, is_buddy ? &buddy : NULL);
+}
+
+static void send_indirect(ftl_swim *s, int64_t now_us)
+{
+	ftl_probe *p = &s->probe;
+	p->is_indirect_sent = true;
+	const ftl_member *target = ftl_members_find(&s->members, p->target);
+	if (!target || s->cfg.indirect_checks == 0)
+		return;
+	const ftl_member *helpers[16];
+	int n = ftl_swim_random_members(s, now_us, s->cfg.indirect_checks, target->name, ftl_swim_is_live, helpers);
+	ftl_msg req = {.type = FTL_MSG_PING_REQ};
+	req.u.ping_req.seq = p->seq;
+	strcpy(req.u.ping_req.target, target->name);
+	strcpy(req.u.ping_req.target_addr, target->addr);
+	strcpy(req.u.ping_req.source, s->name);
+	strcpy(req.u.ping_req.source_addr, s->addr);
+	req.u.ping_req.want_nack = true;
+	for (int i = 0; i < n; i++)
+		ftl_swim_send(s, helpers[i]->name, helpers[i]->addr, &req, NULL);
+	p->expected_nacks = n;
+}
+
+/* The probe is over: start the hinted one at once if there is one. */
+static void probe_done(ftl_swim *s, int64_t now_us)
+{
+	s->probe.is_active = false;
+	if (s->hint[0] && !s->is_leaving) {
+		const ftl_member *m = pick_target(s, now_us);
+		if (m)
+			ftl_swim_probe_start(s, now_us, m->name);
+	}
+}
+
+static void probe_failed(ftl_swim *s, int64_t now_us)
+{
+	ftl_probe *p = &s->probe;
+	s->stats.probes_failed++;
+	ftl_awareness_apply(&s->health, p->expected_nacks > 0 ? p->expected_nacks - p->nacks : 1);
+	ftl_member *m = ftl_members_find(&s->members, p->target);
+	if (m && ftl_swim_is_live(s, m, now_us)) {
+		ftl_msg msg;
+		ftl_swim_fill_rumor(&msg, FTL_MSG_SUSPECT, m, s->name);
+		ftl_swim_on_suspect(s, now_us, &msg.u.rumor);
+	}
+	probe_done(s, now_us);
+}
+
+void ftl_swim_probe_tick(ftl_swim *s, int64_t now_us)
+{
+	if (s->is_leaving)
+		return;
+	ftl_probe *p = &s->probe;
+	if (p->is_active && !p->is_indirect_sent && now_us >= p->direct_deadline_us)
+		send_indirect(s, now_us);
+	if (p->is_active && now_us >= p->end_us)
+		probe_failed(s, now_us);
+	if (!p->is_active && now_us >= s->next_probe_us) {
+		const ftl_member *m = pick_target(s, now_us);
+		if (m)
+			ftl_swim_probe_start(s, now_us, m->name);
+		else
+			s->next_probe_us = now_us + s->cfg.probe_interval_us;
+	}
+}
+
+int64_t ftl_swim_probe_deadline(const ftl_swim *s)
+{
+	const ftl_probe *p = &s->probe;
+	if (s->is_leaving)
+		return INT64_MAX;
+	if (!p->is_active)
+		return s->next_probe_us;
+	return p->is_indirect_sent ? p->end_us : p->direct_deadline_us;
+}
+
+void ftl_swim_on_ping(ftl_swim *s, int64_t now_us, const ftl_msg_ping *ping)
+{
+	if (strcmp(ping->target, s->name) != 0) {
+		s->stats.dropped[FTL_DROP_WRONG_TARGET]++;
+		return;
+	}
+	touch(s, ping->source, now_us);
+	ftl_msg ack = {.type = FTL_MSG_ACK};
+	ack.u.ack.seq = ping->seq;
+	strcpy(ack.u.ack.source, s->name);
+	/* A member we hold dead is pinging us: tell it, so it refutes now rather than at the next push-pull. */
+	const ftl_member *m = ftl_members_find(&s->members, ping->source);
+	ftl_msg news;
+	bool is_news = m && m->state == FTL_MEMBER_DEAD;
+	if (is_news)
+		ftl_swim_fill_rumor(&news, FTL_MSG_DEAD, m, s->name);
+	ftl_swim_send(s, ping->source, ping->source_addr, &ack, is_news ? &news : NULL);
+}
+
+void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *req)
+{
+	touch(s, req->source, now_us);
+	if (s->n_relays == FTL_SWIM_MAX_RELAYS || strcmp(req->target, s->name) == 0)
+		return;
+	ftl_relay *r = &s->relays[s->n_relays++];
+	memset(r, 0, sizeof(*r));
+	r->our_seq = ++s->seq;
+	r->their_seq = req->seq;
+	strcpy(r->target, req->target);
+	strcpy(r->requester_addr, req->source_addr);
+	r->want_nack = req->want_nack;
+	r->nack_at_us = now_us + s->cfg.probe_timeout_us;
+	r->expires_us = now_us + s->cfg.probe_interval_us;
+	ftl_msg ping = {.type = FTL_MSG_PING};
+	ping.u.ping.seq = r->our_seq;
+	strcpy(ping.u.ping.target, req->target);
+	strcpy(ping.u.ping.source, s->name);
+	strcpy(ping.u.ping.source_addr, s->addr);
+	ftl_swim_send(s, req->target, req->target_addr, &ping, NULL);
+}
+
+static void remove_relay(ftl_swim *s, int i) { s->relays[i] = s->relays[--s->n_relays]; }
+
+void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
+{
+	touch(s, ack->source, now_us);
+	ftl_probe *p = &s->probe;
+	if (p->is_active && ack->seq == p->seq) {
+		if (!p->is_indirect_sent)
+			ftl_awareness_apply(&s->health, -1);
+		p->is_acked = true;
+		probe_done(s, now_us);
+		return;
+	}
+	for (int i = 0; i < s->n_relays; i++) {
+		if (s->relays[i].our_seq == ack->seq) {
+			ftl_msg fwd = {.type = FTL_MSG_ACK};
+			fwd.u.ack.seq = s->relays[i].their_seq;
+			strcpy(fwd.u.ack.source, ack->source);
+			ftl_swim_send(s, "", s->relays[i].requester_addr, &fwd, NULL);
+			remove_relay(s, i);
+			return;
+		}
+	}
+	s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
+}
+
+void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *nack)
+{
+	touch(s, nack->source, now_us);
+	if (s->probe.is_active && nack->seq == s->probe.seq)
+		s->probe.nacks++;
+	else
+		s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
+}
+
+void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us)
+{
+	for (int i = s->n_relays; i-- > 0;) {
+		ftl_relay *r = &s->relays[i];
+		if (r->want_nack && !r->is_nack_sent && now_us >= r->nack_at_us) {
+			ftl_msg nack = {.type = FTL_MSG_NACK};
+			nack.u.nack.seq = r->their_seq;
+			strcpy(nack.u.nack.source, s->name);
+			ftl_swim_send(s, "", r->requester_addr, &nack, NULL);
+			r->is_nack_sent = true;
+		}
+		if (now_us >= r->expires_us)
+			remove_relay(s, i);
+	}
+}
+
+int64_t ftl_swim_relay_deadline(const ftl_swim *s)
+{
+	int64_t t = INT64_MAX;
+	for (int i = 0; i < s->n_relays; i++) {
+		const ftl_relay *r = &s->relays[i];
+		int64_t d = (r->want_nack && !r->is_nack_sent) ? r->nack_at_us : r->expires_us;
+		if (d < t)
+			t = d;
+	}
+	return t;
+}

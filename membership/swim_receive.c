@@ -1,0 +1,143 @@
+/* Everything that arrives: a datagram is opened by the keyring, decoded, and each message handed to the
+ * probe or rumor logic; push-pull frames are merged member by member. What fails to open or decode is
+ * dropped and counted, never trusted in part. */
+#include "swim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A push-pull frame of len bytes cannot hold more members than this (each needs several bytes), so
+ * the decode buffer is sized by what arrived, never by a count the peer claims. */
+#define PP_MIN_MEMBER_BYTES 8
+#define PP_MAX_MEMBERS 100000
+
+static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
+{
+	switch (m->type) {
+	case FTL_MSG_PING: ftl_swim_on_ping(s, now_us, &m->u.ping); break;
+	case FTL_MSG_PING_REQ: ftl_swim_on_ping_req(s, now_us, &m->u.ping_req); break;
+	case FTL_MSG_ACK: ftl_swim_on_ack(s, now_us, &m->u.ack); break;
+	case FTL_MSG_NACK: ftl_swim_on_nack(s, now_us, &m->u.nack); break;
+	case FTL_MSG_ALIVE: ftl_swim_on_alive(s, now_us, &m->u.alive); break;
+	case FTL_MSG_SUSPECT: ftl_swim_on_suspect(s, now_us, &m->u.rumor); break;
+	case FTL_MSG_DEAD: ftl_swim_on_dead(s, now_us, &m->u.rumor); break;
+	case FTL_MSG_LEFT: ftl_swim_on_left(s, now_us, &m->u.rumor); break;
+	default: break;
+	}
+}
+
+void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len)
+{
+	s->stats.packets_received++;
+	s->stats.bytes_received += len;
+	uint8_t plain[FTL_UDP_PACKET_MAX];
+	size_t plain_len;
+	if (len > FTL_UDP_PACKET_MAX + FTL_KEYRING_OVERHEAD ||
+	    ftl_keyring_open(s->keyring, data, len, plain, sizeof(plain), &plain_len, NULL) != 0) {
+		s->stats.dropped[FTL_DROP_KEYRING]++;
+		return;
+	}
+	ftl_msg msgs[FTL_WIRE_MAX_MSGS];
+	size_t n;
+	const char *err;
+	if (ftl_wire_decode_packet(plain, plain_len, msgs, FTL_WIRE_MAX_MSGS, &n, &err) != 0) {
+		s->stats.dropped[FTL_DROP_MALFORMED]++;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		s->stats.received[msgs[i].type]++;
+		dispatch(s, now_us, &msgs[i]);
+	}
+}
+
+int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len)
+{
+	uint32_t n = s->members.len;
+	ftl_pp_member *arr = calloc(n, sizeof(*arr));
+	if (!arr)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		const ftl_member *m = &s->members.arr[i];
+		strcpy(arr[i].name, m->name);
+		strcpy(arr[i].addr, m->addr);
+		arr[i].generation = m->generation;
+		arr[i].incarnation = m->incarnation;
+		arr[i].state = m->state;
+		arr[i].meta_len = m->meta_len;
+		if (m->meta_len)
+			memcpy(arr[i].meta, m->meta, m->meta_len);
+	}
+	ftl_push_pull hdr = {.is_join = is_join, .count = n};
+	strcpy(hdr.source, s->name);
+	uint8_t *plain = NULL;
+	size_t plain_len = 0;
+	int rc = ftl_wire_encode_push_pull(&hdr, arr, &plain, &plain_len);
+	free(arr);
+	if (rc != 0)
+		return -1;
+	*frame = malloc(plain_len + FTL_KEYRING_OVERHEAD);
+	rc = *frame ? ftl_keyring_seal(s->keyring, plain, plain_len, *frame, plain_len + FTL_KEYRING_OVERHEAD, len)
+		    : -1;
+	free(plain);
+	if (rc != 0) {
+		free(*frame);
+		*frame = NULL;
+	}
+	return rc;
+}
+
+static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, const char *source)
+{
+	ftl_msg msg;
+	memset(&msg, 0, sizeof(msg));
+	if (pm->state == FTL_MEMBER_ALIVE) {
+		ftl_msg_alive *a = &msg.u.alive;
+		strcpy(a->name, pm->name);
+		strcpy(a->addr, pm->addr);
+		a->generation = pm->generation;
+		a->incarnation = pm->incarnation;
+		a->meta_len = pm->meta_len;
+		memcpy(a->meta, pm->meta, pm->meta_len);
+		ftl_swim_on_alive(s, now_us, a);
+		return;
+	}
+	ftl_msg_rumor *r = &msg.u.rumor;
+	strcpy(r->name, pm->name);
+	strcpy(r->from, source);
+	r->generation = pm->generation;
+	r->incarnation = pm->incarnation;
+	if (pm->state == FTL_MEMBER_LEFT)
+		ftl_swim_on_left(s, now_us, r);
+	else /* a peer's dead is only our suspect: the member gets its chance to refute (memberlist) */
+		ftl_swim_on_suspect(s, now_us, r);
+}
+
+int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
+{
+	int rc = -1;
+	uint8_t *plain = malloc(len + 1);
+	size_t plain_len = 0;
+	ftl_pp_member *arr = NULL;
+	if (!plain || ftl_keyring_open(s->keyring, frame, len, plain, len + 1, &plain_len, NULL) != 0)
+		goto out;
+	size_t max = plain_len / PP_MIN_MEMBER_BYTES + 1;
+	if (max > PP_MAX_MEMBERS)
+		max = PP_MAX_MEMBERS;
+	arr = calloc(max, sizeof(*arr));
+	ftl_push_pull hdr;
+	const char *err;
+	if (!arr || ftl_wire_decode_push_pull(plain, plain_len, &hdr, arr, max, &err) != 0)
+		goto out;
+	for (uint32_t i = 0; i < hdr.count; i++)
+		merge_member(s, now_us, &arr[i], hdr.source);
+	if (is_join)
+		*is_join = hdr.is_join;
+	s->stats.push_pulls++;
+	rc = 0;
+out:
+	if (rc != 0)
+		s->stats.dropped[FTL_DROP_PUSH_PULL]++;
+	free(plain);
+	free(arr);
+	return rc;
+}

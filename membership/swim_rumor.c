@@ -1,0 +1,224 @@
+/* What each rumor does to the member table (memberlist's aliveNode/suspectNode/deadNode are the model).
+ *
+ * Ordering: a rumor about another life (generation) than the one we hold is ignored unless it is an
+ * alive with a larger generation, which replaces the entry whatever its state (a restart). Within one
+ * life, a rumor with a smaller incarnation is stale; alive needs a strictly larger incarnation to
+ * override suspect/dead/left, while suspect/dead/left apply at an equal one. A rumor about ourselves
+ * that says we are not alive is refuted by raising our incarnation above it. Whatever changed our
+ * table is queued for gossip, so news spreads from every node that accepts it. */
+#include "swim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ftl_swim_fill_rumor(ftl_msg *msg, ftl_msg_type type, const ftl_member *m, const char *from)
+{
+	memset(msg, 0, sizeof(*msg));
+	msg->type = type;
+	strcpy(msg->u.rumor.name, m->name);
+	msg->u.rumor.generation = m->generation;
+	msg->u.rumor.incarnation = m->incarnation;
+	ftl_copy_str(msg->u.rumor.from, from, FTL_NAME_MAX);
+}
+
+static void queue_msg(ftl_swim *s, const char *about, const ftl_msg *msg)
+{
+	uint8_t buf[FTL_WIRE_MSG_MAX];
+	size_t len;
+	if (ftl_wire_encode_msg(msg, buf, sizeof(buf), &len) == 0)
+		ftl_bcast_push(&s->bcast, about, buf, len);
+}
+
+void ftl_swim_broadcast_rumor(ftl_swim *s, ftl_msg_type type, const ftl_member *m, const char *from)
+{
+	ftl_msg msg;
+	ftl_swim_fill_rumor(&msg, type, m, from);
+	queue_msg(s, m->name, &msg);
+}
+
+void ftl_swim_broadcast_alive(ftl_swim *s, const ftl_member *m)
+{
+	ftl_msg msg;
+	memset(&msg, 0, sizeof(msg));
+	msg.type = FTL_MSG_ALIVE;
+	strcpy(msg.u.alive.name, m->name);
+	strcpy(msg.u.alive.addr, m->addr);
+	msg.u.alive.generation = m->generation;
+	msg.u.alive.incarnation = m->incarnation;
+	msg.u.alive.meta_len = m->meta_len;
+	if (m->meta_len)
+		memcpy(msg.u.alive.meta, m->meta, m->meta_len);
+	queue_msg(s, m->name, &msg);
+}
+
+/* Someone says we are not alive (or holds a conflicting alive): outbid them. */
+static void refute(ftl_swim *s, uint64_t seen_incarnation)
+{
+	if (s->is_leaving)
+		return;
+	ftl_member *self = ftl_swim_self(s);
+	if (seen_incarnation >= self->incarnation)
+		self->incarnation = seen_incarnation + 1;
+	else
+		self->incarnation++;
+	s->stats.refutations++;
+	ftl_awareness_apply(&s->health, 1); /* being suspected hints that we are the slow one */
+	ftl_swim_broadcast_alive(s, self);
+}
+
+static bool same_meta(const ftl_member *m, const ftl_msg_alive *a)
+{
+	return m->meta_len == a->meta_len && (a->meta_len == 0 || memcmp(m->meta, a->meta, a->meta_len) == 0);
+}
+
+static int take_alive(ftl_member *m, const ftl_msg_alive *a)
+{
+	if (ftl_members_set_addr(m, a->addr) != 0 || ftl_members_set_meta(m, a->meta, a->meta_len) != 0)
+		return -1;
+	m->generation = a->generation;
+	m->incarnation = a->incarnation;
+	return 0;
+}
+
+static void alive_about_self(ftl_swim *s, const ftl_msg_alive *a)
+{
+	ftl_member *self = ftl_swim_self(s);
+	if (a->generation != self->generation || a->incarnation < self->incarnation)
+		return; /* an older life of ours, or old news */
+	if (a->incarnation > self->incarnation || strcmp(a->addr, self->addr) != 0)
+		refute(s, a->incarnation);
+}
+
+void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
+{
+	if (strcmp(a->name, s->name) == 0) {
+		alive_about_self(s, a);
+		return;
+	}
+	ftl_member *m = ftl_members_find(&s->members, a->name);
+	if (!m) {
+		m = ftl_swim_add_member(s, a->name, a->addr, now_us);
+		if (!m || take_alive(m, a) != 0)
+			return;
+		ftl_swim_emit(s, now_us, FTL_EVENT_JOIN, m);
+		ftl_swim_broadcast_alive(s, m);
+		return;
+	}
+	if (a->generation < m->generation)
+		return;
+	if (a->generation > m->generation) { /* a restart: the new life replaces the old whatever its state */
+		if (take_alive(m, a) != 0)
+			return;
+		ftl_swim_set_state_quiet(s, m, FTL_MEMBER_ALIVE, now_us);
+		m->state_since_us = now_us;
+		m->last_heard_us = now_us;
+		ftl_swim_emit(s, now_us, FTL_EVENT_JOIN, m);
+		ftl_swim_broadcast_alive(s, m);
+		return;
+	}
+	if (a->incarnation <= m->incarnation)
+		return;
+	bool is_changed = strcmp(m->addr, a->addr) != 0 || !same_meta(m, a);
+	if (take_alive(m, a) != 0)
+		return;
+	if (m->state != FTL_MEMBER_ALIVE)
+		ftl_swim_set_state(s, m, FTL_MEMBER_ALIVE, now_us);
+	else if (is_changed)
+		ftl_swim_emit(s, now_us, FTL_EVENT_UPDATE, m);
+	ftl_swim_broadcast_alive(s, m);
+}
+
+int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
+{
+	if (strcmp(a->name, s->name) == 0 || ftl_members_find(&s->members, a->name))
+		return -1;
+	ftl_member *m = ftl_swim_add_member(s, a->name, a->addr, now_us);
+	return m ? take_alive(m, a) : -1;
+}
+
+/* The member this rumor is about, or NULL when the rumor is stale or about another life. */
+static ftl_member *rumor_target(ftl_swim *s, const ftl_msg_rumor *r)
+{
+	ftl_member *m = ftl_members_find(&s->members, r->name);
+	if (!m || r->generation != m->generation || r->incarnation < m->incarnation)
+		return NULL;
+	return m;
+}
+
+static void start_suspicion(ftl_swim *s, ftl_member *m, int64_t now_us, const char *accuser)
+{
+	int n = ftl_swim_live_count(s);
+	m->suspicion = malloc(sizeof(*m->suspicion));
+	if (!m->suspicion)
+		return; /* resolved by refutation or a dead rumor from others */
+	ftl_suspicion_start(m->suspicion, now_us, ftl_swim_suspicion_min_us(&s->cfg, n),
+			    ftl_swim_suspicion_max_us(&s->cfg, n), ftl_swim_suspicion_confirmations(&s->cfg, n),
+			    accuser);
+}
+
+void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
+{
+	ftl_member *m = rumor_target(s, r);
+	if (!m)
+		return;
+	if (m == ftl_swim_self(s)) {
+		refute(s, r->incarnation);
+		return;
+	}
+	if (m->state == FTL_MEMBER_SUSPECT) {
+		/* An independent confirmation shortens the timeout (Lifeguard); spread it so others count it. */
+		if (m->suspicion && ftl_suspicion_confirm(m->suspicion, r->from))
+			ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
+		return;
+	}
+	if (m->state != FTL_MEMBER_ALIVE)
+		return;
+	m->incarnation = r->incarnation;
+	ftl_swim_set_state(s, m, FTL_MEMBER_SUSPECT, now_us);
+	start_suspicion(s, m, now_us, r->from);
+	ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
+}
+
+static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_member_state state)
+{
+	ftl_member *m = rumor_target(s, r);
+	if (!m || m->state == state || (state == FTL_MEMBER_DEAD && m->state == FTL_MEMBER_LEFT))
+		return;
+	if (m == ftl_swim_self(s)) {
+		refute(s, r->incarnation);
+		return;
+	}
+	m->incarnation = r->incarnation;
+	ftl_swim_set_state(s, m, state, now_us);
+	ftl_swim_broadcast_rumor(s, state == FTL_MEMBER_DEAD ? FTL_MSG_DEAD : FTL_MSG_LEFT, m, r->from);
+}
+
+void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { declare(s, now_us, r, FTL_MEMBER_DEAD); }
+
+void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { declare(s, now_us, r, FTL_MEMBER_LEFT); }
+
+void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
+{
+	for (uint32_t i = s->n_suspects; i-- > 0;) {
+		ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
+		if (!m || !m->suspicion || ftl_suspicion_deadline(m->suspicion) > now_us)
+			continue;
+		ftl_msg msg;
+		ftl_swim_fill_rumor(&msg, FTL_MSG_DEAD, m, s->name);
+		ftl_swim_on_dead(s, now_us, &msg.u.rumor);
+	}
+}
+
+int64_t ftl_swim_next_suspicion_deadline(const ftl_swim *s)
+{
+	int64_t t = INT64_MAX;
+	for (uint32_t i = 0; i < s->n_suspects; i++) {
+		const ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
+		if (m && m->suspicion) {
+			int64_t d = ftl_suspicion_deadline(m->suspicion);
+			if (d < t)
+				t = d;
+		}
+	}
+	return t;
+}

@@ -1,0 +1,74 @@
+/* Every change of a member's state goes through ftl_swim_set_state, which keeps the per-state counts
+ * (N for the formulas without a scan), the list of suspects whose timers run, and the events. */
+#include "swim_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const ftl_swim_event_type event_of_state[FTL_MEMBER_STATE_MAX] = {
+	[FTL_MEMBER_ALIVE] = FTL_EVENT_ALIVE,
+	[FTL_MEMBER_SUSPECT] = FTL_EVENT_SUSPECT,
+	[FTL_MEMBER_DEAD] = FTL_EVENT_DEAD,
+	[FTL_MEMBER_LEFT] = FTL_EVENT_LEFT,
+};
+
+static void add_suspect(ftl_swim *s, const char *name)
+{
+	if (s->n_suspects == s->cap_suspects) {
+		uint32_t cap = s->cap_suspects ? s->cap_suspects * 2 : 8;
+		char(*arr)[FTL_NAME_MAX] = realloc(s->suspects, cap * sizeof(*arr));
+		if (!arr)
+			return; /* the member stays suspect; refutation or a dead rumor still resolves it */
+		s->suspects = arr;
+		s->cap_suspects = cap;
+	}
+	strcpy(s->suspects[s->n_suspects++], name);
+}
+
+static void remove_suspect(ftl_swim *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->n_suspects; i++) {
+		if (strcmp(s->suspects[i], name) == 0) {
+			memcpy(s->suspects[i], s->suspects[--s->n_suspects], FTL_NAME_MAX);
+			return;
+		}
+	}
+}
+
+static void change_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us, bool is_loud)
+{
+	ftl_member_state old = m->state;
+	if (old == FTL_MEMBER_SUSPECT && state != FTL_MEMBER_SUSPECT) {
+		free(m->suspicion);
+		m->suspicion = NULL;
+		remove_suspect(s, m->name);
+	}
+	if (state == FTL_MEMBER_SUSPECT && old != FTL_MEMBER_SUSPECT)
+		add_suspect(s, m->name);
+	s->count[old]--;
+	s->count[state]++;
+	m->state = state;
+	if (old != state) {
+		m->state_since_us = now_us;
+		if (is_loud)
+			ftl_swim_emit(s, now_us, event_of_state[state], m);
+	}
+}
+
+void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us)
+{
+	change_state(s, m, state, now_us, true);
+}
+
+void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us)
+{
+	change_state(s, m, state, now_us, false);
+}
+
+ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr, int64_t now_us)
+{
+	ftl_member *m = ftl_members_add(&s->members, &s->rng, name, addr, FTL_MEMBER_ALIVE, now_us);
+	if (m)
+		s->count[FTL_MEMBER_ALIVE]++;
+	return m;
+}
