@@ -28,6 +28,7 @@ typedef enum ftl_keyring_drop {
 	FTL_KEYRING_DROP_TRUNCATED,   /* shorter than the overhead */
 	FTL_KEYRING_DROP_BAD_MODE,    /* plaintext packet at a secure node, sealed at an insecure one, or unknown */
 	FTL_KEYRING_DROP_BAD_MAC,     /* no key opens it: wrong key, tampered, or wrong cluster name */
+	FTL_KEYRING_DROP_TOO_LONG,    /* its plaintext would not fit the caller's buffer */
 	FTL_KEYRING_DROP_MAX
 } ftl_keyring_drop;
 

@@ -43,7 +43,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		cfg->gossip_interval_us = 30 * MS;
 		cfg->gossip_nodes = 4;
 		cfg->indirect_checks = 3;
-		cfg->retransmit_mult = 4;
+		cfg->retransmit_mult = 8;
 		cfg->suspicion_mult = 3;
 		cfg->suspicion_max_mult = 3;
 		cfg->push_pull_interval_us = 10 * SEC;

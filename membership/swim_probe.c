@@ -111,6 +111,10 @@ static void probe_failed(ftl_swim *s, int64_t now_us)
 		ftl_msg msg;
 		ftl_swim_fill_rumor(&msg, FTL_MSG_SUSPECT, m, s->name);
 		ftl_swim_on_suspect(s, now_us, &msg.u.rumor);
+		/* Tell the suspect straight away too: if it is only slow or behind a lossy link, it refutes now
+		 * instead of when gossip happens to reach it, which is what keeps loss from killing nodes. */
+		if ((m = ftl_members_find(&s->members, p->target)) != NULL)
+			ftl_swim_send(s, m->name, m->addr, &msg, NULL);
 	}
 	probe_done(s, now_us);
 }

@@ -136,12 +136,19 @@ int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 	return m ? take_alive(m, a) : -1;
 }
 
-/* The member this rumor is about, or NULL when the rumor is stale or about another life. */
+/* The member this rumor is about, or NULL when the rumor is stale or about another life.
+ * A stale accusation of ourselves means its sender missed our refutation: announce ourselves again
+ * (once per queue drain), so a lost refutation does not turn into a false death. */
 static ftl_member *rumor_target(ftl_swim *s, const ftl_msg_rumor *r)
 {
 	ftl_member *m = ftl_members_find(&s->members, r->name);
-	if (!m || r->generation != m->generation || r->incarnation < m->incarnation)
+	if (!m || r->generation != m->generation)
 		return NULL;
+	if (r->incarnation < m->incarnation) {
+		if (strcmp(r->name, s->name) == 0 && !s->is_leaving && !ftl_bcast_has(&s->bcast, s->name))
+			ftl_swim_broadcast_alive(s, m);
+		return NULL;
+	}
 	return m;
 }
 

@@ -1,8 +1,9 @@
-/* The recorder of watch.h. */
+/* The recorder of watch.h. FTL_SIM_TRACE=<member name> prints every event about that member. */
 #include "watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 void ftl_watch_init(ftl_watch *w, ftl_sim *sim, int subject, ftl_swim_event_type type)
 {
@@ -31,6 +32,10 @@ void ftl_watch_reset(ftl_watch *w, int subject, ftl_swim_event_type type)
 void ftl_watch_cb(void *ctx, ftl_sim *sim, int observer, const ftl_swim_event *ev)
 {
 	ftl_watch *w = ctx;
+	const char *trace = getenv("FTL_SIM_TRACE"); /* a member name: print every event about it */
+	if (trace && strcmp(trace, ev->name) == 0)
+		fprintf(stderr, "trace %.4f %s: %s %s inc=%llu\n", (double)ev->at_us / 1e6, ftl_sim_name(sim, observer),
+			ftl_swim_event_type_strs[ev->type], ev->name, (unsigned long long)ev->incarnation);
 	int subject = atoi(ev->name + 1); /* simulator names are "n<index>" */
 	if (subject < 0 || subject >= w->capacity || observer >= w->capacity)
 		return;

@@ -1,0 +1,50 @@
+/* The protocol's field tables, shared by the encoder and the decoder so that the two can never disagree.
+ *
+ * Each message type (and the push-pull header and member) is described by a list of fields: the small
+ * integer key it travels under, what kind of value it is, and where it lives in the C struct. The encoder
+ * walks the list to write a map; the decoder walks the same list to read one. The key numbers and the
+ * rules for each kind are documented at the top of wire_schema.c. Internal to membership/. */
+#ifndef FTL_MEMBERSHIP_WIRE_SCHEMA_H
+#define FTL_MEMBERSHIP_WIRE_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "message.h"
+
+#define WIRE_KEY_TYPE 0     /* every message map: the ftl_msg_type */
+#define WIRE_KEY_MEMBERS 16 /* push-pull header: the array of member maps */
+
+typedef enum wire_kind {
+	WIRE_KIND_U32,   /* unsigned integer that fits uint32_t */
+	WIRE_KIND_U64,   /* unsigned integer */
+	WIRE_KIND_BOOL,  /* true or false */
+	WIRE_KIND_NAME,  /* str, 1..FTL_NAME_MAX-1 bytes, no NUL */
+	WIRE_KIND_ADDR,  /* str, 1..FTL_ADDR_MAX-1 bytes, no NUL */
+	WIRE_KIND_META,  /* bin, 0..FTL_META_MAX bytes, optional (absent = empty); length kept at len_offset */
+	WIRE_KIND_STATE, /* unsigned integer < FTL_MEMBER_STATE_MAX, kept as ftl_member_state */
+} wire_kind;
+
+typedef struct wire_field {
+	uint8_t key;         /* the map key on the wire: never renumber */
+	uint8_t kind;        /* a wire_kind */
+	uint16_t offset;     /* of the value inside the struct */
+	uint16_t len_offset; /* WIRE_KIND_META only: of the uint16_t length */
+} wire_field;
+
+typedef struct wire_schema {
+	const wire_field *fields;
+	size_t count;
+} wire_schema;
+
+/* Indexed by ftl_msg_type; offsets are relative to ftl_msg.u. */
+extern const wire_schema wire_msg_schemas[FTL_MSG_TYPE_MAX];
+/* ftl_push_pull without its member array (key WIRE_KEY_MEMBERS), and one ftl_pp_member. */
+extern const wire_schema wire_pp_header_schema;
+extern const wire_schema wire_pp_member_schema;
+
+/* Checks a NAME or ADDR value of len bytes; returns NULL if acceptable, else a static reason. Both the
+ * encoder (on our own structs) and the decoder (on a peer's bytes) use it. */
+const char *wire_text_error(wire_kind kind, const char *text, size_t len);
+
+#endif
