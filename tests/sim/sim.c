@@ -11,7 +11,7 @@
 
 #include "rng.h"
 
-typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_PP_REQUEST, EV_PP_REPLY } ev_kind;
+typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_PP_REQUEST, EV_PP_REPLY, EV_REJOIN } ev_kind;
 
 typedef struct sim_event {
 	int64_t at;
@@ -328,6 +328,8 @@ ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 	}
 	for (int i = 0; i < o->n; i++)
 		drain(sim, i);
+	if (o->rejoin_interval_us > 0)
+		heap_push(sim, (sim_event){.at = o->rejoin_interval_us, .kind = EV_REJOIN});
 	return sim;
 }
 
@@ -399,10 +401,39 @@ static void push_pull_leg(ftl_sim *sim, sim_event *ev)
 	drain(sim, ev->node);
 }
 
+/* The seed rule of the agent: a node that sees fewer live members than the DNS answer rejoins. */
+static void rejoin_round(ftl_sim *sim)
+{
+	int running = ftl_sim_running_count(sim, -1);
+	for (int i = 0; i < sim->n_nodes; i++) {
+		sim_node *nd = &sim->nodes[i];
+		if (!nd->swim || nd->is_paused)
+			continue;
+		ftl_swim *s = nd->swim;
+		if ((int)(ftl_swim_count(s, FTL_MEMBER_ALIVE) + ftl_swim_count(s, FTL_MEMBER_SUSPECT)) >= running)
+			continue;
+		for (int tries = 0; tries < 8; tries++) {
+			int j = (int)ftl_rng_below(&sim->net_rng, (uint32_t)sim->n_nodes);
+			ftl_member_state st;
+			if (j == i || !sim->nodes[j].swim || (ftl_sim_view(sim, i, j, &st) && st == FTL_MEMBER_ALIVE))
+				continue;
+			const char *addr = sim->nodes[j].addr;
+			ftl_swim_join(s, &addr, 1);
+			drain(sim, i);
+			break;
+		}
+	}
+	heap_push(sim, (sim_event){.at = sim->now + sim->opt.rejoin_interval_us, .kind = EV_REJOIN});
+}
+
 static void run_event(ftl_sim *sim, sim_event *ev)
 {
 	sim_node *nd = &sim->nodes[ev->node];
 	sim->stats.events_run++;
+	if (ev->kind == EV_REJOIN) {
+		rejoin_round(sim);
+		return;
+	}
 	if (!nd->swim || ev->life != nd->life) {
 		if (ev->kind != EV_TICK)
 			sim->stats.to_dead++;
@@ -422,6 +453,8 @@ static void run_event(ftl_sim *sim, sim_event *ev)
 	case EV_PP_REQUEST:
 	case EV_PP_REPLY:
 		push_pull_leg(sim, ev);
+		break;
+	case EV_REJOIN:
 		break;
 	}
 }

@@ -35,6 +35,10 @@ typedef struct ftl_sim_options {
 	bool is_insecure;         /* plaintext instead of sealed packets (faster at scale) */
 	bool is_cold_start;       /* nodes start alone and join through node 0, instead of converged */
 	bool is_quiet;            /* do not print the seed */
+	/* The agent's seed rule, modelled: every rejoin_interval each node that sees fewer live members than
+	 * the "DNS answer" (every running node, as a headless Service returns every pod) push-pulls with one
+	 * it does not see alive. 0 = off. This is what heals a partition once gossip has given up. */
+	int64_t rejoin_interval_us;
 } ftl_sim_options;
 
 /* Fills defaults: the given profile, 200 us delay, 100 us jitter, no loss, sealed, converged. */

@@ -25,6 +25,7 @@ void ftl_watch_reset(ftl_watch *w, int subject, ftl_swim_event_type type)
 {
 	w->subject = subject;
 	w->type = type;
+	w->subject_deaths = w->subject_lefts = 0;
 	for (int i = 0; i < w->capacity; i++)
 		w->seen_at[i] = -1;
 }
@@ -41,6 +42,10 @@ void ftl_watch_cb(void *ctx, ftl_sim *sim, int observer, const ftl_swim_event *e
 		return;
 	if (subject == w->subject && ev->type == w->type && w->seen_at[observer] < 0)
 		w->seen_at[observer] = ev->at_us;
+	if (subject == w->subject) {
+		w->subject_deaths += ev->type == FTL_EVENT_DEAD;
+		w->subject_lefts += ev->type == FTL_EVENT_LEFT;
+	}
 	if ((ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT) && !w->may_die[subject]) {
 		fprintf(stderr, "watch: %s reported %s %s at %.3f s\n", ftl_sim_name(sim, observer),
 			ev->name, ftl_swim_event_type_strs[ev->type], (double)ev->at_us / 1e6);

@@ -16,6 +16,8 @@ typedef struct ftl_watch {
 	bool *may_die;               /* per node: dead/left events about it are expected */
 	int false_deaths;
 	int false_lefts;
+	int subject_deaths;          /* dead events about the subject, any observer */
+	int subject_lefts;
 } ftl_watch;
 
 void ftl_watch_init(ftl_watch *w, ftl_sim *sim, int subject, ftl_swim_event_type type);
