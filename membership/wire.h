@@ -30,7 +30,8 @@
 /* Largest encoding of one message (an alive with full metadata fits). */
 #define FTL_WIRE_MSG_MAX 512
 
-/* Encodes one message map into buf. Returns 0 and sets *len, or -1 if cap is too small. */
+/* Encodes one message map into buf. Returns 0 and sets *len, or -1 if cap is too small or the message is
+ * one a decoder would refuse (unknown type, empty or unterminated name/address, meta_len > FTL_META_MAX). */
 int ftl_wire_encode_msg(const ftl_msg *msg, uint8_t *buf, size_t cap, size_t *len);
 
 /* Builds a compound packet incrementally. The caller owns buf. */
@@ -46,7 +47,7 @@ void ftl_wire_packet_init(ftl_wire_packet *p, uint8_t *buf, size_t cap);
 /* Appends one already-encoded message map (from ftl_wire_encode_msg). Returns 0, or -1 if it does not
  * fit (the packet is unchanged) or the packet already holds FTL_WIRE_MAX_MSGS messages. */
 int ftl_wire_packet_add_raw(ftl_wire_packet *p, const uint8_t *msg, size_t len);
-/* Encodes and appends one message; same result as add_raw. */
+/* Encodes and appends one message; same result as add_raw, and -1 where ftl_wire_encode_msg refuses. */
 int ftl_wire_packet_add(ftl_wire_packet *p, const ftl_msg *msg);
 /* Bytes free for another message. */
 size_t ftl_wire_packet_room(const ftl_wire_packet *p);
@@ -55,11 +56,13 @@ size_t ftl_wire_packet_finish(ftl_wire_packet *p);
 
 /* Decodes a compound packet into out[0..max). Returns 0 and sets *n, or -1 and sets *err (a static
  * string naming the problem: "truncated", "bad version", "too many messages", "name too long", ...).
- * A packet with more than max messages is malformed. */
+ * A packet with more than max messages is malformed. A message of an unknown type (from a newer peer) is
+ * skipped: it is not in out[] or *n and is not an error, but counts against max. */
 int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t max, size_t *n,
 			   const char **err);
 
-/* Encodes a push-pull frame into a malloc'd buffer (*buf, *len); returns 0 or -1 on allocation failure. */
+/* Encodes a push-pull frame into a malloc'd buffer (*buf, *len; the caller frees it); returns 0, or -1 on
+ * allocation failure or a field a decoder would refuse (as ftl_wire_encode_msg, or a state out of range). */
 int ftl_wire_encode_push_pull(const ftl_push_pull *hdr, const ftl_pp_member *members, uint8_t **buf,
 			      size_t *len);
 /* Decodes a push-pull frame; at most max members are accepted (more is malformed). Returns 0 or -1

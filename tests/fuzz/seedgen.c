@@ -1,0 +1,168 @@
+/* Writes the seed corpus of every fuzz target from valid encodings, so that the corpus follows the
+ * codec as it changes instead of going stale in git. Run at build time (target fuzz_corpus):
+ *   fuzz_seedgen OUTDIR   ->   OUTDIR/fuzz_wire_packet/, OUTDIR/fuzz_wire_push_pull/, OUTDIR/fuzz_keyring_open/
+ * Seeds: packets of every message type (short and at their caps), an empty packet, a packet with an
+ * unknown key and an unknown message type, push-pull frames of 0, 1 and several members, and each packet
+ * seed sealed with the fixture key and in insecure mode. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <msgpack.h>
+
+#include "fuzz_fixture.h"
+#include "keyring.h"
+#include "wire.h"
+#include "wire_samples.h"
+
+typedef struct seed {
+	uint8_t bytes[4096];
+	size_t len;
+} seed;
+
+enum { PACKET_SEEDS = 5 };
+
+static int make_dir(const char *path)
+{
+	if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_seed(const char *dir, const char *target, const char *name, const uint8_t *bytes, size_t len)
+{
+	char path[4096];
+	FILE *f;
+	snprintf(path, sizeof path, "%s/%s/%s", dir, target, name);
+	f = fopen(path, "wb");
+	if (f == NULL || fwrite(bytes, 1, len, f) != len || fclose(f) != 0) {
+		perror(path);
+		return -1;
+	}
+	return 0;
+}
+
+/* A packet of one message of each type from first to last, short or at the caps. */
+static void packet_of_types(seed *s, int first, int last, bool is_max)
+{
+	ftl_wire_packet p;
+	ftl_wire_packet_init(&p, s->bytes, sizeof s->bytes);
+	for (int t = first; t <= last; t++) {
+		ftl_msg m = sample_msg((ftl_msg_type)t, is_max);
+		if (ftl_wire_packet_add(&p, &m) != 0)
+			abort(); /* the samples are valid and fit */
+	}
+	s->len = ftl_wire_packet_finish(&p);
+}
+
+/* A packet as a newer peer might send: an ack with an unknown key, then a message of an unknown type. */
+static void packet_from_the_future(seed *s)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_write(&sb, "\x01", 1);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_map(&pk, 4);
+	msgpack_pack_uint8(&pk, 0); msgpack_pack_uint8(&pk, FTL_MSG_ACK);
+	msgpack_pack_uint8(&pk, 1); msgpack_pack_uint32(&pk, 77);
+	msgpack_pack_uint8(&pk, 4); msgpack_pack_str_with_body(&pk, "w7", 2);
+	msgpack_pack_uint8(&pk, 40); msgpack_pack_array(&pk, 1); msgpack_pack_double(&pk, 1.5);
+	msgpack_pack_map(&pk, 2);
+	msgpack_pack_uint8(&pk, 0); msgpack_pack_uint8(&pk, 60);
+	msgpack_pack_uint8(&pk, 1); msgpack_pack_bin_with_body(&pk, "xyz", 3);
+	if (sb.size > sizeof s->bytes)
+		abort();
+	memcpy(s->bytes, sb.data, sb.size);
+	s->len = sb.size;
+	msgpack_sbuffer_destroy(&sb);
+}
+
+static int write_push_pull_seeds(const char *dir)
+{
+	static const uint32_t counts[] = {0, 1, 6};
+	ftl_push_pull hdr;
+	ftl_pp_member members[6];
+	for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+		char name[32];
+		uint8_t *buf;
+		size_t len;
+		int rc;
+		sample_push_pull(&hdr, members, counts[i]);
+		hdr.is_join = i % 2 == 0;
+		if (ftl_wire_encode_push_pull(&hdr, members, &buf, &len) != 0)
+			return -1;
+		snprintf(name, sizeof name, "members-%u", counts[i]);
+		rc = write_seed(dir, "fuzz_wire_push_pull", name, buf, len);
+		free(buf);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Each packet seed, sealed with the fixture key and in plaintext (insecure) mode. */
+static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
+{
+	uint8_t key[FTL_KEY_SIZE], out[sizeof packets[0].bytes + FTL_KEYRING_OVERHEAD];
+	const char *err;
+	ftl_keyring *rings[2];
+	int rc = 0;
+
+	fuzz_fixture_key(key);
+	rings[0] = ftl_keyring_new(FUZZ_CLUSTER, key, &err);
+	rings[1] = ftl_keyring_new_insecure(FUZZ_CLUSTER, &err);
+	if (rings[0] == NULL || rings[1] == NULL)
+		return -1;
+	for (size_t r = 0; r < 2 && rc == 0; r++) {
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			char name[32];
+			size_t len;
+			snprintf(name, sizeof name, "%s-%zu", r == 0 ? "sealed" : "plain", i);
+			rc = ftl_keyring_seal(rings[r], packets[i].bytes, packets[i].len, out, sizeof out, &len);
+			rc = rc || write_seed(dir, "fuzz_keyring_open", name, out, len);
+		}
+	}
+	ftl_keyring_delete(rings[0]);
+	ftl_keyring_delete(rings[1]);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const targets[] = {"fuzz_wire_packet", "fuzz_wire_push_pull", "fuzz_keyring_open"};
+	static seed packets[PACKET_SEEDS];
+	char path[4096];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+		return 2;
+	}
+	if (make_dir(argv[1]) != 0)
+		return 1;
+	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", argv[1], targets[i]);
+		if (make_dir(path) != 0)
+			return 1;
+	}
+	packet_of_types(&packets[0], 0, FTL_MSG_TYPE_MAX - 1, false);
+	packet_of_types(&packets[1], FTL_MSG_PING, FTL_MSG_ALIVE, true);
+	packet_of_types(&packets[2], FTL_MSG_SUSPECT, FTL_MSG_LEFT, true);
+	packet_of_types(&packets[3], FTL_MSG_PING, FTL_MSG_PING - 1, false); /* empty */
+	packet_from_the_future(&packets[4]);
+	for (size_t i = 0; i < PACKET_SEEDS; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "packet-%zu", i);
+		if (write_seed(argv[1], "fuzz_wire_packet", name, packets[i].bytes, packets[i].len) != 0)
+			return 1;
+	}
+	if (write_push_pull_seeds(argv[1]) != 0 || write_keyring_seeds(argv[1], packets, PACKET_SEEDS) != 0) {
+		fprintf(stderr, "%s: could not write the seeds\n", argv[0]);
+		return 1;
+	}
+	return 0;
+}
