@@ -122,6 +122,14 @@ int ftl_swim_suspicion_confirmations(const ftl_swim_config *cfg, int n)
 	return k;
 }
 
+int64_t ftl_swim_push_pull_interval_us(const ftl_swim_config *cfg, int n)
+{
+	if (n <= 32)
+		return cfg->push_pull_interval_us;
+	int doublings = (int)ceil(log2((double)n) - log2(32.0));
+	return cfg->push_pull_interval_us * (1 + doublings);
+}
+
 int64_t ftl_swim_detection_bound_us(const ftl_swim_config *cfg, int n)
 {
 	return (FTL_FIRST_PROBE_PERIODS + 1) * cfg->probe_interval_us + ftl_swim_suspicion_max_us(cfg, n) +

@@ -54,6 +54,10 @@ int64_t ftl_swim_suspicion_max_us(const ftl_swim_config *cfg, int n);
  * small to have that many independent witnesses). */
 int ftl_swim_suspicion_confirmations(const ftl_swim_config *cfg, int n);
 
+/* The push-pull interval for a cluster of n: full-state exchange costs O(n) per node, so beyond 32
+ * members the interval grows by one base interval per doubling (memberlist's pushPullScale). */
+int64_t ftl_swim_push_pull_interval_us(const ftl_swim_config *cfg, int n);
+
 /* The bound on crash detection that the tests hold the protocol to: from the crash until every
  * survivor marks the node dead, in a cluster of n with healthy survivors. It adds
  *  - first probe: some survivor probes the node within FTL_FIRST_PROBE_PERIODS periods (each of the

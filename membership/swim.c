@@ -174,7 +174,7 @@ void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 	}
 	if (s->cfg.push_pull_interval_us > 0 && now_us >= s->next_push_pull_us) {
 		push_pull_tick(s, now_us);
-		s->next_push_pull_us = now_us + s->cfg.push_pull_interval_us;
+		s->next_push_pull_us = now_us + ftl_swim_push_pull_interval_us(&s->cfg, ftl_swim_live_count(s));
 	}
 	if (now_us >= s->next_reap_us) {
 		reap(s, now_us);

@@ -482,6 +482,7 @@ void ftl_sim_on_event(ftl_sim *sim, ftl_sim_event_cb cb, void *ctx)
 /* ---- faults ---- */
 
 int ftl_sim_size(const ftl_sim *sim) { return sim->n_nodes; }
+int ftl_sim_capacity(const ftl_sim *sim) { return sim->opt.capacity; }
 ftl_swim *ftl_sim_node(ftl_sim *sim, int i) { return sim->nodes[i].swim; }
 const char *ftl_sim_name(const ftl_sim *sim, int i) { return sim->nodes[i].name; }
 bool ftl_sim_is_running(const ftl_sim *sim, int i) { return sim->nodes[i].swim != NULL; }

@@ -58,6 +58,7 @@ void ftl_sim_on_event(ftl_sim *sim, ftl_sim_event_cb cb, void *ctx);
 
 /* Nodes. */
 int ftl_sim_size(const ftl_sim *sim);                 /* slots in use */
+int ftl_sim_capacity(const ftl_sim *sim);             /* most slots ever */
 ftl_swim *ftl_sim_node(ftl_sim *sim, int i);          /* NULL when crashed */
 const char *ftl_sim_name(const ftl_sim *sim, int i);
 bool ftl_sim_is_running(const ftl_sim *sim, int i);   /* not crashed (a paused node is running) */

@@ -7,7 +7,7 @@
 
 void ftl_watch_init(ftl_watch *w, ftl_sim *sim, int subject, ftl_swim_event_type type)
 {
-	w->capacity = 4096;
+	w->capacity = ftl_sim_capacity(sim) > 4096 ? ftl_sim_capacity(sim) : 4096;
 	w->seen_at = malloc((size_t)w->capacity * sizeof(*w->seen_at));
 	w->may_die = calloc((size_t)w->capacity, sizeof(*w->may_die));
 	w->false_deaths = w->false_lefts = 0;
