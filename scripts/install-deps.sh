@@ -6,6 +6,7 @@ packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libuv1-dev libsodium-dev libmsgpack-dev libjansson-dev libcmocka-dev
   iproute2 procps python3
+  libopenmpi-dev openmpi-bin
 )
 missing=()
 for p in "${packages[@]}"; do

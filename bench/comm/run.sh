@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Allreduce busbw of ftl's tcp backend against Open MPI on loopback, 2, 4 and 8 processes: one JSON line
+# per figure on stdout. MPI runs twice: as it comes (shared memory between processes on one host) and
+# forced onto TCP (--mca btl tcp,self), which is the like-for-like comparison with a TCP backend.
+# Usage: bench/comm/run.sh [build dir] [ranks...]
+set -euo pipefail
+build="${1:-build}"
+shift || true
+ranks=("${@:-2 4 8}")
+read -r -a ranks <<<"${ranks[*]}"
+dir="$build/bench/comm"
+for n in "${ranks[@]}"; do
+  "$dir/bench_comm_tcp" "$n"
+  if [ -x "$dir/bench_comm_mpi" ]; then
+    mpirun --allow-run-as-root --oversubscribe -np "$n" "$dir/bench_comm_mpi" mpi
+    mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np "$n" "$dir/bench_comm_mpi" mpi_tcp
+  fi
+done

@@ -1,0 +1,291 @@
+/* comm: the public collective calls. Checks every argument, keeps a broken communicator broken (a stream
+ * that failed half way can never be trusted again), and hands the rest to the backend's ops table. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm.h"
+
+static const char *backend_name(ftl_comm_backend backend)
+{
+	return (unsigned)backend < FTL_COMM_BACKEND_MAX ? ftl_comm_backend_strs[backend] : "unknown";
+}
+
+void ftl_comm_config_init(struct ftl_comm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->backend = FTL_COMM_TCP;
+	cfg->world_size = 1;
+	cfg->listen_fd = -1;
+	cfg->timeout_ms = 60000;
+	cfg->connect_timeout_ms = 30000;
+	cfg->tcp_user_timeout_ms = 10000;
+}
+
+int64_t ftl_comm_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void format_error(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	if (buf == NULL || len == 0)
+		return;
+	int n = snprintf(buf, len, "ftl: ");
+	if (n >= 0 && (size_t)n < len)
+		vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+}
+
+ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	format_error(comm->error, sizeof(comm->error), fmt, ap);
+	va_end(ap);
+	if (is_fatal)
+		comm->broken = err;
+	return err;
+}
+
+ftl_err ftl_comm_fail_buf(char *buf, size_t len, ftl_err err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	format_error(buf, len, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
+			const struct ftl_comm_config *cfg)
+{
+	comm->ops = ops;
+	comm->backend = cfg->backend;
+	comm->rank = cfg->rank;
+	comm->world_size = cfg->world_size;
+	comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
+	atomic_init(&comm->is_aborted, 0);
+	comm->broken = FTL_OK;
+	comm->error[0] = '\0';
+	comm->peer_reset_cb = cfg->peer_reset_cb;
+	comm->peer_reset_arg = cfg->peer_reset_arg;
+}
+
+int ftl_comm_backend_is_available(ftl_comm_backend backend)
+{
+	if (backend == FTL_COMM_TCP)
+		return 1;
+#ifdef FTL_HAVE_NCCL
+	if (backend == FTL_COMM_NCCL)
+		return ftl_comm_nccl_probe(NULL, 0);
+#endif
+	return 0;
+}
+
+ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
+{
+	if (err != NULL && err_len > 0)
+		err[0] = '\0';
+	if (out == NULL)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "ftl_comm_create: out is NULL");
+	*out = NULL;
+	if (cfg == NULL)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "ftl_comm_create: config is NULL");
+	if (cfg->world_size < 1 || cfg->world_size > FTL_COMM_WORLD_MAX)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "world size %d is not in 1..%d",
+					 cfg->world_size, FTL_COMM_WORLD_MAX);
+	if (cfg->rank < 0 || cfg->rank >= cfg->world_size)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "rank %d is not in 0..%d", cfg->rank,
+					 cfg->world_size - 1);
+	if (cfg->bootstrap == NULL && cfg->bootstrap_len > 0)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "bootstrap is NULL but its length is %zu",
+					 cfg->bootstrap_len);
+	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->tcp_user_timeout_ms < 0)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "timeouts must not be negative");
+	switch (cfg->backend) {
+	case FTL_COMM_TCP:
+		return ftl_comm_tcp_create(cfg, out, err, err_len);
+	case FTL_COMM_NCCL:
+#ifdef FTL_HAVE_NCCL
+		return ftl_comm_nccl_create(cfg, out, err, err_len);
+#else
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED,
+					 "the nccl backend is not built in (CMake found no CUDA/NCCL)");
+#endif
+	default:
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "unknown backend %d", (int)cfg->backend);
+	}
+}
+
+ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len)
+{
+	if (buf == NULL || cap < FTL_COMM_NCCL_ID_LEN)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "unique id needs %d bytes",
+					 FTL_COMM_NCCL_ID_LEN);
+#ifdef FTL_HAVE_NCCL
+	return ftl_comm_nccl_make_id(buf, cap, err, err_len);
+#else
+	return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED, "the nccl backend is not built in");
+#endif
+}
+
+/* The checks every collective shares: usable communicator, known dtype, byte count without overflow. */
+static ftl_err check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
+			  size_t multiplier, size_t *bytes)
+{
+	if (comm->broken != FTL_OK)
+		return comm->broken;
+	if (atomic_load(&comm->is_aborted))
+		return ftl_comm_fail(comm, FTL_ERR_ABORTED, true, "%s on an aborted communicator", what);
+	size_t size = ftl_dtype_size(dtype);
+	if (size == 0)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: unknown dtype %d", what, (int)dtype);
+	if (count > SIZE_MAX / size / multiplier)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: %zu elements of %s overflow size_t",
+				     what, count, ftl_dtype_strs[dtype]);
+	*bytes = count * size;
+	return FTL_OK;
+}
+
+static bool overlaps(const void *a, size_t a_len, const void *b, size_t b_len)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+	return a_len > 0 && b_len > 0 && x < y + b_len && y < x + a_len;
+}
+
+ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype, ftl_reduce_op op)
+{
+	size_t bytes;
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_call(comm, "allreduce", dtype, count, 1, &bytes);
+	if (err)
+		return err;
+	if ((unsigned)op >= FTL_REDUCE_OP_MAX)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allreduce: unknown op %d", (int)op);
+	if (count == 0)
+		return FTL_OK;
+	if (sendbuf == NULL || recvbuf == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allreduce: NULL buffer with count %zu", count);
+	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce: send and receive buffers overlap without being the same");
+	return comm->ops->allreduce(comm, sendbuf, recvbuf, count, dtype, op);
+}
+
+ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+{
+	size_t bytes;
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_call(comm, "broadcast", dtype, count, 1, &bytes);
+	if (err)
+		return err;
+	if (root < 0 || root >= comm->world_size)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "broadcast: root %d is not in 0..%d", root,
+				     comm->world_size - 1);
+	if (count == 0)
+		return FTL_OK;
+	if (buf == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "broadcast: NULL buffer with count %zu", count);
+	return comm->ops->broadcast(comm, buf, count, dtype, root);
+}
+
+ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype)
+{
+	size_t bytes;
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_call(comm, "allgather", dtype, count, (size_t)comm->world_size, &bytes);
+	if (err)
+		return err;
+	if (count == 0)
+		return FTL_OK;
+	if (sendbuf == NULL || recvbuf == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allgather: NULL buffer with count %zu", count);
+	const char *own = (const char *)recvbuf + (size_t)comm->rank * bytes;
+	if (sendbuf != own && overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
+	return comm->ops->allgather(comm, sendbuf, recvbuf, count, dtype);
+}
+
+ftl_err ftl_comm_barrier(ftl_comm *comm)
+{
+	size_t bytes;
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
+	if (err)
+		return err;
+	return comm->ops->barrier(comm);
+}
+
+ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out)
+{
+	if (comm == NULL || out == NULL)
+		return FTL_ERR_INVALID;
+	*out = NULL;
+	if (comm->ops->shrink == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "the %s backend cannot shrink; build a new communicator with ftl_comm_create",
+				     backend_name(comm->backend));
+	if (exclude_count < 0 || exclude_count >= comm->world_size || (exclude_count > 0 && exclude == NULL))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: %d excluded ranks of %d",
+				     exclude_count, comm->world_size);
+	for (int i = 0; i < exclude_count; i++) {
+		if (exclude[i] < 0 || exclude[i] >= comm->world_size)
+			return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: rank %d is not in 0..%d",
+					     exclude[i], comm->world_size - 1);
+		if (exclude[i] == comm->rank)
+			return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: this rank (%d) is excluded",
+					     comm->rank);
+		for (int k = 0; k < i; k++)
+			if (exclude[k] == exclude[i])
+				return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: rank %d is listed twice",
+						     exclude[i]);
+	}
+	/* A comm broken with FTL_ERR_ABORTED may still shrink: that is how the dead ranks are dropped. */
+	return comm->ops->shrink(comm, exclude, exclude_count, out);
+}
+
+void ftl_comm_abort(ftl_comm *comm)
+{
+	if (comm == NULL)
+		return;
+	atomic_store(&comm->is_aborted, 1);
+	comm->ops->abort(comm);
+}
+
+void ftl_comm_destroy(ftl_comm *comm)
+{
+	if (comm != NULL)
+		comm->ops->destroy(comm);
+}
+
+int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
+{
+	if (comm == NULL || timeout_ms <= 0)
+		return -1;
+	comm->timeout_ms = timeout_ms;
+	return 0;
+}
+
+const char *ftl_comm_error(const ftl_comm *comm)
+{
+	return comm != NULL ? comm->error : "ftl: communicator is NULL";
+}
+
+int ftl_comm_rank(const ftl_comm *comm)
+{
+	return comm != NULL ? comm->rank : -1;
+}
+
+int ftl_comm_world_size(const ftl_comm *comm)
+{
+	return comm != NULL ? comm->world_size : 0;
+}

@@ -1,0 +1,79 @@
+/* comm: the seam between the public collective calls (include/ftl/ftl.h) and the backends.
+ *
+ * comm.c checks arguments, keeps the sticky error state and dispatches through ftl_comm_backend_ops;
+ * a backend (comm_tcp*.c, comm_nccl.c) embeds struct ftl_comm as its first member and only moves bytes.
+ * A backend never sees a bad argument, a zero count in allreduce/broadcast/allgather, or a call on a
+ * broken communicator: comm.c answers those itself. */
+#ifndef FTL_COMM_COMM_H
+#define FTL_COMM_COMM_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "ftl/ftl.h"
+
+#define FTL_COMM_ERR_MAX 320 /* bytes of a diagnostic, NUL included */
+
+struct ftl_comm;
+
+/* What a backend provides. Every function gets validated arguments on a healthy communicator and
+ * returns FTL_OK or the result of ftl_comm_fail(). */
+struct ftl_comm_backend_ops {
+	ftl_err (*allreduce)(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			     ftl_dtype dtype, ftl_reduce_op op);
+	ftl_err (*broadcast)(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+	ftl_err (*allgather)(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			     ftl_dtype dtype);
+	ftl_err (*barrier)(struct ftl_comm *comm);
+	/* NULL when the backend cannot shrink; may be called on a broken communicator. */
+	ftl_err (*shrink)(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out);
+	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
+	void (*abort)(struct ftl_comm *comm);
+	void (*destroy)(struct ftl_comm *comm);
+};
+
+/* The part every backend shares. */
+struct ftl_comm {
+	const struct ftl_comm_backend_ops *ops;
+	ftl_comm_backend backend;
+	int rank;
+	int world_size;
+	int timeout_ms;                       /* deadline of each call */
+	atomic_int is_aborted;                /* set by ftl_comm_abort from any thread */
+	ftl_err broken;                       /* FTL_OK while usable; else the error every call returns */
+	char error[FTL_COMM_ERR_MAX];         /* the last diagnostic */
+	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
+	void *peer_reset_arg;
+};
+
+/* Fills the shared part from a validated config. */
+void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
+			const struct ftl_comm_config *cfg);
+
+/* Records "ftl: <message>" as the diagnostic and returns err. With is_fatal the communicator is broken
+ * for good (a failed or half-done transfer, an abort); without, it stays usable (a refused argument). */
+ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The same into a caller's buffer (creation, before a communicator exists); buf may be NULL. */
+ftl_err ftl_comm_fail_buf(char *buf, size_t len, ftl_err err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Milliseconds on the monotonic clock, for deadlines. */
+int64_t ftl_comm_now_ms(void);
+
+/* Backend constructors, called by ftl_comm_create with a validated config. */
+ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err,
+			    size_t err_len);
+#ifdef FTL_HAVE_NCCL
+ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err,
+			     size_t err_len);
+ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap, char *err, size_t err_len);
+/* 1 when NCCL loads and a CUDA device is visible; else 0 with the reason in why. */
+int ftl_comm_nccl_probe(char *why, size_t why_len);
+/* Teardowns still running on detached threads (tests wait for 0 before they exit). */
+int ftl_comm_nccl_pending_teardowns(void);
+#endif
+
+#endif /* FTL_COMM_COMM_H */

@@ -1,0 +1,378 @@
+/* comm_nccl: the GPU backend, NCCL with non-blocking communicators, made abortable and deadline-bound.
+ *
+ * NCCL's own calls block for as long as a peer is gone. So every communicator here is created with
+ * config.blocking = 0: init, collectives and shrink return at once (ncclInProgress) and this file polls
+ * ncclCommGetAsyncError and cudaStreamQuery against a deadline and the abort flag. A failed or aborted call
+ * returns at once; the communicator it leaves behind is torn down with ncclCommAbort on a detached thread,
+ * because that takes about a second (NCCL 2.28.3 on an H100) and must not sit between a failure and the
+ * next communicator. Joins take a fresh ncclCommInitRankConfig with the unique id from the bootstrap;
+ * leaves may use ncclCommShrink(..., NCCL_SHRINK_ABORT) instead (NCCL >= 2.27, checked at compile time
+ * and at run time, and resolved with dlsym so the library still loads against an older libnccl).
+ * ncclCommRevoke (2.28.7+) is deliberately not used: the GPU machines run 2.28.3, and the shrink-abort
+ * path already stops in-flight work. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "comm.h"
+
+_Static_assert(sizeof(ncclUniqueId) == FTL_COMM_NCCL_ID_LEN, "ncclUniqueId size");
+
+#define NONBLOCKING_MIN_VERSION 21400 /* ncclCommInitRankConfig with config.blocking */
+#define SHRINK_MIN_VERSION 22700      /* ncclCommShrink */
+
+struct ftl_comm_nccl {
+	struct ftl_comm base;
+	ncclComm_t nccl;
+	cudaStream_t stream;
+	bool is_own_stream;
+	int device;
+	int *scratch; /* one device int, for barrier */
+};
+
+static atomic_int pending_teardowns;
+
+int ftl_comm_nccl_pending_teardowns(void)
+{
+	return atomic_load(&pending_teardowns);
+}
+
+static int runtime_version(void)
+{
+	int v = 0;
+	return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}
+
+int ftl_comm_nccl_probe(char *why, size_t why_len)
+{
+	int n = 0;
+	cudaError_t ce = cudaGetDeviceCount(&n);
+	if (ce != cudaSuccess || n == 0) {
+		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "no usable CUDA device: %s",
+				  ce != cudaSuccess ? cudaGetErrorString(ce) : "device count is 0");
+		return 0;
+	}
+	if (runtime_version() < NONBLOCKING_MIN_VERSION) {
+		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "NCCL %d is older than 2.14", runtime_version());
+		return 0;
+	}
+	return 1;
+}
+
+ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap, char *err, size_t err_len)
+{
+	ncclUniqueId id;
+	ncclResult_t r = ncclGetUniqueId(&id);
+	if (r != ncclSuccess)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+	memcpy(buf, &id, sizeof(id));
+	return FTL_OK;
+}
+
+static ftl_err nccl_code(ncclResult_t r)
+{
+	/* A remote error or a system (socket) error is what a dead peer looks like from here. */
+	return r == ncclRemoteError || r == ncclSystemError ? FTL_ERR_PEER_LOST : FTL_ERR_BACKEND;
+}
+
+static void nap_us(long us)
+{
+	struct timespec ts = {0, us * 1000};
+	nanosleep(&ts, NULL);
+}
+
+/* Polls until nccl leaves ncclInProgress and, with is_stream, the stream has drained; or until abort, an
+ * error or the deadline. */
+static ftl_err wait_done(struct ftl_comm_nccl *c, ncclComm_t nccl, bool is_stream, int timeout_ms, const char *what)
+{
+	int64_t deadline = ftl_comm_now_ms() + timeout_ms;
+	for (unsigned spin = 0;; spin++) {
+		if (atomic_load(&c->base.is_aborted))
+			return ftl_comm_fail(&c->base, FTL_ERR_ABORTED, true, "%s aborted", what);
+		ncclResult_t st = ncclSuccess;
+		ncclResult_t r = ncclCommGetAsyncError(nccl, &st);
+		if (r != ncclSuccess)
+			st = r;
+		if (st != ncclSuccess && st != ncclInProgress)
+			return ftl_comm_fail(&c->base, nccl_code(st), true, "%s failed in NCCL: %s (%s)", what,
+					     ncclGetErrorString(st), ncclGetLastError(nccl));
+		if (st == ncclSuccess) {
+			if (!is_stream)
+				return FTL_OK;
+			cudaError_t q = cudaStreamQuery(c->stream);
+			if (q == cudaSuccess)
+				return FTL_OK;
+			if (q != cudaErrorNotReady)
+				return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "%s failed in CUDA: %s", what,
+						     cudaGetErrorString(q));
+		}
+		if (ftl_comm_now_ms() >= deadline)
+			return ftl_comm_fail(&c->base, FTL_ERR_TIMEOUT, true,
+					     "%s timed out after %d ms (a peer is stopped, gone or partitioned)", what,
+					     timeout_ms);
+		if (spin > 64)
+			nap_us(spin > 4096 ? 200 : 20);
+	}
+}
+
+/* The end of every collective: an enqueue error, or polling to completion. */
+static ftl_err finish(struct ftl_comm_nccl *c, ncclResult_t r, const char *what)
+{
+	if (r != ncclSuccess && r != ncclInProgress)
+		return ftl_comm_fail(&c->base, nccl_code(r), true, "%s: %s (%s)", what, ncclGetErrorString(r),
+				     ncclGetLastError(c->nccl));
+	return wait_done(c, c->nccl, true, c->base.timeout_ms, what);
+}
+
+static ncclDataType_t nccl_dtype(ftl_dtype dtype)
+{
+	static const ncclDataType_t map[FTL_DTYPE_MAX] = {
+		[FTL_F32] = ncclFloat32, [FTL_F64] = ncclFloat64, [FTL_F16] = ncclFloat16,
+		[FTL_BF16] = ncclBfloat16, [FTL_I32] = ncclInt32, [FTL_I64] = ncclInt64,
+	};
+	return map[dtype];
+}
+
+static ncclRedOp_t nccl_op(ftl_reduce_op op)
+{
+	static const ncclRedOp_t map[FTL_REDUCE_OP_MAX] = {
+		[FTL_SUM] = ncclSum, [FTL_AVG] = ncclAvg, [FTL_MIN] = ncclMin, [FTL_MAX] = ncclMax,
+	};
+	return map[op];
+}
+
+static ftl_err nccl_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			      ftl_dtype dtype, ftl_reduce_op op)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	return finish(c, ncclAllReduce(sendbuf, recvbuf, count, nccl_dtype(dtype), nccl_op(op), c->nccl, c->stream),
+		      "allreduce");
+}
+
+static ftl_err nccl_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	return finish(c, ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->nccl, c->stream), "broadcast");
+}
+
+static ftl_err nccl_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			      ftl_dtype dtype)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	return finish(c, ncclAllGather(sendbuf, recvbuf, count, nccl_dtype(dtype), c->nccl, c->stream), "allgather");
+}
+
+static ftl_err nccl_barrier(struct ftl_comm *comm)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	return finish(c, ncclAllReduce(c->scratch, c->scratch, 1, ncclInt32, ncclSum, c->nccl, c->stream), "barrier");
+}
+
+static void nccl_abort(struct ftl_comm *comm)
+{
+	(void)comm; /* the polling loop sees is_aborted within microseconds */
+}
+
+/* What a teardown thread needs once the communicator struct is gone. */
+struct teardown {
+	ncclComm_t nccl;
+	cudaStream_t stream; /* destroyed when own */
+	bool is_own_stream;
+	int *scratch;
+	int device;
+	bool is_clean; /* healthy: finalize and destroy; else abort */
+};
+
+static void *teardown_main(void *arg)
+{
+	struct teardown *td = arg;
+	cudaSetDevice(td->device);
+	if (td->nccl != NULL && td->is_clean) {
+		/* Finalize flushes outstanding work; if a peer vanished meanwhile, give up after 10 s. */
+		ncclResult_t st = ncclCommFinalize(td->nccl);
+		for (int i = 0; i < 100000 && (st == ncclSuccess || st == ncclInProgress); i++) {
+			if (ncclCommGetAsyncError(td->nccl, &st) != ncclSuccess || st != ncclInProgress)
+				break;
+			nap_us(100);
+		}
+		if (st == ncclSuccess)
+			ncclCommDestroy(td->nccl);
+		else
+			ncclCommAbort(td->nccl);
+	} else if (td->nccl != NULL) {
+		ncclCommAbort(td->nccl);
+	}
+	if (td->is_own_stream && td->stream != NULL)
+		cudaStreamDestroy(td->stream);
+	if (td->scratch != NULL)
+		cudaFree(td->scratch);
+	free(td);
+	atomic_fetch_sub(&pending_teardowns, 1);
+	return NULL;
+}
+
+/* Hands the NCCL communicator and its CUDA resources to a detached thread and frees c now. */
+static void release(struct ftl_comm_nccl *c)
+{
+	struct teardown *td = malloc(sizeof(*td));
+	if (td != NULL) {
+		*td = (struct teardown){
+			.nccl = c->nccl, .stream = c->stream, .is_own_stream = c->is_own_stream,
+			.scratch = c->scratch, .device = c->device,
+			.is_clean = c->base.broken == FTL_OK && !atomic_load(&c->base.is_aborted),
+		};
+		atomic_fetch_add(&pending_teardowns, 1);
+		pthread_t th;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &attr, teardown_main, td) != 0)
+			teardown_main(td); /* no thread to spare: do it here rather than leak */
+		pthread_attr_destroy(&attr);
+	}
+	free(c);
+}
+
+static void nccl_destroy(struct ftl_comm *comm)
+{
+	release((struct ftl_comm_nccl *)comm);
+}
+
+static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out);
+
+static const struct ftl_comm_backend_ops nccl_ops = {
+	.allreduce = nccl_allreduce,
+	.broadcast = nccl_broadcast,
+	.allgather = nccl_allgather,
+	.barrier = nccl_barrier,
+	.shrink = nccl_shrink,
+	.abort = nccl_abort,
+	.destroy = nccl_destroy,
+};
+
+/* A communicator struct with its stream and scratch; the NCCL communicator comes later. */
+static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_nccl **out, char *err, size_t err_len)
+{
+	cudaError_t ce = cudaSetDevice(cfg->cuda_device);
+	if (ce != cudaSuccess)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "cudaSetDevice(%d): %s", cfg->cuda_device,
+					 cudaGetErrorString(ce));
+	struct ftl_comm_nccl *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+	ftl_comm_base_init(&c->base, &nccl_ops, cfg);
+	c->device = cfg->cuda_device;
+	c->stream = (cudaStream_t)cfg->cuda_stream;
+	if (c->stream == NULL) {
+		ce = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+		c->is_own_stream = ce == cudaSuccess;
+	}
+	if (ce == cudaSuccess)
+		ce = cudaMalloc((void **)&c->scratch, sizeof(int));
+	if (ce != cudaSuccess) {
+		release(c);
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "CUDA stream or memory: %s",
+					 cudaGetErrorString(ce));
+	}
+	*out = c;
+	return FTL_OK;
+}
+
+/* After a non-blocking init or shrink: wait for it, or pass the half-built communicator to teardown. */
+static ftl_err complete_init(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, const char *what,
+			     struct ftl_comm **out, char *err, size_t err_len)
+{
+	ftl_err e;
+	if (r != ncclSuccess && r != ncclInProgress)
+		e = ftl_comm_fail(&c->base, nccl_code(r), true, "%s: %s", what, ncclGetErrorString(r));
+	else
+		e = wait_done(c, c->nccl, false, timeout_ms, what);
+	if (e != FTL_OK) {
+		ftl_comm_fail_buf(err, err_len, e, "%s", c->base.error + 5 /* without "ftl: " */);
+		release(c);
+		return e;
+	}
+	*out = &c->base;
+	return FTL_OK;
+}
+
+ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len)
+{
+	if (cfg->bootstrap_len != sizeof(ncclUniqueId))
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+					 "nccl bootstrap must be a %zu-byte ncclUniqueId, got %zu bytes",
+					 sizeof(ncclUniqueId), cfg->bootstrap_len);
+	int version = runtime_version();
+	if (version < NONBLOCKING_MIN_VERSION)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED,
+					 "NCCL %d cannot make non-blocking communicators (needs 2.14)", version);
+	struct ftl_comm_nccl *c;
+	ftl_err e = alloc_comm(cfg, &c, err, err_len);
+	if (e != FTL_OK)
+		return e;
+	ncclUniqueId id;
+	memcpy(&id, cfg->bootstrap, sizeof(id));
+	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+	config.blocking = 0;
+	ncclResult_t r = ncclCommInitRankConfig(&c->nccl, cfg->world_size, id, cfg->rank, &config);
+	return complete_init(c, r, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000, "ncclCommInitRankConfig",
+			     out, err, err_len);
+}
+
+#ifdef NCCL_SHRINK_ABORT
+typedef ncclResult_t (*shrink_fn)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int);
+#endif
+
+static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out)
+{
+	struct ftl_comm_nccl *old = (struct ftl_comm_nccl *)comm;
+#ifdef NCCL_SHRINK_ABORT
+	int version = runtime_version();
+	shrink_fn shrink = version >= SHRINK_MIN_VERSION ? (shrink_fn)dlsym(RTLD_DEFAULT, "ncclCommShrink") : NULL;
+	if (shrink == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "ncclCommShrink needs NCCL 2.27 or newer; this is %d: make a new communicator", version);
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.backend = FTL_COMM_NCCL;
+	cfg.world_size = comm->world_size - exclude_count;
+	cfg.rank = comm->rank;
+	for (int i = 0; i < exclude_count; i++)
+		cfg.rank -= exclude[i] < comm->rank;
+	cfg.timeout_ms = comm->timeout_ms;
+	cfg.cuda_device = old->device;
+	cfg.cuda_stream = old->is_own_stream ? NULL : old->stream;
+	cfg.peer_reset_cb = comm->peer_reset_cb;
+	cfg.peer_reset_arg = comm->peer_reset_arg;
+	int *list = malloc(sizeof(int) * (size_t)(exclude_count > 0 ? exclude_count : 1));
+	if (list == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false, "shrink: out of memory");
+	memcpy(list, exclude, sizeof(int) * (size_t)exclude_count);
+	struct ftl_comm_nccl *c;
+	char err[FTL_COMM_ERR_MAX];
+	ftl_err e = alloc_comm(&cfg, &c, err, sizeof(err));
+	if (e == FTL_OK) {
+		ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+		config.blocking = 0;
+		/* A broken parent may have kernels stuck on a dead peer: abort them first. */
+		int flags = comm->broken != FTL_OK || atomic_load(&comm->is_aborted) ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
+		ncclResult_t r = shrink(old->nccl, list, exclude_count, &c->nccl, &config, flags);
+		e = complete_init(c, r, comm->timeout_ms, "ncclCommShrink", out, err, sizeof(err));
+	}
+	free(list);
+	if (e != FTL_OK)
+		ftl_comm_fail(comm, e, comm->broken != FTL_OK, "%s", err + 5);
+	return e;
+#else
+	(void)old;
+	(void)exclude;
+	(void)exclude_count;
+	(void)out;
+	return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false, "built against an nccl.h without ncclCommShrink");
+#endif
+}

@@ -1,0 +1,27 @@
+/* comm_reduce: elementwise reduction kernels for the host backend, and the f16/bf16 <-> f32 conversions
+ * they use. Pure functions, no I/O: unit-tested on their own (tests/comm/test_comm_reduce.c). */
+#ifndef FTL_COMM_REDUCE_H
+#define FTL_COMM_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/ftl.h"
+
+/* out[i] = a[i] op b[i] for i < n. out may be a (in place); nothing else may overlap. */
+typedef void (*ftl_comm_reduce_fn)(void *out, const void *a, const void *b, size_t n);
+
+/* The kernel for (dtype, op); FTL_AVG uses the sum kernel and ftl_comm_reduce_divide at the end.
+ * NULL for values out of range. */
+ftl_comm_reduce_fn ftl_comm_reduce_kernel(ftl_dtype dtype, ftl_reduce_op op);
+
+/* buf[i] /= divisor for i < n (integer division for i32/i64; f16/bf16 divided in f32). */
+void ftl_comm_reduce_divide(void *buf, size_t n, ftl_dtype dtype, int divisor);
+
+/* IEEE binary16 and bfloat16, round to nearest even; NaN stays NaN, overflow becomes infinity. */
+float ftl_comm_f16_to_f32(uint16_t h);
+uint16_t ftl_comm_f32_to_f16(float f);
+float ftl_comm_bf16_to_f32(uint16_t h);
+uint16_t ftl_comm_f32_to_bf16(float f);
+
+#endif /* FTL_COMM_REDUCE_H */

@@ -1,0 +1,67 @@
+/* comm_tcp: the host backend's lifecycle. Creation allocates everything a collective needs (plan steps,
+ * the reduction scratch segment, the abort eventfd) so that collectives never allocate; abort only writes
+ * the eventfd, so it is safe from any thread and from a signal handler. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "comm_tcp.h"
+
+static void tcp_abort(struct ftl_comm *comm)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	uint64_t one = 1;
+	if (t->wake_fd >= 0)
+		(void)!write(t->wake_fd, &one, sizeof(one));
+}
+
+static void tcp_destroy(struct ftl_comm *comm)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	if (t->next_fd >= 0)
+		close(t->next_fd);
+	if (t->prev_fd >= 0)
+		close(t->prev_fd);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
+	free(t->addrs);
+	free(t->steps);
+	free(t->scratch);
+	free(t);
+}
+
+static const struct ftl_comm_backend_ops tcp_ops = {
+	.allreduce = ftl_comm_tcp_allreduce,
+	.broadcast = ftl_comm_tcp_broadcast,
+	.allgather = ftl_comm_tcp_allgather,
+	.barrier = ftl_comm_tcp_barrier,
+	.shrink = NULL,
+	.abort = tcp_abort,
+	.destroy = tcp_destroy,
+};
+
+ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len)
+{
+	struct ftl_comm_tcp *t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
+	t->next_fd = t->prev_fd = -1;
+	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
+	t->steps = calloc(2 * (size_t)cfg->world_size, sizeof(*t->steps));
+	t->scratch = malloc(FTL_COMM_TCP_SEGMENT);
+	ftl_err e;
+	if (t->wake_fd < 0 || t->addrs == NULL || t->steps == NULL || t->scratch == NULL)
+		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory or file descriptors");
+	else
+		e = ftl_comm_tcp_connect(t, cfg, err, err_len);
+	if (e != FTL_OK) {
+		tcp_destroy(&t->base);
+		return e;
+	}
+	*out = &t->base;
+	return FTL_OK;
+}

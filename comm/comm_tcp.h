@@ -1,0 +1,108 @@
+/* comm_tcp: the host backend's private types, shared by its files:
+ *   comm_tcp.c             lifecycle: create, abort, destroy, the ops table
+ *   comm_tcp_connect.c     bootstrap text, sockets and the ring handshake
+ *   comm_tcp_engine.c      the pipelined stream engine: moves a plan of steps around the ring
+ *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as plans
+ *
+ * Topology: a ring. Rank r sends to next = r+1 and receives from prev = r-1 over two persistent TCP
+ * connections. Data flows one way only; the other direction of each connection carries failure notices
+ * upstream, so one rank that sees a failure tells the whole ring within a few hops. */
+#ifndef FTL_COMM_TCP_H
+#define FTL_COMM_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "comm_reduce.h"
+
+#define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
+#define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
+
+/* One step of a plan: send a span to next and/or receive a span from prev. Sends go out in step order,
+ * receives come in step order, and the two sides run concurrently, which is the pipeline. */
+struct ftl_comm_tcp_step {
+	const char *send;     /* span to send, or NULL */
+	size_t send_len;
+	int send_gate;        /* -1: send freely; else only the bytes of step send_gate's receive that have
+	                       * landed (and been reduced): forwarding what just arrived */
+	char *recv;           /* span to receive into, or NULL */
+	size_t recv_len;
+	const char *own;      /* NULL: receive straight into recv; else recv = own op incoming */
+	bool is_final_reduce; /* FTL_AVG: divide what this step reduced by the world size */
+};
+
+/* The collectives, as named in headers and messages. */
+enum ftl_comm_tcp_kind {
+	FTL_COMM_TCP_ALLREDUCE,
+	FTL_COMM_TCP_BROADCAST,
+	FTL_COMM_TCP_ALLGATHER,
+	FTL_COMM_TCP_BARRIER,
+	FTL_COMM_TCP_KIND_MAX
+};
+
+extern const char *const ftl_comm_tcp_kind_strs[FTL_COMM_TCP_KIND_MAX];
+
+/* Sent by each rank to next before a collective's data; prev's must equal ours, or the ranks are calling
+ * different collectives and the streams would be garbage. */
+struct ftl_comm_tcp_hdr {
+	uint32_t magic;
+	uint32_t seq;   /* collectives since creation */
+	uint32_t kind;  /* which collective */
+	uint32_t dtype;
+	uint32_t op;
+	int32_t root;
+	uint64_t count;
+};
+
+struct ftl_comm_tcp_plan {
+	struct ftl_comm_tcp_hdr hdr; /* kind, dtype, op, root, count; the engine adds magic and seq */
+	const struct ftl_comm_tcp_step *steps;
+	int n_steps;
+	ftl_comm_reduce_fn reduce;  /* for steps with own != NULL */
+	ftl_dtype dtype;
+	size_t elem_size;
+	int divisor;                /* > 1: FTL_AVG on is_final_reduce steps */
+};
+
+struct ftl_comm_tcp {
+	struct ftl_comm base;
+	int next_fd;                   /* data out, notices in; -1 when alone */
+	int prev_fd;                   /* data in, notices out; -1 when alone */
+	int wake_fd;                   /* eventfd that ftl_comm_abort writes */
+	uint32_t seq;                  /* next collective's sequence number */
+	char (*addrs)[FTL_COMM_ADDR_MAX]; /* every rank's address, for diagnostics */
+	struct ftl_comm_tcp_step *steps; /* room for a plan: 2 * world_size steps */
+	char *scratch;                 /* one segment: incoming data waiting to be reduced */
+	unsigned char notice_in[16];   /* a notice from next, possibly partial */
+	size_t notice_in_len;
+};
+
+static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
+{
+	return (t->base.rank + 1) % t->base.world_size;
+}
+
+static inline int ftl_comm_tcp_prev(const struct ftl_comm_tcp *t)
+{
+	return (t->base.rank + t->base.world_size - 1) % t->base.world_size;
+}
+
+/* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
+ * within cfg->connect_timeout_ms. */
+ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
+			     size_t err_len);
+
+/* comm_tcp_engine.c: runs a plan to completion or to the first failure (reported by ftl_comm_fail and
+ * passed on to the rest of the ring). */
+ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan);
+
+/* comm_tcp_collectives.c */
+ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			       ftl_dtype dtype, ftl_reduce_op op);
+ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+ftl_err ftl_comm_tcp_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			       ftl_dtype dtype);
+ftl_err ftl_comm_tcp_barrier(struct ftl_comm *comm);
+
+#endif /* FTL_COMM_TCP_H */

@@ -1,0 +1,144 @@
+/* comm_tcp_collectives: each collective as a plan of ring steps for comm_tcp_engine.
+ *
+ * Allreduce is the bandwidth-optimal ring: the buffer is cut into world_size chunks; in n-1 reduce-scatter
+ * steps every rank sends one chunk and reduces the one it receives, so each rank ends up owning one fully
+ * reduced chunk; in n-1 all-gather steps the owned chunks go round and land straight in recvbuf. In every
+ * step after the first a rank forwards exactly the chunk it received in the step before, which is what
+ * lets the engine pipeline the whole thing at segment granularity. Each rank sends 2(n-1)/n of the buffer.
+ *
+ * Broadcast is a pipelined chain root -> root+1 -> ... -> root-1: each rank receives into buf and forwards
+ * what has landed. Allgather is the all-gather half of the ring. Barrier is an allgather of one byte per
+ * rank: nobody gets every byte before everybody has sent theirs. */
+#include <string.h>
+
+#include "comm_tcp.h"
+
+const char *const ftl_comm_tcp_kind_strs[FTL_COMM_TCP_KIND_MAX] = {
+	[FTL_COMM_TCP_ALLREDUCE] = "allreduce",
+	[FTL_COMM_TCP_BROADCAST] = "broadcast",
+	[FTL_COMM_TCP_ALLGATHER] = "allgather",
+	[FTL_COMM_TCP_BARRIER] = "barrier",
+};
+
+static int mod(int a, int n)
+{
+	return ((a % n) + n) % n;
+}
+
+static struct ftl_comm_tcp_plan plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
+					  ftl_dtype dtype)
+{
+	struct ftl_comm_tcp_plan p = {
+		.hdr = {.kind = kind, .dtype = (uint32_t)dtype, .count = count},
+		.steps = t->steps,
+		.dtype = dtype,
+		.elem_size = ftl_dtype_size(dtype),
+	};
+	memset(t->steps, 0, sizeof(*t->steps) * 2 * (size_t)t->base.world_size);
+	return p;
+}
+
+/* Byte offset and length of chunk c when count elements are cut into n nearly equal chunks. */
+static void chunk(size_t count, int n, int c, size_t elem, size_t *off, size_t *len)
+{
+	size_t base = count / (size_t)n, extra = count % (size_t)n, uc = (size_t)c;
+	*off = (uc * base + (uc < extra ? uc : extra)) * elem;
+	*len = (base + (uc < extra)) * elem;
+}
+
+ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			       ftl_dtype dtype, ftl_reduce_op op)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	int n = comm->world_size, r = comm->rank;
+	size_t elem = ftl_dtype_size(dtype);
+	if (n == 1) {
+		if (sendbuf != recvbuf)
+			memcpy(recvbuf, sendbuf, count * elem);
+		return FTL_OK;
+	}
+	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_ALLREDUCE, count, dtype);
+	p.hdr.op = (uint32_t)op;
+	p.reduce = ftl_comm_reduce_kernel(dtype, op);
+	p.divisor = op == FTL_AVG ? n : 1;
+	p.n_steps = 2 * (n - 1);
+	const char *src = sendbuf;
+	char *dst = recvbuf;
+	for (int s = 0; s < p.n_steps; s++) {
+		struct ftl_comm_tcp_step *st = &t->steps[s];
+		size_t off, len;
+		chunk(count, n, mod(r - s, n), elem, &off, &len);
+		st->send = (s == 0 ? src : dst) + off; /* step 0 sends our own data, later ones forward */
+		st->send_len = len;
+		st->send_gate = s - 1;
+		chunk(count, n, mod(r - s - 1, n), elem, &off, &len);
+		st->recv = dst + off;
+		st->recv_len = len;
+		st->own = s < n - 1 ? src + off : NULL; /* reduce-scatter reduces, all-gather lands */
+		st->is_final_reduce = s == n - 2;
+	}
+	return ftl_comm_tcp_run(t, &p);
+}
+
+ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	int n = comm->world_size, r = comm->rank;
+	if (n == 1)
+		return FTL_OK;
+	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_BROADCAST, count, dtype);
+	p.hdr.root = root;
+	p.n_steps = 1;
+	size_t bytes = count * p.elem_size;
+	struct ftl_comm_tcp_step *st = &t->steps[0];
+	if (r != root) { /* receive from prev */
+		st->recv = buf;
+		st->recv_len = bytes;
+	}
+	if (ftl_comm_tcp_next(t) != root) { /* forward to next, as it lands unless we are the root */
+		st->send = buf;
+		st->send_len = bytes;
+		st->send_gate = r == root ? -1 : 0;
+	}
+	return ftl_comm_tcp_run(t, &p);
+}
+
+/* The all-gather ring over blocks of `bytes`, with our own block already in place in recvbuf. */
+static ftl_err gather_ring(struct ftl_comm_tcp *t, struct ftl_comm_tcp_plan *p, char *recvbuf, size_t bytes)
+{
+	int n = t->base.world_size, r = t->base.rank;
+	p->n_steps = n - 1;
+	for (int s = 0; s < n - 1; s++) {
+		struct ftl_comm_tcp_step *st = &t->steps[s];
+		st->send = recvbuf + (size_t)mod(r - s, n) * bytes;
+		st->send_len = bytes;
+		st->send_gate = s - 1;
+		st->recv = recvbuf + (size_t)mod(r - s - 1, n) * bytes;
+		st->recv_len = bytes;
+	}
+	return ftl_comm_tcp_run(t, p);
+}
+
+ftl_err ftl_comm_tcp_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			       ftl_dtype dtype)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	size_t bytes = count * ftl_dtype_size(dtype);
+	char *own = (char *)recvbuf + (size_t)comm->rank * bytes;
+	if (sendbuf != own)
+		memcpy(own, sendbuf, bytes);
+	if (comm->world_size == 1)
+		return FTL_OK;
+	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_ALLGATHER, count, dtype);
+	return gather_ring(t, &p, recvbuf, bytes);
+}
+
+ftl_err ftl_comm_tcp_barrier(struct ftl_comm *comm)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	if (comm->world_size == 1)
+		return FTL_OK;
+	/* One byte per rank; the scratch segment is idle outside allreduce and big enough for any world. */
+	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_BARRIER, 1, FTL_F32);
+	return gather_ring(t, &p, t->scratch, 1);
+}

@@ -1,0 +1,361 @@
+/* comm_tcp_connect: from bootstrap text to a connected ring.
+ *
+ * The bootstrap is every rank's data address, one "host:port" per line, in rank order. Rank r connects to
+ * r+1 and accepts r-1 on its listening socket (the caller's, which outlives communicators, or one bound
+ * here for the handshake). A connect never waits for an accept, so the ring forms without deadlock even
+ * though every rank connects first. The connector says hello (comm id, rank, world size) and the acceptor
+ * answers with an ack; a connection from a stale communicator or a stranger is refused and accepting goes
+ * on, so a reused listening socket is safe. */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm_tcp.h"
+
+#define HELLO_MAGIC 0x46544c48u /* "FTLH" */
+#define ACK_MAGIC 0x46544c41u   /* "FTLA" */
+#define HELLO_VERSION 1u
+
+enum ack_status { ACK_OK, ACK_WRONG_COMM, ACK_WRONG_PEER };
+
+struct hello {
+	uint32_t magic;
+	uint32_t version;
+	uint64_t comm_id;
+	int32_t rank;
+	int32_t world_size;
+};
+
+struct ack {
+	uint32_t magic;
+	uint32_t status;
+};
+
+size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *addrs, int n)
+{
+	if (addrs == NULL || n < 1 || n > FTL_COMM_WORLD_MAX || (buf == NULL && cap > 0))
+		return 0;
+	size_t need = 0;
+	for (int i = 0; i < n; i++) {
+		size_t len = addrs[i] != NULL ? strlen(addrs[i]) : 0;
+		if (len == 0 || len >= FTL_COMM_ADDR_MAX || memchr(addrs[i], '\n', len) != NULL)
+			return 0;
+		for (size_t k = 0; k <= len; k++) { /* the address, then '\n' (or the final NUL) */
+			char c = k < len ? addrs[i][k] : (i + 1 < n ? '\n' : '\0');
+			if (need < cap)
+				buf[need] = c;
+			if (c != '\0')
+				need++;
+		}
+	}
+	if (cap > 0)
+		buf[need < cap ? need : cap - 1] = '\0';
+	return need;
+}
+
+/* Splits "host:port" or "[v6]:port" into host (brackets dropped) and port; false when malformed. */
+static bool split_addr(const char *addr, char host[FTL_COMM_ADDR_MAX], const char **port)
+{
+	const char *colon = strrchr(addr, ':');
+	if (colon == NULL || colon == addr || colon[1] == '\0' || strlen(colon + 1) > 5 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return false;
+	const char *h = addr;
+	size_t hlen = (size_t)(colon - addr);
+	if (h[0] == '[') {
+		if (hlen < 3 || h[hlen - 1] != ']')
+			return false;
+		h++;
+		hlen -= 2;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = colon + 1;
+	return true;
+}
+
+/* "host:port" or "[v6]:port" to a socket address. */
+static ftl_err resolve(const char *addr, struct addrinfo **out, char *err, size_t err_len)
+{
+	char host[FTL_COMM_ADDR_MAX];
+	const char *port;
+	if (!split_addr(addr, host, &port))
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "address '%s' is not host:port", addr);
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+	int rc = getaddrinfo(host, port, &hints, out);
+	if (rc != 0)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "cannot resolve '%s': %s", addr,
+					 gai_strerror(rc));
+	return FTL_OK;
+}
+
+/* Splits the bootstrap into t->addrs; exactly world_size non-empty lines (a final newline is fine). */
+static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
+			       size_t err_len)
+{
+	const char *p = cfg->bootstrap;
+	const char *end = p + cfg->bootstrap_len;
+	int n = 0;
+	while (p < end && !(n == cfg->world_size && p + 1 == end && *p == '\n')) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t len = (size_t)((eol != NULL ? eol : end) - p);
+		if (n == cfg->world_size)
+			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+						 "tcp bootstrap has more than %d addresses", cfg->world_size);
+		if (len == 0 || len >= FTL_COMM_ADDR_MAX || memchr(p, '\0', len) != NULL)
+			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+						 "tcp bootstrap: address of rank %d is empty, too long or has a NUL", n);
+		memcpy(t->addrs[n], p, len);
+		t->addrs[n][len] = '\0';
+		char host[FTL_COMM_ADDR_MAX];
+		const char *port;
+		if (!split_addr(t->addrs[n], host, &port))
+			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+						 "tcp bootstrap: address of rank %d, '%s', is not host:port", n, t->addrs[n]);
+		n++;
+		p += len + (eol != NULL);
+	}
+	if (n != cfg->world_size)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+					 "tcp bootstrap has %d addresses for world size %d", n, cfg->world_size);
+	return FTL_OK;
+}
+
+static int remaining_ms(int64_t deadline)
+{
+	int64_t left = deadline - ftl_comm_now_ms();
+	return left < 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+}
+
+/* Waits for fd to become ready for events; 1 ready, 0 deadline passed, -1 error (errno set). */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = events};
+		int rc = poll(&pfd, 1, remaining_ms(deadline));
+		if (rc > 0)
+			return 1;
+		if (rc == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+/* Sends or receives exactly len bytes on a non-blocking socket before the deadline; 0, or -1 with errno
+ * (ETIMEDOUT at the deadline, ECONNRESET for a close by the peer). */
+static int exchange_all(int fd, void *buf, size_t len, bool is_send, int64_t deadline)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = is_send ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL | MSG_DONTWAIT)
+				    : recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			errno = ECONNRESET;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		int rc = wait_fd(fd, is_send ? POLLOUT : POLLIN, deadline);
+		if (rc <= 0) {
+			if (rc == 0)
+				errno = ETIMEDOUT;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void tune_socket(int fd, int user_timeout_ms)
+{
+	int one = 1;
+	unsigned int ut = (unsigned int)user_timeout_ms;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+}
+
+static bool is_retryable(int e)
+{
+	return e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
+	       e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
+}
+
+/* Connects to addr, retrying refusals until the deadline (the peer may not listen yet). */
+static int connect_to(const char *addr, int64_t deadline, char *err, size_t err_len)
+{
+	struct addrinfo *ai;
+	if (resolve(addr, &ai, err, err_len) != FTL_OK)
+		return -1;
+	int last = 0;
+	for (;;) {
+		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			last = errno;
+			break;
+		}
+		int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+		if (rc < 0 && errno == EINPROGRESS) {
+			rc = wait_fd(fd, POLLOUT, deadline);
+			if (rc > 0) {
+				int soerr = 0;
+				socklen_t sl = sizeof(soerr);
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+				rc = soerr == 0 ? 0 : -1;
+				errno = soerr;
+			} else {
+				errno = rc == 0 ? ETIMEDOUT : errno;
+				rc = -1;
+			}
+		}
+		if (rc == 0) {
+			freeaddrinfo(ai);
+			return fd;
+		}
+		last = errno;
+		close(fd);
+		if (!is_retryable(last) || remaining_ms(deadline) == 0)
+			break;
+		struct timespec nap = {0, 20 * 1000 * 1000};
+		nanosleep(&nap, NULL);
+	}
+	freeaddrinfo(ai);
+	ftl_comm_fail_buf(err, err_len, FTL_ERR_TIMEOUT, "cannot connect to %s: %s", addr, strerror(last));
+	return -1;
+}
+
+/* A listening socket on addr, for callers that did not bring one. */
+static int listen_on(const char *addr, char *err, size_t err_len)
+{
+	struct addrinfo *ai;
+	if (resolve(addr, &ai, err, err_len) != FTL_OK)
+		return -1; /* the address was checked by parse_bootstrap: a DNS failure */
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+		ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "cannot listen on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+/* Accepts one connection and answers its hello; the fd when it is prev of this communicator, else -1
+ * (a stale communicator, a stranger, a connection that vanished: all closed). */
+static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t deadline)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* A stranger that says nothing gets a second, not the whole deadline. */
+	int64_t hello_deadline = ftl_comm_now_ms() + 1000;
+	struct hello h;
+	if (exchange_all(fd, &h, sizeof(h), false, hello_deadline < deadline ? hello_deadline : deadline) < 0 ||
+	    h.magic != HELLO_MAGIC || h.version != HELLO_VERSION) {
+		close(fd);
+		return -1;
+	}
+	struct ack a = {.magic = ACK_MAGIC, .status = ACK_OK};
+	if (h.comm_id != comm_id)
+		a.status = ACK_WRONG_COMM;
+	else if (h.rank != ftl_comm_tcp_prev(t) || h.world_size != t->base.world_size)
+		a.status = ACK_WRONG_PEER;
+	if (exchange_all(fd, &a, sizeof(a), true, deadline) == 0 && a.status == ACK_OK)
+		return fd;
+	close(fd);
+	return -1;
+}
+
+/* Reads next's answer to our hello. */
+static ftl_err read_ack(struct ftl_comm_tcp *t, int64_t deadline, char *err, size_t err_len)
+{
+	int next = ftl_comm_tcp_next(t);
+	struct ack a;
+	if (exchange_all(t->next_fd, &a, sizeof(a), false, deadline) < 0 || a.magic != ACK_MAGIC)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) did not accept our connection: %s",
+					 next, t->addrs[next], a.magic != ACK_MAGIC ? "bad answer" : strerror(errno));
+	if (a.status != ACK_OK)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "rank %d (%s) refused us: %s", next,
+					 t->addrs[next],
+					 a.status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
+								    : "it expects another rank or world size");
+	return FTL_OK;
+}
+
+ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
+			     size_t err_len)
+{
+	ftl_err e = parse_bootstrap(t, cfg, err, err_len);
+	if (e != FTL_OK || cfg->world_size == 1)
+		return e;
+	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
+	int user_timeout = cfg->tcp_user_timeout_ms > 0 ? cfg->tcp_user_timeout_ms : 10000;
+	int rank = t->base.rank, next = ftl_comm_tcp_next(t), prev = ftl_comm_tcp_prev(t);
+	int lfd = cfg->listen_fd >= 0 ? cfg->listen_fd : listen_on(t->addrs[rank], err, err_len);
+	if (lfd < 0)
+		return FTL_ERR_SYSTEM;
+
+	e = FTL_ERR_TIMEOUT;
+	t->next_fd = connect_to(t->addrs[next], deadline, err, err_len);
+	if (t->next_fd < 0)
+		goto out;
+	struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
+			  .rank = rank, .world_size = cfg->world_size};
+	if (exchange_all(t->next_fd, &h, sizeof(h), true, deadline) < 0) {
+		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s",
+				      next, t->addrs[next], strerror(errno));
+		goto out;
+	}
+	/* Wait for both: prev's connection on the listener, and next's answer (a refusal fails at once). */
+	bool is_acked = false;
+	while (!is_acked || t->prev_fd < 0) {
+		struct pollfd fds[2] = {
+			{.fd = t->prev_fd < 0 ? lfd : -1, .events = POLLIN},
+			{.fd = is_acked ? -1 : t->next_fd, .events = POLLIN},
+		};
+		int rc = poll(fds, 2, remaining_ms(deadline));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0) {
+			e = ftl_comm_fail_buf(err, err_len, rc == 0 ? FTL_ERR_TIMEOUT : FTL_ERR_SYSTEM,
+					      "%s within %d ms", !is_acked ? "next rank did not answer our hello"
+									   : "prev rank did not connect",
+					      cfg->connect_timeout_ms);
+			if (rc == 0 && t->prev_fd < 0)
+				ftl_comm_fail_buf(err, err_len, FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us in time",
+						  prev, t->addrs[prev]);
+			goto out;
+		}
+		if (fds[1].revents != 0) {
+			if ((e = read_ack(t, deadline, err, err_len)) != FTL_OK)
+				goto out;
+			is_acked = true;
+		}
+		if (fds[0].revents != 0)
+			t->prev_fd = accept_one(t, lfd, cfg->comm_id, deadline);
+	}
+	tune_socket(t->next_fd, user_timeout);
+	tune_socket(t->prev_fd, user_timeout);
+	e = FTL_OK;
+out:
+	if (lfd != cfg->listen_fd)
+		close(lfd);
+	return e;
+}

@@ -1,0 +1,410 @@
+/* comm_tcp_engine: moves one plan around the ring, on the calling thread, with non-blocking sockets and
+ * poll().
+ *
+ * A plan is a list of steps, each "send this span to next, receive that span from prev". Both sides run
+ * at once: receives land straight in the destination, or in a one-segment scratch buffer that is reduced
+ * into the destination as soon as whole elements are there; a send that forwards received data goes out
+ * as soon as the bytes it needs have landed (the gate). So a segment is on the wire, in the kernel and
+ * being reduced at the same time, and a 2(n-1)-step ring allreduce is one pipelined stream.
+ *
+ * Failure handling, the part that keeps the promise "never hangs":
+ * - a deadline per call; poll() never sleeps past it;
+ * - ftl_comm_abort() writes an eventfd that is in every poll();
+ * - a rank that fails tells prev with a 16-byte notice on the otherwise idle reverse direction of their
+ *   connection, and prev passes it on: the news travels upstream around the ring;
+ * - unless it merely timed out, it also shuts its sending side down, so next sees the stream end at once:
+ *   the news travels downstream too. (After a timeout everyone is waiting anyway and times out at its own
+ *   deadline; closing would turn their "timed out" into "peer lost".)
+ * The peer a rank sees die (reset, close, TCP user timeout) goes to the peer_reset hook as well. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "comm_tcp.h"
+
+#define HDR_MAGIC 0x46544c43u    /* "FTLC" */
+#define NOTICE_MAGIC 0x46544c4eu /* "FTLN" */
+#define MIN_SEND (64u << 10)     /* forward at least this much at once, unless the step is complete */
+#define RECV_BUDGET (4 * FTL_COMM_TCP_SEGMENT) /* bytes received before sends get a turn */
+#define IO_MAX (1u << 20)        /* bytes per send/recv call: bigger calls are slower on loopback */
+#define NOTICE_GRACE_MS 20       /* how long an EOF from prev waits for next's explanation */
+
+/* A failure notice, sent upstream on the reverse direction of a ring connection. */
+struct notice {
+	uint32_t magic;
+	uint32_t err;    /* ftl_err at origin */
+	int32_t origin;  /* the rank that saw the failure */
+	int32_t subject; /* the rank it concerns (the lost one, or the one origin waited for) */
+};
+
+_Static_assert(sizeof(struct notice) == sizeof(((struct ftl_comm_tcp *)0)->notice_in), "notice size");
+
+struct engine {
+	struct ftl_comm_tcp *t;
+	const struct ftl_comm_tcp_plan *p;
+	const char *what;
+	struct ftl_comm_tcp_hdr hdr_out;
+	struct ftl_comm_tcp_hdr hdr_in;
+	size_t hdr_out_len;  /* bytes of hdr_out sent */
+	size_t hdr_in_len;   /* bytes of hdr_in received */
+	int send_step;
+	size_t send_off;
+	int recv_step;
+	size_t recv_off;     /* bytes of the current receive step off the wire */
+	size_t done_off;     /* ... of which landed in the destination (reduced, when reducing) */
+	size_t pending;      /* bytes waiting in scratch: recv_off - done_off */
+	bool is_next_closed; /* next shut down after we sent it everything: fine, stop listening */
+};
+
+static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
+{
+	struct notice n = {.magic = NOTICE_MAGIC, .err = (uint32_t)err, .origin = origin, .subject = subject};
+	if (t->prev_fd >= 0)
+		(void)send(t->prev_fd, &n, sizeof(n), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* Tells the ring and returns err; the message is already recorded. */
+static ftl_err spread(struct engine *e, ftl_err err, int origin, int subject)
+{
+	notify_upstream(e->t, err, origin, subject);
+	if (err != FTL_ERR_TIMEOUT && e->t->next_fd >= 0)
+		shutdown(e->t->next_fd, SHUT_WR);
+	return err;
+}
+
+static ftl_err peer_lost(struct engine *e, int peer, const char *reason)
+{
+	struct ftl_comm_tcp *t = e->t;
+	ftl_comm_fail(&t->base, FTL_ERR_PEER_LOST, true, "peer rank %d (%s) lost during %s: %s", peer,
+		      t->addrs[peer], e->what, reason);
+	if (t->base.peer_reset_cb != NULL)
+		t->base.peer_reset_cb(t->base.peer_reset_arg, peer, t->addrs[peer]);
+	return spread(e, FTL_ERR_PEER_LOST, t->base.rank, peer);
+}
+
+static ftl_err on_notice(struct engine *e, const struct notice *n)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int world = t->base.world_size;
+	if (n->magic != NOTICE_MAGIC || n->origin < 0 || n->origin >= world || n->subject < 0 ||
+	    n->subject >= world) {
+		int next = ftl_comm_tcp_next(t);
+		ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) sent bytes that are not a notice",
+			      next, t->addrs[next]);
+		return spread(e, FTL_ERR_INVALID, t->base.rank, next);
+	}
+	ftl_err err;
+	switch (n->err) {
+	case FTL_ERR_PEER_LOST:
+		err = ftl_comm_fail(&t->base, FTL_ERR_PEER_LOST, true, "peer rank %d (%s) lost during %s (seen by rank %d)",
+				    n->subject, t->addrs[n->subject], e->what, n->origin);
+		break;
+	case FTL_ERR_TIMEOUT:
+		err = ftl_comm_fail(&t->base, FTL_ERR_TIMEOUT, true,
+				    "%s timed out on rank %d, which waited for rank %d (%s)", e->what, n->origin,
+				    n->subject, t->addrs[n->subject]);
+		break;
+	case FTL_ERR_ABORTED:
+		err = ftl_comm_fail(&t->base, FTL_ERR_PEER_LOST, true, "rank %d (%s) aborted during %s", n->origin,
+				    t->addrs[n->origin], e->what);
+		break;
+	default:
+		err = ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) failed %s: mismatched collectives",
+				    n->origin, t->addrs[n->origin], e->what);
+		break;
+	}
+	/* Pass it on unchanged: the origin and subject stay what they were. */
+	notify_upstream(t, (ftl_err)n->err, n->origin, n->subject);
+	if (err != FTL_ERR_TIMEOUT && t->next_fd >= 0)
+		shutdown(t->next_fd, SHUT_WR);
+	return err;
+}
+
+static bool is_sending_done(const struct engine *e)
+{
+	return e->hdr_out_len == sizeof(e->hdr_out) && e->send_step == e->p->n_steps;
+}
+
+static bool is_receiving_done(const struct engine *e)
+{
+	return e->hdr_in_len == sizeof(e->hdr_in) && e->recv_step == e->p->n_steps;
+}
+
+/* Reads what next sent us: 1 with a whole notice in *out, 0 when nothing (more) is there yet, -1 for the
+ * end of next's stream or an error (*n is recv's answer, errno is set). */
+static int take_notice(struct ftl_comm_tcp *t, struct notice *out, ssize_t *n_out)
+{
+	for (;;) {
+		ssize_t n = recv(t->next_fd, t->notice_in + t->notice_in_len, sizeof(t->notice_in) - t->notice_in_len,
+				 MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return 0;
+		if (n <= 0) {
+			*n_out = n;
+			return -1;
+		}
+		t->notice_in_len += (size_t)n;
+		if (t->notice_in_len == sizeof(t->notice_in)) {
+			memcpy(out, t->notice_in, sizeof(*out));
+			t->notice_in_len = 0;
+			return 1;
+		}
+	}
+}
+
+/* EOF or a socket error while talking to peer. A rank that gave up after a failure elsewhere closes its
+ * sending side, so an EOF from prev often has an explanation on its way from next (the notice going
+ * round upstream). Wait a moment for it: it names the rank really lost and keeps a live rank out of the
+ * peer_reset hook. A reset or an EOF from next needs no wait. */
+static ftl_err io_failed(struct engine *e, int peer, ssize_t n)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int saved = errno;
+	int64_t until = ftl_comm_now_ms() + (n == 0 && peer == ftl_comm_tcp_prev(t) ? NOTICE_GRACE_MS : 0);
+	while (t->next_fd >= 0 && !e->is_next_closed) {
+		struct notice note;
+		ssize_t m;
+		int rc = take_notice(t, &note, &m);
+		if (rc > 0)
+			return on_notice(e, &note);
+		int64_t left = until - ftl_comm_now_ms();
+		if (rc < 0 || left <= 0)
+			break;
+		struct pollfd p = {.fd = t->next_fd, .events = POLLIN};
+		poll(&p, 1, (int)left);
+	}
+	errno = saved;
+	if (n == 0)
+		return peer_lost(e, peer, "connection closed (the rank died, or gave up after a failure)");
+	return peer_lost(e, peer, strerror(errno));
+}
+
+/* Reads what next sent us: notices, or the end of its stream. */
+static ftl_err read_from_next(struct engine *e)
+{
+	struct notice note;
+	ssize_t n = 0;
+	int rc = take_notice(e->t, &note, &n);
+	if (rc > 0)
+		return on_notice(e, &note);
+	if (rc == 0)
+		return FTL_OK;
+	if (is_sending_done(e)) { /* it has everything it needs from us and left */
+		e->is_next_closed = true;
+		return FTL_OK;
+	}
+	return io_failed(e, ftl_comm_tcp_next(e->t), n);
+}
+
+/* How many bytes of step g's receive have landed. */
+static size_t landed(const struct engine *e, int g)
+{
+	if (g < e->recv_step)
+		return e->p->steps[g].recv_len;
+	return g == e->recv_step ? e->done_off : 0;
+}
+
+static ftl_err check_header(struct engine *e)
+{
+	if (memcmp(&e->hdr_in, &e->hdr_out, sizeof(e->hdr_in)) == 0)
+		return FTL_OK;
+	struct ftl_comm_tcp *t = e->t;
+	const struct ftl_comm_tcp_hdr *a = &e->hdr_in, *b = &e->hdr_out;
+	int prev = ftl_comm_tcp_prev(t);
+	if (a->magic != HDR_MAGIC || a->kind >= FTL_COMM_TCP_KIND_MAX || a->dtype >= FTL_DTYPE_MAX)
+		ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) sent garbage instead of a %s header",
+			      prev, t->addrs[prev], e->what);
+	else
+		ftl_comm_fail(&t->base, FTL_ERR_INVALID, true,
+			      "mismatched collectives: rank %d called %s(count %llu, %s, root %d) as call #%u, "
+			      "rank %d called %s(count %llu, %s, root %d) as call #%u",
+			      prev, ftl_comm_tcp_kind_strs[a->kind], (unsigned long long)a->count,
+			      ftl_dtype_strs[a->dtype], a->root, a->seq, t->base.rank, ftl_comm_tcp_kind_strs[b->kind],
+			      (unsigned long long)b->count, ftl_dtype_strs[b->dtype], b->root, b->seq);
+	return spread(e, FTL_ERR_INVALID, t->base.rank, prev);
+}
+
+/* Reduces the whole elements waiting in scratch into the destination. */
+static void reduce_pending(struct engine *e, const struct ftl_comm_tcp_step *s)
+{
+	size_t bytes = e->pending - e->pending % e->p->elem_size;
+	if (bytes == 0)
+		return;
+	size_t n = bytes / e->p->elem_size;
+	e->p->reduce(s->recv + e->done_off, s->own + e->done_off, e->t->scratch, n);
+	if (s->is_final_reduce && e->p->divisor > 1)
+		ftl_comm_reduce_divide(s->recv + e->done_off, n, e->p->dtype, e->p->divisor);
+	e->done_off += bytes;
+	e->pending -= bytes;
+	memmove(e->t->scratch, e->t->scratch + bytes, e->pending);
+}
+
+static ftl_err pump_recv(struct engine *e, bool *progressed)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int fd = t->prev_fd, prev = ftl_comm_tcp_prev(t);
+	size_t budget = RECV_BUDGET;
+	while (!is_receiving_done(e) && budget > 0) {
+		const struct ftl_comm_tcp_step *s = e->recv_step < e->p->n_steps ? &e->p->steps[e->recv_step] : NULL;
+		char *dst;
+		size_t want;
+		if (e->hdr_in_len < sizeof(e->hdr_in)) {
+			dst = (char *)&e->hdr_in + e->hdr_in_len;
+			want = sizeof(e->hdr_in) - e->hdr_in_len;
+		} else if (e->done_off == s->recv_len) {
+			e->recv_step++;
+			e->recv_off = e->done_off = 0;
+			continue;
+		} else if (s->own == NULL) {
+			dst = s->recv + e->recv_off;
+			want = s->recv_len - e->recv_off;
+		} else {
+			dst = t->scratch + e->pending;
+			want = FTL_COMM_TCP_SEGMENT - e->pending;
+			if (want > s->recv_len - e->recv_off)
+				want = s->recv_len - e->recv_off;
+		}
+		ssize_t n = recv(fd, dst, want < IO_MAX ? want : IO_MAX, MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			if (s != NULL && s->own != NULL && e->hdr_in_len == sizeof(e->hdr_in))
+				reduce_pending(e, s); /* use the wait: reduce what is there */
+			return FTL_OK;
+		}
+		if (n <= 0)
+			return io_failed(e, prev, n);
+		*progressed = true;
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+		if (e->hdr_in_len < sizeof(e->hdr_in)) {
+			e->hdr_in_len += (size_t)n;
+			if (e->hdr_in_len == sizeof(e->hdr_in) && check_header(e) != FTL_OK)
+				return t->base.broken;
+			continue;
+		}
+		e->recv_off += (size_t)n;
+		if (s->own == NULL) {
+			e->done_off = e->recv_off;
+			continue;
+		}
+		e->pending += (size_t)n;
+		if (e->pending == FTL_COMM_TCP_SEGMENT || e->recv_off == s->recv_len)
+			reduce_pending(e, s);
+	}
+	return FTL_OK;
+}
+
+/* Bytes of the current send step that may go now, beyond send_off; 0 when waiting on the gate. */
+static size_t sendable(const struct engine *e)
+{
+	const struct ftl_comm_tcp_step *s = &e->p->steps[e->send_step];
+	size_t avail = s->send_gate < 0 ? s->send_len : landed(e, s->send_gate);
+	if (avail > s->send_len)
+		avail = s->send_len;
+	size_t ready = avail > e->send_off ? avail - e->send_off : 0;
+	/* Small forwards cost a syscall and a packet each: wait for a useful amount, or the end. */
+	if (ready < MIN_SEND && avail < s->send_len)
+		return 0;
+	return ready;
+}
+
+static ftl_err pump_send(struct engine *e, bool *progressed)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int next = ftl_comm_tcp_next(t);
+	while (!is_sending_done(e)) {
+		const char *src;
+		size_t len;
+		if (e->hdr_out_len < sizeof(e->hdr_out)) {
+			src = (const char *)&e->hdr_out + e->hdr_out_len;
+			len = sizeof(e->hdr_out) - e->hdr_out_len;
+		} else if (e->send_off == e->p->steps[e->send_step].send_len) {
+			e->send_step++;
+			e->send_off = 0;
+			continue;
+		} else {
+			len = sendable(e);
+			if (len == 0)
+				return FTL_OK;
+			src = e->p->steps[e->send_step].send + e->send_off;
+		}
+		ssize_t n = send(t->next_fd, src, len < IO_MAX ? len : IO_MAX, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return FTL_OK;
+		if (n <= 0)
+			return io_failed(e, next, n);
+		*progressed = true;
+		if (e->hdr_out_len < sizeof(e->hdr_out))
+			e->hdr_out_len += (size_t)n;
+		else
+			e->send_off += (size_t)n;
+	}
+	return FTL_OK;
+}
+
+static ftl_err timed_out(struct engine *e)
+{
+	struct ftl_comm_tcp *t = e->t;
+	bool is_recv_waiting = !is_receiving_done(e);
+	int peer = is_recv_waiting ? ftl_comm_tcp_prev(t) : ftl_comm_tcp_next(t);
+	ftl_comm_fail(&t->base, FTL_ERR_TIMEOUT, true, "%s timed out after %d ms waiting %s rank %d (%s)", e->what,
+		      t->base.timeout_ms, is_recv_waiting ? "for data from" : "to send to", peer, t->addrs[peer]);
+	return spread(e, FTL_ERR_TIMEOUT, t->base.rank, peer);
+}
+
+static ftl_err aborted(struct engine *e)
+{
+	ftl_comm_fail(&e->t->base, FTL_ERR_ABORTED, true, "%s aborted", e->what);
+	return spread(e, FTL_ERR_ABORTED, e->t->base.rank, e->t->base.rank);
+}
+
+/* Sleeps in poll() until a socket can make progress, a notice or abort arrives, or the deadline. */
+static ftl_err wait_for_io(struct engine *e, int64_t deadline)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int64_t left = deadline - ftl_comm_now_ms();
+	if (left <= 0)
+		return timed_out(e);
+	bool want_send = !is_sending_done(e) && (e->hdr_out_len < sizeof(e->hdr_out) || sendable(e) > 0);
+	struct pollfd fds[3] = {
+		{.fd = t->wake_fd, .events = POLLIN},
+		{.fd = e->is_next_closed ? -1 : t->next_fd, .events = (short)(POLLIN | (want_send ? POLLOUT : 0))},
+		{.fd = is_receiving_done(e) ? -1 : t->prev_fd, .events = POLLIN},
+	};
+	int rc = poll(fds, 3, left > 1000000 ? 1000000 : (int)left);
+	if (rc < 0 && errno != EINTR)
+		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, true, "%s: poll: %s", e->what, strerror(errno));
+	if (rc <= 0)
+		return FTL_OK; /* the caller re-checks the deadline and the abort flag */
+	if (fds[0].revents != 0 || atomic_load(&t->base.is_aborted))
+		return aborted(e);
+	if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
+		return read_from_next(e);
+	return FTL_OK;
+}
+
+ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan)
+{
+	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr};
+	e.what = plan->hdr.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[plan->hdr.kind] : "collective";
+	e.hdr_out.magic = HDR_MAGIC;
+	e.hdr_out.seq = t->seq++;
+	int64_t deadline = ftl_comm_now_ms() + t->base.timeout_ms;
+	for (;;) {
+		if (atomic_load(&t->base.is_aborted))
+			return aborted(&e);
+		bool progressed = false;
+		ftl_err err = pump_recv(&e, &progressed);
+		if (err == FTL_OK)
+			err = pump_send(&e, &progressed);
+		if (err != FTL_OK)
+			return err;
+		if (is_sending_done(&e) && is_receiving_done(&e))
+			return FTL_OK;
+		if (!progressed && (err = wait_for_io(&e, deadline)) != FTL_OK)
+			return err;
+		if (progressed && ftl_comm_now_ms() > deadline)
+			return timed_out(&e);
+	}
+}

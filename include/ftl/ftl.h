@@ -1,0 +1,170 @@
+/* ftl: the public C API.
+ *
+ * For now this header holds the collectives (the comm layer): element types, reduction operations, error
+ * codes with their messages, and the communicator calls. The agent API (ftl_agent_*, ftl_execute, state
+ * registration) joins it later; the comm calls stay usable on their own, for tests and benchmarks.
+ *
+ * A communicator is a fixed, ordered group of ranks 0..world_size-1. Every rank calls the same collectives
+ * in the same order with the same counts. Every call has a deadline (ftl_comm_set_timeout) and returns an
+ * ftl_err; it never hangs. After FTL_ERR_PEER_LOST, FTL_ERR_ABORTED or FTL_ERR_TIMEOUT the communicator is
+ * broken for good: every later call returns the same error at once, and the caller builds a new one over
+ * the ranks that are left (the agent does this when the view changes). ftl_comm_error() says what happened,
+ * e.g. "ftl: peer rank 2 (127.0.0.1:40123) lost during allreduce: connection reset by peer".
+ *
+ * Threads: one thread at a time calls a communicator; ftl_comm_abort() may be called from any thread (or a
+ * signal handler) and wakes that call within milliseconds. Destroy only when no call is running. */
+#ifndef FTL_FTL_H
+#define FTL_FTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What went wrong. FTL_OK is zero so `if (err)` reads naturally. */
+typedef enum ftl_err {
+	FTL_OK = 0,
+	FTL_ERR_INVALID,     /* bad argument or mismatched collectives; nothing was sent for a bad argument */
+	FTL_ERR_PEER_LOST,   /* a peer died, reset its connection or left the collective: rebuild the comm */
+	FTL_ERR_ABORTED,     /* ftl_comm_abort() was called on this communicator */
+	FTL_ERR_TIMEOUT,     /* the call did not finish before its deadline (a stopped or partitioned peer) */
+	FTL_ERR_SYSTEM,      /* the operating system refused something: sockets, memory, threads */
+	FTL_ERR_BACKEND,     /* the backend library (CUDA, NCCL) reported an error of its own */
+	FTL_ERR_UNSUPPORTED, /* not built in, or not offered by this backend or by the library found at run time */
+	FTL_ERR_MAX
+} ftl_err;
+
+extern const char *const ftl_err_strs[FTL_ERR_MAX];
+
+/* A short, stable message for an error code: "peer lost", "aborted", "timed out", ... */
+const char *ftl_strerror(ftl_err err);
+
+/* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
+ * even on the tcp backend. */
+typedef enum ftl_dtype {
+	FTL_F32,
+	FTL_F64,
+	FTL_F16,
+	FTL_BF16,
+	FTL_I32,
+	FTL_I64,
+	FTL_DTYPE_MAX
+} ftl_dtype;
+
+extern const char *const ftl_dtype_strs[FTL_DTYPE_MAX];
+
+/* Bytes per element, or 0 for a value out of range. */
+size_t ftl_dtype_size(ftl_dtype dtype);
+
+/* Reductions. FTL_AVG is the sum divided by the world size (integer division for i32/i64). */
+typedef enum ftl_reduce_op {
+	FTL_SUM,
+	FTL_AVG,
+	FTL_MIN,
+	FTL_MAX,
+	FTL_REDUCE_OP_MAX
+} ftl_reduce_op;
+
+extern const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX];
+
+/* Collective backends. */
+typedef enum ftl_comm_backend {
+	FTL_COMM_TCP,  /* host memory over TCP; always built */
+	FTL_COMM_NCCL, /* device memory over NCCL; built when CMake finds CUDA and NCCL */
+	FTL_COMM_BACKEND_MAX
+} ftl_comm_backend;
+
+extern const char *const ftl_comm_backend_strs[FTL_COMM_BACKEND_MAX];
+
+/* 1 when the backend was built into this library (and, for nccl, the library loaded), else 0. */
+int ftl_comm_backend_is_available(ftl_comm_backend backend);
+
+typedef struct ftl_comm ftl_comm;
+
+/* "peer X connection reset": called on the thread that made the call, at the moment the comm sees a
+ * neighbour's connection break (reset, close, TCP user timeout). Meant as a hint for membership, which
+ * probes the peer at once. Must not block and must not call back into the communicator. */
+typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
+
+/* How to build a communicator. Start from ftl_comm_config_init() and set what you need. */
+struct ftl_comm_config {
+	ftl_comm_backend backend;
+	int rank;                /* 0..world_size-1 */
+	int world_size;          /* 1..FTL_COMM_WORLD_MAX */
+	const void *bootstrap;   /* tcp: ftl_comm_tcp_bootstrap() text; nccl: ftl_comm_nccl_unique_id() bytes */
+	size_t bootstrap_len;
+	uint64_t comm_id;        /* tcp: every rank passes the same value (the view epoch); others are refused */
+	int listen_fd;           /* tcp: a listening socket bound to this rank's address, kept by the caller;
+	                          * -1: bind the address from the bootstrap for the time of the handshake */
+	int timeout_ms;          /* deadline of each collective; default 60000 */
+	int connect_timeout_ms;  /* deadline of ftl_comm_create(); default 30000 */
+	int tcp_user_timeout_ms; /* tcp: TCP_USER_TIMEOUT, unacknowledged data for this long = peer lost;
+	                          * default 10000 */
+	int cuda_device;         /* nccl: the device this rank uses */
+	void *cuda_stream;       /* nccl: a cudaStream_t to order the collectives on, or NULL for an own one */
+	ftl_comm_peer_reset_cb peer_reset_cb; /* optional */
+	void *peer_reset_arg;
+};
+
+#define FTL_COMM_WORLD_MAX 65536
+
+void ftl_comm_config_init(struct ftl_comm_config *cfg);
+
+/* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and, when err is
+ * not NULL, err holds the reason. */
+ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len);
+
+/* recvbuf[i] = op over all ranks of sendbuf[i], for i < count. sendbuf == recvbuf works in place; other
+ * overlaps are refused. */
+ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype, ftl_reduce_op op);
+
+/* buf on every rank = buf on rank root. */
+ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+
+/* recvbuf (count * world_size elements) = the sendbufs of ranks 0, 1, ... in order. sendbuf may be
+ * recvbuf + rank * count (in place). */
+ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype);
+
+/* Returns once every rank has entered the barrier. */
+ftl_err ftl_comm_barrier(ftl_comm *comm);
+
+/* A smaller communicator without the ranks in exclude (ranks renumbered in order), built from this one
+ * without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
+ * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
+ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
+
+/* Any thread: the running call (if any) and every later one returns FTL_ERR_ABORTED. */
+void ftl_comm_abort(ftl_comm *comm);
+
+/* Closes connections and frees the communicator; NULL is fine. Never blocks on the network: the nccl
+ * backend tears the communicator down on a detached thread. */
+void ftl_comm_destroy(ftl_comm *comm);
+
+/* Sets the deadline of later calls, in milliseconds (> 0). Returns 0, or -1 for a bad value. */
+int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
+
+/* The last diagnostic, "" when none. Valid until the next call on the communicator. */
+const char *ftl_comm_error(const ftl_comm *comm);
+
+int ftl_comm_rank(const ftl_comm *comm);
+int ftl_comm_world_size(const ftl_comm *comm);
+
+/* tcp bootstrap: the data addresses of ranks 0..n-1 ("host:port", "[v6]:port"), one per line. Writes at
+ * most cap bytes to buf (which may be NULL when cap is 0) and returns the length the text needs, like
+ * snprintf, or 0 for bad input (n < 1, an empty or too long address, one with a newline). */
+size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *addrs, int n);
+
+/* nccl bootstrap: rank 0 makes a fresh unique id (FTL_COMM_NCCL_ID_LEN bytes) and the rendezvous hands it
+ * to every rank as the bootstrap data. Returns FTL_ERR_UNSUPPORTED when nccl is not built in. */
+#define FTL_COMM_NCCL_ID_LEN 128
+ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTL_FTL_H */

@@ -1,0 +1,269 @@
+/* test_comm_api: the public comm calls without a network: error codes and messages, argument checks,
+ * bootstrap text, a world of one, abort, and the handshake's refusals (two ranks on two threads). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "comm.h"
+
+static void test_errors_have_clear_messages(void **state)
+{
+	(void)state;
+	assert_string_equal(ftl_strerror(FTL_ERR_PEER_LOST), "peer lost");
+	assert_string_equal(ftl_strerror(FTL_ERR_ABORTED), "aborted");
+	assert_string_equal(ftl_strerror(FTL_ERR_TIMEOUT), "timed out");
+	assert_string_equal(ftl_strerror(FTL_OK), "ok");
+	assert_string_equal(ftl_strerror((ftl_err)99), "unknown error");
+	for (int e = 0; e < FTL_ERR_MAX; e++)
+		assert_non_null(ftl_err_strs[e]);
+	assert_int_equal(ftl_dtype_size(FTL_BF16), 2);
+	assert_int_equal(ftl_dtype_size(FTL_I64), 8);
+	assert_int_equal(ftl_dtype_size((ftl_dtype)-1), 0);
+	assert_true(ftl_comm_backend_is_available(FTL_COMM_TCP));
+}
+
+static void test_bootstrap_text_is_one_address_per_line(void **state)
+{
+	(void)state;
+	const char *addrs[3] = {"127.0.0.1:1", "[::1]:2", "host:3"};
+	char buf[64];
+	size_t n = ftl_comm_tcp_bootstrap(buf, sizeof(buf), addrs, 3);
+	assert_int_equal(n, strlen("127.0.0.1:1\n[::1]:2\nhost:3"));
+	assert_string_equal(buf, "127.0.0.1:1\n[::1]:2\nhost:3");
+	assert_int_equal(ftl_comm_tcp_bootstrap(NULL, 0, addrs, 3), n); /* size query */
+	char small[8];
+	assert_int_equal(ftl_comm_tcp_bootstrap(small, sizeof(small), addrs, 3), n);
+	assert_string_equal(small, "127.0.0");
+	const char *bad[2] = {"a:1", "b\n:2"};
+	assert_int_equal(ftl_comm_tcp_bootstrap(buf, sizeof(buf), bad, 2), 0);
+	const char *empty[1] = {""};
+	assert_int_equal(ftl_comm_tcp_bootstrap(buf, sizeof(buf), empty, 1), 0);
+}
+
+static ftl_err create(int rank, int world, const char *boot, ftl_comm **comm, char *err)
+{
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.rank = rank;
+	cfg.world_size = world;
+	cfg.bootstrap = boot;
+	cfg.bootstrap_len = boot ? strlen(boot) : 0;
+	cfg.connect_timeout_ms = 500;
+	return ftl_comm_create(&cfg, comm, err, 320);
+}
+
+static void test_create_refuses_bad_config(void **state)
+{
+	(void)state;
+	ftl_comm *comm = (ftl_comm *)1;
+	char err[320];
+	assert_int_equal(ftl_comm_create(NULL, &comm, err, sizeof(err)), FTL_ERR_INVALID);
+	assert_null(comm);
+	assert_int_equal(create(0, 0, "a:1", &comm, err), FTL_ERR_INVALID);
+	assert_int_equal(create(2, 2, "a:1\nb:2", &comm, err), FTL_ERR_INVALID);
+	assert_non_null(strstr(err, "rank 2"));
+	assert_int_equal(create(0, 2, "a:1", &comm, err), FTL_ERR_INVALID);
+	assert_non_null(strstr(err, "1 addresses for world size 2"));
+	assert_int_equal(create(0, 2, "a:1\nb:2\nc:3", &comm, err), FTL_ERR_INVALID);
+	assert_int_equal(create(0, 2, "a:1\n\n", &comm, err), FTL_ERR_INVALID);
+	assert_int_equal(create(0, 2, "nocolon\n127.0.0.1:9", &comm, err), FTL_ERR_INVALID);
+	assert_non_null(strstr(err, "not host:port"));
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.backend = (ftl_comm_backend)7;
+	assert_int_equal(ftl_comm_create(&cfg, &comm, err, sizeof(err)), FTL_ERR_INVALID);
+	cfg.backend = FTL_COMM_NCCL;
+	cfg.bootstrap = "short";
+	cfg.bootstrap_len = 5;
+	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
+	assert_true(e == FTL_ERR_INVALID || e == FTL_ERR_UNSUPPORTED);
+	assert_null(comm);
+}
+
+static void test_world_of_one_copies_and_checks_arguments(void **state)
+{
+	(void)state;
+	ftl_comm *comm;
+	char err[320];
+	assert_int_equal(create(0, 1, "127.0.0.1:1\n", &comm, err), FTL_OK);
+	assert_int_equal(ftl_comm_rank(comm), 0);
+	assert_int_equal(ftl_comm_world_size(comm), 1);
+	float a[4] = {1, 2, 3, 4}, b[4] = {0};
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_AVG), FTL_OK);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(ftl_comm_allreduce(comm, a, a, 4, FTL_F32, FTL_MAX), FTL_OK);
+	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, 0), FTL_OK);
+	assert_int_equal(ftl_comm_allgather(comm, a, b, 4, FTL_F32), FTL_OK);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(ftl_comm_allgather(comm, b, b, 4, FTL_F32), FTL_OK); /* in place */
+	assert_int_equal(ftl_comm_barrier(comm), FTL_OK);
+
+	/* Bad arguments: FTL_ERR_INVALID with a message, and the communicator stays usable. */
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, (ftl_dtype)42, FTL_SUM), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "unknown dtype"));
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, (ftl_reduce_op)9), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, NULL, b, 4, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, a + 1, 2, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, SIZE_MAX / 2, FTL_F64, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, 1), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, -1), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allgather(comm, a + 1, a, 2, FTL_F32), FTL_ERR_INVALID);
+	ftl_comm *small;
+	int ex = 0;
+	assert_int_equal(ftl_comm_shrink(comm, &ex, 1, &small), FTL_ERR_UNSUPPORTED);
+	assert_null(small);
+	assert_int_equal(ftl_comm_set_timeout(comm, 0), -1);
+	assert_int_equal(ftl_comm_set_timeout(comm, 5), 0);
+	assert_int_equal(ftl_comm_barrier(comm), FTL_OK);
+
+	/* Abort while idle: every later call says aborted, for good. */
+	ftl_comm_abort(comm);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM), FTL_ERR_ABORTED);
+	assert_non_null(strstr(ftl_comm_error(comm), "aborted"));
+	assert_int_equal(ftl_comm_barrier(comm), FTL_ERR_ABORTED);
+	ftl_comm_destroy(comm);
+	ftl_comm_destroy(NULL);
+	assert_int_equal(ftl_comm_allreduce(NULL, a, b, 4, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
+}
+
+/* A loopback port with nobody listening, and one with a listener. */
+static int bound_port(int *fd_out, bool is_listening)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof(sa);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	if (is_listening)
+		assert_int_equal(listen(fd, 8), 0);
+	getsockname(fd, (struct sockaddr *)&sa, &sl);
+	*fd_out = fd;
+	return ntohs(sa.sin_port);
+}
+
+static void test_create_times_out_when_a_peer_never_comes(void **state)
+{
+	(void)state;
+	int lfd, dead;
+	int me = bound_port(&lfd, true), other = bound_port(&dead, false);
+	close(dead);
+	char boot[64];
+	snprintf(boot, sizeof(boot), "127.0.0.1:%d\n127.0.0.1:%d", me, other);
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.rank = 0;
+	cfg.world_size = 2;
+	cfg.bootstrap = boot;
+	cfg.bootstrap_len = strlen(boot);
+	cfg.listen_fd = lfd;
+	cfg.connect_timeout_ms = 300;
+	ftl_comm *comm;
+	char err[320];
+	int64_t t0 = ftl_comm_now_ms();
+	assert_int_equal(ftl_comm_create(&cfg, &comm, err, sizeof(err)), FTL_ERR_TIMEOUT);
+	int64_t took = ftl_comm_now_ms() - t0;
+	assert_true(took >= 250 && took < 3000);
+	assert_non_null(strstr(err, "cannot connect"));
+	close(lfd);
+}
+
+struct rank_thread {
+	struct ftl_comm_config cfg;
+	ftl_err result;
+	char err[320];
+	ftl_comm *comm;
+};
+
+static void *create_rank(void *p)
+{
+	struct rank_thread *r = p;
+	r->result = ftl_comm_create(&r->cfg, &r->comm, r->err, sizeof(r->err));
+	return NULL;
+}
+
+/* Two ranks on two threads; comm ids as given. */
+static void two_ranks(uint64_t id0, uint64_t id1, struct rank_thread r[2])
+{
+	int fds[2], ports[2];
+	for (int i = 0; i < 2; i++)
+		ports[i] = bound_port(&fds[i], true);
+	static char boot[64];
+	snprintf(boot, sizeof(boot), "127.0.0.1:%d\n127.0.0.1:%d\n", ports[0], ports[1]);
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++) {
+		ftl_comm_config_init(&r[i].cfg);
+		r[i].cfg.rank = i;
+		r[i].cfg.world_size = 2;
+		r[i].cfg.bootstrap = boot;
+		r[i].cfg.bootstrap_len = strlen(boot);
+		r[i].cfg.listen_fd = fds[i];
+		r[i].cfg.comm_id = i == 0 ? id0 : id1;
+		r[i].cfg.connect_timeout_ms = 2000;
+		r[i].cfg.timeout_ms = 2000;
+		pthread_create(&th[i], NULL, create_rank, &r[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		close(fds[i]);
+	}
+}
+
+static void test_handshake_refuses_another_communicator(void **state)
+{
+	(void)state;
+	struct rank_thread r[2];
+	int64_t t0 = ftl_comm_now_ms();
+	two_ranks(1, 2, r);
+	int refused = 0;
+	for (int i = 0; i < 2; i++) {
+		/* One is refused by the other; that one may already have gone when the other one's hello
+		 * would have been answered (then: peer lost). Neither waits for the deadline. */
+		assert_true(r[i].result == FTL_ERR_INVALID || r[i].result == FTL_ERR_PEER_LOST);
+		refused += r[i].result == FTL_ERR_INVALID && strstr(r[i].err, "comm id") != NULL;
+		assert_null(r[i].comm);
+	}
+	assert_true(refused >= 1);
+	assert_true(ftl_comm_now_ms() - t0 < 1500); /* refused at once, not at the deadline */
+}
+
+static void test_two_ranks_on_threads_allreduce(void **state)
+{
+	(void)state;
+	struct rank_thread r[2];
+	two_ranks(7, 7, r);
+	assert_int_equal(r[0].result, FTL_OK);
+	assert_int_equal(r[1].result, FTL_OK);
+	/* Rank 1 destroys its communicator: rank 0's next call sees the peer gone at once. */
+	ftl_comm_destroy(r[1].comm);
+	float x = 1;
+	int64_t t0 = ftl_comm_now_ms();
+	assert_int_equal(ftl_comm_allreduce(r[0].comm, &x, &x, 1, FTL_F32, FTL_SUM), FTL_ERR_PEER_LOST);
+	assert_true(ftl_comm_now_ms() - t0 < 1000);
+	assert_non_null(strstr(ftl_comm_error(r[0].comm), "peer rank 1 (127.0.0.1:"));
+	assert_int_equal(ftl_comm_barrier(r[0].comm), FTL_ERR_PEER_LOST); /* sticky */
+	ftl_comm_destroy(r[0].comm);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_errors_have_clear_messages),
+		cmocka_unit_test(test_bootstrap_text_is_one_address_per_line),
+		cmocka_unit_test(test_create_refuses_bad_config),
+		cmocka_unit_test(test_world_of_one_copies_and_checks_arguments),
+		cmocka_unit_test(test_create_times_out_when_a_peer_never_comes),
+		cmocka_unit_test(test_handshake_refuses_another_communicator),
+		cmocka_unit_test(test_two_ranks_on_threads_allreduce),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
