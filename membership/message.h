@@ -46,6 +46,7 @@ typedef enum ftl_msg_type {
 	FTL_MSG_SUSPECT,  /* rumor: from suspects node */
 	FTL_MSG_DEAD,     /* rumor: from declared node dead */
 	FTL_MSG_LEFT,     /* rumor: node left gracefully */
+	FTL_MSG_KEY_OP,   /* cluster-wide keyring change (install/use/remove), gossiped like a rumor */
 	FTL_MSG_TYPE_MAX
 } ftl_msg_type;
 
@@ -94,6 +95,25 @@ typedef struct ftl_msg_rumor {
 	char from[FTL_NAME_MAX];
 } ftl_msg_rumor;
 
+typedef enum ftl_key_op_kind {
+	FTL_KEY_INSTALL,
+	FTL_KEY_USE,      /* implies install */
+	FTL_KEY_REMOVE,
+	FTL_KEY_OP_MAX
+} ftl_key_op_kind;
+
+extern const char *const ftl_key_op_strs[FTL_KEY_OP_MAX];
+
+/* A keyring change for the whole cluster. It travels sealed with the current cluster key, so only
+ * members can send one; serial makes each change apply once however often it is heard. */
+typedef struct ftl_msg_key_op {
+	uint64_t serial;
+	uint32_t op;                      /* ftl_key_op_kind */
+	char from[FTL_NAME_MAX];
+	uint16_t key_len;                 /* must be 32 (FTL_KEY_SIZE) to be applied */
+	uint8_t key[FTL_META_MAX];
+} ftl_msg_key_op;
+
 typedef struct ftl_msg {
 	ftl_msg_type type;
 	union {
@@ -103,6 +123,7 @@ typedef struct ftl_msg {
 		ftl_msg_nack nack;
 		ftl_msg_alive alive;
 		ftl_msg_rumor rumor; /* FTL_MSG_SUSPECT, FTL_MSG_DEAD, FTL_MSG_LEFT */
+		ftl_msg_key_op key_op;
 	} u;
 } ftl_msg;
 

@@ -83,7 +83,8 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	/* Stagger timers so that nodes started together do not probe in lockstep. */
 	s->next_probe_us = now_us + (int64_t)ftl_rng_below(&s->rng, (uint32_t)s->cfg.probe_interval_us);
 	s->next_gossip_us = now_us + (int64_t)ftl_rng_below(&s->rng, (uint32_t)s->cfg.gossip_interval_us);
-	s->next_push_pull_us = now_us + s->cfg.push_pull_interval_us;
+	/* As if the last exchange were a random part of an interval ago: nodes started together spread out. */
+	s->last_push_pull_us = now_us - (int64_t)ftl_rng_below(&s->rng, (uint32_t)(s->cfg.push_pull_interval_us / 1000 + 1)) * 1000;
 	s->next_reap_us = now_us;
 	ftl_swim_broadcast_alive(s, self);
 	return s;
@@ -163,6 +164,12 @@ static void push_pull_tick(ftl_swim *s, int64_t now_us)
 	}
 }
 
+/* Scaled by the current size, so a cluster that grew since the last exchange slows down at once. */
+static int64_t next_push_pull(const ftl_swim *s)
+{
+	return s->last_push_pull_us + ftl_swim_push_pull_interval_us(&s->cfg, ftl_swim_live_count(s));
+}
+
 void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 {
 	ftl_swim_probe_tick(s, now_us);
@@ -172,9 +179,9 @@ void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 		ftl_swim_gossip(s, now_us);
 		s->next_gossip_us = now_us + s->cfg.gossip_interval_us;
 	}
-	if (s->cfg.push_pull_interval_us > 0 && now_us >= s->next_push_pull_us) {
+	if (s->cfg.push_pull_interval_us > 0 && now_us >= next_push_pull(s)) {
 		push_pull_tick(s, now_us);
-		s->next_push_pull_us = now_us + ftl_swim_push_pull_interval_us(&s->cfg, ftl_swim_live_count(s));
+		s->last_push_pull_us = now_us;
 	}
 	if (now_us >= s->next_reap_us) {
 		reap(s, now_us);
@@ -192,7 +199,7 @@ int64_t ftl_swim_next_deadline(const ftl_swim *s)
 	if (ftl_bcast_len(&s->bcast) > 0)
 		t = earliest(t, s->next_gossip_us);
 	if (s->cfg.push_pull_interval_us > 0)
-		t = earliest(t, s->next_push_pull_us);
+		t = earliest(t, next_push_pull(s));
 	if (s->count[FTL_MEMBER_DEAD] + s->count[FTL_MEMBER_LEFT] > 0)
 		t = earliest(t, s->next_reap_us);
 	return t;

@@ -110,6 +110,8 @@ typedef struct ftl_swim_stats {
 	uint64_t refutations;                 /* times we raised our incarnation */
 	uint64_t push_pulls;                  /* merges done */
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
+	uint64_t key_ops_applied;             /* keyring changes applied (ours and the cluster's) */
+	uint64_t key_ops_failed;              /* keyring changes that could not apply here */
 } ftl_swim_stats;
 
 /* NULL with *err set when an option is bad (the message names it). */
@@ -132,6 +134,12 @@ bool ftl_swim_leave_done(const ftl_swim *s);
 void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name);
 /* New metadata: gossiped with a raised incarnation. -1 if too long. */
 int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
+
+/* A keyring change for the whole cluster: applied here at once, then gossiped so every member applies it
+ * (once: each change carries a random serial). Rotate by install, then use, then remove, letting each
+ * step reach everyone first (ftlctl keys ...). -1 if it cannot be applied here (the reason in *err). */
+int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
+		    const char **err);
 
 /* Learns a member without gossiping it or raising an event: for a node that starts from a member list
  * it already trusts (the simulator starting converged, an agent restoring a cached list). */

@@ -10,6 +10,7 @@
 
 #define FTL_SWIM_MAX_EVENTS 4096 /* undrained events beyond this are dropped and counted */
 #define FTL_SWIM_MAX_RELAYS 64   /* ping-reqs we are serving at once; more are ignored */
+#define FTL_SWIM_KEY_SERIALS 64  /* recent keyring changes remembered, so each applies once */
 
 /* The probe in flight (one at a time, as in SWIM). */
 typedef struct ftl_probe {
@@ -64,9 +65,11 @@ struct ftl_swim {
 	ftl_relay relays[FTL_SWIM_MAX_RELAYS];
 	int n_relays;
 	bool is_leaving;
+	uint64_t key_serials[FTL_SWIM_KEY_SERIALS];
+	int n_key_serials;
 	int64_t next_probe_us;
 	int64_t next_gossip_us;
-	int64_t next_push_pull_us;
+	int64_t last_push_pull_us;  /* the next is due a size-scaled interval after it */
 	int64_t next_reap_us;
 	ftl_queue outputs;         /* ftl_swim_output */
 	ftl_queue events;          /* ftl_swim_event */
@@ -107,6 +110,9 @@ void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *a);
 void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *n);
 void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us);
 int64_t ftl_swim_relay_deadline(const ftl_swim *s);
+
+/* swim_keys.c */
+void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);
 
 /* swim_send.c */
 /* Sends one packet to (name, addr): primary message first, then `extra` when not NULL (the buddy

@@ -22,6 +22,7 @@ static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
 	case FTL_MSG_SUSPECT: ftl_swim_on_suspect(s, now_us, &m->u.rumor); break;
 	case FTL_MSG_DEAD: ftl_swim_on_dead(s, now_us, &m->u.rumor); break;
 	case FTL_MSG_LEFT: ftl_swim_on_left(s, now_us, &m->u.rumor); break;
+	case FTL_MSG_KEY_OP: ftl_swim_on_key_op(s, now_us, &m->u.key_op); break;
 	default: break;
 	}
 }

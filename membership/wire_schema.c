@@ -22,6 +22,9 @@
  *   14   is_join       bool                           push-pull header
  *   15   (reserved)
  *   16   members       array of member maps           push-pull header
+ *   17   serial        uint64                         key_op
+ *   18   op            uint32, ftl_key_op_kind        key_op
+ *   19   key           bin <= 256                     key_op (applied only when 32 bytes)
  *
  * A name is a non-empty string shorter than FTL_NAME_MAX with no NUL, an addr the same under FTL_ADDR_MAX.
  * Every field is required except meta (absent means empty; the encoder omits empty meta).
@@ -33,7 +36,8 @@
 #include <string.h>
 
 _Static_assert(FTL_MSG_PING == 0 && FTL_MSG_PING_REQ == 1 && FTL_MSG_ACK == 2 && FTL_MSG_NACK == 3 &&
-		       FTL_MSG_ALIVE == 4 && FTL_MSG_SUSPECT == 5 && FTL_MSG_DEAD == 6 && FTL_MSG_LEFT == 7,
+		       FTL_MSG_ALIVE == 4 && FTL_MSG_SUSPECT == 5 && FTL_MSG_DEAD == 6 && FTL_MSG_LEFT == 7 &&
+		       FTL_MSG_KEY_OP == 8,
 	       "message type numbers are the protocol: append new types, never reorder");
 _Static_assert(FTL_MEMBER_ALIVE == 0 && FTL_MEMBER_SUSPECT == 1 && FTL_MEMBER_DEAD == 2 &&
 		       FTL_MEMBER_LEFT == 3,
@@ -41,6 +45,7 @@ _Static_assert(FTL_MEMBER_ALIVE == 0 && FTL_MEMBER_SUSPECT == 1 && FTL_MEMBER_DE
 
 #define FIELD(k, kind, type, member) {(k), (kind), offsetof(type, member), 0}
 #define META_FIELD(k, type) {(k), WIRE_KIND_META, offsetof(type, meta), offsetof(type, meta_len)}
+#define BIN_FIELD(k, type, member, len_member) {(k), WIRE_KIND_META, offsetof(type, member), offsetof(type, len_member)}
 #define SCHEMA(fields) {(fields), sizeof(fields) / sizeof((fields)[0])}
 
 static const wire_field ping_fields[] = {
@@ -84,6 +89,13 @@ static const wire_field rumor_fields[] = {
 	FIELD(12, WIRE_KIND_NAME, ftl_msg_rumor, from),
 };
 
+static const wire_field key_op_fields[] = {
+	FIELD(17, WIRE_KIND_U64, ftl_msg_key_op, serial),
+	FIELD(18, WIRE_KIND_U32, ftl_msg_key_op, op),
+	FIELD(12, WIRE_KIND_NAME, ftl_msg_key_op, from),
+	BIN_FIELD(19, ftl_msg_key_op, key, key_len),
+};
+
 static const wire_field pp_header_fields[] = {
 	FIELD(4, WIRE_KIND_NAME, ftl_push_pull, source),
 	FIELD(14, WIRE_KIND_BOOL, ftl_push_pull, is_join),
@@ -107,6 +119,7 @@ const wire_schema wire_msg_schemas[FTL_MSG_TYPE_MAX] = {
 	[FTL_MSG_SUSPECT] = SCHEMA(rumor_fields),
 	[FTL_MSG_DEAD] = SCHEMA(rumor_fields),
 	[FTL_MSG_LEFT] = SCHEMA(rumor_fields),
+	[FTL_MSG_KEY_OP] = SCHEMA(key_op_fields),
 };
 
 const wire_schema wire_pp_header_schema = SCHEMA(pp_header_fields);

@@ -47,6 +47,10 @@ static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 		       a->u.rumor.generation == b->u.rumor.generation &&
 		       a->u.rumor.incarnation == b->u.rumor.incarnation &&
 		       !strcmp(a->u.rumor.from, b->u.rumor.from);
+	case FTL_MSG_KEY_OP:
+		return a->u.key_op.serial == b->u.key_op.serial && a->u.key_op.op == b->u.key_op.op &&
+		       !strcmp(a->u.key_op.from, b->u.key_op.from) &&
+		       wire_meta_equal(a->u.key_op.key_len, a->u.key_op.key, b->u.key_op.key_len, b->u.key_op.key);
 	case FTL_MSG_TYPE_MAX:
 		break;
 	}

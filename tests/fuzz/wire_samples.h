@@ -62,6 +62,14 @@ static inline ftl_msg sample_msg(ftl_msg_type type, bool is_max)
 		m.u.rumor.incarnation = is_max ? UINT64_MAX : 4;
 		sample_text(m.u.rumor.from, name_len, 'f');
 		break;
+	case FTL_MSG_KEY_OP:
+		m.u.key_op.serial = is_max ? UINT64_MAX : 9;
+		m.u.key_op.op = is_max ? FTL_KEY_REMOVE : FTL_KEY_INSTALL;
+		sample_text(m.u.key_op.from, name_len, 'f');
+		m.u.key_op.key_len = 32;
+		for (size_t i = 0; i < 32; i++)
+			m.u.key_op.key[i] = (uint8_t)(i * 7);
+		break;
 	case FTL_MSG_TYPE_MAX: /* left invalid: the encoder refuses it */
 		break;
 	}
