@@ -1,0 +1,17 @@
+/* host:port strings: "10.0.0.7:7946", "[fd00::7]:7946", "ftl-workers.default.svc:7946". */
+#ifndef FTL_AGENT_ADDR_H
+#define FTL_AGENT_ADDR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* Splits into host (brackets removed) and port. -1 when there is no valid port or the host is empty. */
+int ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port);
+/* A numeric IPv4 or IPv6 address with port into *out. -1 if the host is not numeric. */
+int ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out);
+/* Formats as host:port ([v6]:port for IPv6). */
+void ftl_addr_format(const struct sockaddr *sa, char *out, size_t len);
+bool ftl_addr_is_wildcard(const struct sockaddr_storage *sa);
+
+#endif

@@ -1,0 +1,392 @@
+/* ftl_agent: lifecycle, the loop thread, UDP gossip and the timer that drives the membership core.
+ *
+ * The core is a pure state machine (membership/swim.h); this file gives it a clock (uv_hrtime), a UDP
+ * socket, and a timer armed at its next deadline after every call. Requests from other threads (leave,
+ * stop) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the loop. */
+#include "agent_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "addr.h"
+#include "log.h"
+#include "run_dir.h"
+
+int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
+
+/* ---- sending ---- */
+
+typedef struct udp_send {
+	uv_udp_send_t req;
+	size_t len;
+	uint8_t data[];
+} udp_send;
+
+static void on_udp_sent(uv_udp_send_t *req, int status)
+{
+	if (status < 0)
+		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "udp send failed: %s", uv_strerror(status));
+	free(req->data);
+}
+
+static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
+{
+	struct sockaddr_storage to;
+	if (ftl_addr_parse_numeric(out->to_addr, &to) != 0) {
+		ftl_log(FTL_LOG_WARN, "transport", NULL, "cannot send to %s: not a numeric address", out->to_addr);
+		return;
+	}
+	udp_send *s = malloc(sizeof(*s) + out->len);
+	if (!s)
+		return;
+	s->req.data = s;
+	s->len = out->len;
+	memcpy(s->data, out->data, out->len);
+	uv_buf_t buf = uv_buf_init((char *)s->data, (unsigned)s->len);
+	int rc = uv_udp_send(&s->req, &a->udp, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
+	if (rc < 0) {
+		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "udp send to %s: %s", out->to_addr, uv_strerror(rc));
+		free(s);
+	}
+}
+
+/* ---- events ---- */
+
+static void update_counts(ftl_agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	a->counts.alive = ftl_swim_count(a->swim, FTL_MEMBER_ALIVE);
+	a->counts.suspect = ftl_swim_count(a->swim, FTL_MEMBER_SUSPECT);
+	a->counts.dead = ftl_swim_count(a->swim, FTL_MEMBER_DEAD);
+	a->counts.left = ftl_swim_count(a->swim, FTL_MEMBER_LEFT);
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
+{
+	char fields[256];
+	snprintf(fields, sizeof(fields), "member=%s addr=%s generation=%llu incarnation=%llu", ev->name, ev->addr,
+		 (unsigned long long)ev->generation, (unsigned long long)ev->incarnation);
+	ftl_log(ev->type == FTL_EVENT_DEAD ? FTL_LOG_WARN : FTL_LOG_INFO, "membership", fields, "member %s",
+		ftl_swim_event_type_strs[ev->type]);
+	ftl_agent_control_event(a, ev);
+	if (a->event_cb) {
+		ftl_agent_event out = {
+			.type = (ftl_agent_event_type)ev->type,
+			.type_name = ftl_swim_event_type_strs[ev->type],
+			.name = ev->name,
+			.addr = ev->addr,
+			.generation = ev->generation,
+			.incarnation = ev->incarnation,
+		};
+		a->event_cb(a->event_ctx, &out);
+	}
+}
+
+/* ---- the timer ---- */
+
+static void on_timer(uv_timer_t *t)
+{
+	ftl_agent *a = t->data;
+	ftl_swim_tick(a->swim, ftl_agent_now_us(a));
+	ftl_agent_flush(a);
+}
+
+static void check_leave(ftl_agent *a)
+{
+	if (!ftl_swim_leave_done(a->swim))
+		return;
+	pthread_mutex_lock(&a->lock);
+	bool is_new = !a->has_left;
+	a->has_left = true;
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
+	if (is_new) {
+		ftl_log(FTL_LOG_INFO, "agent", NULL, "left the cluster");
+		ftl_agent_control_left(a);
+	}
+}
+
+void ftl_agent_flush(ftl_agent *a)
+{
+	ftl_swim_output out;
+	while (ftl_swim_next_output(a->swim, &out)) {
+		if (out.kind == FTL_OUTPUT_PACKET)
+			send_datagram(a, &out);
+		else
+			ftl_agent_tcp_push_pull(a, out.to_addr, out.is_join);
+	}
+	ftl_swim_event ev;
+	bool is_changed = false;
+	while (ftl_swim_next_event(a->swim, &ev)) {
+		hand_out(a, &ev);
+		is_changed = true;
+	}
+	if (is_changed)
+		update_counts(a);
+	check_leave(a);
+	int64_t wait_us = ftl_swim_next_deadline(a->swim) - ftl_agent_now_us(a);
+	if (wait_us < 0)
+		wait_us = 0;
+	uint64_t wait_ms = (uint64_t)((wait_us + 999) / 1000);
+	if (wait_ms > 60000)
+		wait_ms = 60000;
+	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
+}
+
+/* ---- receiving ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	ftl_agent *a = h->data;
+	*buf = uv_buf_init((char *)a->recv_buf, sizeof(a->recv_buf));
+}
+
+static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from, unsigned flags)
+{
+	ftl_agent *a = h->data;
+	if (n <= 0 || !from)
+		return;
+	ftl_swim_receive(a->swim, ftl_agent_now_us(a), (const uint8_t *)buf->base, (size_t)n);
+	ftl_agent_flush(a);
+}
+
+/* ---- requests from other threads ---- */
+
+static void close_all(ftl_agent *a);
+
+static void on_wake(uv_async_t *h)
+{
+	ftl_agent *a = h->data;
+	pthread_mutex_lock(&a->lock);
+	bool leave = a->want_leave, stop = a->want_stop;
+	a->want_leave = false;
+	pthread_mutex_unlock(&a->lock);
+	if (leave) {
+		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
+		ftl_agent_flush(a);
+	}
+	if (stop)
+		close_all(a);
+}
+
+/* ---- lifecycle ---- */
+
+ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t len)
+{
+	ftl_agent *a = calloc(1, sizeof(*a));
+	if (!a) {
+		snprintf(err, len, "out of memory");
+		return NULL;
+	}
+	a->cfg = *cfg;
+	if (ftl_agent_config_resolve(cfg, &a->set, err, len) != 0) {
+		free(a);
+		return NULL;
+	}
+	const char *kerr = NULL;
+	a->keyring = a->set.is_insecure ? ftl_keyring_new_insecure(cfg->cluster, &kerr)
+					: ftl_keyring_new(cfg->cluster, a->set.key, &kerr);
+	if (!a->keyring) {
+		snprintf(err, len, "FTL_CLUSTER/FTL_GOSSIP_KEY: %s", kerr);
+		free(a);
+		return NULL;
+	}
+	char dir[256];
+	if (ftl_run_dir_resolve(cfg->run_dir, dir, sizeof(dir)) != 0 ||
+	    ftl_run_dir_socket_path(dir, cfg->name, a->control_path, sizeof(a->control_path)) != 0) {
+		snprintf(err, len, "FTL_RUN_DIR: the control socket path is too long; choose a shorter directory");
+		ftl_keyring_delete(a->keyring);
+		free(a);
+		return NULL;
+	}
+	pthread_mutex_init(&a->lock, NULL);
+	pthread_cond_init(&a->changed, NULL);
+	return a;
+}
+
+void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx)
+{
+	a->event_cb = cb;
+	a->event_ctx = ctx;
+}
+
+static uint64_t wall_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static int make_swim(ftl_agent *a, char *err, size_t len)
+{
+	ftl_swim_options o = {
+		.name = a->cfg.name,
+		.generation = a->cfg.generation ? a->cfg.generation : wall_us(),
+		.addr = a->set.advertise,
+		.config = a->set.swim,
+		.keyring = a->keyring,
+		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
+	};
+	const char *serr;
+	a->swim = ftl_swim_new(&o, ftl_agent_now_us(a), &serr);
+	if (!a->swim) {
+		snprintf(err, len, "%s", serr);
+		return -1;
+	}
+	return 0;
+}
+
+static void run_loop(void *arg)
+{
+	ftl_agent *a = arg;
+	uv_run(&a->loop, UV_RUN_DEFAULT);
+	pthread_mutex_lock(&a->lock);
+	a->is_stopped = true;
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
+}
+
+static int bind_udp(ftl_agent *a, char *err, size_t len)
+{
+	uv_udp_init(&a->loop, &a->udp);
+	a->udp.data = a;
+	int rc = uv_udp_bind(&a->udp, (struct sockaddr *)&a->set.bind, 0);
+	if (rc == 0) {
+		/* Room for bursts of gossip while the loop is busy. */
+		int size = 4 << 20;
+		uv_recv_buffer_size((uv_handle_t *)&a->udp, &size);
+		rc = uv_udp_recv_start(&a->udp, on_alloc, on_udp_recv);
+	}
+	if (rc != 0) {
+		snprintf(err, len, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int ftl_agent_start(ftl_agent *a, char *err, size_t len)
+{
+	if (a->is_started) {
+		snprintf(err, len, "the agent is already started");
+		return -1;
+	}
+	if (make_swim(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
+		return -1;
+	a->is_started = true;
+	uv_timer_init(&a->loop, &a->timer);
+	a->timer.data = a;
+	uv_async_init(&a->loop, &a->wake, on_wake);
+	a->wake.data = a;
+	if (bind_udp(a, err, len) != 0 || ftl_agent_tcp_listen(a, err, len) != 0) {
+		close_all(a);
+		uv_run(&a->loop, UV_RUN_DEFAULT);
+		return -1;
+	}
+	char cerr[256];
+	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a, cerr, sizeof(cerr));
+	if (!a->control)
+		ftl_log(FTL_LOG_WARN, "control", NULL, "no control socket, ftlctl will not reach this agent: %s", cerr);
+	if (a->set.is_insecure)
+		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
+	char fields[1024];
+	snprintf(fields, sizeof(fields), "bind=%s advertise=%s cluster=%s profile=%s control=%s", a->cfg.bind,
+		 a->set.advertise, a->cfg.cluster, a->cfg.profile, a->control_path);
+	ftl_log(FTL_LOG_INFO, "agent", fields, "started");
+	ftl_agent_seeds_start(a);
+	update_counts(a);
+	ftl_agent_flush(a);
+	if (uv_thread_create(&a->thread, run_loop, a) != 0) {
+		snprintf(err, len, "cannot start the agent thread");
+		return -1;
+	}
+	return 0;
+}
+
+static void close_cb(uv_handle_t *h) {}
+
+static void close_one(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, close_cb);
+}
+
+static void close_all(ftl_agent *a)
+{
+	if (a->control) {
+		ftl_control_close(a->control);
+		a->control = NULL;
+	}
+	uv_walk(&a->loop, close_one, NULL);
+}
+
+int ftl_agent_leave(ftl_agent *a, int timeout_ms)
+{
+	if (!a->is_started)
+		return -1;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->lock);
+	a->want_leave = true;
+	uv_async_send(&a->wake);
+	int rc = 0;
+	while (!a->has_left && !a->is_stopped && rc == 0)
+		rc = pthread_cond_timedwait(&a->changed, &a->lock, &until);
+	bool is_done = a->has_left;
+	pthread_mutex_unlock(&a->lock);
+	return is_done ? 0 : -1;
+}
+
+bool ftl_agent_has_left(ftl_agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	bool left = a->has_left;
+	pthread_mutex_unlock(&a->lock);
+	return left;
+}
+
+void ftl_agent_stop(ftl_agent *a)
+{
+	if (!a->is_started)
+		return;
+	pthread_mutex_lock(&a->lock);
+	a->want_stop = true;
+	bool is_stopped = a->is_stopped;
+	pthread_mutex_unlock(&a->lock);
+	if (!is_stopped)
+		uv_async_send(&a->wake);
+	uv_thread_join(&a->thread);
+	uv_loop_close(&a->loop);
+	a->is_started = false;
+}
+
+void ftl_agent_delete(ftl_agent *a)
+{
+	if (!a)
+		return;
+	ftl_agent_stop(a);
+	ftl_swim_delete(a->swim);
+	ftl_keyring_delete(a->keyring);
+	pthread_mutex_destroy(&a->lock);
+	pthread_cond_destroy(&a->changed);
+	free(a);
+}
+
+void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out)
+{
+	pthread_mutex_lock(&a->lock);
+	*out = a->counts;
+	pthread_mutex_unlock(&a->lock);
+}
+
+const char *ftl_agent_control_path(const ftl_agent *a) { return a->control_path; }

@@ -1,0 +1,157 @@
+/* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
+ * events and keys, built from the membership core's state on the loop thread. */
+#include "agent_internal.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+static json_t *error_reply(const char *msg)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
+{
+	if (strcmp(m->name, ftl_swim_name(a->swim)) == 0)
+		now_us = m->last_heard_us; /* we always hear ourselves */
+	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:n}", "name", m->name, "addr", m->addr, "status",
+			 ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
+			 (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000),
+			 "rank");
+}
+
+static json_t *members_json(ftl_agent *a)
+{
+	json_t *arr = json_array();
+	const ftl_members *t = ftl_swim_members(a->swim);
+	int64_t now = ftl_agent_now_us(a);
+	for (uint32_t i = 0; i < t->len; i++)
+		json_array_append_new(arr, member_json(a, &t->arr[i], now));
+	return arr;
+}
+
+static json_t *counts_by(const uint64_t *values, const char *const *names, int n)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < n; i++)
+		json_object_set_new(o, names[i], json_integer((json_int_t)values[i]));
+	return o;
+}
+
+static json_t *counters_json(ftl_agent *a)
+{
+	const ftl_swim_stats *st = ftl_swim_get_stats(a->swim);
+	const ftl_keyring_stats *ks = ftl_keyring_get_stats(a->keyring);
+	return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "sent",
+			 counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "received",
+			 counts_by(st->received, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "dropped",
+			 counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
+			 counts_by(ks->dropped, ftl_keyring_drop_strs, FTL_KEYRING_DROP_MAX), "packets_sent",
+			 (json_int_t)st->packets_sent, "bytes_sent", (json_int_t)st->bytes_sent, "packets_received",
+			 (json_int_t)st->packets_received, "bytes_received", (json_int_t)st->bytes_received, "probes",
+			 (json_int_t)st->probes, "probes_failed", (json_int_t)st->probes_failed, "refutations",
+			 (json_int_t)st->refutations, "push_pulls", (json_int_t)st->push_pulls, "key_ops_applied",
+			 (json_int_t)st->key_ops_applied, "key_ops_failed", (json_int_t)st->key_ops_failed);
+}
+
+static json_t *status_json(ftl_agent *a)
+{
+	ftl_swim *s = a->swim;
+	return json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:n, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
+			 "cluster", a->cfg.cluster, "profile", a->cfg.profile, "self", "name", ftl_swim_name(s),
+			 "addr", a->set.advertise, "generation", (json_int_t)ftl_swim_generation(s), "incarnation",
+			 (json_int_t)ftl_swim_incarnation(s), "view", "health", ftl_swim_health_score(s), "counts",
+			 "alive", (int)ftl_swim_count(s, FTL_MEMBER_ALIVE), "suspect",
+			 (int)ftl_swim_count(s, FTL_MEMBER_SUSPECT), "dead", (int)ftl_swim_count(s, FTL_MEMBER_DEAD),
+			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
+			 counters_json(a));
+}
+
+static json_t *keys_json(ftl_agent *a, const json_t *req)
+{
+	const char *op = json_string_value(json_object_get(req, "op"));
+	if (!op)
+		return error_reply("keys needs \"op\": list, install, use or remove");
+	if (strcmp(op, "list") == 0) {
+		uint8_t keys[FTL_KEYRING_MAX_KEYS][FTL_KEY_SIZE];
+		size_t n = ftl_keyring_list(a->keyring, keys, FTL_KEYRING_MAX_KEYS);
+		json_t *arr = json_array();
+		for (size_t i = 0; i < n && i < FTL_KEYRING_MAX_KEYS; i++) {
+			char b64[64];
+			ftl_key_to_base64(keys[i], b64, sizeof(b64));
+			json_array_append_new(arr, json_string(b64));
+		}
+		return json_pack("{s:b, s:o}", "ok", 1, "keys", arr);
+	}
+	int kind = -1;
+	for (int i = 0; i < FTL_KEY_OP_MAX; i++)
+		if (strcmp(op, ftl_key_op_strs[i]) == 0)
+			kind = i;
+	if (kind < 0)
+		return error_reply("unknown keys op: expected list, install, use or remove");
+	const char *text = json_string_value(json_object_get(req, "key"));
+	uint8_t key[FTL_KEY_SIZE];
+	if (!text || ftl_key_from_base64(text, key) != 0)
+		return error_reply("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
+	const char *err;
+	int rc = ftl_swim_key_op(a->swim, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key, &err);
+	ftl_agent_flush(a);
+	if (rc != 0)
+		return error_reply(err);
+	ftl_log(FTL_LOG_INFO, "keys", NULL, "key %s applied here and gossiped to the cluster", op);
+	return json_pack("{s:b}", "ok", 1);
+}
+
+json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const json_t *req, bool *is_stream)
+{
+	ftl_agent *a = ctx;
+	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	if (!cmd)
+		return error_reply("request needs \"cmd\": status, members, leave, events or keys");
+	if (strcmp(cmd, "status") == 0)
+		return status_json(a);
+	if (strcmp(cmd, "members") == 0)
+		return json_pack("{s:b, s:o}", "ok", 1, "members", members_json(a));
+	if (strcmp(cmd, "events") == 0) {
+		*is_stream = true;
+		return json_pack("{s:b}", "ok", 1);
+	}
+	if (strcmp(cmd, "keys") == 0)
+		return keys_json(a, req);
+	if (strcmp(cmd, "leave") == 0) {
+		if (ftl_swim_leave_done(a->swim))
+			return json_pack("{s:b}", "ok", 1);
+		a->leave_client = client; /* answered by ftl_agent_control_left */
+		ftl_log(FTL_LOG_INFO, "agent", NULL, "leaving the cluster (requested over the control socket)");
+		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
+		ftl_agent_flush(a);
+		return NULL;
+	}
+	return error_reply("unknown cmd: expected status, members, leave, events or keys");
+}
+
+void ftl_agent_control_left(ftl_agent *a)
+{
+	if (a->control && a->leave_client) {
+		ftl_control_reply(a->control, a->leave_client, json_pack("{s:b}", "ok", 1));
+		a->leave_client = NULL;
+	}
+}
+
+void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
+{
+	if (!a->control)
+		return;
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	char when[32];
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
+			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
+			      (json_int_t)ev->incarnation, "time", when);
+	ftl_control_publish(a->control, j);
+	json_decref(j);
+}

@@ -1,0 +1,231 @@
+/* Push-pull over TCP: the full-state exchange of joins and anti-entropy. One connection per exchange:
+ * the initiator sends its sealed state, the other side merges it and answers with its own, both close.
+ * Frames are a 4-byte big-endian length and the sealed frame from ftl_swim_push_pull_encode; a length
+ * over FTL_TCP_FRAME_MAX or a connection that takes longer than FTL_TCP_TIMEOUT_MS is dropped. */
+#include "agent_internal.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "log.h"
+
+typedef struct pp_conn {
+	ftl_agent *a;
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	uv_connect_t connect;
+	uv_write_t write;
+	bool is_initiator;
+	bool is_join;
+	bool is_done;
+	int open_handles;
+	char peer[FTL_ADDR_MAX];
+	uint8_t *out;          /* what we send: length + frame */
+	size_t out_len;
+	uint8_t *in;           /* what we receive */
+	size_t in_len, in_cap;
+} pp_conn;
+
+static void conn_free(uv_handle_t *h)
+{
+	pp_conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	free(c->out);
+	free(c->in);
+	free(c);
+}
+
+static void conn_close(pp_conn *c)
+{
+	if (c->is_done)
+		return;
+	c->is_done = true;
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, conn_free);
+	uv_close((uv_handle_t *)&c->tcp, conn_free);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	pp_conn *c = t->data;
+	ftl_log(FTL_LOG_WARN, "transport", NULL, "push-pull with %s timed out", c->peer);
+	conn_close(c);
+}
+
+static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
+{
+	pp_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->a = a;
+	c->is_initiator = is_initiator;
+	uv_tcp_init(&a->loop, &c->tcp);
+	uv_timer_init(&a->loop, &c->timer);
+	c->tcp.data = c->timer.data = c;
+	c->open_handles = 2;
+	uv_timer_start(&c->timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
+	return c;
+}
+
+static int prepare_state(pp_conn *c, bool is_join)
+{
+	uint8_t *frame;
+	size_t len;
+	if (ftl_swim_push_pull_encode(c->a->swim, is_join, &frame, &len) != 0)
+		return -1;
+	c->out = malloc(len + 4);
+	if (!c->out) {
+		free(frame);
+		return -1;
+	}
+	uint32_t be = htonl((uint32_t)len);
+	memcpy(c->out, &be, 4);
+	memcpy(c->out + 4, frame, len);
+	c->out_len = len + 4;
+	free(frame);
+	return 0;
+}
+
+static void on_written(uv_write_t *w, int status)
+{
+	pp_conn *c = w->data;
+	if (status < 0 || !c->is_initiator)
+		conn_close(c); /* the answering side is done once its state is out */
+}
+
+static void send_state(pp_conn *c)
+{
+	uv_buf_t buf = uv_buf_init((char *)c->out, (unsigned)c->out_len);
+	c->write.data = c;
+	if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
+		conn_close(c);
+}
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	pp_conn *c = h->data;
+	if (c->in_cap - c->in_len < 65536) {
+		size_t cap = c->in_cap ? c->in_cap * 2 : 65536;
+		uint8_t *in = realloc(c->in, cap);
+		if (!in) {
+			*buf = uv_buf_init(NULL, 0);
+			return;
+		}
+		c->in = in;
+		c->in_cap = cap;
+	}
+	*buf = uv_buf_init((char *)c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
+}
+
+/* A whole frame has arrived: merge it, then answer (the passive side) or finish (the initiator). */
+static void on_frame(pp_conn *c, const uint8_t *frame, size_t len)
+{
+	ftl_agent *a = c->a;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	bool is_join = false;
+	if (ftl_swim_push_pull_merge(a->swim, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
+		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a push-pull frame from %s (bad key, cluster or format)",
+			c->peer);
+		conn_close(c);
+		ftl_agent_flush(a);
+		return;
+	}
+	if (c->is_initiator) {
+		conn_close(c);
+	} else if (prepare_state(c, false) == 0) {
+		send_state(c);
+	} else {
+		conn_close(c);
+	}
+	ftl_agent_flush(a);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	pp_conn *c = s->data;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	c->in_len += (size_t)n;
+	if (c->in_len < 4)
+		return;
+	uint32_t be;
+	memcpy(&be, c->in, 4);
+	uint32_t len = ntohl(be);
+	if (len > FTL_TCP_FRAME_MAX) {
+		ftl_log(FTL_LOG_WARN, "transport", NULL, "push-pull frame of %u bytes from %s is over the limit", len,
+			c->peer);
+		conn_close(c);
+		return;
+	}
+	if (c->in_len >= 4 + (size_t)len)
+		on_frame(c, c->in + 4, len);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	ftl_agent *a = server->data;
+	if (status < 0)
+		return;
+	pp_conn *c = conn_new(a, false);
+	if (!c)
+		return;
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+		conn_close(c);
+		return;
+	}
+	struct sockaddr_storage peer;
+	int plen = sizeof(peer);
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0)
+		ftl_addr_format((struct sockaddr *)&peer, c->peer, sizeof(c->peer));
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len)
+{
+	uv_tcp_init(&a->loop, &a->tcp);
+	a->tcp.data = a;
+	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&a->tcp, 128, on_connection);
+	if (rc != 0) {
+		snprintf(err, len, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind, uv_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	pp_conn *c = req->data;
+	if (status < 0) {
+		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "push-pull with %s: %s", c->peer, uv_strerror(status));
+		conn_close(c);
+		return;
+	}
+	send_state(c);
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join)
+{
+	struct sockaddr_storage to;
+	if (ftl_addr_parse_numeric(addr, &to) != 0)
+		return;
+	pp_conn *c = conn_new(a, true);
+	if (!c)
+		return;
+	snprintf(c->peer, sizeof(c->peer), "%s", addr);
+	c->is_join = is_join;
+	if (prepare_state(c, is_join) != 0) {
+		conn_close(c);
+		return;
+	}
+	c->connect.data = c;
+	if (uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&to, on_connect) != 0)
+		conn_close(c);
+}

@@ -1,0 +1,25 @@
+/* Agent settings: the public ftl_agent_config turned into checked, ready-to-use values. */
+#ifndef FTL_AGENT_CONFIG_H
+#define FTL_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "ftl/agent.h"
+#include "keyring.h"
+#include "log.h"
+#include "message.h"
+#include "profile.h"
+
+typedef struct ftl_agent_settings {
+	struct sockaddr_storage bind;
+	char advertise[FTL_ADDR_MAX];   /* normalised numeric ip:port */
+	ftl_swim_config swim;
+	bool is_insecure;
+	uint8_t key[FTL_KEY_SIZE];
+} ftl_agent_settings;
+
+/* Checks every setting; -1 with a message naming the bad one (FTL_* variable) and what is expected. */
+int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out, char *err, size_t len);
+
+#endif

@@ -1,0 +1,568 @@
+/* The control socket server (interface and protocol in control.h): accepts local clients on a Unix
+ * socket, splits what they send into lines, parses each line as a JSON object and hands it to the
+ * handler, writes the handler's replies back, and fans events out to followers.
+ *
+ * Everything runs on the loop thread and nothing blocks:
+ * - A client's input buffer never holds more than one maximal line; a longer line gets an error reply
+ *   and the connection is closed once that reply is flushed.
+ * - While a late reply is owed (the handler returned NULL), the client's reading pauses, so the
+ *   requests it has pipelined are answered in order. The client struct outlives its connection until
+ *   the reply comes, which is what makes ftl_control_reply safe after the client has gone.
+ * - An event line is serialized once and shared by every follower's write. A follower that stops
+ *   reading is dropped once FOLLOWER_MAX_QUEUED bytes wait for it, instead of buffering forever.
+ * - A client that half-closes after its requests still gets every reply, then the connection closes.
+ *
+ * The socket file is chmod-ed to 0600 between bind and listen (no connection is accepted before
+ * that), which, unlike umask, does not touch the rest of the process. A run directory created here
+ * gets mode 0700. */
+#include "control.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define LISTEN_BACKLOG 64
+#define READ_CHUNK 4096
+#define FOLLOWER_MAX_QUEUED (4u << 20)
+#define SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
+/* One serialized reply or event, newline included; shared by the writes that send it. */
+typedef struct shared_line {
+	unsigned refs;
+	size_t len;
+	char data[];
+} shared_line;
+
+typedef struct line_write {
+	uv_write_t req;
+	shared_line *line;
+} line_write;
+
+struct ftl_control_client {
+	uv_pipe_t pipe;
+	ftl_control *control;
+	ftl_control_client *prev, *next; /* in control->clients until freed */
+	char *in;                        /* bytes read that are not yet a complete line */
+	size_t in_len, in_cap;           /* in_cap never exceeds FTL_CONTROL_MAX_LINE + 1 */
+	bool is_stream;                  /* follows events once its reply has been sent */
+	bool is_awaiting;                /* the handler owes a late reply */
+	bool is_read_paused;             /* reading stopped while a late reply is owed */
+	bool is_peer_done;               /* the client sent EOF: answer what it asked, then close */
+	bool is_closing;                 /* closing: nothing more is read or sent */
+	bool is_closed;                  /* the pipe's close callback has run */
+	bool is_handling;                /* inside drain_lines, so a reply given there does not recurse */
+};
+
+struct ftl_control {
+	uv_loop_t *loop;
+	uv_pipe_t server;
+	ftl_control_handler handler;
+	void *ctx;
+	ftl_control_client *clients;
+	unsigned open_handles; /* server plus unclosed clients; the struct is freed at 0 once closing */
+	bool is_closing;
+	char path[SOCKET_PATH_MAX];
+};
+
+static void client_continue(ftl_control_client *client);
+
+/* ---- shared lines ---- */
+
+static shared_line *line_from_json(const json_t *value)
+{
+	size_t len = json_dumpb(value, NULL, 0, JSON_COMPACT);
+	shared_line *line;
+	if (len == 0)
+		return NULL;
+	line = malloc(sizeof *line + len + 1);
+	if (line == NULL)
+		return NULL;
+	json_dumpb(value, line->data, len, JSON_COMPACT);
+	line->data[len] = '\n';
+	line->len = len + 1;
+	line->refs = 1;
+	return line;
+}
+
+static void line_release(shared_line *line)
+{
+	if (--line->refs == 0)
+		free(line);
+}
+
+/* ---- lifetime ---- */
+
+static void control_maybe_free(ftl_control *c)
+{
+	if (c->is_closing && c->open_handles == 0)
+		free(c);
+}
+
+static void client_free(ftl_control_client *client)
+{
+	ftl_control *c = client->control;
+	if (client->prev != NULL)
+		client->prev->next = client->next;
+	else
+		c->clients = client->next;
+	if (client->next != NULL)
+		client->next->prev = client->prev;
+	free(client->in);
+	free(client);
+}
+
+static void client_close_cb(uv_handle_t *handle)
+{
+	ftl_control_client *client = handle->data;
+	ftl_control *c = client->control;
+	client->is_closed = true;
+	c->open_handles--;
+	if (!client->is_awaiting || c->is_closing)
+		client_free(client);
+	control_maybe_free(c);
+}
+
+static void client_close(ftl_control_client *client)
+{
+	client->is_closing = true;
+	if (!uv_is_closing((uv_handle_t *)&client->pipe))
+		uv_close((uv_handle_t *)&client->pipe, client_close_cb);
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+	ftl_control_client *client = req->handle->data;
+	free(req);
+	client_close(client);
+}
+
+/* Stops reading and closes once everything queued for the client has been written. */
+static void client_close_after_flush(ftl_control_client *client)
+{
+	uv_shutdown_t *req;
+	if (client->is_closing)
+		return;
+	client->is_closing = true;
+	uv_read_stop((uv_stream_t *)&client->pipe);
+	req = malloc(sizeof *req);
+	if (req == NULL || uv_shutdown(req, (uv_stream_t *)&client->pipe, shutdown_cb) != 0) {
+		free(req);
+		client_close(client);
+	}
+}
+
+/* ---- writing ---- */
+
+static void write_cb(uv_write_t *req, int status)
+{
+	line_write *w = (line_write *)req;
+	ftl_control_client *client = req->handle->data;
+	line_release(w->line);
+	free(w);
+	if (status < 0 && status != UV_ECANCELED)
+		client_close(client); /* the client hung up mid-reply */
+}
+
+static void client_send_line(ftl_control_client *client, shared_line *line)
+{
+	line_write *w;
+	uv_buf_t buf;
+	if (client->is_closing)
+		return;
+	w = malloc(sizeof *w);
+	if (w == NULL) {
+		client_close(client);
+		return;
+	}
+	w->line = line;
+	line->refs++;
+	buf = uv_buf_init(line->data, (unsigned)line->len);
+	if (uv_write(&w->req, (uv_stream_t *)&client->pipe, &buf, 1, write_cb) != 0) {
+		line_release(line);
+		free(w);
+		client_close(client);
+	}
+}
+
+static void client_send_json(ftl_control_client *client, const json_t *value)
+{
+	shared_line *line = line_from_json(value);
+	if (line == NULL) {
+		client_close(client); /* out of memory, or a handler reply jansson cannot encode */
+		return;
+	}
+	client_send_line(client, line);
+	line_release(line);
+}
+
+static void client_send_error(ftl_control_client *client, const char *message)
+{
+	json_t *reply = json_pack("{s:b, s:s}", "ok", 0, "error", message);
+	if (reply == NULL) {
+		client_close(client);
+		return;
+	}
+	client_send_json(client, reply);
+	json_decref(reply);
+}
+
+/* ---- reading ---- */
+
+static bool is_blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r')
+			return false;
+	return true;
+}
+
+static void handle_line(ftl_control_client *client, const char *line, size_t len)
+{
+	ftl_control *c = client->control;
+	json_error_t parse_error;
+	json_t *request, *reply;
+	bool is_stream = false;
+	char message[256];
+
+	if (is_blank(line, len))
+		return;
+	request = json_loadb(line, len, 0, &parse_error);
+	if (request == NULL) {
+		snprintf(message, sizeof message,
+			 "malformed JSON request (%s, at column %d); send one JSON object per line, "
+			 "like {\"cmd\":\"status\"}",
+			 parse_error.text, parse_error.column);
+		client_send_error(client, message);
+		return;
+	}
+	if (!json_is_object(request)) {
+		client_send_error(client, "a request must be a JSON object, like {\"cmd\":\"status\"}");
+		json_decref(request);
+		return;
+	}
+	client->is_awaiting = true;
+	reply = c->handler(c->ctx, client, request, &is_stream);
+	json_decref(request);
+	if (is_stream)
+		client->is_stream = true;
+	if (reply != NULL) {
+		client->is_awaiting = false;
+		client_send_json(client, reply);
+		json_decref(reply);
+	}
+}
+
+/* Answers every complete line in the input buffer, in order, stopping while a late reply is owed. */
+static void drain_lines(ftl_control_client *client)
+{
+	size_t start = 0;
+	client->is_handling = true;
+	while (!client->is_awaiting && !client->is_closing && !client->is_stream) {
+		char *newline = memchr(client->in + start, '\n', client->in_len - start);
+		size_t len;
+		if (newline == NULL)
+			break;
+		len = (size_t)(newline - (client->in + start));
+		handle_line(client, client->in + start, len);
+		start += len + 1;
+	}
+	client->is_handling = false;
+	if (client->is_stream) {
+		client->in_len = 0; /* a follower's further input is ignored */
+		return;
+	}
+	memmove(client->in, client->in + start, client->in_len - start);
+	client->in_len -= start;
+	if (client->in_len > FTL_CONTROL_MAX_LINE && !client->is_awaiting && !client->is_closing) {
+		char message[160];
+		snprintf(message, sizeof message,
+			 "request line longer than %d bytes; closing the connection", FTL_CONTROL_MAX_LINE);
+		client_send_error(client, message);
+		client_close_after_flush(client);
+	}
+}
+
+static void alloc_cb(uv_handle_t *handle, size_t suggested_size, uv_buf_t *buf)
+{
+	ftl_control_client *client = handle->data;
+	const size_t max_cap = FTL_CONTROL_MAX_LINE + 1;
+	if (client->in_cap - client->in_len < READ_CHUNK && client->in_cap < max_cap) {
+		size_t cap = client->in_cap * 2 > client->in_len + READ_CHUNK ? client->in_cap * 2
+									       : client->in_len + READ_CHUNK;
+		char *grown;
+		if (cap > max_cap)
+			cap = max_cap;
+		grown = realloc(client->in, cap);
+		if (grown != NULL) {
+			client->in = grown;
+			client->in_cap = cap;
+		}
+	}
+	/* A zero-length buffer (no memory) makes libuv report UV_ENOBUFS, which closes the client. */
+	*buf = uv_buf_init(client->in + client->in_len, (unsigned)(client->in_cap - client->in_len));
+}
+
+static void read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	ftl_control_client *client = stream->data;
+	if (nread == UV_EOF) {
+		client->is_peer_done = true;
+		if (client->in_len > 0 && client->in_len < client->in_cap && !client->is_stream)
+			client->in[client->in_len++] = '\n'; /* a last request without its newline */
+	} else if (nread < 0) {
+		client_close(client);
+		return;
+	} else {
+		client->in_len += (size_t)nread;
+	}
+	client_continue(client);
+}
+
+/* Answers what can be answered now, then reads on, pauses for a late reply, or closes. */
+static void client_continue(ftl_control_client *client)
+{
+	drain_lines(client);
+	if (client->is_closing)
+		return;
+	if (client->is_awaiting) {
+		uv_read_stop((uv_stream_t *)&client->pipe);
+		client->is_read_paused = true;
+	} else if (client->is_peer_done) {
+		client_close_after_flush(client);
+	} else if (client->is_read_paused) {
+		client->is_read_paused = false;
+		if (uv_read_start((uv_stream_t *)&client->pipe, alloc_cb, read_cb) != 0)
+			client_close(client);
+	}
+}
+
+/* ---- accepting ---- */
+
+static void connection_cb(uv_stream_t *server, int status)
+{
+	ftl_control *c = server->data;
+	ftl_control_client *client;
+	if (status < 0 || c->is_closing)
+		return;
+	client = calloc(1, sizeof *client);
+	if (client == NULL)
+		return;
+	client->control = c;
+	uv_pipe_init(c->loop, &client->pipe, 0);
+	client->pipe.data = client;
+	client->next = c->clients;
+	if (c->clients != NULL)
+		c->clients->prev = client;
+	c->clients = client;
+	c->open_handles++;
+	if (uv_accept(server, (uv_stream_t *)&client->pipe) != 0 ||
+	    uv_read_start((uv_stream_t *)&client->pipe, alloc_cb, read_cb) != 0)
+		client_close(client);
+}
+
+/* ---- starting ---- */
+
+/* mkdir -p of path's parent; directories created here get mode 0700. */
+static int make_parent_dir(const char *path, char *err, size_t err_len)
+{
+	char dir[SOCKET_PATH_MAX];
+	char *slash;
+	snprintf(dir, sizeof dir, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; ; p++) {
+		bool is_end = *p == '\0';
+		if (*p != '/' && !is_end)
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+			snprintf(err, err_len, "cannot create the run directory %s: %s", dir, strerror(errno));
+			return -1;
+		}
+		if (is_end)
+			break;
+		*p = '/';
+	}
+	struct stat st;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, err_len, "%s is not a directory; choose another run directory", dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Leaves path free for bind: removes a socket file nobody listens on; refuses if an agent answers. */
+static int clear_stale_socket(const char *path, char *err, size_t err_len)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd, rc, connect_errno;
+
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, err_len, "cannot inspect %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, err_len, "%s exists and is not a socket; remove it or choose another run directory",
+			 path);
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, err_len, "cannot create a socket to probe %s: %s", path, strerror(errno));
+		return -1;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	rc = connect(fd, (struct sockaddr *)&addr, sizeof addr);
+	connect_errno = errno;
+	close(fd);
+	if (rc == 0 || connect_errno == EAGAIN || connect_errno == EINPROGRESS) {
+		snprintf(err, err_len,
+			 "another agent is listening on %s; stop it, or give this agent another name or run directory",
+			 path);
+		return -1;
+	}
+	if (connect_errno == ECONNREFUSED) {
+		if (unlink(path) != 0 && errno != ENOENT) {
+			snprintf(err, err_len, "cannot remove the stale socket %s: %s", path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (connect_errno == ENOENT)
+		return 0;
+	snprintf(err, err_len, "cannot check whether an agent is listening on %s: %s", path,
+		 strerror(connect_errno));
+	return -1;
+}
+
+static void server_close_cb(uv_handle_t *handle)
+{
+	ftl_control *c = handle->data;
+	c->open_handles--;
+	control_maybe_free(c);
+}
+
+/* Undoes a half-done start; c is freed by the loop once the server handle has closed. */
+static ftl_control *abandon_start(ftl_control *c, bool is_bound)
+{
+	if (is_bound)
+		unlink(c->path);
+	c->is_closing = true;
+	uv_close((uv_handle_t *)&c->server, server_close_cb);
+	return NULL;
+}
+
+ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
+			       char *err, size_t err_len)
+{
+	ftl_control *c;
+	int rc;
+
+	if (strlen(path) >= SOCKET_PATH_MAX) {
+		snprintf(err, err_len,
+			 "control socket path %s is too long (%zu bytes; a Unix socket path holds at most %zu); "
+			 "choose a shorter run directory",
+			 path, strlen(path), SOCKET_PATH_MAX - 1);
+		return NULL;
+	}
+	if (make_parent_dir(path, err, err_len) != 0 || clear_stale_socket(path, err, err_len) != 0)
+		return NULL;
+	c = calloc(1, sizeof *c);
+	if (c == NULL) {
+		snprintf(err, err_len, "out of memory starting the control socket");
+		return NULL;
+	}
+	c->loop = loop;
+	c->handler = handler;
+	c->ctx = ctx;
+	snprintf(c->path, sizeof c->path, "%s", path);
+	uv_pipe_init(loop, &c->server, 0);
+	c->server.data = c;
+	c->open_handles = 1;
+
+	rc = uv_pipe_bind(&c->server, path);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot bind the control socket %s: %s", path, uv_strerror(rc));
+		return abandon_start(c, false);
+	}
+	if (chmod(path, 0600) != 0) {
+		snprintf(err, err_len, "cannot make the control socket %s private (chmod 0600): %s", path,
+			 strerror(errno));
+		return abandon_start(c, true);
+	}
+	rc = uv_listen((uv_stream_t *)&c->server, LISTEN_BACKLOG, connection_cb);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot listen on the control socket %s: %s", path, uv_strerror(rc));
+		return abandon_start(c, true);
+	}
+	return c;
+}
+
+/* ---- replies, events, closing ---- */
+
+void ftl_control_reply(ftl_control *c, ftl_control_client *client, json_t *reply)
+{
+	(void)c;
+	if (!client->is_awaiting) {
+		json_decref(reply); /* no reply is owed: the handler already answered */
+		return;
+	}
+	client->is_awaiting = false;
+	if (client->is_closed) {
+		json_decref(reply);
+		client_free(client);
+		return;
+	}
+	client_send_json(client, reply);
+	json_decref(reply);
+	if (!client->is_handling)
+		client_continue(client);
+}
+
+void ftl_control_publish(ftl_control *c, const json_t *event)
+{
+	shared_line *line;
+	if (c->clients == NULL)
+		return;
+	line = line_from_json(event);
+	if (line == NULL)
+		return;
+	for (ftl_control_client *client = c->clients; client != NULL; client = client->next) {
+		if (!client->is_stream || client->is_awaiting || client->is_closing)
+			continue;
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&client->pipe) > FOLLOWER_MAX_QUEUED)
+			client_close(client); /* it stopped reading; dropping it beats buffering forever */
+		else
+			client_send_line(client, line);
+	}
+	line_release(line);
+}
+
+void ftl_control_close(ftl_control *c)
+{
+	ftl_control_client *client, *next;
+	if (c == NULL || c->is_closing)
+		return;
+	c->is_closing = true;
+	unlink(c->path);
+	uv_close((uv_handle_t *)&c->server, server_close_cb);
+	for (client = c->clients; client != NULL; client = next) {
+		next = client->next;
+		if (client->is_closed)
+			client_free(client); /* gone already, kept only for a late reply that will not come */
+		else
+			client_close(client);
+	}
+}

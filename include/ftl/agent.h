@@ -1,0 +1,85 @@
+/* The ftl agent: gossip membership on real sockets, embedded in every training worker (libftl) or run
+ * alone as ftl-agent.
+ *
+ * An agent runs a libuv loop on its own thread: SWIM + Lifeguard over UDP, push-pull full-state
+ * exchange over TCP, every datagram and frame sealed with the cluster key, seeds re-resolved through DNS
+ * so partitions heal, and a control socket for ftlctl. Calls below may come from any thread; event
+ * callbacks run on the agent's thread and must not block. */
+#ifndef FTL_AGENT_H
+#define FTL_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ftl_agent ftl_agent;
+
+/* Settings; each has an environment variable (in brackets), read by ftl_agent_config_from_env. */
+typedef struct ftl_agent_config {
+	char name[64];            /* [FTL_NAME] unique in the cluster; default: the host name */
+	char bind[128];           /* [FTL_BIND] ip:port for UDP and TCP; default 0.0.0.0:7946 */
+	char advertise[128];      /* [FTL_ADVERTISE] ip:port others reach us at; default: bind, which
+				     then must not be a wildcard address */
+	char seeds[1024];         /* [FTL_SEEDS] comma-separated host:port, re-resolved through DNS */
+	char cluster[64];         /* [FTL_CLUSTER] default "ftl"; clusters with other names never mix */
+	char gossip_key[64];      /* [FTL_GOSSIP_KEY] base64 of 32 bytes (ftlctl keygen makes one) */
+	char gossip_key_file[256];/* [FTL_GOSSIP_KEY_FILE] a file holding that base64 */
+	bool is_insecure;         /* [FTL_INSECURE=1] plaintext gossip: for trying things out only */
+	char profile[16];         /* [FTL_PROFILE] train (default), lan or local */
+	int64_t probe_interval_ms;     /* [FTL_PROBE_INTERVAL_MS] 0 = the profile's */
+	int64_t probe_timeout_ms;      /* [FTL_PROBE_TIMEOUT_MS] */
+	int64_t gossip_interval_ms;    /* [FTL_GOSSIP_INTERVAL_MS] */
+	int64_t push_pull_interval_ms; /* [FTL_PUSH_PULL_INTERVAL_MS] */
+	int64_t reap_after_ms;         /* [FTL_REAP_AFTER_MS] */
+	int suspicion_mult;            /* [FTL_SUSPICION_MULT] */
+	int retransmit_mult;           /* [FTL_RETRANSMIT_MULT] */
+	int64_t reseed_interval_ms;    /* [FTL_RESEED_INTERVAL_MS] DNS re-resolution; default 5000 */
+	char run_dir[256];        /* [FTL_RUN_DIR] where the control socket lives */
+	char log_level[8];        /* [FTL_LOG_LEVEL] debug, info (default), warn, error */
+	uint64_t generation;      /* 0 = microseconds since the epoch at start: larger on every restart */
+} ftl_agent_config;
+
+typedef enum ftl_agent_event_type {
+	FTL_AGENT_JOIN, FTL_AGENT_UPDATE, FTL_AGENT_SUSPECT, FTL_AGENT_ALIVE,
+	FTL_AGENT_DEAD, FTL_AGENT_LEFT, FTL_AGENT_REAP
+} ftl_agent_event_type;
+
+typedef struct ftl_agent_event {
+	ftl_agent_event_type type;
+	const char *type_name;    /* "join", "dead", ... */
+	const char *name;
+	const char *addr;
+	uint64_t generation;
+	uint64_t incarnation;
+} ftl_agent_event;
+
+typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
+
+/* Defaults (see above). */
+void ftl_agent_config_default(ftl_agent_config *cfg);
+/* Overlays the FTL_* environment. -1 with a message naming the variable and what is expected. */
+int ftl_agent_config_from_env(ftl_agent_config *cfg, char *err, size_t err_len);
+
+/* Checks the settings and prepares the agent; nothing is bound yet. NULL with err filled. */
+ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t err_len);
+/* Binds, starts the loop thread, the control socket, and joins the seeds. -1 with err filled. */
+int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
+/* Called on the agent's thread for every membership change. Set before ftl_agent_start. */
+void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
+/* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out. */
+int ftl_agent_leave(ftl_agent *a, int timeout_ms);
+/* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
+bool ftl_agent_has_left(ftl_agent *a);
+/* Stops the loop and closes every socket (without a leave: others will detect it as dead). */
+void ftl_agent_stop(ftl_agent *a);
+void ftl_agent_delete(ftl_agent *a);
+
+/* Counts of members by state as this agent sees them (self included in alive). */
+typedef struct ftl_agent_counts {
+	uint32_t alive, suspect, dead, left;
+} ftl_agent_counts;
+void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
+/* The path of the control socket. */
+const char *ftl_agent_control_path(const ftl_agent *a);
+
+#endif
