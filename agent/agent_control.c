@@ -56,10 +56,22 @@ static json_t *counters_json(ftl_agent *a)
 			 (json_int_t)st->key_ops_applied, "key_ops_failed", (json_int_t)st->key_ops_failed);
 }
 
+/* The timing in force, and the crash-detection bound it gives at the current size (profile.h). */
+static json_t *timing_json(ftl_agent *a)
+{
+	const ftl_swim_config *c = ftl_swim_get_config(a->swim);
+	int n = (int)(ftl_swim_count(a->swim, FTL_MEMBER_ALIVE) + ftl_swim_count(a->swim, FTL_MEMBER_SUSPECT));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "probe_interval_ms", (json_int_t)(c->probe_interval_us / 1000),
+			 "probe_timeout_ms", (json_int_t)(c->probe_timeout_us / 1000), "gossip_interval_ms",
+			 (json_int_t)(c->gossip_interval_us / 1000), "suspicion_max_ms",
+			 (json_int_t)(ftl_swim_suspicion_max_us(c, n) / 1000), "detection_bound_ms",
+			 (json_int_t)(ftl_swim_detection_bound_us(c, n) / 1000));
+}
+
 static json_t *status_json(ftl_agent *a)
 {
 	ftl_swim *s = a->swim;
-	return json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:n, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
+	json_t *j = json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:n, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
 			 "cluster", a->cfg.cluster, "profile", a->cfg.profile, "self", "name", ftl_swim_name(s),
 			 "addr", a->set.advertise, "generation", (json_int_t)ftl_swim_generation(s), "incarnation",
 			 (json_int_t)ftl_swim_incarnation(s), "view", "health", ftl_swim_health_score(s), "counts",
@@ -67,6 +79,8 @@ static json_t *status_json(ftl_agent *a)
 			 (int)ftl_swim_count(s, FTL_MEMBER_SUSPECT), "dead", (int)ftl_swim_count(s, FTL_MEMBER_DEAD),
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
 			 counters_json(a));
+	json_object_set_new(j, "timing", timing_json(a));
+	return j;
 }
 
 static json_t *keys_json(ftl_agent *a, const json_t *req)

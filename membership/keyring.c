@@ -21,8 +21,8 @@
 _Static_assert(FTL_KEYRING_OVERHEAD == 1 + NONCE_SIZE + TAG_SIZE, "keyring.h overhead matches libsodium");
 _Static_assert(FTL_KEY_SIZE == crypto_aead_xchacha20poly1305_ietf_KEYBYTES, "key size matches libsodium");
 
-const char *const ftl_keyring_drop_strs[FTL_KEYRING_DROP_MAX] = {"truncated", "bad mode", "bad mac",
-								 "too long"};
+const char *const ftl_keyring_drop_strs[FTL_KEYRING_DROP_MAX] = {"truncated", "bad_mode", "bad_mac",
+								 "too_long"};
 
 struct ftl_keyring {
 	char cluster[FTL_CLUSTER_MAX]; /* the additional data of every packet */
