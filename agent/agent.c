@@ -163,9 +163,16 @@ static void on_wake(uv_async_t *h)
 {
 	ftl_agent *a = h->data;
 	pthread_mutex_lock(&a->lock);
-	bool leave = a->want_leave, stop = a->want_stop;
-	a->want_leave = false;
+	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
+	uint8_t meta_buf[FTL_META_MAX];
+	uint16_t meta_len = a->meta_len;
+	memcpy(meta_buf, a->meta, meta_len);
+	a->want_leave = a->want_meta = false;
 	pthread_mutex_unlock(&a->lock);
+	if (meta) {
+		ftl_swim_set_meta(a->swim, ftl_agent_now_us(a), meta_buf, meta_len);
+		ftl_agent_flush(a);
+	}
 	if (leave) {
 		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
@@ -228,6 +235,8 @@ static int make_swim(ftl_agent *a, char *err, size_t len)
 		.name = a->cfg.name,
 		.generation = a->cfg.generation ? a->cfg.generation : wall_us(),
 		.addr = a->set.advertise,
+		.meta = (const uint8_t *)a->cfg.meta,
+		.meta_len = (uint16_t)strlen(a->cfg.meta),
 		.config = a->set.swim,
 		.keyring = a->keyring,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
@@ -345,6 +354,20 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 	bool is_done = a->has_left;
 	pthread_mutex_unlock(&a->lock);
 	return is_done ? 0 : -1;
+}
+
+int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
+{
+	if (len > FTL_META_MAX)
+		return -1;
+	pthread_mutex_lock(&a->lock);
+	memcpy(a->meta, meta, len);
+	a->meta_len = (uint16_t)len;
+	a->want_meta = true;
+	pthread_mutex_unlock(&a->lock);
+	if (a->is_started)
+		uv_async_send(&a->wake);
+	return 0;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)

@@ -16,10 +16,15 @@ static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
 {
 	if (strcmp(m->name, ftl_swim_name(a->swim)) == 0)
 		now_us = m->last_heard_us; /* we always hear ourselves */
-	return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:n}", "name", m->name, "addr", m->addr, "status",
-			 ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
-			 (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000),
-			 "rank");
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:n}", "name", m->name, "addr", m->addr, "status",
+			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
+			      (json_int_t)m->generation, "last_heard_ms",
+			      (json_int_t)((now_us - m->last_heard_us) / 1000), "rank");
+	/* Metadata is opaque bytes; shown as text (invalid UTF-8 is replaced by jansson's refusal: omitted). */
+	json_t *meta = json_stringn((const char *)m->meta, m->meta_len);
+	if (meta)
+		json_object_set_new(j, "meta", meta);
+	return j;
 }
 
 static json_t *members_json(ftl_agent *a)

@@ -40,6 +40,9 @@ struct ftl_agent {
 	pthread_mutex_t lock;     /* guards what follows */
 	pthread_cond_t changed;
 	bool want_leave;
+	bool want_meta;
+	uint16_t meta_len;
+	uint8_t meta[FTL_META_MAX];
 	bool want_stop;
 	bool has_left;
 	bool is_stopped;

@@ -77,6 +77,7 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 	    env_str("FTL_PROFILE", c->profile, sizeof(c->profile), err, len) ||
 	    env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir), err, len) ||
 	    env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level), err, len) ||
+	    env_str("FTL_META", c->meta, sizeof(c->meta), err, len) ||
 	    env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000, err, len) ||
 	    env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000, err, len) ||
 	    env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000, err, len) ||

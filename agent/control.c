@@ -12,13 +12,17 @@
  *   reading is dropped once FOLLOWER_MAX_QUEUED bytes wait for it, instead of buffering forever.
  * - A client that half-closes after its requests still gets every reply, then the connection closes.
  *
+ * A client that hangs up makes the next write to it raise SIGPIPE, which would kill the whole process;
+ * starting the server blocks SIGPIPE in the calling thread (the loop thread, and any thread it creates
+ * afterwards), so such writes just fail with EPIPE. The rest of the process keeps its own handling.
+ *
  * The socket file is chmod-ed to 0600 between bind and listen (no connection is accepted before
  * that), which, unlike umask, does not touch the rest of the process. A run directory created here
  * gets mode 0700. */
 #include "control.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,6 +468,14 @@ static ftl_control *abandon_start(ftl_control *c, bool is_bound)
 	return NULL;
 }
 
+static void block_sigpipe_in_this_thread(void)
+{
+	sigset_t sigpipe;
+	sigemptyset(&sigpipe);
+	sigaddset(&sigpipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigpipe, NULL);
+}
+
 ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
 			       char *err, size_t err_len)
 {
@@ -477,6 +489,7 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 			 path, strlen(path), SOCKET_PATH_MAX - 1);
 		return NULL;
 	}
+	block_sigpipe_in_this_thread();
 	if (make_parent_dir(path, err, err_len) != 0 || clear_stale_socket(path, err, err_len) != 0)
 		return NULL;
 	c = calloc(1, sizeof *c);

@@ -37,6 +37,7 @@ typedef struct ftl_agent_config {
 	char run_dir[256];        /* [FTL_RUN_DIR] where the control socket lives */
 	char log_level[8];        /* [FTL_LOG_LEVEL] debug, info (default), warn, error */
 	uint64_t generation;      /* 0 = microseconds since the epoch at start: larger on every restart */
+	char meta[256];           /* [FTL_META] node metadata gossiped with this member (text, up to 255 bytes) */
 } ftl_agent_config;
 
 typedef enum ftl_agent_event_type {
@@ -73,6 +74,10 @@ bool ftl_agent_has_left(ftl_agent *a);
 /* Stops the loop and closes every socket (without a leave: others will detect it as dead). */
 void ftl_agent_stop(ftl_agent *a);
 void ftl_agent_delete(ftl_agent *a);
+
+/* Replaces this node's metadata (up to 256 bytes) and gossips it; other members see an update event.
+ * -1 if too long. */
+int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
 
 /* Counts of members by state as this agent sees them (self included in alive). */
 typedef struct ftl_agent_counts {

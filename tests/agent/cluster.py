@@ -23,15 +23,15 @@ def _die_with_parent():
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def free_port():
-    """A port free for both UDP and TCP on 127.0.0.1 (the agent binds both)."""
+def free_port(host="127.0.0.1"):
+    """A port free for both UDP and TCP on host (the agent binds both)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     for _ in range(200):
         port = random.randint(20000, 60000)
         try:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u, \
-                 socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t:
-                u.bind(("127.0.0.1", port))
-                t.bind(("127.0.0.1", port))
+            with socket.socket(family, socket.SOCK_DGRAM) as u, socket.socket(family, socket.SOCK_STREAM) as t:
+                u.bind((host, port))
+                t.bind((host, port))
                 return port
         except OSError:
             continue
@@ -39,9 +39,9 @@ def free_port():
 
 
 class Agent:
-    def __init__(self, cluster, name, port, env):
+    def __init__(self, cluster, name, port, env, host="127.0.0.1"):
         self.cluster, self.name, self.port, self.env = cluster, name, port, env
-        self.addr = f"127.0.0.1:{port}"
+        self.addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.log = os.path.join(cluster.dir, f"{name}.log")
         self.socket = os.path.join(cluster.dir, f"{name}.sock")
         self.proc = None
@@ -73,14 +73,15 @@ class Cluster:
     def keygen(self):
         return subprocess.run([self.ctl_bin, "keygen"], check=True, capture_output=True, text=True).stdout.strip()
 
-    def add(self, name, key=None, seed=None, start=True, **extra):
-        port = free_port()
-        env = dict(os.environ, FTL_NAME=name, FTL_BIND=f"127.0.0.1:{port}", FTL_RUN_DIR=self.dir,
+    def add(self, name, key=None, seed=None, start=True, host="127.0.0.1", **extra):
+        port = free_port(host)
+        bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        env = dict(os.environ, FTL_NAME=name, FTL_BIND=bind, FTL_RUN_DIR=self.dir,
                    FTL_GOSSIP_KEY=key or self.key, FTL_PROFILE=self.profile, FTL_LOG_LEVEL="info")
         if seed or self.seed:
             env["FTL_SEEDS"] = seed or self.seed
         env.update({k: str(v) for k, v in extra.items()})
-        agent = Agent(self, name, port, env)
+        agent = Agent(self, name, port, env, host)
         if self.seed is None:
             self.seed = agent.addr
         self.agents[name] = agent

@@ -184,6 +184,18 @@ def scenario_restart(c):
     wait_until("w6 sees everyone", converged(c, N), 10)
 
 
+def scenario_ipv6(c):
+    for i in range(4):
+        c.add(f"v{i}", host="::1", FTL_META=f"rack=r{i}")
+    took = wait_until("4 agents on [::1] see 4 alive", converged(c, 4), 30)
+    print(f"IPv6: 4 agents on [::1] converged in {took:.2f} s")
+    c.agents["v2"].signal(signal.SIGKILL)
+    took = wait_until("v2 dead everywhere", all_see(c, "v2", "dead"), 15)
+    print(f"IPv6: kill -9 of v2 seen by all after {took:.2f} s")
+    metas = {m["name"]: m.get("meta") for m in c.status(c.agents["v0"])["members"]}
+    assert metas.get("v1") == "rack=r1", f"metadata did not travel: {metas}"
+
+
 def scenario_bad_config(c):
     import subprocess
     env = dict(os.environ, FTL_NAME="x", FTL_BIND="127.0.0.1:notaport", FTL_INSECURE="1", FTL_RUN_DIR=c.dir)
