@@ -12,9 +12,10 @@
  *   reading is dropped once FOLLOWER_MAX_QUEUED bytes wait for it, instead of buffering forever.
  * - A client that half-closes after its requests still gets every reply, then the connection closes.
  *
- * A client that hangs up makes the next write to it raise SIGPIPE, which would kill the whole process;
- * starting the server blocks SIGPIPE in the calling thread (the loop thread, and any thread it creates
- * afterwards), so such writes just fail with EPIPE. The rest of the process keeps its own handling.
+ * A client that hangs up makes the next write to it raise SIGPIPE, which by default kills the whole
+ * process (libuv writes to pipes with write(2), not send(2) with MSG_NOSIGNAL). So the first accepted
+ * connection blocks SIGPIPE in the thread running the loop (before anything is written to a client);
+ * such writes then just fail with EPIPE. Other threads keep their own signal handling.
  *
  * The socket file is chmod-ed to 0600 between bind and listen (no connection is accepted before
  * that), which, unlike umask, does not touch the rest of the process. A run directory created here
@@ -349,12 +350,26 @@ static void client_continue(ftl_control_client *client)
 
 /* ---- accepting ---- */
 
+/* Once per thread: after this, a write to a client that hung up fails with EPIPE instead of killing. */
+static void block_sigpipe_in_this_thread(void)
+{
+	static _Thread_local bool is_blocked;
+	sigset_t sigpipe;
+	if (is_blocked)
+		return;
+	sigemptyset(&sigpipe);
+	sigaddset(&sigpipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigpipe, NULL);
+	is_blocked = true;
+}
+
 static void connection_cb(uv_stream_t *server, int status)
 {
 	ftl_control *c = server->data;
 	ftl_control_client *client;
 	if (status < 0 || c->is_closing)
 		return;
+	block_sigpipe_in_this_thread();
 	client = calloc(1, sizeof *client);
 	if (client == NULL)
 		return;
@@ -468,14 +483,6 @@ static ftl_control *abandon_start(ftl_control *c, bool is_bound)
 	return NULL;
 }
 
-static void block_sigpipe_in_this_thread(void)
-{
-	sigset_t sigpipe;
-	sigemptyset(&sigpipe);
-	sigaddset(&sigpipe, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &sigpipe, NULL);
-}
-
 ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
 			       char *err, size_t err_len)
 {
@@ -489,7 +496,6 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 			 path, strlen(path), SOCKET_PATH_MAX - 1);
 		return NULL;
 	}
-	block_sigpipe_in_this_thread();
 	if (make_parent_dir(path, err, err_len) != 0 || clear_stale_socket(path, err, err_len) != 0)
 		return NULL;
 	c = calloc(1, sizeof *c);

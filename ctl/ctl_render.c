@@ -1,0 +1,178 @@
+/* Human-readable output of status, members and events (see ctl_render.h). */
+#include "ctl_render.h"
+
+#include <string.h>
+
+enum { COLUMNS = 7, CELL = 128 };
+
+static const char *const column_titles[COLUMNS] = {"NAME",       "ADDRESS",    "STATUS", "INCARNATION",
+						   "GENERATION", "LAST-HEARD", "RANK"};
+
+static const char *text(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+	return s != NULL ? s : "?";
+}
+
+/* An integer field as text: "?" when missing, none_text when null. */
+static void number(const json_t *obj, const char *key, const char *none_text, char *out, size_t out_len)
+{
+	const json_t *v = json_object_get(obj, key);
+	if (json_is_integer(v))
+		snprintf(out, out_len, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(out, out_len, "%s", json_is_null(v) ? none_text : "?");
+}
+
+static long long count_of(const json_t *obj, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(obj, key));
+}
+
+void ctl_format_last_heard(const json_t *ms, char *out, size_t out_len)
+{
+	double seconds;
+	if (!json_is_integer(ms) || json_integer_value(ms) < 0) {
+		snprintf(out, out_len, "-");
+		return;
+	}
+	seconds = (double)json_integer_value(ms) / 1000.0;
+	if (seconds < 10)
+		snprintf(out, out_len, "%.2fs", seconds);
+	else if (seconds < 100)
+		snprintf(out, out_len, "%.1fs", seconds);
+	else
+		snprintf(out, out_len, "%.0fs", seconds);
+}
+
+static void member_cells(const json_t *member, char cells[COLUMNS][CELL])
+{
+	snprintf(cells[0], CELL, "%s", text(member, "name"));
+	snprintf(cells[1], CELL, "%s", text(member, "addr"));
+	snprintf(cells[2], CELL, "%s", text(member, "status"));
+	number(member, "incarnation", "-", cells[3], CELL);
+	number(member, "generation", "-", cells[4], CELL);
+	ctl_format_last_heard(json_object_get(member, "last_heard_ms"), cells[5], CELL);
+	number(member, "rank", "-", cells[6], CELL);
+}
+
+static void print_row(FILE *out, const char *const cells[COLUMNS], const int widths[COLUMNS])
+{
+	for (int col = 0; col < COLUMNS - 1; col++)
+		fprintf(out, "%-*s  ", widths[col], cells[col]);
+	fprintf(out, "%s\n", cells[COLUMNS - 1]);
+}
+
+void ctl_render_members(FILE *out, const json_t *members)
+{
+	int widths[COLUMNS];
+	char cells[COLUMNS][CELL];
+	const char *row[COLUMNS];
+	size_t i;
+	const json_t *member;
+
+	for (int col = 0; col < COLUMNS; col++)
+		widths[col] = (int)strlen(column_titles[col]);
+	json_array_foreach(members, i, member) {
+		member_cells(member, cells);
+		for (int col = 0; col < COLUMNS; col++)
+			if ((int)strlen(cells[col]) > widths[col])
+				widths[col] = (int)strlen(cells[col]);
+	}
+	print_row(out, column_titles, widths);
+	json_array_foreach(members, i, member) {
+		member_cells(member, cells);
+		for (int col = 0; col < COLUMNS; col++)
+			row[col] = cells[col];
+		print_row(out, row, widths);
+	}
+}
+
+static void render_view(FILE *out, const json_t *view)
+{
+	char epoch[32], world[32], step[32];
+	if (!json_is_object(view)) {
+		fprintf(out, "view         none yet\n");
+		return;
+	}
+	number(view, "epoch", "-", epoch, sizeof epoch);
+	number(view, "world_size", "-", world, sizeof world);
+	number(view, "step", "-", step, sizeof step);
+	fprintf(out, "view         epoch %s, %s, coordinator %s, world size %s, step %s\n", epoch,
+		text(view, "phase"), text(view, "coordinator"), world, step);
+}
+
+static void render_health(FILE *out, const json_t *health)
+{
+	long long score = (long long)json_integer_value(health);
+	if (!json_is_integer(health))
+		fprintf(out, "health       ?\n");
+	else if (score == 0)
+		fprintf(out, "health       0 (healthy)\n");
+	else
+		fprintf(out, "health       %lld (degraded: this node answers slowly, so its timeouts are stretched)\n",
+			score);
+}
+
+static long long sum_of(const json_t *obj)
+{
+	const char *key;
+	const json_t *v;
+	long long sum = 0;
+	json_object_foreach((json_t *)obj, key, v)
+		sum += (long long)json_integer_value(v);
+	return sum;
+}
+
+static void render_traffic(FILE *out, const json_t *counters)
+{
+	if (!json_is_object(counters))
+		return;
+	fprintf(out, "traffic      sent %lld packets (%lld bytes), received %lld (%lld bytes), dropped %lld\n",
+		count_of(counters, "packets_sent"), count_of(counters, "bytes_sent"),
+		count_of(counters, "packets_received"), count_of(counters, "bytes_received"),
+		sum_of(json_object_get(counters, "dropped")));
+}
+
+/* The timing in force, when the agent reports it (an optional field). */
+static void render_timing(FILE *out, const json_t *timing)
+{
+	if (!json_is_object(timing))
+		return;
+	fprintf(out,
+		"timing       probe every %lld ms (timeout %lld ms), gossip every %lld ms, suspicion up to %lld ms;\n"
+		"             a crash is detected within %lld ms\n",
+		count_of(timing, "probe_interval_ms"), count_of(timing, "probe_timeout_ms"),
+		count_of(timing, "gossip_interval_ms"), count_of(timing, "suspicion_max_ms"),
+		count_of(timing, "detection_bound_ms"));
+}
+
+void ctl_render_status(FILE *out, const json_t *status)
+{
+	const json_t *self = json_object_get(status, "self");
+	const json_t *counts = json_object_get(status, "counts");
+	char generation[32], incarnation[32];
+
+	number(self, "generation", "-", generation, sizeof generation);
+	number(self, "incarnation", "-", incarnation, sizeof incarnation);
+	fprintf(out, "cluster      %s (profile %s)\n", text(status, "cluster"), text(status, "profile"));
+	fprintf(out, "self         %s at %s, generation %s, incarnation %s\n", text(self, "name"),
+		text(self, "addr"), generation, incarnation);
+	render_view(out, json_object_get(status, "view"));
+	fprintf(out, "members      %lld alive, %lld suspect, %lld dead, %lld left\n", count_of(counts, "alive"),
+		count_of(counts, "suspect"), count_of(counts, "dead"), count_of(counts, "left"));
+	render_health(out, json_object_get(status, "health"));
+	render_traffic(out, json_object_get(status, "counters"));
+	render_timing(out, json_object_get(status, "timing"));
+	fprintf(out, "\n");
+	ctl_render_members(out, json_object_get(status, "members"));
+}
+
+void ctl_render_event(FILE *out, const json_t *event)
+{
+	char generation[32], incarnation[32];
+	number(event, "generation", "-", generation, sizeof generation);
+	number(event, "incarnation", "-", incarnation, sizeof incarnation);
+	fprintf(out, "%s  %-7s  %s  %s  generation %s  incarnation %s\n", text(event, "time"), text(event, "event"),
+		text(event, "name"), text(event, "addr"), generation, incarnation);
+}

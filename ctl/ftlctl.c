@@ -1,0 +1,394 @@
+/* ftlctl: the command-line client of an agent's control socket. It parses the command line, picks the
+ * socket (socket_choice.c), sends one request and prints the reply, for people (ctl_render.c) or, with
+ * --json, for machines. The requests and replies are written down in PROTOCOL.md; ftlctl depends on
+ * that protocol only, never on the agent's code. Exit statuses are in ctl_exit.h. */
+#include "ctl_conn.h"
+#include "ctl_exit.h"
+#include "ctl_render.h"
+#include "member_filter.h"
+#include "socket_choice.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <sodium.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KEY_BYTES 32
+
+static const char usage_text[] =
+	"usage: ftlctl [--socket PATH | --name NAME] [--run-dir DIR] COMMAND [ARGS]\n"
+	"\n"
+	"Talks to a running ftl agent through its control socket.\n"
+	"\n"
+	"commands:\n"
+	"  status [--json]              cluster, view, member counts, then one row per member\n"
+	"  members [--status S[,S...]] [--name SUBSTR] [--json]\n"
+	"                               member rows, only those with a status in S (alive, suspect,\n"
+	"                               dead, left) and a name containing SUBSTR\n"
+	"  leave                        leave the cluster gracefully (waits up to 30 s for the gossip)\n"
+	"  events --follow [--json]     print membership events as they happen, until interrupted\n"
+	"  keygen                       print a new random cluster key (32 bytes, base64); no agent needed\n"
+	"  keys list [--json]           the agent's keys, primary first\n"
+	"  keys install KEY             add KEY on every member (the agent spreads it by gossip)\n"
+	"  keys use KEY                 make KEY the primary (encrypting) key on every member\n"
+	"  keys remove KEY              remove KEY from every member\n"
+	"\n"
+	"which agent (first match wins):\n"
+	"  --socket PATH or $FTL_CONTROL_SOCKET\n"
+	"  --name NAME or $FTL_NAME     RUN_DIR/NAME.sock\n"
+	"  otherwise                    the only *.sock in RUN_DIR\n"
+	"  RUN_DIR is --run-dir DIR, or $FTL_RUN_DIR, or $XDG_RUNTIME_DIR/ftl, or /tmp/ftl-UID.\n"
+	"  After `members`, --name filters members; give the agent's --name before the command.\n"
+	"\n"
+	"exit status: 0 ok; 1 the agent refused, or did not answer in time; 2 usage error;\n"
+	"             3 no agent running; 4 permission denied on the control socket\n";
+
+enum {
+	OPT_JSON = 1u << 0,
+	OPT_FOLLOW = 1u << 1,
+	OPT_STATUS = 1u << 2,
+	OPT_NAME_FILTER = 1u << 3,
+};
+
+typedef struct ctl_options {
+	ctl_target target;
+	unsigned given; /* OPT_* bits seen after the command */
+	bool is_json;
+	member_filter filter;
+} ctl_options;
+
+typedef struct command {
+	const char *name;
+	int (*run)(const ctl_options *opts, char **args, int nargs);
+	int min_args, max_args; /* positional arguments after the command */
+	unsigned allowed;       /* OPT_* bits this command accepts */
+} command;
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "ftlctl: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\nrun `ftlctl --help` for usage\n");
+	va_end(ap);
+	return CTL_EXIT_USAGE;
+}
+
+/* ---- talking to the agent ---- */
+
+/* Opens the chosen socket, sends request, checks "ok"; on success *reply holds the reply. */
+static int call_agent(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply,
+		      ctl_conn *conn)
+{
+	char path[4096];
+	int rc = ctl_choose_socket(&opts->target, path, sizeof path);
+	*reply = NULL;
+	if (request == NULL) {
+		fprintf(stderr, "ftlctl: out of memory building the request\n");
+		return CTL_EXIT_FAILED;
+	}
+	if (rc == CTL_EXIT_OK)
+		rc = ctl_conn_open(conn, path);
+	if (rc == CTL_EXIT_OK)
+		rc = ctl_conn_call(conn, request, timeout_ms, reply);
+	json_decref(request);
+	if (rc == CTL_EXIT_OK && !json_is_true(json_object_get(*reply, "ok"))) {
+		const char *error = json_string_value(json_object_get(*reply, "error"));
+		fprintf(stderr, "ftlctl: the agent refused: %s\n", error != NULL ? error : "(no reason given)");
+		rc = CTL_EXIT_FAILED;
+	}
+	if (rc != CTL_EXIT_OK) {
+		json_decref(*reply);
+		*reply = NULL;
+	}
+	return rc;
+}
+
+/* One request, one reply, connection closed. */
+static int call_once(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply)
+{
+	ctl_conn conn = {.fd = -1};
+	int rc = call_agent(opts, request, timeout_ms, reply, &conn);
+	ctl_conn_close(&conn);
+	return rc;
+}
+
+static void print_json(const json_t *value, size_t flags)
+{
+	json_dumpf(value, stdout, flags);
+	fputc('\n', stdout);
+}
+
+/* ---- commands ---- */
+
+static int run_status(const ctl_options *opts, char **args, int nargs)
+{
+	json_t *reply;
+	int rc = call_once(opts, json_pack("{s:s}", "cmd", "status"), CTL_REPLY_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	if (opts->is_json)
+		print_json(reply, JSON_INDENT(2));
+	else
+		ctl_render_status(stdout, reply);
+	json_decref(reply);
+	return CTL_EXIT_OK;
+}
+
+static int run_members(const ctl_options *opts, char **args, int nargs)
+{
+	json_t *reply, *kept;
+	int rc = call_once(opts, json_pack("{s:s}", "cmd", "members"), CTL_REPLY_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	kept = member_filter_apply(&opts->filter, json_object_get(reply, "members"));
+	json_decref(reply);
+	if (kept == NULL) {
+		fprintf(stderr, "ftlctl: out of memory filtering members\n");
+		return CTL_EXIT_FAILED;
+	}
+	if (opts->is_json) {
+		json_t *filtered = json_pack("{s:b, s:o}", "ok", 1, "members", kept);
+		print_json(filtered, JSON_INDENT(2));
+		json_decref(filtered);
+		return CTL_EXIT_OK;
+	}
+	if (json_array_size(kept) == 0)
+		fprintf(stderr, "ftlctl: no member matches\n");
+	else
+		ctl_render_members(stdout, kept);
+	json_decref(kept);
+	return CTL_EXIT_OK;
+}
+
+static int run_leave(const ctl_options *opts, char **args, int nargs)
+{
+	json_t *reply;
+	int rc = call_once(opts, json_pack("{s:s}", "cmd", "leave"), CTL_LEAVE_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	printf("left the cluster: the other members now see this agent as left\n");
+	json_decref(reply);
+	return CTL_EXIT_OK;
+}
+
+static int run_events(const ctl_options *opts, char **args, int nargs)
+{
+	ctl_conn conn = {.fd = -1};
+	json_t *reply, *event;
+	int rc = call_agent(opts, json_pack("{s:s}", "cmd", "events"), CTL_REPLY_TIMEOUT_MS, &reply, &conn);
+	json_decref(reply);
+	while (rc == CTL_EXIT_OK) {
+		rc = ctl_conn_read(&conn, CTL_WAIT_FOREVER, &event);
+		if (rc != CTL_EXIT_OK)
+			break;
+		if (event == NULL) {
+			fprintf(stderr, "ftlctl: the agent closed the event stream (it stopped or left)\n");
+			break;
+		}
+		if (opts->is_json)
+			print_json(event, JSON_COMPACT);
+		else
+			ctl_render_event(stdout, event);
+		fflush(stdout);
+		json_decref(event);
+	}
+	ctl_conn_close(&conn);
+	return rc;
+}
+
+static int run_keygen(const ctl_options *opts, char **args, int nargs)
+{
+	unsigned char key[KEY_BYTES];
+	char text[sodium_base64_ENCODED_LEN(KEY_BYTES, sodium_base64_VARIANT_ORIGINAL)];
+	if (sodium_init() < 0) {
+		fprintf(stderr, "ftlctl: libsodium failed to initialize; cannot generate a key\n");
+		return CTL_EXIT_FAILED;
+	}
+	randombytes_buf(key, sizeof key);
+	sodium_bin2base64(text, sizeof text, key, sizeof key, sodium_base64_VARIANT_ORIGINAL);
+	sodium_memzero(key, sizeof key);
+	printf("%s\n", text);
+	return CTL_EXIT_OK;
+}
+
+static bool is_valid_key(const char *text)
+{
+	unsigned char key[KEY_BYTES];
+	size_t len = 0;
+	int rc = sodium_base642bin(key, sizeof key, text, strlen(text), NULL, &len, NULL,
+				   sodium_base64_VARIANT_ORIGINAL);
+	sodium_memzero(key, sizeof key);
+	return rc == 0 && len == KEY_BYTES;
+}
+
+static int keys_list(const ctl_options *opts)
+{
+	json_t *reply, *key;
+	size_t i;
+	int rc = call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS,
+			   &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	if (opts->is_json)
+		print_json(reply, JSON_INDENT(2));
+	else
+		json_array_foreach(json_object_get(reply, "keys"), i, key)
+			printf("%s%s\n", json_string_value(key) ? json_string_value(key) : "?",
+			       i == 0 ? "  (primary)" : "");
+	json_decref(reply);
+	return CTL_EXIT_OK;
+}
+
+static const struct {
+	const char *op;
+	const char *done;
+} key_changes[] = {
+	{"install", "installed the key here; the agent spreads it to the cluster by gossip"},
+	{"use", "the key is now primary here; the agent spreads the change to the cluster by gossip"},
+	{"remove", "removed the key here; the agent spreads the removal to the cluster by gossip"},
+};
+
+static int run_keys(const ctl_options *opts, char **args, int nargs)
+{
+	if (strcmp(args[0], "list") == 0)
+		return nargs == 1 ? keys_list(opts) : usage_error("`keys list` takes no argument");
+	for (size_t i = 0; i < sizeof key_changes / sizeof key_changes[0]; i++) {
+		json_t *reply;
+		int rc;
+		if (strcmp(args[0], key_changes[i].op) != 0)
+			continue;
+		if (nargs != 2)
+			return usage_error("`keys %s` needs one KEY (from `ftlctl keygen`)", key_changes[i].op);
+		if (opts->given & OPT_JSON)
+			return usage_error("--json goes with `keys list` only, not `keys %s`", key_changes[i].op);
+		if (!is_valid_key(args[1]))
+			return usage_error("KEY must be %d bytes in standard base64 (44 characters), as printed by "
+					   "`ftlctl keygen`",
+					   KEY_BYTES);
+		rc = call_once(opts, json_pack("{s:s, s:s, s:s}", "cmd", "keys", "op", key_changes[i].op, "key", args[1]),
+			       CTL_REPLY_TIMEOUT_MS, &reply);
+		if (rc == CTL_EXIT_OK)
+			printf("%s\n", key_changes[i].done);
+		json_decref(reply);
+		return rc;
+	}
+	return usage_error("unknown `keys` operation %s; use list, install, use or remove", args[0]);
+}
+
+static const command commands[] = {
+	{"status", run_status, 0, 0, OPT_JSON},
+	{"members", run_members, 0, 0, OPT_JSON | OPT_STATUS | OPT_NAME_FILTER},
+	{"leave", run_leave, 0, 0, 0},
+	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW},
+	{"keygen", run_keygen, 0, 0, 0},
+	{"keys", run_keys, 1, 2, OPT_JSON},
+};
+
+/* ---- command line ---- */
+
+enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP };
+
+static const struct option long_options[] = {
+	{"socket", required_argument, NULL, LONG_SOCKET},  {"name", required_argument, NULL, LONG_NAME},
+	{"run-dir", required_argument, NULL, LONG_RUN_DIR}, {"json", no_argument, NULL, LONG_JSON},
+	{"status", required_argument, NULL, LONG_STATUS},   {"follow", no_argument, NULL, LONG_FOLLOW},
+	{"help", no_argument, NULL, LONG_HELP},             {NULL, 0, NULL, 0},
+};
+
+/* Parses options in argv (argv[0] is the program or the command). cmd is NULL before the command. */
+static int parse_options(int argc, char **argv, const command *cmd, ctl_options *opts)
+{
+	char bad[64];
+	int opt;
+	optind = 0; /* glibc: start afresh for the second pass */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, cmd == NULL ? "+hf" : "hf", long_options, NULL)) != -1) {
+		switch (opt) {
+		case LONG_SOCKET:
+			opts->target.socket = optarg;
+			break;
+		case LONG_RUN_DIR:
+			opts->target.run_dir = optarg;
+			break;
+		case LONG_NAME:
+			if (cmd != NULL && (cmd->allowed & OPT_NAME_FILTER)) {
+				opts->filter.name_part = optarg;
+				opts->given |= OPT_NAME_FILTER;
+			} else {
+				opts->target.name = optarg;
+			}
+			break;
+		case LONG_JSON:
+			opts->is_json = true;
+			opts->given |= cmd != NULL ? OPT_JSON : 0;
+			break;
+		case LONG_STATUS:
+			if (member_filter_add_statuses(&opts->filter, optarg, bad, sizeof bad) != 0)
+				return usage_error("unknown status %s; use alive, suspect, dead or left", bad);
+			opts->given |= OPT_STATUS;
+			break;
+		case 'f':
+		case LONG_FOLLOW:
+			opts->given |= OPT_FOLLOW;
+			break;
+		case 'h':
+		case LONG_HELP:
+			fputs(usage_text, stdout);
+			return -1;
+		default:
+			return usage_error("unknown option or missing value: %s", argv[optind - 1]);
+		}
+	}
+	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
+		return usage_error("an option given does not apply to `%s`", cmd->name);
+	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW)))
+		return usage_error("--status and --follow go after the command");
+	return CTL_EXIT_OK;
+}
+
+static const command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	ctl_options opts = {0};
+	const command *cmd;
+	int rc, cmd_argc, nargs;
+	char **cmd_argv;
+
+	signal(SIGPIPE, SIG_IGN);
+	rc = parse_options(argc, argv, NULL, &opts);
+	if (rc != CTL_EXIT_OK)
+		return rc < 0 ? CTL_EXIT_OK : rc;
+	if (optind >= argc) {
+		fputs(usage_text, stderr);
+		return CTL_EXIT_USAGE;
+	}
+	cmd = find_command(argv[optind]);
+	if (cmd == NULL)
+		return usage_error("unknown command %s", argv[optind]);
+	cmd_argv = argv + optind;
+	cmd_argc = argc - optind;
+	rc = parse_options(cmd_argc, cmd_argv, cmd, &opts);
+	if (rc != CTL_EXIT_OK)
+		return rc < 0 ? CTL_EXIT_OK : rc;
+	nargs = cmd_argc - optind;
+	if (nargs < cmd->min_args || nargs > cmd->max_args)
+		return usage_error("wrong number of arguments for `%s`", cmd->name);
+	if (strcmp(cmd->name, "events") == 0 && !(opts.given & OPT_FOLLOW))
+		return usage_error("`events` needs --follow (following is the only mode): `ftlctl events --follow`");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	return cmd->run(&opts, cmd_argv + optind, nargs);
+}

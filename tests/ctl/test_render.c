@@ -1,0 +1,172 @@
+/* ftlctl's pure parts: the human status screen (header, view line, aligned table), last-heard
+ * formatting, member filters, and the one shared definition of the run directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl_render.h"
+#include "member_filter.h"
+#include "run_dir.h"
+
+static const char status_with_view[] =
+	"{\"ok\":true,\"cluster\":\"prod\",\"profile\":\"lan\","
+	"\"self\":{\"name\":\"a\",\"addr\":\"10.0.0.1:7946\",\"generation\":2,\"incarnation\":1},"
+	"\"view\":{\"epoch\":4,\"phase\":\"training\",\"coordinator\":\"a\",\"world_size\":2,\"step\":1200},"
+	"\"health\":2,\"counts\":{\"alive\":2,\"suspect\":0,\"dead\":0,\"left\":1},"
+	"\"members\":["
+	"{\"name\":\"a\",\"addr\":\"10.0.0.1:7946\",\"status\":\"alive\",\"incarnation\":1,\"generation\":2,"
+	"\"last_heard_ms\":0,\"rank\":0},"
+	"{\"name\":\"long-worker-name\",\"addr\":\"10.0.0.22:7946\",\"status\":\"alive\",\"incarnation\":0,"
+	"\"generation\":1,\"last_heard_ms\":250000,\"rank\":1},"
+	"{\"name\":\"c\",\"addr\":\"10.0.0.3:7946\",\"status\":\"left\",\"incarnation\":3,\"generation\":1,"
+	"\"last_heard_ms\":45600,\"rank\":null}]}";
+
+static json_t *parse(const char *text)
+{
+	json_t *value = json_loads(text, 0, NULL);
+	assert_non_null(value);
+	return value;
+}
+
+/* Renders with render into a string (the caller frees it). */
+static char *render_to_string(void (*render)(FILE *, const json_t *), const json_t *value)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	render(out, value);
+	fclose(out);
+	return text;
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+	if (strstr(haystack, needle) == NULL)
+		fail_msg("expected to find \"%s\" in:\n%s", needle, haystack);
+}
+
+static void test_status_header_shows_cluster_self_view_counts_and_health(void **state)
+{
+	json_t *status = parse(status_with_view);
+	char *text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "cluster      prod (profile lan)\n");
+	assert_contains(text, "self         a at 10.0.0.1:7946, generation 2, incarnation 1\n");
+	assert_contains(text, "view         epoch 4, training, coordinator a, world size 2, step 1200\n");
+	assert_contains(text, "members      2 alive, 0 suspect, 0 dead, 1 left\n");
+	assert_contains(text, "health       2 (degraded");
+	free(text);
+	json_decref(status);
+}
+
+static void test_member_table_columns_line_up(void **state)
+{
+	json_t *status = parse(status_with_view);
+	char *text = render_to_string(ctl_render_members, json_object_get(status, "members"));
+	const char *expected =
+		"NAME              ADDRESS         STATUS  INCARNATION  GENERATION  LAST-HEARD  RANK\n"
+		"a                 10.0.0.1:7946   alive   1            2           0.00s       0\n"
+		"long-worker-name  10.0.0.22:7946  alive   0            1           250s        1\n"
+		"c                 10.0.0.3:7946   left    3            1           45.6s       -\n";
+	assert_string_equal(text, expected);
+	free(text);
+	json_decref(status);
+}
+
+static void test_missing_fields_print_as_question_marks(void **state)
+{
+	json_t *status = parse("{\"ok\":true,\"view\":null,\"members\":[{\"name\":\"x\"}]}");
+	char *text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "view         none yet\n");
+	assert_contains(text, "x     ?        ?       ?            ?           -           ?\n");
+	free(text);
+	json_decref(status);
+}
+
+static void test_last_heard_is_seconds_with_sensible_precision(void **state)
+{
+	static const struct {
+		json_int_t ms;
+		const char *text;
+	} cases[] = {{0, "0.00s"}, {120, "0.12s"}, {9994, "9.99s"}, {12345, "12.3s"}, {125000, "125s"}};
+	char text[32];
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_t *ms = json_integer(cases[i].ms);
+		ctl_format_last_heard(ms, text, sizeof text);
+		assert_string_equal(text, cases[i].text);
+		json_decref(ms);
+	}
+	ctl_format_last_heard(NULL, text, sizeof text);
+	assert_string_equal(text, "-");
+}
+
+static void test_member_filter_by_status_set_and_name_part(void **state)
+{
+	json_t *status = parse(status_with_view);
+	json_t *members = json_object_get(status, "members");
+	member_filter filter = {0};
+	char bad[32];
+	json_t *kept;
+
+	assert_int_equal(member_filter_add_statuses(&filter, "alive,left", bad, sizeof bad), 0);
+	kept = member_filter_apply(&filter, members);
+	assert_int_equal(json_array_size(kept), 3);
+	json_decref(kept);
+
+	filter.name_part = "worker";
+	kept = member_filter_apply(&filter, members);
+	assert_int_equal(json_array_size(kept), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(kept, 0), "name")),
+			    "long-worker-name");
+	json_decref(kept);
+
+	filter = (member_filter){0};
+	assert_int_equal(member_filter_add_statuses(&filter, "left", bad, sizeof bad), 0);
+	kept = member_filter_apply(&filter, members);
+	assert_int_equal(json_array_size(kept), 1);
+	json_decref(kept);
+
+	assert_int_equal(member_filter_add_statuses(&filter, "alive,zombie", bad, sizeof bad), -1);
+	assert_string_equal(bad, "zombie");
+	json_decref(status);
+}
+
+static void test_run_dir_prefers_explicit_then_env_then_xdg_then_tmp(void **state)
+{
+	char dir[256], expected[64], path[300];
+	setenv(FTL_RUN_DIR_ENV, "/env/run", 1);
+	setenv("XDG_RUNTIME_DIR", "/run/user/7", 1);
+	assert_int_equal(ftl_run_dir_resolve("/flag/run", dir, sizeof dir), 0);
+	assert_string_equal(dir, "/flag/run");
+	assert_int_equal(ftl_run_dir_resolve(NULL, dir, sizeof dir), 0);
+	assert_string_equal(dir, "/env/run");
+	unsetenv(FTL_RUN_DIR_ENV);
+	assert_int_equal(ftl_run_dir_resolve("", dir, sizeof dir), 0);
+	assert_string_equal(dir, "/run/user/7/ftl");
+	unsetenv("XDG_RUNTIME_DIR");
+	assert_int_equal(ftl_run_dir_resolve(NULL, dir, sizeof dir), 0);
+	snprintf(expected, sizeof expected, "/tmp/ftl-%u", (unsigned)getuid());
+	assert_string_equal(dir, expected);
+	assert_int_equal(ftl_run_dir_socket_path("/r", "w1", path, sizeof path), 0);
+	assert_string_equal(path, "/r/w1.sock");
+	assert_int_equal(ftl_run_dir_socket_path("/r", "w1", path, 8), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_header_shows_cluster_self_view_counts_and_health),
+		cmocka_unit_test(test_member_table_columns_line_up),
+		cmocka_unit_test(test_missing_fields_print_as_question_marks),
+		cmocka_unit_test(test_last_heard_is_seconds_with_sensible_precision),
+		cmocka_unit_test(test_member_filter_by_status_set_and_name_part),
+		cmocka_unit_test(test_run_dir_prefers_explicit_then_env_then_xdg_then_tmp),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
