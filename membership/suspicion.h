@@ -23,6 +23,7 @@ typedef struct ftl_suspicion {
 	int confirmations;      /* distinct confirmers so far (at most k are stored) */
 	char witnesses[FTL_SUSPICION_MAX_WITNESSES][FTL_NAME_MAX]; /* [0] is the accuser */
 	int n_witnesses;
+	int checks;             /* times the owner has pinged the suspect itself (see swim_rumor.c) */
 } ftl_suspicion;
 
 void ftl_suspicion_start(ftl_suspicion *s, int64_t now_us, int64_t min_us, int64_t max_us, int k,

@@ -235,7 +235,11 @@ void ftl_swim_leave(ftl_swim *s, int64_t now_us)
 	s->next_gossip_us = now_us;
 }
 
-bool ftl_swim_leave_done(const ftl_swim *s) { return s->is_leaving && !ftl_bcast_has(&s->bcast, s->name); }
+/* Done once the rumor has been sent as often as any rumor is, or at once when nobody is left to tell. */
+bool ftl_swim_leave_done(const ftl_swim *s)
+{
+	return s->is_leaving && (!ftl_bcast_has(&s->bcast, s->name) || ftl_swim_live_count(s) == 0);
+}
 
 void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name)
 {

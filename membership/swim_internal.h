@@ -11,6 +11,7 @@
 #define FTL_SWIM_MAX_EVENTS 4096 /* undrained events beyond this are dropped and counted */
 #define FTL_SWIM_MAX_RELAYS 64   /* ping-reqs we are serving at once; more are ignored */
 #define FTL_SWIM_KEY_SERIALS 64  /* recent keyring changes remembered, so each applies once */
+#define FTL_SWIM_CHECK_SEQS 16   /* recent check pings, whose acks are expected */
 
 /* The probe in flight (one at a time, as in SWIM). */
 typedef struct ftl_probe {
@@ -65,6 +66,8 @@ struct ftl_swim {
 	ftl_relay relays[FTL_SWIM_MAX_RELAYS];
 	int n_relays;
 	bool is_leaving;
+	uint32_t check_seqs[FTL_SWIM_CHECK_SEQS];
+	int n_check_seqs;
 	uint64_t key_serials[FTL_SWIM_KEY_SERIALS];
 	int n_key_serials;
 	int64_t next_probe_us;
@@ -109,6 +112,8 @@ void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *p
 void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *a);
 void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *n);
 void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us);
+/* Pings a suspect ourselves, carrying the suspicion (halfway through our own timer). */
+void ftl_swim_check_suspect(ftl_swim *s, const ftl_member *m);
 int64_t ftl_swim_relay_deadline(const ftl_swim *s);
 
 /* swim_keys.c */

@@ -190,6 +190,27 @@ void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *r
 
 static void remove_relay(ftl_swim *s, int i) { s->relays[i] = s->relays[--s->n_relays]; }
 
+void ftl_swim_check_suspect(ftl_swim *s, const ftl_member *m)
+{
+	ftl_msg ping = {.type = FTL_MSG_PING};
+	ping.u.ping.seq = ++s->seq;
+	strcpy(ping.u.ping.target, m->name);
+	strcpy(ping.u.ping.source, s->name);
+	strcpy(ping.u.ping.source_addr, s->addr);
+	ftl_msg buddy;
+	ftl_swim_fill_rumor(&buddy, FTL_MSG_SUSPECT, m, s->name);
+	s->check_seqs[s->n_check_seqs++ % FTL_SWIM_CHECK_SEQS] = ping.u.ping.seq;
+	ftl_swim_send(s, m->name, m->addr, &ping, &buddy);
+}
+
+static bool is_check_seq(const ftl_swim *s, uint32_t seq)
+{
+	for (int i = 0; i < FTL_SWIM_CHECK_SEQS && i < s->n_check_seqs; i++)
+		if (s->check_seqs[i] == seq)
+			return true;
+	return false;
+}
+
 void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
 {
 	touch(s, ack->source, now_us);
@@ -211,7 +232,8 @@ void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
 			return;
 		}
 	}
-	s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
+	if (!is_check_seq(s, ack->seq)) /* a check ping's ack only brings its piggybacked news */
+		s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
 }
 
 void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *nack)

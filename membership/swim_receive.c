@@ -27,6 +27,8 @@ static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
 	}
 }
 
+static bool is_request(ftl_msg_type t) { return t == FTL_MSG_PING || t == FTL_MSG_PING_REQ; }
+
 void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len)
 {
 	s->stats.packets_received++;
@@ -45,10 +47,16 @@ void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t l
 		s->stats.dropped[FTL_DROP_MALFORMED]++;
 		return;
 	}
+	/* Rumors first, requests last: the ack we send to a ping then carries whatever this packet taught us
+	 * (a suspect pinged with its suspicion refutes on that very ack). */
 	for (size_t i = 0; i < n; i++) {
 		s->stats.received[msgs[i].type]++;
-		dispatch(s, now_us, &msgs[i]);
+		if (!is_request(msgs[i].type))
+			dispatch(s, now_us, &msgs[i]);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (is_request(msgs[i].type))
+			dispatch(s, now_us, &msgs[i]);
 }
 
 int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len)

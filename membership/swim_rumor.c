@@ -204,10 +204,29 @@ void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { dec
 
 void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { declare(s, now_us, r, FTL_MEMBER_LEFT); }
 
+/* Six times, evenly through our own timer, we ping the suspect carrying the suspicion (the buddy rule
+ * once more). If it refuted and we missed every copy of the refutation, it answers the stale accusation
+ * by re-announcing itself (rumors are handled before the ping), and that rides back on its ack: a lost
+ * refutation does not become a false death even when push-pull is rare (large clusters). With 10% loss
+ * one check fails 19% of the time, six 5e-5 (with three, lan at 64 nodes still lost one node in six
+ * simulated 10-minute runs). Six pings per suspicion per observer at most; death is never declared
+ * sooner. */
+#define SUSPICION_CHECKS 6
+
+static int64_t check_time(const ftl_suspicion *sp)
+{
+	int64_t span = ftl_suspicion_deadline(sp) - sp->start_us;
+	return sp->start_us + span * (sp->checks + 1) / (SUSPICION_CHECKS + 1);
+}
+
 void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
 {
 	for (uint32_t i = s->n_suspects; i-- > 0;) {
 		ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
+		if (m && m->suspicion && m->suspicion->checks < SUSPICION_CHECKS && check_time(m->suspicion) <= now_us) {
+			m->suspicion->checks++;
+			ftl_swim_check_suspect(s, m);
+		}
 		if (!m || !m->suspicion || ftl_suspicion_deadline(m->suspicion) > now_us)
 			continue;
 		ftl_msg msg;
@@ -222,7 +241,8 @@ int64_t ftl_swim_next_suspicion_deadline(const ftl_swim *s)
 	for (uint32_t i = 0; i < s->n_suspects; i++) {
 		const ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
 		if (m && m->suspicion) {
-			int64_t d = ftl_suspicion_deadline(m->suspicion);
+			int64_t d = m->suspicion->checks < SUSPICION_CHECKS ? check_time(m->suspicion)
+									     : ftl_suspicion_deadline(m->suspicion);
 			if (d < t)
 				t = d;
 		}

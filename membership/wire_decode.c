@@ -105,7 +105,7 @@ static const wire_field *find_field(const wire_schema *s, uint64_t key, size_t *
 }
 
 /* The value under an unsigned key, or NULL. Keys are validated by read_fields, which every map meets. */
-static const msgpack_object *map_find(const msgpack_object_map *map, uint64_t key)
+const msgpack_object *wire_map_find(const msgpack_object_map *map, uint64_t key)
 {
 	for (uint32_t i = 0; i < map->size; i++) {
 		const msgpack_object *k = &map->ptr[i].key;
@@ -117,7 +117,7 @@ static const msgpack_object *map_find(const msgpack_object_map *map, uint64_t ke
 
 /* Fills base (zeroed by the caller) from map per schema. Keys the schema does not name are skipped,
  * including ones the caller reads itself (type, members). */
-static int read_fields(const msgpack_object_map *map, const wire_schema *s, void *base, const char **err)
+int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base, const char **err)
 {
 	uint64_t seen_keys = 0;
 	uint64_t found_fields = 0;
@@ -154,13 +154,29 @@ static int read_fields(const msgpack_object_map *map, const wire_schema *s, void
 	return 0;
 }
 
-/* Checks the version byte and the framing, then unpacks the one object that follows into *up (which
- * the caller destroys in every case). */
-static int unpack_frame(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
+int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
 {
 	size_t off = 0;
 	msgpack_unpack_return rc;
 
+	if (wire_skim(buf, len, err) != 0)
+		return -1;
+	rc = msgpack_unpack_next(up, (const char *)buf, len, &off);
+	if (rc == MSGPACK_UNPACK_NOMEM_ERROR) {
+		*err = "out of memory";
+		return -1;
+	}
+	if (rc != MSGPACK_UNPACK_SUCCESS || off != len) {
+		*err = "bad msgpack"; /* the skim accepted it, so msgpack-c and the skim disagree */
+		return -1;
+	}
+	return 0;
+}
+
+/* Checks the version byte, then unpacks the one object that follows into *up (which the caller
+ * destroys in every case). */
+static int unpack_frame(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
+{
 	msgpack_unpacked_init(up);
 	if (len < 1) {
 		*err = "truncated";
@@ -170,18 +186,7 @@ static int unpack_frame(const uint8_t *buf, size_t len, msgpack_unpacked *up, co
 		*err = "bad version";
 		return -1;
 	}
-	if (wire_skim(buf + 1, len - 1, err) != 0)
-		return -1;
-	rc = msgpack_unpack_next(up, (const char *)buf + 1, len - 1, &off);
-	if (rc == MSGPACK_UNPACK_NOMEM_ERROR) {
-		*err = "out of memory";
-		return -1;
-	}
-	if (rc != MSGPACK_UNPACK_SUCCESS || off != len - 1) {
-		*err = "bad msgpack"; /* the skim accepted it, so msgpack-c and the skim disagree */
-		return -1;
-	}
-	return 0;
+	return wire_unpack(buf + 1, len - 1, up, err);
 }
 
 /* Decodes one message map. Sets *is_known to false (and fills nothing) for a type we do not know. */
@@ -193,7 +198,7 @@ static int read_msg(const msgpack_object *o, ftl_msg *out, bool *is_known, const
 		*err = "message not a map";
 		return -1;
 	}
-	type = map_find(&o->via.map, WIRE_KEY_TYPE);
+	type = wire_map_find(&o->via.map, WIRE_KEY_TYPE);
 	if (type == NULL) {
 		*err = "missing type";
 		return -1;
@@ -207,7 +212,7 @@ static int read_msg(const msgpack_object *o, ftl_msg *out, bool *is_known, const
 		return 0;
 	memset(out, 0, sizeof *out);
 	out->type = (ftl_msg_type)type->via.u64;
-	return read_fields(&o->via.map, &wire_msg_schemas[out->type], &out->u, err);
+	return wire_read_fields(&o->via.map, &wire_msg_schemas[out->type], &out->u, err);
 }
 
 static int read_packet(const msgpack_object *root, ftl_msg *out, size_t max, size_t *n, const char **err)
@@ -251,7 +256,7 @@ int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t 
 static int read_members(const msgpack_object_map *map, ftl_pp_member *members, size_t max, uint32_t *count,
 			const char **err)
 {
-	const msgpack_object *list = map_find(map, WIRE_KEY_MEMBERS);
+	const msgpack_object *list = wire_map_find(map, WIRE_KEY_MEMBERS);
 
 	if (list == NULL) {
 		*err = "missing field";
@@ -272,7 +277,7 @@ static int read_members(const msgpack_object_map *map, ftl_pp_member *members, s
 			return -1;
 		}
 		memset(&members[i], 0, sizeof members[i]);
-		if (read_fields(&m->via.map, &wire_pp_member_schema, &members[i], err) != 0)
+		if (wire_read_fields(&m->via.map, &wire_pp_member_schema, &members[i], err) != 0)
 			return -1;
 	}
 	*count = list->via.array.size;
@@ -286,7 +291,7 @@ static int read_push_pull(const msgpack_object *root, ftl_push_pull *hdr, ftl_pp
 		*err = "not a map";
 		return -1;
 	}
-	if (read_fields(&root->via.map, &wire_pp_header_schema, hdr, err) != 0)
+	if (wire_read_fields(&root->via.map, &wire_pp_header_schema, hdr, err) != 0)
 		return -1;
 	return read_members(&root->via.map, members, max, &hdr->count, err);
 }

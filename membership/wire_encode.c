@@ -86,7 +86,7 @@ static int pack_value(msgpack_packer *pk, const wire_field *f, const void *base)
 	return -1;
 }
 
-static size_t count_present(const wire_schema *s, const void *base)
+size_t wire_count_present(const wire_schema *s, const void *base)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < s->count; i++)
@@ -95,8 +95,8 @@ static size_t count_present(const wire_schema *s, const void *base)
 }
 
 /* Writes the schema's fields as key/value pairs; the caller has written the map header, counting
- * count_present() of them plus its own extra keys. */
-static int pack_fields(msgpack_packer *pk, const wire_schema *s, const void *base)
+ * wire_count_present() of them plus its own extra keys. */
+int wire_pack_fields(msgpack_packer *pk, const wire_schema *s, const void *base)
 {
 	for (size_t i = 0; i < s->count; i++) {
 		const wire_field *f = &s->fields[i];
@@ -118,9 +118,9 @@ int ftl_wire_encode_msg(const ftl_msg *msg, uint8_t *buf, size_t cap, size_t *le
 		return -1;
 	s = &wire_msg_schemas[msg->type];
 	msgpack_packer_init(&pk, &w, fixed_write);
-	if (msgpack_pack_map(&pk, 1 + count_present(s, &msg->u)) != 0 ||
+	if (msgpack_pack_map(&pk, 1 + wire_count_present(s, &msg->u)) != 0 ||
 	    msgpack_pack_uint8(&pk, WIRE_KEY_TYPE) != 0 || msgpack_pack_uint8(&pk, (uint8_t)msg->type) != 0 ||
-	    pack_fields(&pk, s, &msg->u) != 0)
+	    wire_pack_fields(&pk, s, &msg->u) != 0)
 		return -1;
 	*len = w.len;
 	return 0;
@@ -188,12 +188,12 @@ int ftl_wire_encode_push_pull(const ftl_push_pull *hdr, const ftl_pp_member *mem
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	rc = msgpack_sbuffer_write(&sb, &version, 1);
-	rc = rc || msgpack_pack_map(&pk, count_present(&wire_pp_header_schema, hdr) + 1);
-	rc = rc || pack_fields(&pk, &wire_pp_header_schema, hdr);
+	rc = rc || msgpack_pack_map(&pk, wire_count_present(&wire_pp_header_schema, hdr) + 1);
+	rc = rc || wire_pack_fields(&pk, &wire_pp_header_schema, hdr);
 	rc = rc || msgpack_pack_uint8(&pk, WIRE_KEY_MEMBERS) || msgpack_pack_array(&pk, hdr->count);
 	for (uint32_t i = 0; !rc && i < hdr->count; i++)
-		rc = msgpack_pack_map(&pk, count_present(&wire_pp_member_schema, &members[i])) ||
-		     pack_fields(&pk, &wire_pp_member_schema, &members[i]);
+		rc = msgpack_pack_map(&pk, wire_count_present(&wire_pp_member_schema, &members[i])) ||
+		     wire_pack_fields(&pk, &wire_pp_member_schema, &members[i]);
 	if (rc) {
 		msgpack_sbuffer_destroy(&sb);
 		return -1;

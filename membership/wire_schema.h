@@ -3,12 +3,15 @@
  * Each message type (and the push-pull header and member) is described by a list of fields: the small
  * integer key it travels under, what kind of value it is, and where it lives in the C struct. The encoder
  * walks the list to write a map; the decoder walks the same list to read one. The key numbers and the
- * rules for each kind are documented at the top of wire_schema.c. Internal to membership/. */
+ * rules for each kind are documented at the top of wire_schema.c. Internal to membership/, except that
+ * the table walkers at the bottom also serve rendezvous/'s codec (one codec machinery, two protocols). */
 #ifndef FTL_MEMBERSHIP_WIRE_SCHEMA_H
 #define FTL_MEMBERSHIP_WIRE_SCHEMA_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <msgpack.h>
 
 #include "message.h"
 
@@ -46,5 +49,19 @@ extern const wire_schema wire_pp_member_schema;
 /* Checks a NAME or ADDR value of len bytes; returns NULL if acceptable, else a static reason. Both the
  * encoder (on our own structs) and the decoder (on a peer's bytes) use it. */
 const char *wire_text_error(wire_kind kind, const char *text, size_t len);
+
+/* The table walkers (wire_encode.c, wire_decode.c), for any codec that describes its maps with tables.
+ * Encoding: how many of the schema's fields base carries (an empty META is omitted), and writing them as
+ * key/value pairs after a map header the caller wrote (0 or -1). */
+size_t wire_count_present(const wire_schema *s, const void *base);
+int wire_pack_fields(msgpack_packer *pk, const wire_schema *s, const void *base);
+/* Decoding: skims [buf, buf+len) (wire_skim.h) and unpacks exactly one object into *up, which the caller
+ * has initialised and destroys in every case; 0, or -1 with *err set. */
+int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err);
+/* Fills base (zeroed by the caller) from map per schema: every field but META is required; a non-integer
+ * key, a duplicate key below 64 or a bad value is malformed; keys the schema does not name are skipped. */
+int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base, const char **err);
+/* The value under an unsigned integer key, or NULL. */
+const msgpack_object *wire_map_find(const msgpack_object_map *map, uint64_t key);
 
 #endif

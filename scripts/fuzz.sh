@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-30}"
 build="${FTL_FUZZ_BUILD_DIR:-build-fuzz}"
-targets=(fuzz_wire_packet fuzz_wire_push_pull fuzz_keyring_open)
+targets=(fuzz_wire_packet fuzz_wire_push_pull fuzz_keyring_open fuzz_rdv_msg)
 
 CC=clang cmake -S . -B "$build" -DFTL_FUZZ=ON -DFTL_SANITIZE=ON >"$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; exit 1; }

@@ -1,9 +1,11 @@
 /* Writes the seed corpus of every fuzz target from valid encodings, so that the corpus follows the
  * codec as it changes instead of going stale in git. Run at build time (target fuzz_corpus):
- *   fuzz_seedgen OUTDIR   ->   OUTDIR/fuzz_wire_packet/, OUTDIR/fuzz_wire_push_pull/, OUTDIR/fuzz_keyring_open/
+ *   fuzz_seedgen OUTDIR   ->   OUTDIR/fuzz_wire_packet/, OUTDIR/fuzz_wire_push_pull/, OUTDIR/fuzz_keyring_open/,
+ *                              OUTDIR/fuzz_rdv_msg/
  * Seeds: packets of every message type (short and at their caps), an empty packet, a packet with an
- * unknown key and an unknown message type, push-pull frames of 0, 1 and several members, and each packet
- * seed sealed with the fixture key and in insecure mode. */
+ * unknown key and an unknown message type, push-pull frames of 0, 1 and several members, each packet
+ * seed sealed with the fixture key and in insecure mode, and rendezvous messages of every type (short and
+ * at their caps). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "fuzz_fixture.h"
 #include "keyring.h"
+#include "rdv_samples.h"
 #include "wire.h"
 #include "wire_samples.h"
 
@@ -105,6 +108,29 @@ static int write_push_pull_seeds(const char *dir)
 	return 0;
 }
 
+/* A rendezvous message of every type, short (3 members) and at the caps (8 members of maximal names). */
+static int write_rdv_seeds(const char *dir)
+{
+	ftl_rdv_member members[8];
+	for (int t = 0; t < RDV_MSG_TYPE_MAX; t++) {
+		for (int is_max = 0; is_max < 2; is_max++) {
+			rdv_msg m = rdv_sample_msg((rdv_msg_type)t, is_max, members, is_max ? 8 : 3);
+			char name[48];
+			uint8_t *buf;
+			size_t len;
+			int rc;
+			if (rdv_encode(&m, &buf, &len) != 0)
+				return -1;
+			snprintf(name, sizeof name, "%s-%s", rdv_msg_type_strs[t], is_max ? "max" : "short");
+			rc = write_seed(dir, "fuzz_rdv_msg", name, buf, len);
+			free(buf);
+			if (rc != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 /* Each packet seed, sealed with the fixture key and in plaintext (insecure) mode. */
 static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
 {
@@ -134,7 +160,8 @@ static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
 
 int main(int argc, char **argv)
 {
-	static const char *const targets[] = {"fuzz_wire_packet", "fuzz_wire_push_pull", "fuzz_keyring_open"};
+	static const char *const targets[] = {"fuzz_wire_packet", "fuzz_wire_push_pull", "fuzz_keyring_open",
+					      "fuzz_rdv_msg"};
 	static seed packets[PACKET_SEEDS];
 	char path[4096];
 
@@ -160,7 +187,8 @@ int main(int argc, char **argv)
 		if (write_seed(argv[1], "fuzz_wire_packet", name, packets[i].bytes, packets[i].len) != 0)
 			return 1;
 	}
-	if (write_push_pull_seeds(argv[1]) != 0 || write_keyring_seeds(argv[1], packets, PACKET_SEEDS) != 0) {
+	if (write_push_pull_seeds(argv[1]) != 0 || write_keyring_seeds(argv[1], packets, PACKET_SEEDS) != 0 ||
+	    write_rdv_seeds(argv[1]) != 0) {
 		fprintf(stderr, "%s: could not write the seeds\n", argv[0]);
 		return 1;
 	}

@@ -1,0 +1,141 @@
+/* The candidate view and the quorum arithmetic (see rdv_candidate.h): the one place that decides ranks. */
+#include "rdv_candidate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdv_view.h"
+
+static int by_name(const void *a, const void *b)
+{
+	const ftl_rdv_member *x = *(const ftl_rdv_member *const *)a, *y = *(const ftl_rdv_member *const *)b;
+	return strcmp(x->name, y->name);
+}
+
+/* Join order: smaller generation first, ties by name. */
+static int by_join_order(const void *a, const void *b)
+{
+	const ftl_rdv_member *x = *(const ftl_rdv_member *const *)a, *y = *(const ftl_rdv_member *const *)b;
+	if (x->generation != y->generation)
+		return x->generation < y->generation ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static const ftl_rdv_member *find_alive(const ftl_rdv_member **sorted, size_t n, const char *name)
+{
+	ftl_rdv_member key;
+	const ftl_rdv_member *k = &key, **hit;
+	ftl_copy_str(key.name, name, sizeof key.name);
+	hit = bsearch(&k, sorted, n, sizeof *sorted, by_name);
+	return hit != NULL ? *hit : NULL;
+}
+
+static bool has_left(const char **sorted_left, size_t n, const char *name)
+{
+	return bsearch(&name, sorted_left, n, sizeof *sorted_left, by_string) != NULL;
+}
+
+void rdv_candidate_free(rdv_candidate *c)
+{
+	free(c->members);
+	memset(c, 0, sizeof *c);
+}
+
+/* Scratch arrays of one build: the alive list and the left names sorted for lookup, which alive members
+ * survive, and the joiners to sort. */
+typedef struct build_scratch {
+	const ftl_rdv_member **alive_by_name; /* [n_alive] */
+	const char **left_sorted;             /* [n_left] */
+	bool *is_survivor;                    /* [n_alive], by index into alive */
+	const ftl_rdv_member **joiners;       /* alive members that are not survivors */
+} build_scratch;
+
+static void scratch_free(build_scratch *s)
+{
+	free(s->alive_by_name);
+	free(s->left_sorted);
+	free(s->is_survivor);
+	free(s->joiners);
+}
+
+static int scratch_init(build_scratch *s, const ftl_rdv_member *alive, size_t n_alive, const char *const *left,
+			size_t n_left)
+{
+	s->alive_by_name = malloc((n_alive + 1) * sizeof *s->alive_by_name);
+	s->left_sorted = malloc((n_left + 1) * sizeof *s->left_sorted);
+	s->is_survivor = calloc(n_alive + 1, sizeof *s->is_survivor);
+	s->joiners = malloc((n_alive + 1) * sizeof *s->joiners);
+	if (!s->alive_by_name || !s->left_sorted || !s->is_survivor || !s->joiners)
+		return -1;
+	for (size_t i = 0; i < n_alive; i++)
+		s->alive_by_name[i] = &alive[i];
+	qsort(s->alive_by_name, n_alive, sizeof *s->alive_by_name, by_name);
+	for (size_t i = 0; i < n_left; i++)
+		s->left_sorted[i] = left[i];
+	qsort(s->left_sorted, n_left, sizeof *s->left_sorted, by_string);
+	return 0;
+}
+
+int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
+			const char *const *left, size_t n_left, uint32_t max_workers)
+{
+	build_scratch s = {0};
+	size_t n_joiners = 0;
+	uint32_t n = 0;
+
+	rdv_candidate_free(c);
+	if (scratch_init(&s, alive, n_alive, left, n_left) != 0 ||
+	    (c->members = malloc((n_alive + 1) * sizeof *c->members)) == NULL) {
+		scratch_free(&s);
+		return -1;
+	}
+	for (uint32_t i = 0; i < view->n; i++) {
+		const ftl_rdv_member *v = &view->members[i];
+		const ftl_rdv_member *a = find_alive(s.alive_by_name, n_alive, v->name);
+		bool is_survivor = a != NULL && a->generation == v->generation && !s.is_survivor[a - alive];
+		bool is_voter = !has_left(s.left_sorted, n_left, v->name);
+		if (is_survivor) {
+			s.is_survivor[a - alive] = true;
+			c->members[n++] = *a; /* the alive entry: its address is the current one */
+		}
+		c->electorate += is_voter;
+		c->electorate_alive += is_voter && is_survivor;
+	}
+	c->n_survivors = n;
+	for (size_t i = 0; i < n_alive; i++)
+		if (!s.is_survivor[i])
+			s.joiners[n_joiners++] = &alive[i];
+	qsort(s.joiners, n_joiners, sizeof *s.joiners, by_join_order);
+	for (size_t i = 0; i < n_joiners; i++)
+		c->members[n++] = *s.joiners[i];
+	c->n = n < max_workers ? n : max_workers;
+	c->n_survivors = c->n_survivors < c->n ? c->n_survivors : c->n;
+	c->n_spares = n - c->n;
+	c->digest = rdv_members_digest(c->members, c->n);
+	c->survivors_digest = rdv_members_digest(c->members, c->n_survivors);
+	scratch_free(&s);
+	return 0;
+}
+
+uint32_t rdv_quorum_needed(uint32_t electorate)
+{
+	return electorate == 0 ? 0 : electorate / 2 + 1;
+}
+
+bool rdv_candidate_has_quorum(const rdv_candidate *c)
+{
+	return c->electorate_alive >= rdv_quorum_needed(c->electorate);
+}
+
+int rdv_candidate_find(const rdv_candidate *c, const char *name, uint64_t generation)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->members[i].generation == generation && strcmp(c->members[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}

@@ -1,0 +1,45 @@
+/* The candidate view and the quorum rule, as pure functions of (current view, alive members, left names).
+ *
+ * Ordering (DESIGN.md, Ranks): the view's survivors first, in their order in the view (so rank 0 is the
+ * oldest survivor and survivors keep their relative order), then joiners in join order: smaller
+ * generation first (started earlier), ties by name. A member is a survivor when the alive list has its
+ * name with the same generation; a restarted member (same name, new generation) is a joiner. At most
+ * max_workers are in the candidate; the rest are hot spares, first in line being the oldest joiner, so a
+ * spare takes a dead member's place (as the last rank) in the next view. Never ordered by address.
+ *
+ * Quorum: the electorate is the view's members that did not leave gracefully; a new view needs a strict
+ * majority of them alive (none needed when the electorate is empty: no view yet, or all others left).
+ * Internal to rendezvous/. */
+#ifndef FTL_RDV_CANDIDATE_H
+#define FTL_RDV_CANDIDATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rendezvous.h"
+
+typedef struct rdv_candidate {
+	ftl_rdv_member *members;    /* [n], owned: survivors in view order, then joiners in join order */
+	uint32_t n;                 /* at most max_workers */
+	uint32_t n_survivors;       /* members[0..n_survivors) are the view's survivors */
+	uint32_t n_spares;          /* alive members left out by max_workers */
+	uint32_t electorate;        /* view members that did not leave gracefully: the quorum denominator */
+	uint32_t electorate_alive;  /* of them, alive now */
+	uint64_t digest;            /* of members[0..n) */
+	uint64_t survivors_digest;  /* of members[0..n_survivors) */
+} rdv_candidate;
+
+/* Builds c (freeing what it held) from the view, the alive members (names unique, any order) and the names
+ * of members that left gracefully. O((n_alive + n_left) log n + view). Returns 0, or -1 on OOM (c empty). */
+int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
+			const char *const *left, size_t n_left, uint32_t max_workers);
+void rdv_candidate_free(rdv_candidate *c);
+
+/* Strict majority of the electorate; 0 for an empty one. */
+uint32_t rdv_quorum_needed(uint32_t electorate);
+bool rdv_candidate_has_quorum(const rdv_candidate *c);
+/* The index of (name, generation) in the candidate, or -1. O(n). */
+int rdv_candidate_find(const rdv_candidate *c, const char *name, uint64_t generation);
+
+#endif

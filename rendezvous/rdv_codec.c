@@ -1,0 +1,269 @@
+/* The rendezvous codec: rdv_msg <-> MessagePack, on membership's table-driven machinery (wire_schema.h)
+ * so that the two protocols share one set of rules for names, integers, blobs, unknown and duplicate keys,
+ * and one bounds check (wire_skim) before msgpack-c allocates anything.
+ *
+ * Frame: byte 0 RDV_WIRE_VERSION, then one MessagePack map with small unsigned-integer keys. Unknown keys
+ * are skipped (rolling upgrades); a missing required key, a wrong type, an overlong string or blob, more
+ * than FTL_RDV_MAX_MEMBERS members, or an unknown message type makes the frame malformed. The transport
+ * seals frames with the cluster key; this file sees plaintext.
+ *
+ * Key numbering (never renumber or reuse; a new field gets a new key and must be optional):
+ *
+ *   key  field              value                     carried by
+ *    0   type               uint, rdv_msg_type        every message
+ *    1   from / name        name                      every message; a member map
+ *    2   generation         uint64                    every message; a member map
+ *    3   data_addr          addr                      ready; a member map
+ *    4   epoch              uint64, sender's view     every message
+ *    5   view_digest        uint64, sender's view     every message
+ *    6   candidate_digest   uint64                    ready
+ *    7   survivors_digest   uint64                    ready
+ *    8   ballot round       uint64                    prepare, promise, accept, accepted, reject
+ *    9   ballot by          name                      prepare, promise, accept, accepted, reject
+ *   10   accepted round     uint64 (0: none)          promise
+ *   11   accepted by        name                      promise with accepted round > 0
+ *   12   view epoch         uint64                    accept, commit, promise with accepted round > 0
+ *   13   view members       array of member maps      with key 12, by rank
+ *   14   view blob          bin <= 256, optional      with key 12 (absent = empty)
+ *   15   lineage            uint64, sender's view     every message
+ *   16   view_size          uint32, sender's view     every message
+ *   17   view lineage       uint64                    with key 12
+ *
+ * Message type numbers are the enum values, pinned below. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "rdv_msg.h"
+#include "wire_schema.h"
+
+_Static_assert(RDV_MSG_READY == 0 && RDV_MSG_PREPARE == 1 && RDV_MSG_PROMISE == 2 && RDV_MSG_ACCEPT == 3 &&
+		       RDV_MSG_ACCEPTED == 4 && RDV_MSG_REJECT == 5 && RDV_MSG_COMMIT == 6,
+	       "message type numbers are the protocol: append new types, never reorder");
+_Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIND_META field");
+
+#define KEY_TYPE 0
+#define KEY_MEMBERS 13
+
+#define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
+#define SCHEMA(fields) {(fields), sizeof(fields) / sizeof((fields)[0])}
+
+static const wire_field header_fields[] = {
+	FIELD(1, WIRE_KIND_NAME, from),
+	FIELD(2, WIRE_KIND_U64, generation),
+	FIELD(4, WIRE_KIND_U64, epoch),
+	FIELD(5, WIRE_KIND_U64, view_digest),
+	FIELD(15, WIRE_KIND_U64, lineage),
+	FIELD(16, WIRE_KIND_U32, view_size),
+};
+static const wire_field ready_fields[] = {
+	FIELD(3, WIRE_KIND_ADDR, data_addr),
+	FIELD(6, WIRE_KIND_U64, candidate_digest),
+	FIELD(7, WIRE_KIND_U64, survivors_digest),
+};
+static const wire_field ballot_fields[] = {
+	FIELD(8, WIRE_KIND_U64, ballot.round),
+	FIELD(9, WIRE_KIND_NAME, ballot.by),
+};
+static const wire_field promise_fields[] = {
+	FIELD(10, WIRE_KIND_U64, accepted.round),
+};
+static const wire_field accepted_by_fields[] = {
+	FIELD(11, WIRE_KIND_NAME, accepted.by),
+};
+static const wire_field view_fields[] = {
+	FIELD(12, WIRE_KIND_U64, view.epoch),
+	FIELD(17, WIRE_KIND_U64, view.lineage),
+	{14, WIRE_KIND_META, offsetof(rdv_msg, view.blob), offsetof(rdv_msg, view.blob_len)},
+};
+static const wire_field member_fields[] = {
+	{1, WIRE_KIND_NAME, offsetof(ftl_rdv_member, name), 0},
+	{2, WIRE_KIND_U64, offsetof(ftl_rdv_member, generation), 0},
+	{3, WIRE_KIND_ADDR, offsetof(ftl_rdv_member, data_addr), 0},
+};
+
+static const wire_schema header = SCHEMA(header_fields);
+static const wire_schema ready = SCHEMA(ready_fields);
+static const wire_schema ballot = SCHEMA(ballot_fields);
+static const wire_schema promise = SCHEMA(promise_fields);
+static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
+static const wire_schema view = SCHEMA(view_fields);
+static const wire_schema member = SCHEMA(member_fields);
+
+#define MAX_PARTS 4
+
+/* The field groups each message type carries, besides the type key (NULL-terminated). */
+static const wire_schema *const parts_of[RDV_MSG_TYPE_MAX][MAX_PARTS] = {
+	[RDV_MSG_READY] = {&header, &ready},
+	[RDV_MSG_PREPARE] = {&header, &ballot},
+	[RDV_MSG_PROMISE] = {&header, &ballot, &promise},
+	[RDV_MSG_ACCEPT] = {&header, &ballot, &view},
+	[RDV_MSG_ACCEPTED] = {&header, &ballot},
+	[RDV_MSG_REJECT] = {&header, &ballot},
+	[RDV_MSG_COMMIT] = {&header, &view},
+};
+
+/* The parts of this message: its type's, plus the accepted view when a promise carries one. */
+static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < MAX_PARTS && parts_of[msg->type][i] != NULL; i++)
+		parts[n++] = parts_of[msg->type][i];
+	if (msg->type == RDV_MSG_PROMISE && msg->accepted.round > 0) {
+		parts[n++] = &accepted_by;
+		parts[n++] = &view;
+	}
+	return n;
+}
+
+static bool has_members(const wire_schema *const *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (parts[i] == &view)
+			return true;
+	return false;
+}
+
+static int pack_members(msgpack_packer *pk, const ftl_rdv_view *v)
+{
+	if (v->n > FTL_RDV_MAX_MEMBERS || msgpack_pack_uint8(pk, KEY_MEMBERS) != 0 ||
+	    msgpack_pack_array(pk, v->n) != 0)
+		return -1;
+	for (uint32_t i = 0; i < v->n; i++)
+		if (msgpack_pack_map(pk, wire_count_present(&member, &v->members[i])) != 0 ||
+		    wire_pack_fields(pk, &member, &v->members[i]) != 0)
+			return -1;
+	return 0;
+}
+
+int rdv_encode(const rdv_msg *msg, uint8_t **buf, size_t *len)
+{
+	static const char version = RDV_WIRE_VERSION;
+	const wire_schema *parts[MAX_PARTS + 2];
+	size_t n_parts, keys = 1;
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	bool is_with_members;
+	int rc;
+
+	if ((unsigned)msg->type >= RDV_MSG_TYPE_MAX)
+		return -1;
+	n_parts = message_parts(msg, parts);
+	is_with_members = has_members(parts, n_parts);
+	for (size_t i = 0; i < n_parts; i++)
+		keys += wire_count_present(parts[i], msg);
+	keys += is_with_members;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	rc = msgpack_sbuffer_write(&sb, &version, 1);
+	rc = rc || msgpack_pack_map(&pk, keys) || msgpack_pack_uint8(&pk, KEY_TYPE) ||
+	     msgpack_pack_uint8(&pk, (uint8_t)msg->type);
+	for (size_t i = 0; i < n_parts && !rc; i++)
+		rc = wire_pack_fields(&pk, parts[i], msg);
+	if (!rc && is_with_members)
+		rc = pack_members(&pk, &msg->view);
+	if (rc) {
+		msgpack_sbuffer_destroy(&sb);
+		return -1;
+	}
+	*len = sb.size;
+	*buf = (uint8_t *)msgpack_sbuffer_release(&sb);
+	return 0;
+}
+
+static const char *read_type(const msgpack_object_map *map, rdv_msg_type *type)
+{
+	const msgpack_object *t = wire_map_find(map, KEY_TYPE);
+	if (t == NULL)
+		return "missing type";
+	if (t->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return "wrong type";
+	if (t->via.u64 >= RDV_MSG_TYPE_MAX)
+		return "unknown message type";
+	*type = (rdv_msg_type)t->via.u64;
+	return NULL;
+}
+
+/* Reads key 13 into a malloc'd members array of exactly the claimed count (at most the cap). */
+static int read_members(const msgpack_object_map *map, ftl_rdv_view *v, const char **err)
+{
+	const msgpack_object *list = wire_map_find(map, KEY_MEMBERS);
+	uint32_t n;
+
+	if (list == NULL) {
+		*err = "missing field";
+		return -1;
+	}
+	if (list->type != MSGPACK_OBJECT_ARRAY) {
+		*err = "wrong type";
+		return -1;
+	}
+	n = list->via.array.size;
+	if (n > FTL_RDV_MAX_MEMBERS) {
+		*err = "too many members";
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	if ((v->members = calloc(n, sizeof *v->members)) == NULL) {
+		*err = "out of memory";
+		return -1;
+	}
+	v->n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		const msgpack_object *m = &list->via.array.ptr[i];
+		if (m->type != MSGPACK_OBJECT_MAP) {
+			*err = "member not a map";
+			return -1;
+		}
+		if (wire_read_fields(&m->via.map, &member, &v->members[i], err) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int read_msg(const msgpack_object *root, rdv_msg *msg, const char **err)
+{
+	const wire_schema *parts[MAX_PARTS + 2];
+	const msgpack_object_map *map;
+	size_t n_parts;
+
+	if (root->type != MSGPACK_OBJECT_MAP) {
+		*err = "not a map";
+		return -1;
+	}
+	map = &root->via.map;
+	if ((*err = read_type(map, &msg->type)) != NULL)
+		return -1;
+	/* The type's own parts first: whether a promise carries a view depends on them. */
+	size_t n_own = 0;
+	while (n_own < MAX_PARTS && parts_of[msg->type][n_own] != NULL)
+		if (wire_read_fields(map, parts_of[msg->type][n_own++], msg, err) != 0)
+			return -1;
+	n_parts = message_parts(msg, parts);
+	for (size_t i = n_own; i < n_parts; i++)
+		if (wire_read_fields(map, parts[i], msg, err) != 0)
+			return -1;
+	return has_members(parts, n_parts) ? read_members(map, &msg->view, err) : 0;
+}
+
+int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg, const char **err)
+{
+	msgpack_unpacked up;
+	int rc = -1;
+
+	memset(msg, 0, sizeof *msg);
+	msgpack_unpacked_init(&up);
+	if (len < 1)
+		*err = "truncated";
+	else if (buf[0] != RDV_WIRE_VERSION)
+		*err = "bad version";
+	else if (wire_unpack(buf + 1, len - 1, &up, err) == 0)
+		rc = read_msg(&up.data, msg, err);
+	msgpack_unpacked_destroy(&up);
+	if (rc != 0)
+		rdv_msg_free(msg);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* Owned copies of views and member lists, and the 64-bit digests that let peers compare candidates and
+ * views without sending them. A digest is FNV-1a over the ordered (name, generation) pairs (and, for a
+ * view, the epoch and blob): not collision-proof against an attacker, but every message is authenticated
+ * by the cluster key before it gets here. Internal to rendezvous/. */
+#ifndef FTL_RDV_VIEW_H
+#define FTL_RDV_VIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rendezvous.h"
+
+/* Frees the members array and resets v to "no view" (epoch 0). */
+void rdv_view_clear(ftl_rdv_view *v);
+/* Makes dst a deep copy of src (dst's old members are freed); -1 on OOM (dst is then cleared). */
+int rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
+/* The index of (name, generation) in v, or -1. O(n). */
+int rdv_view_find(const ftl_rdv_view *v, const char *name, uint64_t generation);
+
+uint64_t rdv_members_digest(const ftl_rdv_member *members, uint32_t n);
+/* 0 for "no view" (epoch 0), so that two members without a view agree. */
+uint64_t rdv_view_digest(const ftl_rdv_view *v);
+
+/* What two nodes compare to find out whose view supersedes whose (every message carries the sender's). */
+typedef struct rdv_view_id {
+	uint64_t epoch;             /* 0: no view, superseded by any */
+	uint64_t lineage;           /* the cluster the view descends from */
+	uint64_t digest;            /* rdv_view_digest */
+	uint32_t n;                 /* members */
+} rdv_view_id;
+
+rdv_view_id rdv_view_id_of(const ftl_rdv_view *v);
+/* > 0 when a supersedes b, 0 when they are the same view: by epoch; then, within one lineage, by digest
+ * (a tie-break that Paxos makes unnecessary), across lineages by size, then lineage (rendezvous.h). */
+int rdv_view_id_cmp(const rdv_view_id *a, const rdv_view_id *b);
+
+#endif

@@ -1,0 +1,244 @@
+/* The rendezvous instance: its lifecycle, its three inputs (membership snapshot, message, tick), the update
+ * loop they share, the phase, and adopting a view. The protocol is described in rendezvous.h; why it runs
+ * Paxos underneath is in rdv_coord.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdv_internal.h"
+
+const char *const ftl_rdv_phase_strs[FTL_RDV_PHASE_MAX] = {
+	[FTL_RDV_NO_VIEW] = "waiting for workers",
+	[FTL_RDV_RENDEZVOUS] = "rendezvous",
+	[FTL_RDV_TRAINING] = "training",
+	[FTL_RDV_SPARE] = "hot spare",
+	[FTL_RDV_WAITING_FOR_QUORUM] = "waiting for quorum",
+};
+
+static const char *check_text(const char *s, size_t cap, const char *what_empty, const char *what_long)
+{
+	if (s == NULL || s[0] == '\0')
+		return what_empty;
+	return strnlen(s, cap) >= cap ? what_long : NULL;
+}
+
+static const char *check_options(const ftl_rdv_options *o)
+{
+	const char *why = check_text(o->name, FTL_NAME_MAX, "rendezvous: empty name", "rendezvous: name too long");
+	if (why == NULL)
+		why = check_text(o->data_addr, FTL_ADDR_MAX, "rendezvous: empty data address",
+				 "rendezvous: data address too long");
+	if (why != NULL)
+		return why;
+	if (o->config.min_workers < 1)
+		return "rendezvous: min_workers must be at least 1";
+	if (o->config.max_workers < o->config.min_workers)
+		return "rendezvous: max_workers must be at least min_workers";
+	if (o->config.min_workers > FTL_RDV_MAX_MEMBERS)
+		return "rendezvous: min_workers over FTL_RDV_MAX_MEMBERS (4096)";
+	if (o->config.settle_us < 0)
+		return "rendezvous: settle time must not be negative";
+	if (o->config.ready_interval_us <= 0)
+		return "rendezvous: ready interval must be positive";
+	return NULL;
+}
+
+ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o, const char **err)
+{
+	ftl_rdv *r;
+	if ((*err = check_options(o)) != NULL)
+		return NULL;
+	if ((r = calloc(1, sizeof *r)) == NULL) {
+		*err = "rendezvous: out of memory";
+		return NULL;
+	}
+	ftl_copy_str(r->self.name, o->name, sizeof r->self.name);
+	ftl_copy_str(r->self.data_addr, o->data_addr, sizeof r->self.data_addr);
+	r->self.generation = o->generation;
+	r->cfg = o->config;
+	if (r->cfg.max_workers > FTL_RDV_MAX_MEMBERS)
+		r->cfg.max_workers = FTL_RDV_MAX_MEMBERS;
+	r->blob_cb = o->blob_cb;
+	r->blob_ctx = o->blob_ctx;
+	r->rank = -1;
+	r->self_in_cand = -1;
+	r->next_ready_us = INT64_MAX;
+	r->coord_next_us = INT64_MAX;
+	r->phase = FTL_RDV_NO_VIEW;
+	return r;
+}
+
+void ftl_rdv_delete(ftl_rdv *r)
+{
+	if (r == NULL)
+		return;
+	rdv_proposal_abort(r);
+	rdv_acceptor_reset(&r->acceptor);
+	rdv_view_clear(&r->view);
+	rdv_candidate_free(&r->cand);
+	rdv_peers_free(&r->peers);
+	free(r->left_names);
+	free(r->left);
+	rdv_queues_free(r);
+	free(r);
+}
+
+static ftl_rdv_phase compute_phase(const ftl_rdv *r)
+{
+	if (r->rank >= 0 && r->cand.digest == r->view_members_digest)
+		return FTL_RDV_TRAINING;
+	if (r->view.epoch > 0 && !rdv_candidate_has_quorum(&r->cand))
+		return FTL_RDV_WAITING_FOR_QUORUM;
+	if (r->cand.n < r->cfg.min_workers)
+		return FTL_RDV_NO_VIEW;
+	if (r->self_in_cand < 0)
+		return FTL_RDV_SPARE;
+	return FTL_RDV_RENDEZVOUS;
+}
+
+void rdv_rebuild(ftl_rdv *r)
+{
+	if (rdv_candidate_build(&r->cand, &r->view, r->peers.members, r->peers.n, r->left, r->n_left,
+				r->cfg.max_workers) != 0)
+		r->dropped++; /* out of memory: an empty candidate commits nothing until the next input */
+	r->self_in_cand = rdv_candidate_find(&r->cand, r->self.name, r->self.generation);
+	r->phase = compute_phase(r);
+}
+
+bool rdv_is_coordinator(const ftl_rdv *r)
+{
+	return r->self_in_cand == 0;
+}
+
+bool rdv_has_left(const ftl_rdv *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_left; i++)
+		if (strcmp(r->left[i], name) == 0)
+			return true;
+	return false;
+}
+
+int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
+{
+	if (rdv_view_copy(&r->view, v) != 0)
+		return -1;
+	r->view_digest = rdv_view_digest(&r->view);
+	r->view_members_digest = rdv_members_digest(r->view.members, r->view.n);
+	r->rank = rdv_view_find(&r->view, r->self.name, r->self.generation);
+	r->is_view_new = true;
+	r->max_round = 0;
+	r->sent_candidate = 0;
+	rdv_acceptor_reset(&r->acceptor);
+	rdv_proposal_abort(r);
+	rdv_rebuild(r);
+	return 0;
+}
+
+/* Runs the member and coordinator steps, then whatever we sent ourselves, until nothing is left to do. */
+static void update(ftl_rdv *r, int64_t now_us)
+{
+	rdv_msg m;
+	bool is_busy;
+	do {
+		rdv_ready_step(r, now_us);
+		rdv_coord_step(r, now_us);
+		is_busy = false;
+		while (rdv_inbox_pop(r, &m)) {
+			rdv_handle(r, now_us, &m);
+			rdv_msg_free(&m);
+			is_busy = true;
+		}
+	} while (is_busy);
+}
+
+static int set_left(ftl_rdv *r, const char *const *left, size_t n_left)
+{
+	char (*names)[FTL_NAME_MAX] = malloc((n_left + 1) * sizeof *names);
+	const char **ptrs = malloc((n_left + 1) * sizeof *ptrs);
+	if (names == NULL || ptrs == NULL) {
+		free(names);
+		free(ptrs);
+		return -1;
+	}
+	for (size_t i = 0; i < n_left; i++) {
+		ftl_copy_str(names[i], left[i], FTL_NAME_MAX);
+		ptrs[i] = names[i];
+	}
+	free(r->left_names);
+	free(r->left);
+	r->left_names = names;
+	r->left = ptrs;
+	r->n_left = n_left;
+	return 0;
+}
+
+void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
+			 const char *const *left, size_t n_left)
+{
+	if (n_left > FTL_RDV_MAX_MEMBERS)
+		n_left = FTL_RDV_MAX_MEMBERS;
+	if (rdv_peers_update(&r->peers, now_us, alive, n_alive, &r->self) != 0 || set_left(r, left, n_left) != 0)
+		r->dropped++; /* out of memory: keep the last snapshot */
+	rdv_rebuild(r);
+	update(r, now_us);
+}
+
+void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len)
+{
+	rdv_msg m;
+	const char *err;
+	if (rdv_decode(data, len, &m, &err) != 0) {
+		r->dropped++;
+		return;
+	}
+	if (strcmp(m.from, r->self.name) == 0) {
+		r->dropped++; /* our own name from the network: a reflection, or a stale twin */
+	} else {
+		rdv_handle(r, now_us, &m);
+		update(r, now_us);
+	}
+	rdv_msg_free(&m);
+}
+
+void ftl_rdv_tick(ftl_rdv *r, int64_t now_us)
+{
+	update(r, now_us);
+}
+
+int64_t ftl_rdv_next_deadline(const ftl_rdv *r)
+{
+	return r->next_ready_us < r->coord_next_us ? r->next_ready_us : r->coord_next_us;
+}
+
+bool ftl_rdv_take_new_view(ftl_rdv *r, const ftl_rdv_view **view)
+{
+	if (!r->is_view_new)
+		return false;
+	r->is_view_new = false;
+	*view = &r->view;
+	return true;
+}
+
+const ftl_rdv_view *ftl_rdv_current(const ftl_rdv *r)
+{
+	return &r->view;
+}
+
+int ftl_rdv_rank(const ftl_rdv *r)
+{
+	return r->rank;
+}
+
+ftl_rdv_phase ftl_rdv_get_phase(const ftl_rdv *r)
+{
+	return r->phase;
+}
+
+const char *ftl_rdv_coordinator(const ftl_rdv *r)
+{
+	return r->cand.n > 0 ? r->cand.members[0].name : "";
+}
+
+uint64_t ftl_rdv_dropped(const ftl_rdv *r)
+{
+	return r->dropped;
+}

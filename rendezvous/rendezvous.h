@@ -1,0 +1,135 @@
+/* Rendezvous: from the member list to an ordered view with ranks, as a pure state machine (like
+ * membership/swim.h: the caller passes `now`, hands in the alive members and peers' messages, and takes
+ * out messages to send and views committed; no I/O, no clock).
+ *
+ * The protocol (DESIGN.md, Rendezvous):
+ *  - A view is an epoch and an ordered member list; it changes only by a commit.
+ *  - Candidate: the alive members, ordered so that the current view's survivors keep their relative order
+ *    and joiners follow in join order (smaller generation = started earlier = joined first; ties by name).
+ *    At most max_workers are in it; later members wait as hot spares, and a spare fills a dead member's
+ *    place in the next view at once.
+ *  - Coordinator: the first member of the candidate (the oldest survivor, or the oldest alive member when
+ *    there is no view yet). It becomes rank 0 of the view it commits.
+ *  - Every member sends the coordinator ready(candidate) when its candidate changes, and again every
+ *    ready_interval until it holds a view matching its candidate (timeouts re-propose).
+ *  - The coordinator commits epoch+1 (epoch = the largest it has heard of) when every member of its
+ *    candidate has reported the same candidate, the size is within [min_workers, max_workers], the quorum
+ *    rule holds, and — if the candidate adds members to the current view — the candidate has been stable
+ *    for settle_us (so 4 -> 8 is one change, not four). A candidate that only removes members (deaths and
+ *    leaves) commits without settling: detection already waited. (While joiners settle, a death commits
+ *    the survivors alone at once; the joiners follow.) The coordinator then has the view chosen by Paxos
+ *    among the previous view's members (a strict majority promises, then accepts; rdv_coord.c), so that a
+ *    ready made stale by a partition can never let two sides commit the same epoch.
+ *  - Quorum (no split brain): a new view needs a strict majority of the previous view's members that did
+ *    not leave gracefully. The first view needs min_workers. A side without quorum pauses
+ *    (FTL_RDV_WAITING_FOR_QUORUM) and commits nothing.
+ *  - A dead coordinator is replaced by the next oldest (the candidate changes and so does its head).
+ *  - Any message carries the sender's epoch; a member that hears of a newer view than its own adopts it as
+ *    its previous view (as a joiner if it is not in it) so that the two sides of a healed partition agree.
+ *  - The first view of a cluster starts a lineage (a digest of that view); later views inherit it. Within a
+ *    lineage, views are ordered by epoch and never conflict (each is chosen by Paxos among the previous
+ *    view's members, see rdv_coord.c). Only first views can be made apart (nodes that could not see each
+ *    other, with min_workers met on each side); when such clusters meet, the one with the larger epoch wins,
+ *    then the larger view, and the other's members join it as joiners. The epochs at which a node is a
+ *    member strictly increase; it may adopt a view of the same epoch as its own, as a non-member.
+ *  - Bootstrap data for the comm travels in the commit: every member's data address (tcp) and, when the
+ *    caller provides one, an opaque blob made by the coordinator (the NCCL unique id of the new rank 0). */
+#ifndef FTL_RENDEZVOUS_H
+#define FTL_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "message.h" /* FTL_NAME_MAX, FTL_ADDR_MAX */
+
+#define FTL_RDV_BLOB_MAX 256      /* opaque bootstrap bytes (an NCCL unique id is 128) */
+#define FTL_RDV_MAX_MEMBERS 4096  /* members in one view or candidate; more is refused */
+
+typedef struct ftl_rdv ftl_rdv;
+
+/* One alive member as membership sees it, with the address its comm listens on. */
+typedef struct ftl_rdv_member {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;            /* join order: smaller joined first */
+	char data_addr[FTL_ADDR_MAX];   /* "ip:port" of its comm listener */
+} ftl_rdv_member;
+
+typedef struct ftl_rdv_view {
+	uint64_t epoch;                 /* 0 = no view yet */
+	uint64_t lineage;               /* the cluster it descends from: a digest of its first view (0 = none) */
+	uint32_t n;                     /* world size */
+	ftl_rdv_member *members;        /* [n], by rank: members[0] is rank 0, the coordinator */
+	uint16_t blob_len;
+	uint8_t blob[FTL_RDV_BLOB_MAX];
+} ftl_rdv_view;
+
+typedef enum ftl_rdv_phase {
+	FTL_RDV_NO_VIEW,            /* no view yet, or too few workers (below min_workers) */
+	FTL_RDV_RENDEZVOUS,         /* the candidate differs from the view: agreeing on the next one (the
+				     * current view stays usable until a new one is committed) */
+	FTL_RDV_TRAINING,           /* we hold a view that matches our candidate */
+	FTL_RDV_SPARE,              /* over max_workers: waiting as a hot spare */
+	FTL_RDV_WAITING_FOR_QUORUM, /* the candidate lacks a majority of the previous view: paused */
+	FTL_RDV_PHASE_MAX
+} ftl_rdv_phase;
+
+extern const char *const ftl_rdv_phase_strs[FTL_RDV_PHASE_MAX];
+
+typedef struct ftl_rdv_config {
+	uint32_t min_workers;           /* >= 1 */
+	uint32_t max_workers;           /* >= min_workers */
+	int64_t settle_us;              /* stable time before a view that adds members */
+	int64_t ready_interval_us;      /* resend ready while not in agreement */
+} ftl_rdv_config;
+
+/* Makes the coordinator's blob for a view about to be committed (it will be rank 0); returns its length
+ * (0 for none) or -1 to postpone the commit. May be NULL. */
+typedef int (*ftl_rdv_blob_cb)(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap);
+
+typedef struct ftl_rdv_options {
+	const char *name;
+	uint64_t generation;
+	const char *data_addr;
+	ftl_rdv_config config;
+	ftl_rdv_blob_cb blob_cb;
+	void *blob_ctx;
+} ftl_rdv_options;
+
+/* An encoded message for one member (by name), never ourselves. The caller delivers data[0..len) to that
+ * member's ftl_rdv_receive, reliably or not: the protocol resends. data is read-only: outputs of one
+ * broadcast share it. */
+typedef struct ftl_rdv_output {
+	char to[FTL_NAME_MAX];
+	size_t len;
+	uint8_t *data;                  /* owned by the output; freed by ftl_rdv_output_free */
+} ftl_rdv_output;
+
+ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o, const char **err);
+void ftl_rdv_delete(ftl_rdv *r);
+
+/* The membership snapshot: the alive (and suspect) members, self included, and the names of members
+ * that left gracefully (they do not count against the quorum). Call on every membership change. */
+void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
+			 const char *const *left, size_t n_left);
+/* A message from a peer; malformed input is dropped and counted (ftl_rdv_dropped). */
+void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len);
+void ftl_rdv_tick(ftl_rdv *r, int64_t now_us);
+int64_t ftl_rdv_next_deadline(const ftl_rdv *r);
+
+bool ftl_rdv_next_output(ftl_rdv *r, ftl_rdv_output *out);
+void ftl_rdv_output_free(ftl_rdv_output *out);
+
+/* True once when a new view was committed here (or adopted) since the last call; *view then points to it
+ * (valid until the next call into r). This includes views we are not a member of (ftl_rdv_rank -1: a
+ * spare, or a minority node catching up), which mean: hold no comm. */
+bool ftl_rdv_take_new_view(ftl_rdv *r, const ftl_rdv_view **view);
+/* The current view (epoch 0 when none), our rank in it (-1 when not a member) and the phase. */
+const ftl_rdv_view *ftl_rdv_current(const ftl_rdv *r);
+int ftl_rdv_rank(const ftl_rdv *r);
+ftl_rdv_phase ftl_rdv_get_phase(const ftl_rdv *r);
+/* Who we believe coordinates the next view ("" when nobody). */
+const char *ftl_rdv_coordinator(const ftl_rdv *r);
+uint64_t ftl_rdv_dropped(const ftl_rdv *r);
+
+#endif

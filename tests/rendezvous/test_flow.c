@@ -1,0 +1,216 @@
+/* The ready/commit flow for 1, 2 and 4 members with instant, lossless delivery and no simulator: the first
+ * view waits for the settle time and then has every member in join order with the oldest as rank 0;
+ * take_new_view reports it once; the blob callback's bytes reach every member, and a callback that
+ * postpones delays the commit; bad options and malformed input are refused and counted. */
+#include "rdv_test.h"
+
+#include <stdlib.h>
+
+#define MAX_NODES 4
+#define SETTLE (1 * SEC)
+#define INTERVAL (100 * MS)
+
+typedef struct cluster {
+	ftl_rdv *nodes[MAX_NODES];
+	ftl_rdv_member members[MAX_NODES];
+	int n;
+	int blob_calls;
+	bool is_blob_postponed;
+} cluster;
+
+static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+{
+	cluster *c = ctx;
+	c->blob_calls++;
+	if (c->is_blob_postponed)
+		return -1;
+	memset(blob, 0xab, 16); /* an NCCL unique id would be 128 bytes */
+	blob[0] = (uint8_t)epoch;
+	return 16;
+}
+
+static void cluster_start(cluster *c, int n, bool is_with_blob)
+{
+	memset(c, 0, sizeof *c);
+	c->n = n;
+	for (int i = 0; i < n; i++) {
+		ftl_rdv_member *m = &c->members[i];
+		snprintf(m->name, sizeof m->name, "node-%c", 'd' - i); /* names sort against join order */
+		snprintf(m->data_addr, sizeof m->data_addr, "10.1.0.%d:7000", 9 - i);
+		m->generation = 100 + (uint64_t)i;
+		ftl_rdv_options o = {.name = m->name, .generation = m->generation, .data_addr = m->data_addr,
+				     .config = {.min_workers = 1, .max_workers = 8, .settle_us = SETTLE,
+						.ready_interval_us = INTERVAL},
+				     .blob_cb = is_with_blob ? blob_cb : NULL, .blob_ctx = c};
+		const char *err;
+		c->nodes[i] = ftl_rdv_new(&o, &err);
+		assert_non_null(c->nodes[i]);
+	}
+}
+
+static void cluster_stop(cluster *c)
+{
+	for (int i = 0; i < c->n; i++)
+		ftl_rdv_delete(c->nodes[i]);
+}
+
+static int find(const cluster *c, const char *name)
+{
+	for (int i = 0; i < c->n; i++)
+		if (strcmp(c->members[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+/* Delivers every output at once until the cluster is quiet; returns how many messages went. */
+static int pump(cluster *c, int64_t now)
+{
+	int sent = 0;
+	for (bool is_busy = true; is_busy;) {
+		is_busy = false;
+		for (int i = 0; i < c->n; i++) {
+			ftl_rdv_output out;
+			while (ftl_rdv_next_output(c->nodes[i], &out)) {
+				int to = find(c, out.to);
+				assert_true(to >= 0);
+				ftl_rdv_receive(c->nodes[to], now, out.data, out.len);
+				ftl_rdv_output_free(&out);
+				is_busy = true;
+				sent++;
+			}
+		}
+	}
+	return sent;
+}
+
+static void all_see_all(cluster *c, int64_t now)
+{
+	for (int i = 0; i < c->n; i++)
+		ftl_rdv_set_members(c->nodes[i], now, c->members, (size_t)c->n, NULL, 0);
+	pump(c, now);
+}
+
+static void tick_all(cluster *c, int64_t now)
+{
+	for (int i = 0; i < c->n; i++)
+		ftl_rdv_tick(c->nodes[i], now);
+	pump(c, now);
+}
+
+static void first_view_for(int n)
+{
+	cluster c;
+	const ftl_rdv_view *v;
+	cluster_start(&c, n, false);
+	all_see_all(&c, 0);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(ftl_rdv_current(c.nodes[i])->epoch, 0);
+		assert_int_equal(ftl_rdv_get_phase(c.nodes[i]), FTL_RDV_RENDEZVOUS);
+		assert_string_equal(ftl_rdv_coordinator(c.nodes[i]), "node-d"); /* the oldest, not the first by name */
+		assert_false(ftl_rdv_take_new_view(c.nodes[i], &v));
+	}
+	assert_int_equal(ftl_rdv_next_deadline(c.nodes[0]), SETTLE); /* the coordinator wakes when settled */
+	tick_all(&c, SETTLE - 1);
+	assert_int_equal(ftl_rdv_current(c.nodes[0])->epoch, 0);
+	tick_all(&c, SETTLE);
+	for (int i = 0; i < n; i++) {
+		assert_true(ftl_rdv_take_new_view(c.nodes[i], &v));
+		assert_false(ftl_rdv_take_new_view(c.nodes[i], &v));
+		assert_int_equal(v->epoch, 1);
+		assert_int_equal(v->n, n);
+		for (int k = 0; k < n; k++) { /* join order: generation, whatever the names and addresses say */
+			assert_string_equal(v->members[k].name, c.members[k].name);
+			assert_string_equal(v->members[k].data_addr, c.members[k].data_addr);
+		}
+		assert_int_equal(ftl_rdv_rank(c.nodes[i]), i);
+		assert_int_equal(ftl_rdv_get_phase(c.nodes[i]), FTL_RDV_TRAINING);
+		assert_int_equal(ftl_rdv_next_deadline(c.nodes[i]), INT64_MAX); /* nothing to do: no timers */
+	}
+	/* Quiet while nothing changes. */
+	tick_all(&c, 10 * SEC);
+	assert_int_equal(pump(&c, 10 * SEC), 0);
+	assert_int_equal(ftl_rdv_current(c.nodes[0])->epoch, 1);
+	cluster_stop(&c);
+}
+
+static void test_one_member_commits_its_own_view_after_settling(void **state) { first_view_for(1); }
+static void test_two_members_agree_on_one_view(void **state) { first_view_for(2); }
+static void test_four_members_agree_on_one_view(void **state) { first_view_for(4); }
+
+static void test_every_member_gets_the_coordinators_blob(void **state)
+{
+	cluster c;
+	cluster_start(&c, 4, true);
+	all_see_all(&c, 0);
+	c.is_blob_postponed = true;
+	tick_all(&c, SETTLE);
+	assert_int_equal(ftl_rdv_current(c.nodes[0])->epoch, 0); /* postponed */
+	assert_true(c.blob_calls > 0);
+	c.is_blob_postponed = false;
+	tick_all(&c, SETTLE + INTERVAL);
+	for (int i = 0; i < 4; i++) {
+		const ftl_rdv_view *v = ftl_rdv_current(c.nodes[i]);
+		assert_int_equal(v->epoch, 1);
+		assert_int_equal(v->blob_len, 16);
+		assert_int_equal(v->blob[0], 1);
+		assert_int_equal(v->blob[15], 0xab);
+	}
+	cluster_stop(&c);
+}
+
+static void test_a_death_commits_at_once_and_the_next_oldest_leads(void **state)
+{
+	cluster c;
+	cluster_start(&c, 4, false);
+	all_see_all(&c, 0);
+	tick_all(&c, SETTLE);
+	/* node-d (rank 0) dies: the others see members 1..3 only, and commit at once (no settle). */
+	for (int i = 1; i < 4; i++)
+		ftl_rdv_set_members(c.nodes[i], 2 * SEC, &c.members[1], 3, NULL, 0);
+	pump(&c, 2 * SEC);
+	for (int i = 1; i < 4; i++) {
+		const ftl_rdv_view *v = ftl_rdv_current(c.nodes[i]);
+		assert_int_equal(v->epoch, 2);
+		assert_int_equal(v->n, 3);
+		assert_string_equal(v->members[0].name, "node-c");
+		assert_int_equal(ftl_rdv_rank(c.nodes[i]), i - 1);
+	}
+	cluster_stop(&c);
+}
+
+static void test_bad_options_and_malformed_input_are_refused(void **state)
+{
+	const char *err = NULL;
+	ftl_rdv_options o = {.name = "a", .generation = 1, .data_addr = "h:1",
+			     .config = {.min_workers = 0, .max_workers = 4, .settle_us = 0, .ready_interval_us = 1}};
+	assert_null(ftl_rdv_new(&o, &err));
+	assert_string_equal(err, "rendezvous: min_workers must be at least 1");
+	o.config.min_workers = 5;
+	assert_null(ftl_rdv_new(&o, &err));
+	o.config.min_workers = 1;
+	o.name = "";
+	assert_null(ftl_rdv_new(&o, &err));
+	o.name = "a";
+	ftl_rdv *r = ftl_rdv_new(&o, &err);
+	assert_non_null(r);
+	static const uint8_t junk[] = {0x01, 0xde, 0xff, 0xff};
+	ftl_rdv_receive(r, 0, junk, sizeof junk);
+	ftl_rdv_receive(r, 0, junk, 0);
+	assert_int_equal(ftl_rdv_dropped(r), 2);
+	assert_int_equal(ftl_rdv_get_phase(r), FTL_RDV_NO_VIEW);
+	assert_string_equal(ftl_rdv_coordinator(r), "");
+	ftl_rdv_delete(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_member_commits_its_own_view_after_settling),
+		cmocka_unit_test(test_two_members_agree_on_one_view),
+		cmocka_unit_test(test_four_members_agree_on_one_view),
+		cmocka_unit_test(test_every_member_gets_the_coordinators_blob),
+		cmocka_unit_test(test_a_death_commits_at_once_and_the_next_oldest_leads),
+		cmocka_unit_test(test_bad_options_and_malformed_input_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,224 @@
+/* The quorum rule on the simulator: under random partitions (two or three sides, one-way or two-way, with
+ * joins, crashes and loss on top, cut at random moments, often in the middle of a view change) no two
+ * different views ever hold the same epoch; a minority side pauses and says so; and once the network
+ * heals, everyone converges on one view. */
+#include "rdv_test.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "rng.h"
+
+#define TRIALS 40
+#define EPISODES 3
+
+static void split(rdv_sim *sim, const int *group_of, int n, int groups, bool is_two_way)
+{
+	for (int i = 0; i < n; i++)
+		rdv_sim_set_group(sim, i, group_of[i]);
+	for (int a = 0; a < groups; a++)
+		for (int b = 0; b < groups; b++)
+			if (a != b && (is_two_way || a < b))
+				rdv_sim_block(sim, a, b, true);
+}
+
+/* Prints which side first took each epoch that appeared in [from, to), as "e3 by side 1 (4 members)". */
+static void print_epochs_by_side(const rdv_sim *sim, const int *group_of, int64_t from, int64_t to)
+{
+	int n;
+	const rdv_sim_record *rec = rdv_sim_records(sim, &n);
+	bool any = false;
+	for (int i = 0; i < n; i++) {
+		bool is_first = rec[i].at_us >= from && rec[i].at_us < to;
+		for (int j = 0; j < i && is_first; j++)
+			is_first = rec[j].epoch != rec[i].epoch;
+		if (!is_first)
+			continue;
+		printf(" e%llu by side %d (%u members)", (unsigned long long)rec[i].epoch, group_of[rec[i].node],
+		       rec[i].n);
+		any = true;
+	}
+	if (!any)
+		printf(" no commit");
+}
+
+/* Something else happening while cut: a join, a crash (keeping three up), or nothing. */
+static void disturb(rdv_sim *sim, ftl_rng *rng, int *group_of)
+{
+	uint32_t what = ftl_rng_below(rng, 10);
+	int up = 0;
+	for (int i = 0; i < rdv_sim_size(sim); i++)
+		up += rdv_sim_is_up(sim, i);
+	if (what < 3 && rdv_sim_size(sim) < RDV_SIM_MAX_NODES) {
+		int i = rdv_sim_add_node(sim);
+		group_of[i] = (int)ftl_rng_below(rng, 2);
+		rdv_sim_set_group(sim, i, group_of[i]);
+		printf(" +%s", rdv_sim_name(sim, i));
+	} else if (what < 5 && up > 3) {
+		int i = (int)ftl_rng_below(rng, (uint32_t)rdv_sim_size(sim));
+		if (rdv_sim_is_up(sim, i)) {
+			rdv_sim_crash(sim, i);
+			printf(" x%s", rdv_sim_name(sim, i));
+		}
+	}
+}
+
+/* The newest view any up node holds. */
+static const ftl_rdv_view *newest_view(rdv_sim *sim)
+{
+	const ftl_rdv_view *newest = NULL;
+	for (int i = 0; i < rdv_sim_size(sim); i++)
+		if (rdv_sim_is_up(sim, i) && (newest == NULL || sim_view(sim, i)->epoch > newest->epoch))
+			newest = sim_view(sim, i);
+	return newest;
+}
+
+/* Crashes (not leaves) took half or more of the newest view: no majority can ever answer for it. */
+static bool is_quorum_lost_to_crashes(rdv_sim *sim)
+{
+	const ftl_rdv_view *v = newest_view(sim);
+	uint32_t up = 0;
+	for (uint32_t k = 0; k < v->n; k++)
+		for (int i = 0; i < rdv_sim_size(sim); i++)
+			up += rdv_sim_is_up(sim, i) && strcmp(rdv_sim_name(sim, i), v->members[k].name) == 0 &&
+			      ftl_rdv_rank(rdv_sim_node(sim, i)) >= 0 && sim_view(sim, i)->epoch == v->epoch;
+	return 2 * up <= v->n;
+}
+
+/* After healing: one view for everyone, or, where crashes took the quorum, everyone paused and saying so. */
+static void check_healed(rdv_sim *sim)
+{
+	int64_t took = rdv_sim_run_until_converged(sim, 30 * SEC);
+	const ftl_rdv_view *v = newest_view(sim);
+	if (took >= 0) {
+		printf("  healed: epoch %llu, %u members, converged in %.2f s", (unsigned long long)v->epoch, v->n,
+		       (double)took / SEC);
+	} else {
+		assert_true(is_quorum_lost_to_crashes(sim));
+		for (int i = 0; i < rdv_sim_size(sim); i++)
+			if (rdv_sim_is_up(sim, i))
+				assert_int_equal(ftl_rdv_get_phase(rdv_sim_node(sim, i)), FTL_RDV_WAITING_FOR_QUORUM);
+		printf("  healed: crashes took the quorum of epoch %llu (%u members): every node waits for quorum",
+		       (unsigned long long)v->epoch, v->n);
+	}
+	printf("; %d lineage(s), %d conflicting epochs\n", rdv_sim_lineages(sim), rdv_sim_conflicts(sim));
+}
+
+static void one_trial(int trial, uint64_t seed)
+{
+	ftl_rng rng;
+	ftl_rng_seed(&rng, seed);
+	int n = 3 + (int)ftl_rng_below(&rng, 7);
+	rdv_sim_options o;
+	rdv_sim_options_default(&o, n);
+	o.seed = seed;
+	o.is_quiet = true;
+	o.loss = ftl_rng_below(&rng, 2) ? 0.05 : 0;
+	rdv_sim *sim = sim_start_converged(&o);
+	int group_of[RDV_SIM_MAX_NODES] = {0};
+
+	printf("trial %2d seed %llu: %d nodes, loss %.2f\n", trial, (unsigned long long)seed, n, o.loss);
+	for (int ep = 0; ep < EPISODES; ep++) {
+		int groups = 2 + (int)ftl_rng_below(&rng, 2);
+		bool is_two_way = ftl_rng_below(&rng, 4) != 0;
+		int64_t start = rdv_sim_now(sim);
+		printf("  cut %d (%s):", ep + 1, is_two_way ? "two-way" : "one-way");
+		for (int i = 0; i < rdv_sim_size(sim); i++)
+			group_of[i] = (int)ftl_rng_below(&rng, (uint32_t)groups);
+		for (int g = 0; g < groups; g++) {
+			printf(" {");
+			for (int i = 0; i < rdv_sim_size(sim); i++)
+				if (group_of[i] == g && rdv_sim_is_up(sim, i))
+					printf(" %s", rdv_sim_name(sim, i));
+			printf(" }");
+		}
+		rdv_sim_run_for(sim, (int64_t)ftl_rng_below(&rng, 1500) * MS); /* often mid-change */
+		int64_t cut_at = rdv_sim_now(sim);
+		split(sim, group_of, rdv_sim_size(sim), groups, is_two_way);
+		disturb(sim, &rng, group_of);
+		rdv_sim_run_for(sim, 300 * MS + (int64_t)ftl_rng_below(&rng, 3000) * MS);
+		printf(" -> after %.2f s,", (double)(cut_at - start) / SEC);
+		print_epochs_by_side(sim, group_of, cut_at, rdv_sim_now(sim));
+		printf("\n");
+		rdv_sim_heal(sim);
+	}
+	check_healed(sim);
+	assert_int_equal(rdv_sim_conflicts(sim), 0);
+	rdv_sim_delete(sim);
+}
+
+static void test_quorum_holds_under_every_partition_tried(void **state)
+{
+	const char *env = getenv("FTL_SIM_SEED");
+	uint64_t master = env != NULL ? strtoull(env, NULL, 0) : (uint64_t)time(NULL);
+	ftl_rng rng;
+	printf("partition trials: master seed %llu (replay with FTL_SIM_SEED=%llu; a trial's own seed replays "
+	       "it alone with FTL_SIM_TRIAL_SEED)\n", (unsigned long long)master, (unsigned long long)master);
+	const char *one = getenv("FTL_SIM_TRIAL_SEED");
+	if (one != NULL) {
+		one_trial(0, strtoull(one, NULL, 0));
+		return;
+	}
+	ftl_rng_seed(&rng, master);
+	for (int t = 0; t < TRIALS; t++)
+		one_trial(t, ftl_rng_next(&rng) | 1);
+}
+
+/* w00, w01 on one side, w02..w04 on the other. */
+static rdv_sim *split_two_three(void)
+{
+	rdv_sim_options o;
+	rdv_sim_options_default(&o, 5);
+	rdv_sim *sim = sim_start_converged(&o);
+	const int group_of[] = {0, 0, 1, 1, 1};
+	split(sim, group_of, 5, 2, true);
+	rdv_sim_run_for(sim, 3 * SEC);
+	return sim;
+}
+
+static void test_minority_side_pauses_and_says_so(void **state)
+{
+	rdv_sim *sim = split_two_three();
+	const int majority[] = {2, 3, 4};
+	for (int i = 0; i < 2; i++) {
+		ftl_rdv *r = rdv_sim_node(sim, i);
+		assert_int_equal(ftl_rdv_get_phase(r), FTL_RDV_WAITING_FOR_QUORUM);
+		assert_int_equal(ftl_rdv_current(r)->epoch, 1); /* it committed nothing */
+		printf("%s (minority): phase \"%s\", still at epoch %llu\n", rdv_sim_name(sim, i),
+		       ftl_rdv_phase_strs[ftl_rdv_get_phase(r)], (unsigned long long)ftl_rdv_current(r)->epoch);
+	}
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(ftl_rdv_get_phase(rdv_sim_node(sim, majority[k])), FTL_RDV_TRAINING);
+		assert_view_is(sim, majority[k], majority, 3);
+	}
+	assert_int_equal(sim_view(sim, 2)->epoch, 2);
+	assert_string_equal(ftl_rdv_phase_strs[FTL_RDV_WAITING_FOR_QUORUM], "waiting for quorum");
+	assert_int_equal(rdv_sim_conflicts(sim), 0);
+	rdv_sim_delete(sim);
+}
+
+static void test_healed_partition_converges_to_one_view(void **state)
+{
+	rdv_sim *sim = split_two_three();
+	const int all[] = {2, 3, 4, 0, 1}; /* the majority's view, then the minority as joiners in join order */
+	rdv_sim_heal(sim);
+	int64_t took = rdv_sim_run_until_converged(sim, 10 * SEC);
+	printf("healed 2|3 partition: one view of %u at epoch %llu after %.2f s (settle 1 s)\n", sim_view(sim, 0)->n,
+	       (unsigned long long)sim_view(sim, 0)->epoch, (double)took / SEC);
+	assert_true(took >= 0);
+	for (int i = 0; i < 5; i++)
+		assert_view_is(sim, i, all, 5);
+	assert_int_equal(sim_view(sim, 0)->epoch, 3);
+	assert_int_equal(rdv_sim_conflicts(sim), 0);
+	rdv_sim_delete(sim);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_quorum_holds_under_every_partition_tried),
+		cmocka_unit_test(test_minority_side_pauses_and_says_so),
+		cmocka_unit_test(test_healed_partition_converges_to_one_view),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
