@@ -5,6 +5,7 @@
  * stop) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the loop. */
 #include "agent_internal.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "agent_meta.h"
 #include "log.h"
 #include "run_dir.h"
 
@@ -74,6 +76,8 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 	ftl_log(ev->type == FTL_EVENT_DEAD ? FTL_LOG_WARN : FTL_LOG_INFO, "membership", fields, "member %s",
 		ftl_swim_event_type_strs[ev->type]);
 	ftl_agent_control_event(a, ev);
+	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT)
+		ftl_agent_rdv_member_gone(a, ev->name);
 	if (a->event_cb) {
 		ftl_agent_event out = {
 			.type = (ftl_agent_event_type)ev->type,
@@ -126,8 +130,10 @@ void ftl_agent_flush(ftl_agent *a)
 		hand_out(a, &ev);
 		is_changed = true;
 	}
-	if (is_changed)
+	if (is_changed) {
 		update_counts(a);
+		ftl_agent_rdv_members_changed(a);
+	}
 	check_leave(a);
 	int64_t wait_us = ftl_swim_next_deadline(a->swim) - ftl_agent_now_us(a);
 	if (wait_us < 0)
@@ -165,10 +171,17 @@ static void on_wake(uv_async_t *h)
 	pthread_mutex_lock(&a->lock);
 	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
 	uint8_t meta_buf[FTL_META_MAX];
-	uint16_t meta_len = a->meta_len;
-	memcpy(meta_buf, a->meta, meta_len);
+	uint16_t meta_len = (uint16_t)ftl_meta_pack(a->train.data_addr, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
+	char hints[FTL_MAX_HINTS][FTL_NAME_MAX];
+	int n_hints = a->n_hints;
+	memcpy(hints, a->hints, sizeof(hints));
+	a->n_hints = 0;
 	a->want_leave = a->want_meta = false;
 	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < n_hints; i++)
+		ftl_swim_hint(a->swim, ftl_agent_now_us(a), hints[i]);
+	if (n_hints)
+		ftl_agent_flush(a);
 	if (meta) {
 		ftl_swim_set_meta(a->swim, ftl_agent_now_us(a), meta_buf, meta_len);
 		ftl_agent_flush(a);
@@ -191,6 +204,7 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t len)
 		return NULL;
 	}
 	a->cfg = *cfg;
+	a->train.data_fd = -1;
 	if (ftl_agent_config_resolve(cfg, &a->set, err, len) != 0) {
 		free(a);
 		return NULL;
@@ -231,12 +245,24 @@ static uint64_t wall_us(void)
 
 static int make_swim(ftl_agent *a, char *err, size_t len)
 {
+	uint8_t meta[FTL_META_MAX];
+	size_t meta_len = ftl_meta_pack(a->train.data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
+					sizeof(meta));
+	if (!a->train.data_addr[0]) { /* not training: the metadata is the user's alone */
+		meta_len = strlen(a->cfg.meta);
+		memcpy(meta, a->cfg.meta, meta_len);
+	}
+	if (meta_len == 0 && a->cfg.meta[0]) {
+		snprintf(err, len, "FTL_META is too long to travel with the data address (at most %d bytes together)",
+			 FTL_META_MAX - 1);
+		return -1;
+	}
 	ftl_swim_options o = {
 		.name = a->cfg.name,
 		.generation = a->cfg.generation ? a->cfg.generation : wall_us(),
 		.addr = a->set.advertise,
-		.meta = (const uint8_t *)a->cfg.meta,
-		.meta_len = (uint16_t)strlen(a->cfg.meta),
+		.meta = meta,
+		.meta_len = (uint16_t)meta_len,
 		.config = a->set.swim,
 		.keyring = a->keyring,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
@@ -253,6 +279,11 @@ static int make_swim(ftl_agent *a, char *err, size_t len)
 static void run_loop(void *arg)
 {
 	ftl_agent *a = arg;
+	/* A peer or ftlctl hanging up must not kill the process that embeds us. */
+	sigset_t pipe;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	pthread_mutex_lock(&a->lock);
 	a->is_stopped = true;
@@ -284,6 +315,8 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 		snprintf(err, len, "the agent is already started");
 		return -1;
 	}
+	if (a->train.is_enabled && ftl_agent_data_listen(a, err, len) != 0)
+		return -1;
 	if (make_swim(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
 		return -1;
 	a->is_started = true;
@@ -298,8 +331,13 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	}
 	char cerr[256];
 	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a, cerr, sizeof(cerr));
-	if (!a->control)
-		ftl_log(FTL_LOG_WARN, "control", NULL, "no control socket, ftlctl will not reach this agent: %s", cerr);
+	if (!a->control) {
+		/* Most often a second agent with the same name: a configuration error worth stopping for. */
+		snprintf(err, len, "control socket: %s", cerr);
+		close_all(a);
+		uv_run(&a->loop, UV_RUN_DEFAULT);
+		return -1;
+	}
 	if (a->set.is_insecure)
 		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
 	char fields[1024];
@@ -307,6 +345,11 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 		 a->set.advertise, a->cfg.cluster, a->cfg.profile, a->control_path);
 	ftl_log(FTL_LOG_INFO, "agent", fields, "started");
 	ftl_agent_seeds_start(a);
+	if (a->train.is_enabled && ftl_agent_rdv_start(a, err, len) != 0) {
+		close_all(a);
+		uv_run(&a->loop, UV_RUN_DEFAULT);
+		return -1;
+	}
 	update_counts(a);
 	ftl_agent_flush(a);
 	if (uv_thread_create(&a->thread, run_loop, a) != 0) {
@@ -398,6 +441,8 @@ void ftl_agent_delete(ftl_agent *a)
 	if (!a)
 		return;
 	ftl_agent_stop(a);
+	ftl_agent_rdv_stop(a);
+	ftl_training_free(&a->train);
 	ftl_swim_delete(a->swim);
 	ftl_keyring_delete(a->keyring);
 	pthread_mutex_destroy(&a->lock);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_meta.h"
 #include "log.h"
 
 static json_t *error_reply(const char *msg)
@@ -16,12 +17,19 @@ static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
 {
 	if (strcmp(m->name, ftl_swim_name(a->swim)) == 0)
 		now_us = m->last_heard_us; /* we always hear ourselves */
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:n}", "name", m->name, "addr", m->addr, "status",
+	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "name", m->name, "addr", m->addr, "status",
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
-			      (json_int_t)m->generation, "last_heard_ms",
-			      (json_int_t)((now_us - m->last_heard_us) / 1000), "rank");
-	/* Metadata is opaque bytes; shown as text (invalid UTF-8 is replaced by jansson's refusal: omitted). */
-	json_t *meta = json_stringn((const char *)m->meta, m->meta_len);
+			      (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000));
+	pthread_mutex_lock(&a->lock);
+	int rank = a->train.rdv ? ftl_agent_rank_of(a, m->name) : -1;
+	pthread_mutex_unlock(&a->lock);
+	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
+	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
+	char data_addr[FTL_ADDR_MAX];
+	const uint8_t *user;
+	size_t user_len;
+	ftl_meta_unpack(m->meta, m->meta_len, data_addr, sizeof(data_addr), &user, &user_len);
+	json_t *meta = json_stringn((const char *)user, user_len);
 	if (meta)
 		json_object_set_new(j, "meta", meta);
 	return j;
@@ -76,10 +84,10 @@ static json_t *timing_json(ftl_agent *a)
 static json_t *status_json(ftl_agent *a)
 {
 	ftl_swim *s = a->swim;
-	json_t *j = json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:n, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
+	json_t *j = json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
 			 "cluster", a->cfg.cluster, "profile", a->cfg.profile, "self", "name", ftl_swim_name(s),
 			 "addr", a->set.advertise, "generation", (json_int_t)ftl_swim_generation(s), "incarnation",
-			 (json_int_t)ftl_swim_incarnation(s), "view", "health", ftl_swim_health_score(s), "counts",
+			 (json_int_t)ftl_swim_incarnation(s), "view", ftl_agent_rdv_status(a), "health", ftl_swim_health_score(s), "counts",
 			 "alive", (int)ftl_swim_count(s, FTL_MEMBER_ALIVE), "suspect",
 			 (int)ftl_swim_count(s, FTL_MEMBER_SUSPECT), "dead", (int)ftl_swim_count(s, FTL_MEMBER_DEAD),
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
@@ -142,7 +150,9 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	if (strcmp(cmd, "leave") == 0) {
 		if (ftl_swim_leave_done(a->swim))
 			return json_pack("{s:b}", "ok", 1);
-		a->leave_client = client; /* answered by ftl_agent_control_left */
+		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
+			return error_reply("too many leave requests waiting; try again in a moment");
+		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
 		ftl_log(FTL_LOG_INFO, "agent", NULL, "leaving the cluster (requested over the control socket)");
 		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
@@ -153,10 +163,9 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 
 void ftl_agent_control_left(ftl_agent *a)
 {
-	if (a->control && a->leave_client) {
-		ftl_control_reply(a->control, a->leave_client, json_pack("{s:b}", "ok", 1));
-		a->leave_client = NULL;
-	}
+	for (int i = 0; a->control && i < a->n_leave_clients; i++)
+		ftl_control_reply(a->control, a->leave_clients[i], json_pack("{s:b}", "ok", 1));
+	a->n_leave_clients = 0;
 }
 
 void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)

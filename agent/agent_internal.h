@@ -11,9 +11,13 @@
 #include "config.h"
 #include "control.h"
 #include "swim.h"
+#include "training.h"
 
 #define FTL_TCP_FRAME_MAX (64u << 20) /* a push-pull frame larger than this is refused */
 #define FTL_TCP_TIMEOUT_MS 5000
+#define FTL_FRAME_PUSH_PULL 'P'
+#define FTL_MAX_HINTS 8
+#define FTL_FRAME_RENDEZVOUS 'R'
 
 struct ftl_agent {
 	ftl_agent_config cfg;
@@ -30,7 +34,8 @@ struct ftl_agent {
 	uv_timer_t reseed_timer;
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;
-	ftl_control_client *leave_client; /* a `ftlctl leave` waiting for its reply */
+	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
+	int n_leave_clients;
 	bool is_started;
 	uint8_t recv_buf[65536];
 
@@ -40,6 +45,8 @@ struct ftl_agent {
 	pthread_mutex_t lock;     /* guards what follows */
 	pthread_cond_t changed;
 	bool want_leave;
+	char hints[FTL_MAX_HINTS][FTL_NAME_MAX]; /* peers the comm saw reset: probe them now */
+	int n_hints;
 	bool want_meta;
 	uint16_t meta_len;
 	uint8_t meta[FTL_META_MAX];
@@ -47,6 +54,7 @@ struct ftl_agent {
 	bool has_left;
 	bool is_stopped;
 	ftl_agent_counts counts;
+	ftl_training train;       /* the training side, when ftl_set_training was called */
 };
 
 int64_t ftl_agent_now_us(ftl_agent *a);
@@ -56,6 +64,23 @@ void ftl_agent_flush(ftl_agent *a);
 /* agent_tcp.c */
 int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len);
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join);
+void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len);
+
+/* agent_rdv.c: the rendezvous on the loop thread */
+int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);
+void ftl_agent_rdv_members_changed(ftl_agent *a);
+void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name);
+void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len);
+void ftl_agent_rdv_stop(ftl_agent *a);
+json_t *ftl_agent_rdv_status(ftl_agent *a);
+int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -1 if not */
+
+/* state_sync.c */
+ftl_err ftl_state_sync(ftl_agent *a, int rank);
+
+/* training.c */
+int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len);
+void ftl_training_free(ftl_training *t);
 
 /* agent_seeds.c */
 void ftl_agent_seeds_start(ftl_agent *a);

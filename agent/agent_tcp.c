@@ -1,7 +1,9 @@
-/* Push-pull over TCP: the full-state exchange of joins and anti-entropy. One connection per exchange:
- * the initiator sends its sealed state, the other side merges it and answers with its own, both close.
- * Frames are a 4-byte big-endian length and the sealed frame from ftl_swim_push_pull_encode; a length
- * over FTL_TCP_FRAME_MAX or a connection that takes longer than FTL_TCP_TIMEOUT_MS is dropped. */
+/* TCP between agents: push-pull (the full-state exchange of joins and anti-entropy) and rendezvous
+ * messages. One connection per exchange. Push-pull: the initiator sends its sealed state, the other side
+ * merges it and answers with its own, both close. Rendezvous: one sealed message, then close.
+ * A frame is a 4-byte big-endian length, a kind byte ('P' push-pull, 'R' rendezvous) and the sealed
+ * bytes; a length over FTL_TCP_FRAME_MAX, an unknown kind, or a connection that takes longer than
+ * FTL_TCP_TIMEOUT_MS is dropped. */
 #include "agent_internal.h"
 
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@ typedef struct pp_conn {
 	uv_connect_t connect;
 	uv_write_t write;
 	bool is_initiator;
+	bool is_one_way;       /* a rendezvous message: close once written */
 	bool is_join;
 	bool is_done;
 	int open_handles;
@@ -70,29 +73,34 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 	return c;
 }
 
+static int prepare_frame(pp_conn *c, char kind, const uint8_t *body, size_t len)
+{
+	c->out = malloc(len + 5);
+	if (!c->out)
+		return -1;
+	uint32_t be = htonl((uint32_t)(len + 1));
+	memcpy(c->out, &be, 4);
+	c->out[4] = (uint8_t)kind;
+	memcpy(c->out + 5, body, len);
+	c->out_len = len + 5;
+	return 0;
+}
+
 static int prepare_state(pp_conn *c, bool is_join)
 {
 	uint8_t *frame;
 	size_t len;
 	if (ftl_swim_push_pull_encode(c->a->swim, is_join, &frame, &len) != 0)
 		return -1;
-	c->out = malloc(len + 4);
-	if (!c->out) {
-		free(frame);
-		return -1;
-	}
-	uint32_t be = htonl((uint32_t)len);
-	memcpy(c->out, &be, 4);
-	memcpy(c->out + 4, frame, len);
-	c->out_len = len + 4;
+	int rc = prepare_frame(c, FTL_FRAME_PUSH_PULL, frame, len);
 	free(frame);
-	return 0;
+	return rc;
 }
 
 static void on_written(uv_write_t *w, int status)
 {
 	pp_conn *c = w->data;
-	if (status < 0 || !c->is_initiator)
+	if (status < 0 || !c->is_initiator || c->is_one_way)
 		conn_close(c); /* the answering side is done once its state is out */
 }
 
@@ -120,11 +128,10 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
 
-/* A whole frame has arrived: merge it, then answer (the passive side) or finish (the initiator). */
-static void on_frame(pp_conn *c, const uint8_t *frame, size_t len)
+/* A whole push-pull frame has arrived: merge it, then answer (the passive side) or finish (the initiator). */
+static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
-	uv_read_stop((uv_stream_t *)&c->tcp);
 	bool is_join = false;
 	if (ftl_swim_push_pull_merge(a->swim, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
 		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a push-pull frame from %s (bad key, cluster or format)",
@@ -162,8 +169,19 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	if (c->in_len >= 4 + (size_t)len)
-		on_frame(c, c->in + 4, len);
+	if (c->in_len < 4 + (size_t)len || len < 1)
+		return;
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	uint8_t kind = c->in[4];
+	if (kind == FTL_FRAME_PUSH_PULL) {
+		on_push_pull(c, c->in + 5, len - 1);
+	} else if (kind == FTL_FRAME_RENDEZVOUS && !c->is_initiator) {
+		ftl_agent_rdv_receive(c->a, c->in + 5, len - 1);
+		conn_close(c);
+	} else {
+		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a frame of unknown kind %u from %s", kind, c->peer);
+		conn_close(c);
+	}
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -208,7 +226,15 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	send_state(c);
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	if (!c->is_one_way)
+		uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void dial(pp_conn *c, const struct sockaddr_storage *to)
+{
+	c->connect.data = c;
+	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)to, on_connect) != 0)
+		conn_close(c);
 }
 
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join)
@@ -225,7 +251,22 @@ void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join)
 		conn_close(c);
 		return;
 	}
-	c->connect.data = c;
-	if (uv_tcp_connect(&c->connect, &c->tcp, (struct sockaddr *)&to, on_connect) != 0)
+	dial(c, &to);
+}
+
+void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len)
+{
+	struct sockaddr_storage to;
+	if (ftl_addr_parse_numeric(addr, &to) != 0)
+		return;
+	pp_conn *c = conn_new(a, true);
+	if (!c)
+		return;
+	snprintf(c->peer, sizeof(c->peer), "%s", addr);
+	c->is_one_way = true;
+	if (prepare_frame(c, FTL_FRAME_RENDEZVOUS, sealed, len) != 0) {
 		conn_close(c);
+		return;
+	}
+	dial(c, &to);
 }

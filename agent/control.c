@@ -17,9 +17,9 @@
  * connection blocks SIGPIPE in the thread running the loop (before anything is written to a client);
  * such writes then just fail with EPIPE. Other threads keep their own signal handling.
  *
- * The socket file is chmod-ed to 0600 between bind and listen (no connection is accepted before
- * that), which, unlike umask, does not touch the rest of the process. A run directory created here
- * gets mode 0700. */
+ * The socket file is 0600 from the moment it exists (see bind_private_socket), without touching the
+ * process-wide umask; a run directory created here gets mode 0700. Closing removes the socket file
+ * only if it is still the one this server bound. */
 #include "control.h"
 
 #include <errno.h>
@@ -73,6 +73,8 @@ struct ftl_control {
 	ftl_control_client *clients;
 	unsigned open_handles; /* server plus unclosed clients; the struct is freed at 0 once closing */
 	bool is_closing;
+	dev_t socket_dev; /* identity of the socket file bound, so closing never removes another's */
+	ino_t socket_ino;
 	char path[SOCKET_PATH_MAX];
 };
 
@@ -269,7 +271,7 @@ static void drain_lines(ftl_control_client *client)
 {
 	size_t start = 0;
 	client->is_handling = true;
-	while (!client->is_awaiting && !client->is_closing && !client->is_stream) {
+	while (!client->is_awaiting && !client->is_closing && !client->is_stream && start < client->in_len) {
 		char *newline = memchr(client->in + start, '\n', client->in_len - start);
 		size_t len;
 		if (newline == NULL)
@@ -283,8 +285,10 @@ static void drain_lines(ftl_control_client *client)
 		client->in_len = 0; /* a follower's further input is ignored */
 		return;
 	}
-	memmove(client->in, client->in + start, client->in_len - start);
-	client->in_len -= start;
+	if (start > 0) {
+		memmove(client->in, client->in + start, client->in_len - start);
+		client->in_len -= start;
+	}
 	if (client->in_len > FTL_CONTROL_MAX_LINE && !client->is_awaiting && !client->is_closing) {
 		char message[160];
 		snprintf(message, sizeof message,
@@ -473,21 +477,61 @@ static void server_close_cb(uv_handle_t *handle)
 	control_maybe_free(c);
 }
 
-/* Undoes a half-done start; c is freed by the loop once the server handle has closed. */
-static ftl_control *abandon_start(ftl_control *c, bool is_bound)
+/* Removes the socket file unless it is no longer ours (deleted, and another agent bound the path). */
+static void unlink_own_socket(const ftl_control *c)
 {
-	if (is_bound)
+	struct stat st;
+	if (lstat(c->path, &st) == 0 && st.st_dev == c->socket_dev && st.st_ino == c->socket_ino)
 		unlink(c->path);
+}
+
+/* Undoes a half-done start; c is freed by the loop once the server handle has closed. */
+static ftl_control *abandon_start(ftl_control *c)
+{
+	unlink_own_socket(c);
 	c->is_closing = true;
 	uv_close((uv_handle_t *)&c->server, server_close_cb);
 	return NULL;
+}
+
+/* Binds a socket at c->path that is private from its first moment: on Linux the socket's own mode
+ * before bind becomes the file's mode, and the chmod after bind covers other systems (nothing is
+ * accepted before listen anyway). The socket is bound here rather than by uv_pipe_bind because libuv
+ * unlinks a path it bound when the handle closes, even if the file there is no longer ours. Returns
+ * the socket, or -1 with err filled. */
+static int bind_private_socket(ftl_control *c, char *err, size_t err_len)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	struct stat st;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		snprintf(err, err_len, "cannot create the control socket: %s", strerror(errno));
+		return -1;
+	}
+	memcpy(addr.sun_path, c->path, strlen(c->path) + 1);
+	(void)fchmod(fd, 0600);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+		snprintf(err, err_len, "cannot bind the control socket %s: %s", c->path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (chmod(c->path, 0600) != 0 || lstat(c->path, &st) != 0) {
+		snprintf(err, err_len, "cannot make the control socket %s private (chmod 0600): %s", c->path,
+			 strerror(errno));
+		unlink(c->path);
+		close(fd);
+		return -1;
+	}
+	c->socket_dev = st.st_dev;
+	c->socket_ino = st.st_ino;
+	return fd;
 }
 
 ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
 			       char *err, size_t err_len)
 {
 	ftl_control *c;
-	int rc;
+	int fd, rc;
 
 	if (strlen(path) >= SOCKET_PATH_MAX) {
 		snprintf(err, err_len,
@@ -511,20 +555,19 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 	c->server.data = c;
 	c->open_handles = 1;
 
-	rc = uv_pipe_bind(&c->server, path);
+	fd = bind_private_socket(c, err, err_len);
+	if (fd < 0)
+		return abandon_start(c);
+	rc = uv_pipe_open(&c->server, fd);
 	if (rc != 0) {
-		snprintf(err, err_len, "cannot bind the control socket %s: %s", path, uv_strerror(rc));
-		return abandon_start(c, false);
-	}
-	if (chmod(path, 0600) != 0) {
-		snprintf(err, err_len, "cannot make the control socket %s private (chmod 0600): %s", path,
-			 strerror(errno));
-		return abandon_start(c, true);
+		close(fd);
+		snprintf(err, err_len, "cannot use the control socket %s: %s", path, uv_strerror(rc));
+		return abandon_start(c);
 	}
 	rc = uv_listen((uv_stream_t *)&c->server, LISTEN_BACKLOG, connection_cb);
 	if (rc != 0) {
 		snprintf(err, err_len, "cannot listen on the control socket %s: %s", path, uv_strerror(rc));
-		return abandon_start(c, true);
+		return abandon_start(c);
 	}
 	return c;
 }
@@ -575,7 +618,7 @@ void ftl_control_close(ftl_control *c)
 	if (c == NULL || c->is_closing)
 		return;
 	c->is_closing = true;
-	unlink(c->path);
+	unlink_own_socket(c);
 	uv_close((uv_handle_t *)&c->server, server_close_cb);
 	for (client = c->clients; client != NULL; client = next) {
 		next = client->next;

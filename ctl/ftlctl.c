@@ -65,6 +65,7 @@ typedef struct command {
 	int (*run)(const ctl_options *opts, char **args, int nargs);
 	int min_args, max_args; /* positional arguments after the command */
 	unsigned allowed;       /* OPT_* bits this command accepts */
+	const char *synopsis;   /* its arguments, for a usage error */
 } command;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -283,12 +284,13 @@ static int run_keys(const ctl_options *opts, char **args, int nargs)
 }
 
 static const command commands[] = {
-	{"status", run_status, 0, 0, OPT_JSON},
-	{"members", run_members, 0, 0, OPT_JSON | OPT_STATUS | OPT_NAME_FILTER},
-	{"leave", run_leave, 0, 0, 0},
-	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW},
-	{"keygen", run_keygen, 0, 0, 0},
-	{"keys", run_keys, 1, 2, OPT_JSON},
+	{"status", run_status, 0, 0, OPT_JSON, "status [--json]"},
+	{"members", run_members, 0, 0, OPT_JSON | OPT_STATUS | OPT_NAME_FILTER,
+	 "members [--status S[,S...]] [--name SUBSTR] [--json]"},
+	{"leave", run_leave, 0, 0, 0, "leave"},
+	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
+	{"keygen", run_keygen, 0, 0, 0, "keygen"},
+	{"keys", run_keys, 1, 2, OPT_JSON, "keys list [--json] | keys install|use|remove KEY"},
 };
 
 /* ---- command line ---- */
@@ -347,7 +349,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 		}
 	}
 	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
-		return usage_error("an option given does not apply to `%s`", cmd->name);
+		return usage_error("an option given does not apply to `%s`; usage: ftlctl %s", cmd->name,
+				   cmd->synopsis);
 	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW)))
 		return usage_error("--status and --follow go after the command");
 	return CTL_EXIT_OK;
@@ -386,7 +389,7 @@ int main(int argc, char **argv)
 		return rc < 0 ? CTL_EXIT_OK : rc;
 	nargs = cmd_argc - optind;
 	if (nargs < cmd->min_args || nargs > cmd->max_args)
-		return usage_error("wrong number of arguments for `%s`", cmd->name);
+		return usage_error("wrong number of arguments; usage: ftlctl %s", cmd->synopsis);
 	if (strcmp(cmd->name, "events") == 0 && !(opts.given & OPT_FOLLOW))
 		return usage_error("`events` needs --follow (following is the only mode): `ftlctl events --follow`");
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -75,10 +75,10 @@ static int search_run_dir(const char *run_dir, char *out, size_t out_len)
 				run_dir);
 			return CTL_EXIT_DENIED;
 		}
-		fprintf(stderr, "ftlctl: no agent is running: cannot read the run directory %s (%s);\n"
+		fprintf(stderr, "ftlctl: no agent is running: the run directory %s %s;\n"
 				"  start one with ftl-agent, or point ftlctl at it with --socket PATH, --name NAME, "
 				"--run-dir DIR or FTL_RUN_DIR\n",
-			run_dir, strerror(err));
+			run_dir, err == ENOENT ? "does not exist" : strerror(err));
 		return CTL_EXIT_NO_AGENT;
 	}
 	if (count == 0) {

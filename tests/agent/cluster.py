@@ -63,6 +63,8 @@ class Agent:
 
 
 class Cluster:
+    member_class = Agent  # what add() starts; a subclass may start other programs built on the agent
+
     def __init__(self, agent_bin, ctl_bin, key=None, profile="train"):
         self.agent_bin, self.ctl_bin, self.profile = agent_bin, ctl_bin, profile
         self.dir = tempfile.mkdtemp(prefix="ftl-agent-test-")
@@ -81,7 +83,7 @@ class Cluster:
         if seed or self.seed:
             env["FTL_SEEDS"] = seed or self.seed
         env.update({k: str(v) for k, v in extra.items()})
-        agent = Agent(self, name, port, env, host)
+        agent = self.member_class(self, name, port, env, host)
         if self.seed is None:
             self.seed = agent.addr
         self.agents[name] = agent
@@ -94,7 +96,7 @@ class Cluster:
         if old.is_running():
             old.signal(signal.SIGKILL)
             old.proc.wait()
-        again = Agent(self, name, old.port, old.env)
+        again = self.member_class(self, name, old.port, old.env)
         self.agents[name] = again
         again.start()
         return again

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
@@ -99,8 +100,20 @@ static void test_env_numbers_are_checked(void **state)
 	assert_non_null(strstr(err, "FTL_INSECURE"));
 }
 
+extern char **environ;
+
 int main(void)
 {
+	/* The tests set what they need; whatever FTL_* the caller exported must not leak in. */
+	for (char **e = environ; *e;) {
+		if (strncmp(*e, "FTL_", 4) == 0) {
+			char name[128];
+			snprintf(name, sizeof(name), "%.*s", (int)(strcspn(*e, "=")), *e);
+			unsetenv(name);
+		} else {
+			e++;
+		}
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_split_handles_v4_v6_and_names),
 		cmocka_unit_test(test_addr_numeric_round_trip),

@@ -330,6 +330,16 @@ static void test_close_removes_the_socket_file(void **state)
 	line_client_close(&follower);
 }
 
+static void test_close_leaves_a_socket_file_that_is_not_its_own(void **state)
+{
+	fixture *f = *state;
+	unlink(f->path); /* someone removed ours, and another agent bound the path since */
+	test_dir_make_stale_socket(f->path);
+	fake_agent_stop(f->agent);
+	f->agent = NULL;
+	assert_int_equal(access(f->path, F_OK), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +359,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_socket_file_is_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_second_server_on_a_live_socket_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_removes_the_socket_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_close_leaves_a_socket_file_that_is_not_its_own, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,229 @@
+/* The rendezvous on the agent's loop thread: it feeds the pure state machine (rendezvous/) with the
+ * alive members that can train (those whose metadata carries a data address), carries its messages as
+ * sealed TCP frames, and hands each committed view to the training thread. When a member of the view in
+ * use dies or leaves, or a newer view commits, it aborts the communicator so that a step blocked in a
+ * collective returns at once and ftl_execute moves to the next view. */
+#include "agent_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_meta.h"
+#include "log.h"
+
+static void rdv_flush(ftl_agent *a);
+
+static void on_rdv_timer(uv_timer_t *t)
+{
+	ftl_agent *a = t->data;
+	ftl_rdv_tick(a->train.rdv, ftl_agent_now_us(a));
+	rdv_flush(a);
+}
+
+static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+{
+	ftl_agent *a = ctx;
+	if (a->train.cfg.backend != FTL_COMM_NCCL)
+		return 0;
+	char err[256];
+	if (ftl_comm_nccl_unique_id(blob, cap, err, sizeof(err)) != FTL_OK) {
+		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
+			(unsigned long long)epoch, err);
+		return -1;
+	}
+	return FTL_COMM_NCCL_ID_LEN;
+}
+
+int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len)
+{
+	ftl_training *t = &a->train;
+	ftl_rdv_options o = {
+		.name = a->cfg.name,
+		.generation = ftl_swim_generation(a->swim),
+		.data_addr = t->data_addr,
+		.config = {
+			.min_workers = t->cfg.min_workers,
+			.max_workers = t->cfg.max_workers,
+			.settle_us = t->cfg.settle_ms * 1000,
+			.ready_interval_us = 200 * 1000,
+		},
+		.blob_cb = make_blob,
+		.blob_ctx = a,
+	};
+	const char *rerr;
+	t->rdv = ftl_rdv_new(&o, &rerr);
+	if (!t->rdv) {
+		snprintf(err, len, "rendezvous: %s", rerr);
+		return -1;
+	}
+	uv_timer_init(&a->loop, &t->rdv_timer);
+	t->rdv_timer.data = a;
+	ftl_agent_rdv_members_changed(a);
+	return 0;
+}
+
+void ftl_agent_rdv_stop(ftl_agent *a)
+{
+	ftl_rdv_delete(a->train.rdv);
+	a->train.rdv = NULL;
+}
+
+/* The alive members that train, with their data addresses; the left ones for the quorum rule. */
+void ftl_agent_rdv_members_changed(ftl_agent *a)
+{
+	ftl_training *t = &a->train;
+	if (!t->rdv)
+		return;
+	const ftl_members *ms = ftl_swim_members(a->swim);
+	ftl_rdv_member *alive = calloc(ms->len ? ms->len : 1, sizeof(*alive));
+	const char **left = calloc(ms->len ? ms->len : 1, sizeof(*left));
+	size_t n_alive = 0, n_left = 0;
+	for (uint32_t i = 0; alive && left && i < ms->len; i++) {
+		const ftl_member *m = &ms->arr[i];
+		if (m->state == FTL_MEMBER_LEFT) {
+			left[n_left++] = m->name;
+			continue;
+		}
+		if (m->state != FTL_MEMBER_ALIVE && m->state != FTL_MEMBER_SUSPECT)
+			continue;
+		const uint8_t *user;
+		size_t user_len;
+		ftl_rdv_member *r = &alive[n_alive];
+		ftl_meta_unpack(m->meta, m->meta_len, r->data_addr, sizeof(r->data_addr), &user, &user_len);
+		if (!r->data_addr[0])
+			continue; /* not a training worker */
+		snprintf(r->name, sizeof(r->name), "%s", m->name);
+		r->generation = m->generation;
+		n_alive++;
+	}
+	if (alive && left)
+		ftl_rdv_set_members(t->rdv, ftl_agent_now_us(a), alive, n_alive, left, n_left);
+	free(alive);
+	free(left);
+	rdv_flush(a);
+}
+
+int ftl_agent_rank_of(ftl_agent *a, const char *name)
+{
+	const ftl_view_copy *v = &a->train.view;
+	for (uint32_t i = 0; i < v->n; i++)
+		if (strcmp(v->members[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Aborts the communicator in use, so a blocked collective returns now (loop thread, under the lock). */
+static void abort_comm_locked(ftl_agent *a, const char *why)
+{
+	if (a->train.comm) {
+		ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives of view %llu: %s",
+			(unsigned long long)a->train.comm_epoch, why);
+		ftl_comm_abort(a->train.comm);
+	}
+}
+
+void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->train.comm && ftl_agent_rank_of(a, name) >= 0) {
+		char why[128];
+		snprintf(why, sizeof(why), "member %s of the view is gone", name);
+		abort_comm_locked(a, why);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len)
+{
+	if (!a->train.rdv)
+		return;
+	uint8_t *plain = malloc(len + 1);
+	size_t plain_len;
+	if (plain && ftl_keyring_open(a->keyring, sealed, len, plain, len + 1, &plain_len, NULL) == 0)
+		ftl_rdv_receive(a->train.rdv, ftl_agent_now_us(a), plain, plain_len);
+	else
+		ftl_log(FTL_LOG_WARN, "rendezvous", NULL, "dropped a rendezvous frame that did not open (key or cluster)");
+	free(plain);
+	rdv_flush(a);
+}
+
+static void send_output(ftl_agent *a, const ftl_rdv_output *out)
+{
+	const ftl_member *m = ftl_swim_find(a->swim, out->to);
+	if (!m)
+		return;
+	uint8_t *sealed = malloc(out->len + FTL_KEYRING_OVERHEAD);
+	size_t len;
+	/* Messages to ourselves go over loopback TCP too: simpler than re-entering the state machine here. */
+	if (sealed && ftl_keyring_seal(a->keyring, out->data, out->len, sealed, out->len + FTL_KEYRING_OVERHEAD, &len) == 0)
+		ftl_agent_tcp_send(a, m->addr, sealed, len);
+	free(sealed);
+}
+
+static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
+{
+	ftl_training *t = &a->train;
+	ftl_rdv_member *copy = malloc(v->n * sizeof(*copy));
+	if (!copy)
+		return;
+	memcpy(copy, v->members, v->n * sizeof(*copy));
+	pthread_mutex_lock(&a->lock);
+	free(t->view.members);
+	t->view.members = copy;
+	t->view.epoch = v->epoch;
+	t->view.n = v->n;
+	t->view.blob_len = v->blob_len;
+	memcpy(t->view.blob, v->blob, v->blob_len);
+	abort_comm_locked(a, "a new view was committed");
+	pthread_cond_broadcast(&a->changed);
+	pthread_mutex_unlock(&a->lock);
+	char fields[128];
+	snprintf(fields, sizeof(fields), "epoch=%llu world_size=%u rank=%d", (unsigned long long)v->epoch, v->n,
+		 ftl_rdv_rank(t->rdv));
+	ftl_log(FTL_LOG_INFO, "rendezvous", fields, "view committed, coordinator %s", v->n ? v->members[0].name : "-");
+}
+
+static void rdv_flush(ftl_agent *a)
+{
+	ftl_training *t = &a->train;
+	ftl_rdv_output out;
+	while (ftl_rdv_next_output(t->rdv, &out)) {
+		send_output(a, &out);
+		ftl_rdv_output_free(&out);
+	}
+	const ftl_rdv_view *v;
+	if (ftl_rdv_take_new_view(t->rdv, &v) && ftl_rdv_rank(t->rdv) >= 0)
+		adopt_view(a, v);
+	pthread_mutex_lock(&a->lock);
+	ftl_rdv_phase phase = ftl_rdv_get_phase(t->rdv);
+	if (phase != t->phase)
+		pthread_cond_broadcast(&a->changed);
+	t->phase = phase;
+	snprintf(t->coordinator, sizeof(t->coordinator), "%s", ftl_rdv_coordinator(t->rdv));
+	if (phase == FTL_RDV_NO_VIEW || phase == FTL_RDV_WAITING_FOR_QUORUM) {
+		if (!t->below_min_since_us)
+			t->below_min_since_us = ftl_agent_now_us(a);
+	} else {
+		t->below_min_since_us = 0;
+	}
+	pthread_mutex_unlock(&a->lock);
+	int64_t wait_us = ftl_rdv_next_deadline(t->rdv) - ftl_agent_now_us(a);
+	if (wait_us < 0)
+		wait_us = 0;
+	if (wait_us > 60000000)
+		wait_us = 60000000;
+	uv_timer_start(&t->rdv_timer, on_rdv_timer, (uint64_t)(wait_us + 999) / 1000, 0);
+}
+
+json_t *ftl_agent_rdv_status(ftl_agent *a)
+{
+	ftl_training *t = &a->train;
+	if (!t->rdv)
+		return json_null();
+	pthread_mutex_lock(&a->lock);
+	json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:I, s:i}", "epoch", (json_int_t)t->view.epoch, "phase",
+			      ftl_rdv_phase_strs[t->phase], "coordinator", t->coordinator, "world_size", (int)t->view.n,
+			      "step", (json_int_t)t->status.step, "rank", ftl_agent_rank_of(a, a->cfg.name));
+	pthread_mutex_unlock(&a->lock);
+	return j;
+}

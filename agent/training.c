@@ -1,0 +1,182 @@
+/* Training settings and registration: the FTL_* training variables, the comm (data) listener each worker
+ * keeps across communicators, registered buffers and callbacks, the sampler, and the job status. */
+#include "agent_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "addr.h"
+
+void ftl_training_config_default(ftl_training_config *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->min_workers = 1;
+	t->max_workers = 1024;
+	t->settle_ms = 500;
+	t->max_retries = 10;
+	t->below_min_timeout_ms = 60000;
+	t->collective_timeout_ms = 30000;
+	t->backend = FTL_COMM_TCP;
+}
+
+static int env_num(const char *var, int64_t min, int64_t max, int64_t *out, char *err, size_t len)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return 0;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || end == v || *end || x < min || x > max) {
+		snprintf(err, len, "%s=%s: expected a whole number from %lld to %lld", var, v, (long long)min, (long long)max);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
+{
+	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
+	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
+	if (env_num("FTL_MIN_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &min, err, len) ||
+	    env_num("FTL_MAX_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &max, err, len) ||
+	    env_num("FTL_SETTLE_MS", 0, 600000, &settle, err, len) ||
+	    env_num("FTL_MAX_RETRIES", 0, 1000, &retries, err, len) ||
+	    env_num("FTL_BELOW_MIN_TIMEOUT_MS", 0, 86400000, &below, err, len) ||
+	    env_num("FTL_COLLECTIVE_TIMEOUT_MS", 1, 3600000, &coll, err, len) ||
+	    env_num("FTL_CUDA_DEVICE", 0, 1024, &dev, err, len))
+		return -1;
+	const char *comm = getenv("FTL_COMM");
+	if (comm && strcmp(comm, "tcp") == 0)
+		t->backend = FTL_COMM_TCP;
+	else if (comm && strcmp(comm, "nccl") == 0)
+		t->backend = FTL_COMM_NCCL;
+	else if (comm) {
+		snprintf(err, len, "FTL_COMM=%s: expected tcp or nccl", comm);
+		return -1;
+	}
+	t->min_workers = (uint32_t)min;
+	t->max_workers = (uint32_t)max;
+	t->settle_ms = settle;
+	t->max_retries = (int)retries;
+	t->below_min_timeout_ms = below;
+	t->collective_timeout_ms = (int)coll;
+	t->cuda_device = (int)dev;
+	return 0;
+}
+
+int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t len)
+{
+	if (a->is_started) {
+		snprintf(err, len, "ftl_set_training: call it before ftl_agent_start");
+		return -1;
+	}
+	if (t->min_workers < 1 || t->max_workers < t->min_workers) {
+		snprintf(err, len, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)", t->min_workers,
+			 t->max_workers);
+		return -1;
+	}
+	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL)) {
+		snprintf(err, len, "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
+		return -1;
+	}
+	a->train.cfg = *t;
+	a->train.is_enabled = true;
+	a->train.data_fd = -1;
+	return 0;
+}
+
+/* The comm listener: the advertised IP, a port the kernel picks; kept for the agent's life. */
+int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
+{
+	struct sockaddr_storage ss;
+	ftl_addr_parse_numeric(a->set.advertise, &ss);
+	struct sockaddr_storage bind_ss = a->set.bind;
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&bind_ss)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&bind_ss)->sin6_port = 0;
+	int fd = socket(bind_ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	socklen_t sl = bind_ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(fd, (struct sockaddr *)&bind_ss, sl) != 0 || listen(fd, 128) != 0) {
+		snprintf(err, len, "cannot open the comm listener on %s: %s", a->cfg.bind, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	getsockname(fd, (struct sockaddr *)&bind_ss, &sl);
+	uint16_t port = bind_ss.ss_family == AF_INET ? ((struct sockaddr_in *)&bind_ss)->sin_port
+						      : ((struct sockaddr_in6 *)&bind_ss)->sin6_port;
+	if (ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = port;
+	else
+		((struct sockaddr_in6 *)&ss)->sin6_port = port;
+	ftl_addr_format((struct sockaddr *)&ss, a->train.data_addr, sizeof(a->train.data_addr));
+	a->train.data_fd = fd;
+	return 0;
+}
+
+void ftl_training_free(ftl_training *t)
+{
+	ftl_comm_destroy(t->comm);
+	t->comm = NULL;
+	if (t->data_fd >= 0 && t->is_enabled)
+		close(t->data_fd);
+	free(t->view.members);
+	free(t->indices);
+}
+
+int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
+{
+	ftl_training *t = &a->train;
+	if (t->n_buffers == FTL_MAX_BUFFERS || !name || (!ptr && bytes))
+		return -1;
+	ftl_buffer_reg *b = &t->buffers[t->n_buffers++];
+	snprintf(b->name, sizeof(b->name), "%s", name);
+	b->ptr = ptr;
+	b->bytes = bytes;
+	b->is_device = is_device;
+	return 0;
+}
+
+int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
+{
+	a->train.save = save;
+	a->train.load = load;
+	a->train.cb_ctx = ctx;
+	return 0;
+}
+
+int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
+{
+	ftl_training *t = &a->train;
+	if (dataset_size == 0 || batch_per_rank == 0)
+		return -1;
+	uint64_t *idx = realloc(t->indices, batch_per_rank * sizeof(*idx));
+	if (!idx)
+		return -1;
+	t->indices = idx;
+	t->dataset_size = dataset_size;
+	t->batch_per_rank = batch_per_rank;
+	t->sampler_seed = seed;
+	return 0;
+}
+
+void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
+{
+	pthread_mutex_lock(&a->lock);
+	*out = a->train.status;
+	pthread_mutex_unlock(&a->lock);
+}
+
+const char *ftl_last_error(ftl_agent *a) { return a->train.last_error; }

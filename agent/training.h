@@ -1,0 +1,67 @@
+/* The training side of an agent: the rendezvous instance (loop thread), the view handed to the
+ * training thread, the communicator, the registered state and the sampler position. What both threads
+ * touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
+#ifndef FTL_AGENT_TRAINING_H
+#define FTL_AGENT_TRAINING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "ftl/execute.h"
+#include "rendezvous.h"
+
+#define FTL_MAX_BUFFERS 64
+
+typedef struct ftl_view_copy {
+	uint64_t epoch;                  /* 0: none yet */
+	uint32_t n;
+	ftl_rdv_member *members;         /* [n] by rank, owned */
+	uint16_t blob_len;
+	uint8_t blob[FTL_RDV_BLOB_MAX];
+} ftl_view_copy;
+
+typedef struct ftl_buffer_reg {
+	char name[64];
+	void *ptr;
+	size_t bytes;
+	bool is_device;
+} ftl_buffer_reg;
+
+typedef struct ftl_training {
+	bool is_enabled;                 /* ftl_set_training was called */
+	ftl_training_config cfg;
+	int data_fd;                     /* the comm listener, kept across communicators */
+	char data_addr[FTL_ADDR_MAX];
+
+	/* loop thread */
+	ftl_rdv *rdv;
+	uv_timer_t rdv_timer;
+
+	/* under the agent's lock */
+	ftl_view_copy view;              /* the newest view committed with us in it */
+	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
+	ftl_rdv_phase phase;
+	char coordinator[FTL_NAME_MAX];
+	ftl_job_status status;
+	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
+
+	/* training thread */
+	uint64_t comm_epoch;             /* the view the communicator was built for */
+	uint64_t synced_epoch;           /* the view whose state sync completed */
+	uint64_t step;
+	uint64_t data_epoch;
+	uint64_t sample_pos;
+	ftl_buffer_reg buffers[FTL_MAX_BUFFERS];
+	int n_buffers;
+	ftl_save_cb save;
+	ftl_load_cb load;
+	void *cb_ctx;
+	uint64_t dataset_size;           /* 0 = no sampler */
+	uint32_t batch_per_rank;
+	uint64_t sampler_seed;
+	uint64_t *indices;               /* [batch_per_rank] */
+	char last_error[512];
+} ftl_training;
+
+#endif

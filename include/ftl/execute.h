@@ -1,0 +1,100 @@
+/* Elastic training: ftl_execute runs one training step across the current view, and survives members
+ * dying and joining between (and during) steps without restarting the process.
+ *
+ * What ftl_execute(agent, step, ctx) does:
+ *  1. waits for a committed view that includes this worker (a hot spare waits here until it is needed);
+ *  2. makes sure the communicator matches the view, building it from the view's bootstrap data (the old
+ *     one is torn down off the critical path);
+ *  3. if the view changed since the last successful step, brings every member to rank 0's state by
+ *     broadcast: the registered buffers, the step counter, the sampler position, the save/load bytes;
+ *  4. runs step(ctx, info);
+ *  5. when a collective inside the step fails because a peer is gone (peer lost, timed out, aborted by a
+ *     view change), waits for the next view and runs the step again, up to max_retries times;
+ *  6. on success advances the step counter and the sampler position and returns FTL_OK.
+ * It returns an error when the job cannot continue: fewer than min_workers for longer than
+ * below_min_timeout, retries exhausted, or an error that is not about a peer (the message says which).
+ *
+ * THE STEP CONTRACT: a step may be run more than once for the same step number (after a failure). It must
+ * change the registered state only after every collective of the step returned FTL_OK, and must return
+ * the first error a collective returned. Then a retried step starts from the same state on every rank. */
+#ifndef FTL_EXECUTE_H
+#define FTL_EXECUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/agent.h"
+#include "ftl/ftl.h"
+
+typedef struct ftl_step_info {
+	int rank;                  /* in the current view */
+	int world_size;
+	uint64_t step;             /* steps completed so far by the job (0 for the first) */
+	uint64_t view_epoch;
+	int attempt;               /* 0 the first time this step runs, 1.. on retries */
+	/* The sampler's share of this step for this rank (see ftl_set_sampler): dataset indices, and the
+	 * data epoch and position they were drawn at. n_indices is 0 when no sampler is set. */
+	const uint64_t *indices;
+	size_t n_indices;
+	uint64_t data_epoch;
+	uint64_t sample_pos;
+} ftl_step_info;
+
+typedef ftl_err (*ftl_step_fn)(void *ctx, const ftl_step_info *info);
+
+/* Training settings, also from the environment by ftl_agent_config_from_env (names in brackets). Set
+ * them with ftl_set_training before ftl_agent_start. */
+typedef struct ftl_training_config {
+	uint32_t min_workers;          /* [FTL_MIN_WORKERS] default 1 */
+	uint32_t max_workers;          /* [FTL_MAX_WORKERS] default 1024; more wait as hot spares */
+	int64_t settle_ms;             /* [FTL_SETTLE_MS] joins closer than this make one view change; 500 */
+	int max_retries;               /* [FTL_MAX_RETRIES] per step; default 10 */
+	int64_t below_min_timeout_ms;  /* [FTL_BELOW_MIN_TIMEOUT_MS] give up waiting for workers; 60000 */
+	int collective_timeout_ms;     /* [FTL_COLLECTIVE_TIMEOUT_MS] per collective; default 30000 */
+	ftl_comm_backend backend;      /* [FTL_COMM=tcp|nccl] default tcp */
+	int cuda_device;               /* [FTL_CUDA_DEVICE] nccl only */
+} ftl_training_config;
+
+void ftl_training_config_default(ftl_training_config *t);
+/* Reads FTL_MIN_WORKERS ... from the environment; -1 with a message naming the variable. */
+int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t err_len);
+int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t err_len);
+
+ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
+/* The reason of the last error ftl_execute (or a collective) returned. */
+const char *ftl_last_error(ftl_agent *a);
+
+/* Collectives on the current view's communicator, for use inside a step. */
+ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
+		      ftl_reduce_op op);
+ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
+ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
+ftl_err ftl_barrier(ftl_agent *a);
+
+/* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
+ * backend and device memory with nccl (is_device). Register before the first ftl_execute. */
+int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
+/* Anything else: save writes up to cap bytes and returns how many (or the size needed if larger than
+ * cap, then it is called again with enough room); load gets them back on the other ranks. */
+typedef size_t (*ftl_save_cb)(void *ctx, void *buf, size_t cap);
+typedef void (*ftl_load_cb)(void *ctx, const void *buf, size_t len);
+int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx);
+
+/* The elastic sampler: each data epoch visits a seeded permutation of 0..dataset_size-1; every step
+ * consumes world_size * batch_per_rank positions, rank r taking the r-th slice. The position is job state
+ * (synced and checkpointed), so across a rescale every sample of an epoch is used exactly once. */
+int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
+
+/* Where the job stands, for reports (any thread). */
+typedef struct ftl_job_status {
+	uint64_t step;
+	uint64_t view_epoch;
+	int rank;
+	int world_size;
+	uint64_t views_seen;       /* views this worker trained in */
+	uint64_t retries;          /* steps run again after a failure */
+} ftl_job_status;
+void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
+
+#endif

@@ -1,0 +1,198 @@
+/* Unit tests of the elastic sampler's promises: each data epoch is a permutation of the dataset, epochs and
+ * seeds give different orders, and however the world size changes from step to step, the ranks' slices
+ * cover every sample of an epoch exactly once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler.h"
+
+/* Counts how often each index of [0, m) was produced; fails on an index out of range. */
+typedef struct coverage {
+	uint64_t m;
+	uint32_t *seen;
+} coverage;
+
+static void coverage_init(coverage *c, uint64_t m)
+{
+	c->m = m;
+	c->seen = calloc(m ? m : 1, sizeof(*c->seen));
+	assert_non_null(c->seen);
+}
+
+static void coverage_add(coverage *c, uint64_t index)
+{
+	if (index >= c->m)
+		fail_msg("index %llu out of range [0, %llu)", (unsigned long long)index, (unsigned long long)c->m);
+	c->seen[index]++;
+}
+
+static void assert_each_seen_once(const coverage *c)
+{
+	for (uint64_t i = 0; i < c->m; i++)
+		if (c->seen[i] != 1)
+			fail_msg("index %llu of %llu seen %u times", (unsigned long long)i, (unsigned long long)c->m,
+				 c->seen[i]);
+}
+
+static void assert_permutation(uint64_t m, uint64_t seed, uint64_t epoch)
+{
+	coverage c;
+	coverage_init(&c, m);
+	for (uint64_t i = 0; i < m; i++)
+		coverage_add(&c, ftl_sampler_permute(m, seed, epoch, i));
+	assert_each_seen_once(&c);
+	free(c.seen);
+}
+
+static void test_permute_is_a_bijection_for_many_sizes(void **state)
+{
+	/* Powers of two and their neighbours exercise the domain rounding and the cycle walk; odd bit
+	 * widths exercise the unbalanced halves. */
+	static const uint64_t sizes[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 100, 255, 256, 257, 1000, 1023, 1024,
+					 4097, 65535, 65536, 65537, 100003, 1u << 20};
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+		for (uint64_t epoch = 0; epoch < 3; epoch++)
+			assert_permutation(sizes[k], 42 + k, epoch);
+}
+
+static void test_permute_handles_huge_datasets(void **state)
+{
+	/* No table anywhere: indices near 2^64 are computed directly and stay in range and distinct. */
+	const uint64_t m = UINT64_MAX - 12345;
+	uint64_t seen[64];
+	for (uint64_t k = 0; k < 64; k++) {
+		uint64_t i = m - 1 - k * 0x0123456789abull;
+		seen[k] = ftl_sampler_permute(m, 7, 3, i);
+		assert_true(seen[k] < m);
+		for (uint64_t j = 0; j < k; j++)
+			assert_true(seen[j] != seen[k]);
+	}
+	assert_true(ftl_sampler_permute((1ull << 63) + 1, 1, 1, 1ull << 63) < (1ull << 63) + 1);
+}
+
+/* How many of the first n positions two orders place differently. */
+static uint64_t positions_that_differ(uint64_t m, uint64_t seed_a, uint64_t epoch_a, uint64_t seed_b,
+				      uint64_t epoch_b)
+{
+	uint64_t differ = 0;
+	for (uint64_t i = 0; i < m; i++)
+		differ += ftl_sampler_permute(m, seed_a, epoch_a, i) != ftl_sampler_permute(m, seed_b, epoch_b, i);
+	return differ;
+}
+
+static void test_epochs_and_seeds_give_different_orders(void **state)
+{
+	const uint64_t m = 1000;
+	/* Two independent random permutations agree at about one position; demand most differ. */
+	assert_true(positions_that_differ(m, 1, 0, 1, 1) > m * 9 / 10);
+	assert_true(positions_that_differ(m, 1, 0, 2, 0) > m * 9 / 10);
+	assert_true(positions_that_differ(m, 1, 5, 1, 6) > m * 9 / 10);
+	/* Same (seed, epoch): the same order on every worker, every time. */
+	assert_int_equal(positions_that_differ(m, 9, 4, 9, 4), 0);
+	/* Small datasets get shuffled too (the domain has at least 4 elements). */
+	bool any_moved = false;
+	for (uint64_t epoch = 0; epoch < 8 && !any_moved; epoch++)
+		any_moved = ftl_sampler_permute(2, 3, epoch, 0) != 0;
+	assert_true(any_moved);
+}
+
+static void test_permutation_is_not_near_identity(void **state)
+{
+	/* A shuffle for training: neighbours in position should land far apart in the dataset. */
+	const uint64_t m = 50000;
+	uint64_t close = 0;
+	for (uint64_t i = 0; i + 1 < m; i++) {
+		uint64_t a = ftl_sampler_permute(m, 11, 0, i), b = ftl_sampler_permute(m, 11, 0, i + 1);
+		close += (a > b ? a - b : b - a) < 100;
+	}
+	/* For a random permutation about 2 * 100 / m of pairs are that close: ~200 of 50,000. */
+	assert_true(close < 1000);
+}
+
+static void test_slice_takes_the_ranks_positions_and_clips_at_the_end(void **state)
+{
+	const uint64_t m = 10, seed = 5, epoch = 2;
+	uint64_t out[4];
+	/* pos 4, b 4: rank 0 takes positions 4..7, rank 1 takes 8..9, rank 2 takes none. */
+	assert_int_equal(ftl_sampler_slice(m, seed, epoch, 4, 0, 4, out), 4);
+	for (uint64_t k = 0; k < 4; k++)
+		assert_int_equal(out[k], ftl_sampler_permute(m, seed, epoch, 4 + k));
+	assert_int_equal(ftl_sampler_slice(m, seed, epoch, 4, 1, 4, out), 2);
+	assert_int_equal(out[0], ftl_sampler_permute(m, seed, epoch, 8));
+	assert_int_equal(out[1], ftl_sampler_permute(m, seed, epoch, 9));
+	assert_int_equal(ftl_sampler_slice(m, seed, epoch, 4, 2, 4, out), 0);
+	assert_int_equal(ftl_sampler_slice(m, seed, epoch, 10, 0, 4, out), 0);
+	assert_int_equal(ftl_sampler_slice(m, seed, epoch, 0, -1, 4, out), 0);
+}
+
+static void test_advance_moves_by_the_global_batch_clipped_at_the_end(void **state)
+{
+	assert_int_equal(ftl_sampler_advance(100, 0, 4, 8), 32);
+	assert_int_equal(ftl_sampler_advance(100, 90, 4, 8), 10);
+	assert_int_equal(ftl_sampler_advance(100, 100, 4, 8), 0);
+	assert_int_equal(ftl_sampler_advance(100, 0, 0, 8), 0);
+}
+
+/* Runs whole data epochs, the world size changing between steps as in a job with kills and joins, and
+ * checks that within each epoch the union of every rank's slices is every index exactly once. */
+static void run_epochs_with_changing_world(uint64_t m, uint32_t b, const int *worlds, size_t n_worlds,
+					   uint64_t seed, int epochs)
+{
+	uint64_t *slice = malloc(b * sizeof(*slice));
+	assert_non_null(slice);
+	size_t step = 0;
+	for (int epoch = 0; epoch < epochs; epoch++) {
+		coverage c;
+		coverage_init(&c, m);
+		uint64_t pos = 0;
+		while (pos < m) {
+			int world = worlds[step++ % n_worlds];
+			size_t taken = 0;
+			for (int rank = 0; rank < world; rank++) {
+				size_t n = ftl_sampler_slice(m, seed, (uint64_t)epoch, pos, rank, b, slice);
+				for (size_t k = 0; k < n; k++)
+					coverage_add(&c, slice[k]);
+				taken += n;
+			}
+			uint64_t advance = ftl_sampler_advance(m, pos, world, b);
+			assert_int_equal(taken, advance);
+			assert_true(advance > 0);
+			pos += advance;
+		}
+		assert_int_equal(pos, m);
+		assert_each_seen_once(&c);
+		free(c.seen);
+	}
+	free(slice);
+}
+
+static void test_changing_world_size_covers_every_index_exactly_once(void **state)
+{
+	static const int worlds[] = {4, 4, 3, 3, 5, 2, 1, 7, 4, 6};
+	const size_t n_worlds = sizeof(worlds) / sizeof(worlds[0]);
+	run_epochs_with_changing_world(1000, 16, worlds, n_worlds, 1, 3);
+	run_epochs_with_changing_world(65537, 64, worlds, n_worlds, 2, 2);
+	run_epochs_with_changing_world(7, 3, worlds, n_worlds, 3, 4); /* epochs shorter than one step */
+	static const int shrink_to_one[] = {8, 1};
+	run_epochs_with_changing_world(999, 5, shrink_to_one, 2, 4, 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_permute_is_a_bijection_for_many_sizes),
+		cmocka_unit_test(test_permute_handles_huge_datasets),
+		cmocka_unit_test(test_epochs_and_seeds_give_different_orders),
+		cmocka_unit_test(test_permutation_is_not_near_identity),
+		cmocka_unit_test(test_slice_takes_the_ranks_positions_and_clips_at_the_end),
+		cmocka_unit_test(test_advance_moves_by_the_global_batch_clipped_at_the_end),
+		cmocka_unit_test(test_changing_world_size_covers_every_index_exactly_once),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
