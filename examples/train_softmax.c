@@ -1,0 +1,343 @@
+/* train_softmax: data-parallel training with ftl, the program to copy.
+ *
+ * Every worker runs this same program; ftl finds the others (gossip), agrees on a view with ranks, and
+ * keeps the job going when workers die or join. The program's side of the deal:
+ *  - every worker has the same data (here it is generated from a fixed seed) and starts from the same
+ *    parameters (zeros); the parameters and the optimizer state are registered with ftl, which copies
+ *    rank 0's to every member after each view change, so a joiner starts where the job is;
+ *  - the elastic sampler hands each rank its slice of the data epoch in info->indices, so across
+ *    rescales every sample of an epoch is used exactly once;
+ *  - a step computes the gradient over its slice, adds the gradients (and the loss and counts) of all
+ *    ranks with one allreduce, and only then applies the update, the same on every rank (the step
+ *    contract of ftl/execute.h: if the allreduce fails because a peer died, nothing was changed and
+ *    ftl_execute runs the step again on the next view).
+ *
+ * Settings come from the environment: the agent's and the job's FTL_* (ftl/agent.h, ftl/execute.h), and
+ *   FTL_STEPS          steps to train (300)
+ *   FTL_BATCH          samples per rank per step (32)
+ *   FTL_DATA_SIZE      training samples (40000); a test split of a fifth of that is held out
+ *   FTL_STEP_SLEEP_MS  extra time per step, standing in for a real model's compute (0)
+ *   FTL_LOG_INDICES=1  also log the dataset indices of every step attempt
+ *
+ * Output, one JSON object per line on stdout:
+ *   after every completed step:
+ *     {"worker","step","rank","world","epoch","samples","loss","accuracy","digest","t"}
+ *     epoch is the view epoch; loss and accuracy are over the step's global batch of `samples`; digest is
+ *     a BLAKE2b hash of the parameters and optimizer state (equal on every rank after every step);
+ *     t is the wall clock in seconds.
+ *   with FTL_LOG_INDICES=1, every time a step is attempted, before its allreduce:
+ *     {"worker","step","data_epoch","epoch","rank","attempt","pos","indices":[...]}
+ *     A step attempt may fail and run again on a new view, so these lines alone count samples twice:
+ *     the samples the job used in step S are the indices of the attempts of S in the view epoch of the
+ *     step line that reports S (the latest, if several do).
+ *   at the end: {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"}
+ * SIGTERM or SIGINT: the worker finishes its step, leaves the cluster gracefully and exits 0, so the
+ * others go on at once instead of waiting to detect a failure. Exit 1 when training cannot go on, 2 for
+ * a bad setting. */
+#include <errno.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ftl/agent.h>
+#include <ftl/execute.h>
+#include <ftl/ftl.h>
+
+#include "dataset.h"
+#include "softmax.h"
+
+enum { DIM = 32, CLASSES = 10 };
+static const uint64_t DATA_SEED = 20240501;    /* the same on every worker: the same dataset */
+static const uint64_t SAMPLER_SEED = 7;        /* the same on every worker: the same epoch orders */
+static const float LEARNING_RATE = 0.01f;
+static const float MOMENTUM = 0.9f;
+
+/* What the allreduce adds up after the gradient: the step's statistics, in the same float buffer. */
+enum { STAT_LOSS, STAT_CORRECT, STAT_SAMPLES, N_STATS };
+
+typedef struct settings {
+	uint64_t steps;
+	uint32_t batch_per_rank;
+	uint64_t data_size;
+	uint64_t step_sleep_ms;
+	bool is_logging_indices;
+} settings;
+
+/* The outcome of the step's last (successful) run, printed once ftl_execute returned. */
+typedef struct step_result {
+	ftl_step_info info; /* indices not kept */
+	float samples;
+	double loss;
+	double accuracy;
+} step_result;
+
+typedef struct trainer {
+	ftl_agent *agent;
+	const char *name;
+	settings cfg;
+	dataset train, test;
+	size_t n_params;
+	float *params;    /* registered with ftl as "params" */
+	float *velocity;  /* registered as "momentum": optimizer state is job state too */
+	float *reduce;    /* [n_params + N_STATS]: gradient sum, then the statistics */
+	step_result last;
+} trainer;
+
+static uint64_t env_number(const char *var, uint64_t fallback, uint64_t min, uint64_t max)
+{
+	const char *v = getenv(var);
+	if (!v || !*v)
+		return fallback;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || x < min || x > max) {
+		fprintf(stderr, "train_softmax: %s=%s: expected a whole number from %llu to %llu\n", var, v,
+			(unsigned long long)min, (unsigned long long)max);
+		exit(2);
+	}
+	return x;
+}
+
+static void settings_from_env(settings *s)
+{
+	s->steps = env_number("FTL_STEPS", 300, 1, UINT32_MAX);
+	s->batch_per_rank = (uint32_t)env_number("FTL_BATCH", 32, 1, 65536);
+	s->data_size = env_number("FTL_DATA_SIZE", 40000, 100, 10000000);
+	s->step_sleep_ms = env_number("FTL_STEP_SLEEP_MS", 0, 0, 60000);
+	s->is_logging_indices = env_number("FTL_LOG_INDICES", 0, 0, 1) == 1;
+}
+
+static double wall_clock_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* 16 hex digits of a BLAKE2b hash of the parameters and the optimizer state. */
+static void state_digest(const trainer *t, char hex[17])
+{
+	unsigned char hash[crypto_generichash_BYTES_MIN];
+	crypto_generichash_state st;
+	crypto_generichash_init(&st, NULL, 0, sizeof(hash));
+	crypto_generichash_update(&st, (const unsigned char *)t->params, t->n_params * sizeof(float));
+	crypto_generichash_update(&st, (const unsigned char *)t->velocity, t->n_params * sizeof(float));
+	crypto_generichash_final(&st, hash, sizeof(hash));
+	sodium_bin2hex(hex, 17, hash, 8);
+}
+
+static void print_indices(const trainer *t, const ftl_step_info *info)
+{
+	printf("{\"worker\":\"%s\",\"step\":%llu,\"data_epoch\":%llu,\"epoch\":%llu,\"rank\":%d,\"attempt\":%d,"
+	       "\"pos\":%llu,\"indices\":[", t->name, (unsigned long long)info->step,
+	       (unsigned long long)info->data_epoch, (unsigned long long)info->view_epoch, info->rank,
+	       info->attempt, (unsigned long long)info->sample_pos);
+	for (size_t k = 0; k < info->n_indices; k++)
+		printf(k ? ",%llu" : "%llu", (unsigned long long)info->indices[k]);
+	printf("]}\n");
+	fflush(stdout);
+}
+
+/* One training step (ftl_step_fn). Registered state changes only after the allreduce succeeded. */
+static ftl_err train_step(void *ctx, const ftl_step_info *info)
+{
+	trainer *t = ctx;
+	size_t np = t->n_params;
+	if (t->cfg.is_logging_indices)
+		print_indices(t, info); /* before the allreduce: a rank that dies in it has still logged */
+
+	memset(t->reduce, 0, (np + N_STATS) * sizeof(float));
+	softmax_sums sums = {0};
+	softmax_accumulate(t->params, &t->train, info->indices, info->n_indices, t->reduce, &sums);
+	t->reduce[np + STAT_LOSS] = (float)sums.loss;
+	t->reduce[np + STAT_CORRECT] = (float)sums.correct;
+	t->reduce[np + STAT_SAMPLES] = (float)info->n_indices;
+	if (t->cfg.step_sleep_ms)
+		sleep_ms(t->cfg.step_sleep_ms);
+
+	ftl_err err = ftl_allreduce(t->agent, t->reduce, t->reduce, np + N_STATS, FTL_F32, FTL_SUM);
+	if (err)
+		return err; /* nothing changed: ftl_execute may run this step again on a new view */
+
+	/* Every rank now holds the same sums, so every rank makes the same update. */
+	float samples = t->reduce[np + STAT_SAMPLES];
+	if (samples > 0) {
+		for (size_t k = 0; k < np; k++)
+			t->reduce[k] /= samples;
+		sgd_momentum_update(t->params, t->velocity, t->reduce, np, LEARNING_RATE, MOMENTUM);
+	}
+	t->last = (step_result){
+		.info = *info,
+		.samples = samples,
+		.loss = samples > 0 ? t->reduce[np + STAT_LOSS] / samples : 0,
+		.accuracy = samples > 0 ? t->reduce[np + STAT_CORRECT] / samples : 0,
+	};
+	t->last.info.indices = NULL;
+	return FTL_OK;
+}
+
+/* The job's last step (ftl_step_fn): wait until every rank has finished training. A worker that leaves
+ * aborts the collectives its view is still running, so without this one that finished its last step
+ * first could abort that step on a slower rank, which would then run it again without it. Changes no
+ * state, so running it again after a failure is harmless. */
+static ftl_err finish_step(void *ctx, const ftl_step_info *info)
+{
+	trainer *t = ctx;
+	return ftl_barrier(t->agent);
+}
+
+static void print_step(const trainer *t)
+{
+	const step_result *r = &t->last;
+	char digest[17];
+	state_digest(t, digest);
+	printf("{\"worker\":\"%s\",\"step\":%llu,\"rank\":%d,\"world\":%d,\"epoch\":%llu,\"samples\":%.0f,"
+	       "\"loss\":%.6f,\"accuracy\":%.6f,\"digest\":\"%s\",\"t\":%.3f}\n",
+	       t->name, (unsigned long long)r->info.step, r->info.rank, r->info.world_size,
+	       (unsigned long long)r->info.view_epoch, r->samples, r->loss, r->accuracy, digest, wall_clock_s());
+	fflush(stdout);
+}
+
+static void print_final(const trainer *t, uint64_t steps)
+{
+	double loss, accuracy;
+	char digest[17];
+	softmax_evaluate(t->params, &t->test, &loss, &accuracy);
+	state_digest(t, digest);
+	printf("{\"worker\":\"%s\",\"final\":true,\"steps\":%llu,\"test_loss\":%.6f,\"test_accuracy\":%.6f,"
+	       "\"digest\":\"%s\",\"t\":%.3f}\n",
+	       t->name, (unsigned long long)steps, loss, accuracy, digest, wall_clock_s());
+	fflush(stdout);
+}
+
+static int trainer_init(trainer *t)
+{
+	settings_from_env(&t->cfg);
+	if (dataset_generate(&t->train, &t->test, t->cfg.data_size, t->cfg.data_size / 5, DIM, CLASSES,
+			     DATA_SEED) != 0)
+		return -1;
+	t->n_params = softmax_param_count(DIM, CLASSES);
+	t->params = calloc(t->n_params, sizeof(float));
+	t->velocity = calloc(t->n_params, sizeof(float));
+	t->reduce = calloc(t->n_params + N_STATS, sizeof(float));
+	return t->params && t->velocity && t->reduce ? 0 : -1;
+}
+
+/* Makes the agent and tells it about the job: its settings, its state, its data. */
+static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
+{
+	char err[512];
+	ftl_training_config training;
+	ftl_agent_config_default(cfg);
+	ftl_training_config_default(&training);
+	if (ftl_agent_config_from_env(cfg, err, sizeof(err)) != 0 ||
+	    ftl_training_config_from_env(&training, err, sizeof(err)) != 0) {
+		fprintf(stderr, "train_softmax: %s\n", err);
+		exit(2);
+	}
+	ftl_agent *a = ftl_agent_new(cfg, err, sizeof(err));
+	if (!a) {
+		fprintf(stderr, "train_softmax: %s\n", err);
+		exit(2);
+	}
+	if (ftl_set_training(a, &training, err, sizeof(err)) != 0) {
+		fprintf(stderr, "train_softmax: %s\n", err);
+		exit(2);
+	}
+	if (ftl_register_buffer(a, "params", t->params, t->n_params * sizeof(float), false) != 0 ||
+	    ftl_register_buffer(a, "momentum", t->velocity, t->n_params * sizeof(float), false) != 0 ||
+	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
+		fprintf(stderr, "train_softmax: registering the state or the sampler failed\n");
+		exit(2);
+	}
+	return a;
+}
+
+/* SIGTERM and SIGINT are blocked in every thread (the agent's threads inherit the mask) and picked up
+ * between steps, so a stop never interrupts a step half way. */
+static void block_stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static bool is_stop_requested(const sigset_t *set)
+{
+	struct timespec now = {0, 0};
+	int sig = sigtimedwait(set, NULL, &now);
+	return sig == SIGTERM || sig == SIGINT;
+}
+
+/* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done or stopped by a
+ * signal (then this worker has left), 1 when training cannot go on. */
+static int train(trainer *t, const sigset_t *stop_signals)
+{
+	ftl_job_status job;
+	for (ftl_get_job_status(t->agent, &job); job.step < t->cfg.steps; ftl_get_job_status(t->agent, &job)) {
+		if (is_stop_requested(stop_signals)) {
+			fprintf(stderr, "train_softmax: %s: stopping after step %llu: leaving the job\n", t->name,
+				(unsigned long long)job.step);
+			ftl_agent_leave(t->agent, 5000);
+			return 0;
+		}
+		if (ftl_execute(t->agent, train_step, t) != FTL_OK) {
+			fprintf(stderr, "train_softmax: %s: %s\n", t->name, ftl_last_error(t->agent));
+			return 1;
+		}
+		print_step(t);
+	}
+	uint64_t steps_done = job.step;
+	if (ftl_execute(t->agent, finish_step, t) != FTL_OK)
+		fprintf(stderr, "train_softmax: %s: finishing: %s\n", t->name, ftl_last_error(t->agent));
+	print_final(t, steps_done);
+	ftl_agent_leave(t->agent, 5000);
+	return 0;
+}
+
+static void trainer_free(trainer *t)
+{
+	ftl_agent_delete(t->agent); /* stops it first */
+	dataset_free(&t->train);
+	dataset_free(&t->test);
+	free(t->params);
+	free(t->velocity);
+	free(t->reduce);
+}
+
+int main(void)
+{
+	trainer t = {0};
+	ftl_agent_config cfg;
+	if (sodium_init() < 0 || trainer_init(&t) != 0) {
+		fprintf(stderr, "train_softmax: out of memory\n");
+		trainer_free(&t);
+		return 1;
+	}
+	t.agent = agent_for(&t, &cfg);
+	t.name = cfg.name;
+	sigset_t stop_signals;
+	block_stop_signals(&stop_signals);
+	char err[512];
+	int status = 1;
+	if (ftl_agent_start(t.agent, err, sizeof(err)) == 0)
+		status = train(&t, &stop_signals);
+	else
+		fprintf(stderr, "train_softmax: %s\n", err);
+	trainer_free(&t);
+	return status;
+}
