@@ -171,6 +171,7 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 	free(t->view.members);
 	t->view.members = copy;
 	t->view.epoch = v->epoch;
+	t->view.lineage = v->lineage;
 	t->view.n = v->n;
 	t->view.blob_len = v->blob_len;
 	memcpy(t->view.blob, v->blob, v->blob_len);

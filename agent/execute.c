@@ -42,6 +42,7 @@ static bool is_peer_error(ftl_err e) { return e == FTL_ERR_PEER_LOST || e == FTL
 /* A copy of the view the training thread works in. */
 typedef struct work_view {
 	uint64_t epoch;
+	uint64_t lineage;
 	int rank;
 	uint32_t n;
 	ftl_rdv_member *members;
@@ -78,6 +79,7 @@ static ftl_err wait_for_view(ftl_agent *a, uint64_t min_epoch, uint64_t fallback
 			}
 			memcpy(w->members, t->view.members, t->view.n * sizeof(*w->members));
 			w->epoch = t->view.epoch;
+			w->lineage = t->view.lineage;
 			w->n = t->view.n;
 			w->rank = rank;
 			w->blob_len = t->view.blob_len;
@@ -137,7 +139,8 @@ static ftl_err build_comm(ftl_agent *a, const work_view *w)
 	cfg.backend = t->cfg.backend;
 	cfg.rank = w->rank;
 	cfg.world_size = (int)w->n;
-	cfg.comm_id = w->epoch;
+	/* Epochs are unique within a lineage only: two clusters that formed apart and merged may share one. */
+	cfg.comm_id = w->epoch ^ (w->lineage * 0x9e3779b97f4a7c15ULL);
 	cfg.listen_fd = t->data_fd;
 	cfg.timeout_ms = t->cfg.collective_timeout_ms;
 	cfg.connect_timeout_ms = cfg.backend == FTL_COMM_TCP ? TCP_CONNECT_TIMEOUT_MS : NCCL_CONNECT_TIMEOUT_MS;

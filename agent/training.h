@@ -15,6 +15,7 @@
 
 typedef struct ftl_view_copy {
 	uint64_t epoch;                  /* 0: none yet */
+	uint64_t lineage;                /* the cluster history it belongs to (epochs repeat across lineages) */
 	uint32_t n;
 	ftl_rdv_member *members;         /* [n] by rank, owned */
 	uint16_t blob_len;

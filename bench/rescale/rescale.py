@@ -1,0 +1,121 @@
+"""bench/rescale: how fast an elastic job recovers, on loopback with real processes (issue 5).
+
+1. kill -9 of one worker -> first completed step in the new view, at N = 4 and 8 (train profile), split
+   into detection (kill -> the last survivor marks it dead), agreement (-> the last survivor has the new
+   view), comm build, state sync and the first step; each milestone is the moment the LAST survivor
+   reached it, read from the workers' structured logs and JSON lines.
+2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state.
+Prints one JSON line per figure (medians over --runs). Usage:
+  python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl"""
+
+import argparse
+import datetime
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "agent"))
+from workers import TrainingJob  # noqa: E402
+
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
+
+
+def log_events(worker, pattern):
+    """Times (epoch seconds) of the worker's log lines matching pattern, with the match."""
+    out = []
+    with open(worker.log, errors="replace") as f:
+        for line in f:
+            m = re.search(pattern, line)
+            t = LOG_TIME.match(line)
+            if m and t:
+                when = datetime.datetime.fromisoformat(t.group(1)).replace(tzinfo=datetime.timezone.utc)
+                out.append((when.timestamp(), m))
+    return out
+
+
+def first_after(events, t0, pred=lambda m: True):
+    times = [t for t, m in events if t >= t0 - 0.002 and pred(m)]
+    return min(times) if times else None
+
+
+def one_kill(args, n):
+    job = TrainingJob(args.train, args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=2, FTL_LOG_LEVEL="info")
+    try:
+        for i in range(n):
+            job.add(f"w{i}")
+        job.wait_step(30, 60)
+        epoch0 = max(r["epoch"] for r in job.records() if "epoch" in r)
+        victim = random.choice([w for w in job.workers()])
+        survivors = [w for w in job.workers() if w is not victim]
+        t_kill = time.time()
+        job.kill(victim.name)
+        job.wait("a step in a new view on every survivor",
+                 lambda: all(any(s.get("epoch", 0) > epoch0 for s in w.steps()) for w in survivors), 60)
+        def last(pattern, pred=lambda m: True):
+            ts = [first_after(log_events(w, pattern), t_kill, pred) for w in survivors]
+            return None if None in ts else max(ts)
+        t_dead = last(r'msg="member dead" member=' + re.escape(victim.name) + ' ')
+        t_view = last(r'msg="view committed.*epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
+        t_comm = last(r'msg="communicator built.*epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
+        t_sync = last(r'msg="state synced from rank 0" epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
+        t_step = max(min(s["t"] for s in w.steps() if s.get("epoch", 0) > epoch0) for w in survivors)
+        return {"detection_s": t_dead - t_kill, "agreement_s": t_view - t_dead, "comm_build_s": t_comm - t_view,
+                "state_sync_s": t_sync - t_comm, "first_step_s": t_step - t_sync, "total_s": t_step - t_kill,
+                "victim_rank": next((r["rank"] for r in reversed(victim.steps())), -1)}
+    finally:
+        job.close()
+
+
+def one_join(args, n, extra_mb):
+    job = TrainingJob(args.train, args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=2, FTL_EXTRA_STATE_MB=extra_mb, FTL_LOG_LEVEL="info")
+    try:
+        for i in range(n):
+            job.add(f"w{i}")
+        job.wait_step(30, 120)
+        joiner = job.add("joiner")
+        job.wait("the joiner's first step", lambda: bool(joiner.steps()), 120)
+        first = joiner.steps()[0]["t"]
+        sync = log_events(joiner, r'msg="state synced from rank 0".*took_ms=([\d.]+)')
+        return {"start_to_first_step_s": first - joiner.started_at,
+                "state_sync_s": float(sync[0][1].group(1)) / 1000 if sync else None}
+    finally:
+        job.close()
+
+
+def report(figure, runs, **labels):
+    for key in runs[0]:
+        values = [r[key] for r in runs if r[key] is not None]
+        if not values or key == "victim_rank":
+            continue
+        line = {"bench": "rescale", "figure": figure, "phase": key, **labels, "runs": len(values),
+                "median": round(statistics.median(values), 4), "min": round(min(values), 4),
+                "max": round(max(values), 4)}
+        print(json.dumps(line), flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--train", required=True)
+    p.add_argument("--ctl", required=True)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--step-ms", type=int, default=20)
+    p.add_argument("--only", choices=["kill", "join"])
+    args = p.parse_args()
+    random.seed(args.runs)
+    if args.only in (None, "kill"):
+        for n in (4, 8):
+            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train")
+    if args.only in (None, "join"):
+        for mb in (1, 100):
+            report("join_to_first_step", [one_join(args, 4, mb) for _ in range(max(2, args.runs // 2))],
+                   nodes=4, extra_state_mb=mb)
+
+
+if __name__ == "__main__":
+    main()
