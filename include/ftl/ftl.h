@@ -167,4 +167,8 @@ ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len
 }
 #endif
 
+/* The agent and elastic training build on the declarations above; one include gives the whole API. */
+#include "ftl/agent.h"
+#include "ftl/execute.h"
+
 #endif /* FTL_FTL_H */
