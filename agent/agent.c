@@ -369,6 +369,7 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	ftl_agent_tcp_close_all(a);
 	if (a->control) {
 		ftl_control_close(a->control);
 		a->control = NULL;

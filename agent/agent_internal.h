@@ -34,6 +34,7 @@ struct ftl_agent {
 	uv_timer_t reseed_timer;
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;
+	void *conns;              /* open TCP exchanges (agent_tcp.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
@@ -65,6 +66,8 @@ void ftl_agent_flush(ftl_agent *a);
 int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len);
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join);
 void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len);
+/* Closes every open exchange through its own path (before the loop's other handles). */
+void ftl_agent_tcp_close_all(ftl_agent *a);
 
 /* agent_rdv.c: the rendezvous on the loop thread */
 int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);

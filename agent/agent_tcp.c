@@ -15,6 +15,7 @@
 
 typedef struct pp_conn {
 	ftl_agent *a;
+	struct pp_conn *prev, *next; /* the agent's open connections, closed first when it stops */
 	uv_tcp_t tcp;
 	uv_timer_t timer;
 	uv_connect_t connect;
@@ -36,6 +37,12 @@ static void conn_free(uv_handle_t *h)
 	pp_conn *c = h->data;
 	if (--c->open_handles > 0)
 		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->a->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	free(c->out);
 	free(c->in);
 	free(c);
@@ -65,6 +72,10 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 		return NULL;
 	c->a = a;
 	c->is_initiator = is_initiator;
+	c->next = a->conns;
+	if (a->conns)
+		((pp_conn *)a->conns)->prev = c;
+	a->conns = c;
 	uv_tcp_init(&a->loop, &c->tcp);
 	uv_timer_init(&a->loop, &c->timer);
 	c->tcp.data = c->timer.data = c;
@@ -201,6 +212,12 @@ static void on_connection(uv_stream_t *server, int status)
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0)
 		ftl_addr_format((struct sockaddr *)&peer, c->peer, sizeof(c->peer));
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+void ftl_agent_tcp_close_all(ftl_agent *a)
+{
+	for (pp_conn *c = a->conns; c; c = c->next)
+		conn_close(c);
 }
 
 int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len)
