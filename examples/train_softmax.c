@@ -18,6 +18,8 @@
  *   FTL_DATA_SIZE      training samples (40000); a test split of a fifth of that is held out
  *   FTL_STEP_SLEEP_MS  extra time per step, standing in for a real model's compute (0)
  *   FTL_LOG_INDICES=1  also log the dataset indices of every step attempt
+ *   FTL_EXTRA_STATE_MB extra registered state ("ballast", touched every step) to make the state as large as
+ *                      a real model's, for checkpoint and state-sync benchmarks (0)
  *
  * Output, one JSON object per line on stdout:
  *   after every completed step:
@@ -32,7 +34,8 @@
  *     step line that reports S (the latest, if several do).
  *   at the end: {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"}
  * SIGTERM or SIGINT: the worker finishes its step, leaves the cluster gracefully and exits 0, so the
- * others go on at once instead of waiting to detect a failure. Exit 1 when training cannot go on, 2 for
+ * others go on at once instead of waiting to detect a failure. After `ftlctl leave` (a Kubernetes
+ * preStop hook) it exits 0 too, as soon as its step is cut short. Exit 1 when training cannot go on, 2 for
  * a bad setting. */
 #include <errno.h>
 #include <signal.h>
@@ -65,6 +68,7 @@ typedef struct settings {
 	uint64_t data_size;
 	uint64_t step_sleep_ms;
 	bool is_logging_indices;
+	uint64_t extra_state_mb;
 } settings;
 
 /* The outcome of the step's last (successful) run, printed once ftl_execute returned. */
@@ -84,6 +88,7 @@ typedef struct trainer {
 	float *params;    /* registered with ftl as "params" */
 	float *velocity;  /* registered as "momentum": optimizer state is job state too */
 	float *reduce;    /* [n_params + N_STATS]: gradient sum, then the statistics */
+	uint8_t *ballast; /* [extra_state_mb MB] registered as "ballast": stands in for a large model's state */
 	step_result last;
 } trainer;
 
@@ -110,6 +115,7 @@ static void settings_from_env(settings *s)
 	s->data_size = env_number("FTL_DATA_SIZE", 40000, 100, 10000000);
 	s->step_sleep_ms = env_number("FTL_STEP_SLEEP_MS", 0, 0, 60000);
 	s->is_logging_indices = env_number("FTL_LOG_INDICES", 0, 0, 1) == 1;
+	s->extra_state_mb = env_number("FTL_EXTRA_STATE_MB", 0, 0, 65536);
 }
 
 static double wall_clock_s(void)
@@ -178,6 +184,8 @@ static ftl_err train_step(void *ctx, const ftl_step_info *info)
 			t->reduce[k] /= samples;
 		sgd_momentum_update(t->params, t->velocity, t->reduce, np, LEARNING_RATE, MOMENTUM);
 	}
+	if (t->ballast) /* the same change on every rank, so it is job state like the rest */
+		t->ballast[(info->step * 4099) % (t->cfg.extra_state_mb << 20)] += 1;
 	t->last = (step_result){
 		.info = *info,
 		.samples = samples,
@@ -232,6 +240,8 @@ static int trainer_init(trainer *t)
 	t->params = calloc(t->n_params, sizeof(float));
 	t->velocity = calloc(t->n_params, sizeof(float));
 	t->reduce = calloc(t->n_params + N_STATS, sizeof(float));
+	if (t->cfg.extra_state_mb && !(t->ballast = calloc(t->cfg.extra_state_mb, 1u << 20)))
+		return -1;
 	return t->params && t->velocity && t->reduce ? 0 : -1;
 }
 
@@ -258,6 +268,7 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	}
 	if (ftl_register_buffer(a, "params", t->params, t->n_params * sizeof(float), false) != 0 ||
 	    ftl_register_buffer(a, "momentum", t->velocity, t->n_params * sizeof(float), false) != 0 ||
+	    (t->ballast && ftl_register_buffer(a, "ballast", t->ballast, t->cfg.extra_state_mb << 20, false) != 0) ||
 	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
 		fprintf(stderr, "train_softmax: registering the state or the sampler failed\n");
 		exit(2);
@@ -283,8 +294,8 @@ static bool is_stop_requested(const sigset_t *set)
 	return sig == SIGTERM || sig == SIGINT;
 }
 
-/* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done or stopped by a
- * signal (then this worker has left), 1 when training cannot go on. */
+/* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done, stopped by a
+ * signal or made to leave by `ftlctl leave` (then this worker has left), 1 when training cannot go on. */
 static int train(trainer *t, const sigset_t *stop_signals)
 {
 	ftl_job_status job;
@@ -296,6 +307,11 @@ static int train(trainer *t, const sigset_t *stop_signals)
 			return 0;
 		}
 		if (ftl_execute(t->agent, train_step, t) != FTL_OK) {
+			if (ftl_agent_has_left(t->agent)) { /* `ftlctl leave`, e.g. a Kubernetes preStop hook */
+				fprintf(stderr, "train_softmax: %s: left the job after step %llu (ftlctl leave)\n",
+					t->name, (unsigned long long)job.step);
+				return 0;
+			}
 			fprintf(stderr, "train_softmax: %s: %s\n", t->name, ftl_last_error(t->agent));
 			return 1;
 		}
@@ -317,6 +333,7 @@ static void trainer_free(trainer *t)
 	free(t->params);
 	free(t->velocity);
 	free(t->reduce);
+	free(t->ballast);
 }
 
 int main(void)
