@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "agent_meta.h"
+#include "checkpoint.h"
 #include "log.h"
 
 static json_t *error_reply(const char *msg)
@@ -93,6 +94,7 @@ static json_t *status_json(ftl_agent *a)
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
 			 counters_json(a));
 	json_object_set_new(j, "timing", timing_json(a));
+	json_object_set_new(j, "checkpoint", ftl_checkpoint_status_json(&a->train));
 	return j;
 }
 

@@ -116,8 +116,7 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name)
 static void abort_comm_locked(ftl_agent *a, const char *why)
 {
 	if (a->train.comm) {
-		ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives of view %llu: %s",
-			(unsigned long long)a->train.comm_epoch, why);
+		ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives in progress: %s", why);
 		ftl_comm_abort(a->train.comm);
 	}
 }

@@ -1,7 +1,8 @@
 /* Seeds: host:port names re-resolved through DNS every reseed interval (a Kubernetes headless Service
- * answers with every pod). At start, and whenever this node sees fewer live members than the seeds
- * resolve to, it push-pulls with the resolved addresses it does not already see alive: that is how a
- * new node joins and how the two sides of a healed partition find each other again. */
+ * answers with every pod). Every time, this node push-pulls with each resolved address that is not a
+ * member it sees alive: that is how a new node joins, how the two sides of a healed partition find each
+ * other again, and how workers that started before their seed was up merge with it later (otherwise
+ * each side would form a cluster of its own and train alone). A healthy cluster sends nothing. */
 #include "agent_internal.h"
 
 #include <netdb.h>
@@ -36,7 +37,6 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		free(l);
 		return;
 	}
-	int live = (int)(ftl_swim_count(a->swim, FTL_MEMBER_ALIVE) + ftl_swim_count(a->swim, FTL_MEMBER_SUSPECT));
 	int answers = 0, joins = 0;
 	char addrs[32][FTL_ADDR_MAX];
 	for (struct addrinfo *ai = res; ai && answers < 32; ai = ai->ai_next) {
@@ -54,18 +54,16 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 			answers++;
 	}
 	uv_freeaddrinfo(res);
-	/* Our own address counts among the answers; a live count below them means someone is missing. */
-	if (live < answers || live <= 1) {
-		for (int k = 0; k < answers; k++) {
-			if (strcmp(addrs[k], a->set.advertise) == 0 || is_known_alive(a, addrs[k]))
-				continue;
-			const char *seed = addrs[k];
-			ftl_swim_join(a->swim, &seed, 1);
-			joins++;
-		}
-		if (joins)
-			ftl_log(FTL_LOG_DEBUG, "seeds", NULL, "%s: %d answers, %d live members: joining %d", l->name,
-				answers, live, joins);
+	for (int k = 0; k < answers; k++) {
+		if (strcmp(addrs[k], a->set.advertise) == 0 || is_known_alive(a, addrs[k]))
+			continue;
+		const char *seed = addrs[k];
+		ftl_swim_join(a->swim, &seed, 1);
+		joins++;
+	}
+	if (joins) {
+		ftl_log(FTL_LOG_DEBUG, "seeds", NULL, "%s: %d answers, joining the %d not seen alive", l->name, answers,
+			joins);
 		ftl_agent_flush(a);
 	}
 	free(l);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "log.h"
 #include "sampler.h"
 
@@ -68,6 +69,12 @@ static ftl_err wait_for_view(ftl_agent *a, uint64_t min_epoch, uint64_t fallback
 	int64_t start = ftl_agent_now_us(a);
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
+		/* First: a member that left takes no more steps, even in a view it still holds (when every
+		 * member leaves at once, each may commit a view of those it has not yet heard leave). */
+		if (a->is_stopped || a->has_left) {
+			pthread_mutex_unlock(&a->lock);
+			return fail(a, FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
+		}
 		uint64_t need = (ftl_agent_now_us(a) - start >= grace_us) ? fallback : min_epoch;
 		int rank = ftl_agent_rank_of(a, a->cfg.name);
 		if (t->view.epoch >= need && t->view.epoch > 0 && rank >= 0) {
@@ -86,10 +93,6 @@ static ftl_err wait_for_view(ftl_agent *a, uint64_t min_epoch, uint64_t fallback
 			memcpy(w->blob, t->view.blob, t->view.blob_len);
 			pthread_mutex_unlock(&a->lock);
 			return FTL_OK;
-		}
-		if (a->is_stopped || a->has_left) {
-			pthread_mutex_unlock(&a->lock);
-			return fail(a, FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
 		}
 		if (t->below_min_since_us && t->cfg.below_min_timeout_ms > 0 &&
 		    ftl_agent_now_us(a) - (int64_t)t->below_min_since_us > t->cfg.below_min_timeout_ms * 1000) {
@@ -257,21 +260,37 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 	uint64_t min_epoch = 1, fallback = 1;
 	int64_t grace = SAME_VIEW_GRACE_US;
 	ftl_err e = FTL_OK;
+	int64_t builds_failing_since = 0;
 	for (int attempt = 0;; attempt++) {
 		if (attempt > t->cfg.max_retries) {
+			char last[sizeof(t->last_error)];
+			snprintf(last, sizeof(last), "%s", t->last_error); /* fail() writes t->last_error */
 			e = fail(a, e, "ftl: step %llu failed %d times (FTL_MAX_RETRIES); last error: %s",
-				 (unsigned long long)t->step, attempt, t->last_error);
+				 (unsigned long long)t->step, attempt, last);
 			break;
 		}
 		if ((e = wait_for_view(a, min_epoch, fallback, grace, &w)) != FTL_OK)
 			break;
 		if (t->comm_epoch != w.epoch && (e = build_comm(a, &w)) != FTL_OK) {
+			/* A peer may still be building the communicator of a view that went stale (it cannot be
+			 * aborted; up to its connect timeout): retrying is not a failed step until the builds have
+			 * failed for longer than a collective may take. */
+			int64_t now = ftl_agent_now_us(a);
+			if (!builds_failing_since)
+				builds_failing_since = now;
+			if (now - builds_failing_since <= (int64_t)t->cfg.collective_timeout_ms * 1000)
+				attempt--;
 			min_epoch = w.epoch + 1;
 			fallback = w.epoch;
 			grace = REBUILD_BACKOFF_US;
 			continue;
 		}
+		builds_failing_since = 0;
 		if (t->synced_epoch != w.epoch) {
+			/* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died,
+			 * or the job is new). The newest checkpoint that verifies becomes the state to sync. */
+			if (w.rank == 0 && !t->has_state && ftl_checkpoint_resume(t))
+				t->has_state = true;
 			int64_t sync_start = ftl_agent_now_us(a);
 			if ((e = ftl_state_sync(a, w.rank)) != FTL_OK) {
 				if (!is_peer_error(e))
@@ -283,6 +302,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 				continue;
 			}
 			t->synced_epoch = w.epoch;
+			t->has_state = true;
 			char fields[160];
 			snprintf(fields, sizeof(fields), "epoch=%llu step=%llu took_ms=%.1f", (unsigned long long)w.epoch,
 				 (unsigned long long)t->step, (double)(ftl_agent_now_us(a) - sync_start) / 1000.0);
@@ -310,6 +330,8 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		if (e == FTL_OK) {
 			advance(t, (int)w.n);
 			publish_status(a, &w, false);
+			if (w.rank == 0)
+				ftl_checkpoint_after_step(t, w.epoch, w.n);
 			break;
 		}
 		if (!is_peer_error(e))

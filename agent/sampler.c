@@ -10,8 +10,9 @@
  * (hi, lo) to (lo, hi ^ F(lo)) truncated to hi's width, which is invertible whatever the widths, so every
  * round (and the network) is a bijection of [0, 2^bits). Values >= m are walked through the network again
  * ("cycle walking"): the walk stays on the cycle of the start value, which contains a value < m, and as
- * 2^bits < 2m (for m > 4) it takes fewer than two passes on average: O(1) expected time per index. Round keys come from splitmix64 of the seed and
- * the data epoch, so every (seed, epoch) gives its own order. */
+ * 2^bits < 2m (for m > 4) it takes fewer than two passes on average: O(1) expected time per index.
+ * Round keys come from splitmix64 of the seed and the data epoch, so every (seed, epoch) gives its own
+ * order. */
 #include "sampler.h"
 
 enum { FEISTEL_ROUNDS = 6, MIN_DOMAIN_BITS = 2 };

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "checkpoint.h"
 
 void ftl_training_config_default(ftl_training_config *t)
 {
@@ -24,6 +25,8 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->below_min_timeout_ms = 60000;
 	t->collective_timeout_ms = 30000;
 	t->backend = FTL_COMM_TCP;
+	t->checkpoint_every = 100;
+	t->checkpoint_keep = 3;
 }
 
 static int env_num(const char *var, int64_t min, int64_t max, int64_t *out, char *err, size_t len)
@@ -42,11 +45,38 @@ static int env_num(const char *var, int64_t min, int64_t max, int64_t *out, char
 	return 0;
 }
 
+/* FTL_CHECKPOINT_DIR, FTL_CHECKPOINT_EVERY, FTL_CHECKPOINT_KEEP, FTL_CHECKPOINT_BUSY. */
+static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
+{
+	int64_t every = t->checkpoint_every, keep = t->checkpoint_keep;
+	if (env_num("FTL_CHECKPOINT_EVERY", 1, 1000000000, &every, err, len) ||
+	    env_num("FTL_CHECKPOINT_KEEP", 1, 1000, &keep, err, len))
+		return -1;
+	const char *dir = getenv("FTL_CHECKPOINT_DIR");
+	if (dir && strlen(dir) >= sizeof(t->checkpoint_dir)) {
+		snprintf(err, len, "FTL_CHECKPOINT_DIR: longer than %zu characters", sizeof(t->checkpoint_dir) - 1);
+		return -1;
+	}
+	const char *busy = getenv("FTL_CHECKPOINT_BUSY");
+	if (busy && strcmp(busy, "skip") != 0 && strcmp(busy, "wait") != 0) {
+		snprintf(err, len, "FTL_CHECKPOINT_BUSY=%s: expected skip or wait", busy);
+		return -1;
+	}
+	if (dir)
+		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
+	if (busy)
+		t->checkpoint_wait = strcmp(busy, "wait") == 0;
+	t->checkpoint_every = every;
+	t->checkpoint_keep = (int)keep;
+	return 0;
+}
+
 int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
-	if (env_num("FTL_MIN_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &min, err, len) ||
+	if (checkpoint_from_env(t, err, len) ||
+	    env_num("FTL_MIN_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &min, err, len) ||
 	    env_num("FTL_MAX_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &max, err, len) ||
 	    env_num("FTL_SETTLE_MS", 0, 600000, &settle, err, len) ||
 	    env_num("FTL_MAX_RETRIES", 0, 1000, &retries, err, len) ||
@@ -88,7 +118,14 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 		snprintf(err, len, "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
 		return -1;
 	}
+	if (t->checkpoint_dir[0] && (t->checkpoint_every < 1 || t->checkpoint_keep < 1)) {
+		snprintf(err, len, "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
+			 (long long)t->checkpoint_every, t->checkpoint_keep);
+		return -1;
+	}
 	a->train.cfg = *t;
+	if (ftl_checkpoint_setup(&a->train, err, len) != 0)
+		return -1;
 	a->train.is_enabled = true;
 	a->train.data_fd = -1;
 	return 0;
@@ -128,6 +165,7 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 
 void ftl_training_free(ftl_training *t)
 {
+	ftl_checkpoint_teardown(t); /* a write in progress finishes first */
 	ftl_comm_destroy(t->comm);
 	t->comm = NULL;
 	if (t->data_fd >= 0 && t->is_enabled)

@@ -62,7 +62,10 @@ typedef struct ftl_training {
 	uint32_t batch_per_rank;
 	uint64_t sampler_seed;
 	uint64_t *indices;               /* [batch_per_rank] */
+	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
 	char last_error[512];
+
+	struct ftl_ckpt_writer *ckpt;    /* when checkpoints are on; set before the agent starts, then fixed */
 } ftl_training;
 
 #endif

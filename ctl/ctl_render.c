@@ -147,6 +147,21 @@ static void render_timing(FILE *out, const json_t *timing)
 		count_of(timing, "detection_bound_ms"));
 }
 
+/* The last checkpoint and the writer, when the agent checkpoints (an optional field). */
+static void render_checkpoint(FILE *out, const json_t *ckpt)
+{
+	if (!json_is_object(ckpt))
+		return;
+	const json_t *age = json_object_get(ckpt, "age_s");
+	if (json_is_integer(json_object_get(ckpt, "last_step")))
+		fprintf(out, "checkpoint   step %lld, %.1f s ago, %s\n", count_of(ckpt, "last_step"),
+			json_number_value(age), text(ckpt, "last_file"));
+	else
+		fprintf(out, "checkpoint   none yet in %s\n", text(ckpt, "dir"));
+	fprintf(out, "             writer %s; %lld written, %lld skipped (busy), %lld failed\n", text(ckpt, "writer"),
+		count_of(ckpt, "written"), count_of(ckpt, "skipped"), count_of(ckpt, "failed"));
+}
+
 void ctl_render_status(FILE *out, const json_t *status)
 {
 	const json_t *self = json_object_get(status, "self");
@@ -164,6 +179,7 @@ void ctl_render_status(FILE *out, const json_t *status)
 	render_health(out, json_object_get(status, "health"));
 	render_traffic(out, json_object_get(status, "counters"));
 	render_timing(out, json_object_get(status, "timing"));
+	render_checkpoint(out, json_object_get(status, "checkpoint"));
 	fprintf(out, "\n");
 	ctl_render_members(out, json_object_get(status, "members"));
 }

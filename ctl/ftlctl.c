@@ -6,6 +6,7 @@
 #include "ctl_exit.h"
 #include "ctl_render.h"
 #include "member_filter.h"
+#include "readiness.h"
 #include "socket_choice.h"
 
 #include <getopt.h>
@@ -29,6 +30,8 @@ static const char usage_text[] =
 	"                               member rows, only those with a status in S (alive, suspect,\n"
 	"                               dead, left) and a name containing SUBSTR\n"
 	"  leave                        leave the cluster gracefully (waits up to 30 s for the gossip)\n"
+	"  ready                        exit 0 if this worker holds a rank in a committed view with\n"
+	"                               quorum, 1 if not; prints why (a readiness probe)\n"
 	"  events --follow [--json]     print membership events as they happen, until interrupted\n"
 	"  keygen                       print a new random cluster key (32 bytes, base64); no agent needed\n"
 	"  keys list [--json]           the agent's keys, primary first\n"
@@ -43,8 +46,8 @@ static const char usage_text[] =
 	"  RUN_DIR is --run-dir DIR, or $FTL_RUN_DIR, or $XDG_RUNTIME_DIR/ftl, or /tmp/ftl-UID.\n"
 	"  After `members`, --name filters members; give the agent's --name before the command.\n"
 	"\n"
-	"exit status: 0 ok; 1 the agent refused, or did not answer in time; 2 usage error;\n"
-	"             3 no agent running; 4 permission denied on the control socket\n";
+	"exit status: 0 ok (ready); 1 the agent refused or did not answer in time (not ready);\n"
+	"             2 usage error; 3 no agent running; 4 permission denied on the control socket\n";
 
 enum {
 	OPT_JSON = 1u << 0,
@@ -179,6 +182,19 @@ static int run_leave(const ctl_options *opts, char **args, int nargs)
 	return CTL_EXIT_OK;
 }
 
+static int run_ready(const ctl_options *opts, char **args, int nargs)
+{
+	json_t *reply;
+	char reason[256];
+	int rc = call_once(opts, json_pack("{s:s}", "cmd", "status"), CTL_REPLY_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	bool is_ready = ctl_readiness(reply, reason, sizeof reason);
+	printf("%s\n", reason);
+	json_decref(reply);
+	return is_ready ? CTL_EXIT_OK : CTL_EXIT_FAILED;
+}
+
 static int run_events(const ctl_options *opts, char **args, int nargs)
 {
 	ctl_conn conn = {.fd = -1};
@@ -288,6 +304,7 @@ static const command commands[] = {
 	{"members", run_members, 0, 0, OPT_JSON | OPT_STATUS | OPT_NAME_FILTER,
 	 "members [--status S[,S...]] [--name SUBSTR] [--json]"},
 	{"leave", run_leave, 0, 0, 0, "leave"},
+	{"ready", run_ready, 0, 0, 0, "ready"},
 	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
 	{"keys", run_keys, 1, 2, OPT_JSON, "keys list [--json] | keys install|use|remove KEY"},

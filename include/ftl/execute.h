@@ -7,10 +7,14 @@
  *     one is torn down off the critical path);
  *  3. if the view changed since the last successful step, brings every member to rank 0's state by
  *     broadcast: the registered buffers, the step counter, the sampler position, the save/load bytes;
+ *     when no member has live state (a new job, or every worker died), rank 0 first loads the newest
+ *     checkpoint that verifies (checkpoint_dir below), skipping, with a log line, any that does not;
  *  4. runs step(ctx, info);
  *  5. when a collective inside the step fails because a peer is gone (peer lost, timed out, aborted by a
  *     view change), waits for the next view and runs the step again, up to max_retries times;
- *  6. on success advances the step counter and the sampler position and returns FTL_OK.
+ *  6. on success advances the step counter and the sampler position and returns FTL_OK; every
+ *     checkpoint_every steps rank 0 first copies the state into the checkpoint writer's staging buffer
+ *     (the only cost to the step: the file is written, fsynced and renamed by the writer's thread).
  * It returns an error when the job cannot continue: fewer than min_workers for longer than
  * below_min_timeout, retries exhausted, or an error that is not about a peer (the message says which).
  *
@@ -54,6 +58,14 @@ typedef struct ftl_training_config {
 	int collective_timeout_ms;     /* [FTL_COLLECTIVE_TIMEOUT_MS] per collective; default 30000 */
 	ftl_comm_backend backend;      /* [FTL_COMM=tcp|nccl] default tcp */
 	int cuda_device;               /* [FTL_CUDA_DEVICE] nccl only */
+	/* Checkpoints: rank 0 writes one file every checkpoint_every steps into checkpoint_dir (atomic, fsynced,
+	 * checksummed; a writer thread does the I/O); a job that starts with no live state resumes from the
+	 * newest one that verifies. Off when checkpoint_dir is empty. */
+	char checkpoint_dir[256];      /* [FTL_CHECKPOINT_DIR] made if missing; "" = off (default) */
+	int64_t checkpoint_every;      /* [FTL_CHECKPOINT_EVERY] steps; default 100 */
+	int checkpoint_keep;           /* [FTL_CHECKPOINT_KEEP] newest files kept; default 3 */
+	bool checkpoint_wait;          /* [FTL_CHECKPOINT_BUSY=skip|wait] when the previous write still runs:
+					* skip this checkpoint (default) or wait for it */
 } ftl_training_config;
 
 void ftl_training_config_default(ftl_training_config *t);

@@ -282,6 +282,19 @@ static void test_leave_waits_for_the_late_reply(void **state)
 	assert_contains(r.out, "left the cluster");
 }
 
+/* The fake agent runs no training job (view null): not ready, exit 1, the reason on stdout for the
+ * probe's log. The rule itself is tested in test_readiness.c. */
+static void test_ready_exits_1_with_the_reason_when_not_in_a_view(void **state)
+{
+	fixture *f = *state;
+	ftlctl_run r;
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "ready");
+	assert_exit(&r, 1);
+	assert_contains(r.out, "not ready: this agent runs no training job (no view)\n");
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "ready", "--json");
+	assert_exit(&r, 2);
+}
+
 /* Waits until the file at path contains needle. */
 static void wait_for_output(const char *path, const char *needle)
 {
@@ -432,6 +445,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_usage_errors_exit_2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keys_list_install_and_refusal, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_leave_waits_for_the_late_reply, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ready_exits_1_with_the_reason_when_not_in_a_view, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_follow_prints_each_event_as_it_happens, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_events_follow_json_prints_one_object_per_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_agent_exits_3_and_says_where_it_looked, setup, teardown),

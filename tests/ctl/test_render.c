@@ -89,6 +89,25 @@ static void test_missing_fields_print_as_question_marks(void **state)
 	json_decref(status);
 }
 
+static void test_status_shows_the_last_checkpoint_and_the_writer(void **state)
+{
+	json_t *status = parse("{\"ok\":true,\"view\":null,\"members\":[],\"checkpoint\":{\"dir\":\"/ck\","
+			       "\"last_step\":300,\"last_file\":\"/ck/ckpt-00000000000000000300.ftl\",\"age_s\":4.25,"
+			       "\"writer\":\"failed: cannot write: No space left on device\",\"written\":3,"
+			       "\"skipped\":1,\"failed\":2}}");
+	char *text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "checkpoint   step 300, 4.2 s ago, /ck/ckpt-00000000000000000300.ftl\n");
+	assert_contains(text, "writer failed: cannot write: No space left on device; 3 written, 1 skipped (busy), 2 failed\n");
+	free(text);
+	json_decref(status);
+	status = parse("{\"ok\":true,\"members\":[],\"checkpoint\":{\"dir\":\"/ck\",\"last_step\":null,"
+		       "\"writer\":\"idle\",\"written\":0,\"skipped\":0,\"failed\":0}}");
+	text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "checkpoint   none yet in /ck\n");
+	free(text);
+	json_decref(status);
+}
+
 static void test_last_heard_is_seconds_with_sensible_precision(void **state)
 {
 	static const struct {
@@ -164,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_status_header_shows_cluster_self_view_counts_and_health),
 		cmocka_unit_test(test_member_table_columns_line_up),
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
+		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
 		cmocka_unit_test(test_last_heard_is_seconds_with_sensible_precision),
 		cmocka_unit_test(test_member_filter_by_status_set_and_name_part),
 		cmocka_unit_test(test_run_dir_prefers_explicit_then_env_then_xdg_then_tmp),

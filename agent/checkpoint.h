@@ -1,0 +1,159 @@
+/* Checkpoints: the job's state on disk, so that a job whose workers all died comes back at the step it
+ * reached. Four pieces, one file each:
+ *  - checkpoint_format.c: the file image (header, registered buffers, save-callback bytes, BLAKE2b sum)
+ *    as pure functions over memory: encode, seal, verify, shape check;
+ *  - checkpoint_dir.c: file names (ckpt-<step, 20 digits>.ftl, so name order is step order), listing,
+ *    retention, unfinished temp files;
+ *  - checkpoint_writer.c: the writer thread and its staging buffer; the training thread only copies the
+ *    state into the staging buffer, the thread hashes, writes a temp file, fsyncs it, renames it, fsyncs
+ *    the directory and only then deletes checkpoints older than the newest K;
+ *  - checkpoint.c: the glue with ftl_training: stage the registered state after a step, resume from the
+ *    newest file that verifies, the status for ftlctl.
+ *
+ * File image (all integers little-endian):
+ *   0   8  magic "FTLCKPT\0"
+ *   8   4  format version (FTL_CKPT_VERSION)
+ *  12   4  number of buffers N (<= FTL_MAX_BUFFERS)
+ *  16   8  step (steps completed: the resumed job runs this step next)
+ *  24   8  view epoch it was written in
+ *  32   8  data epoch
+ *  40   8  sample position
+ *  48   4  world size of that view
+ *  52   4  reserved, 0
+ *  56   8  length of the save callback's bytes
+ *  64  72N per buffer: name (64 bytes, NUL-padded), size (8)
+ *   .   .  the buffers' bytes in registration order, then the save callback's bytes
+ *   .  32  BLAKE2b-256 (crypto_generichash) of every byte before it */
+#ifndef FTL_AGENT_CHECKPOINT_H
+#define FTL_AGENT_CHECKPOINT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "training.h"
+
+#define FTL_CKPT_MAGIC "FTLCKPT"
+#define FTL_CKPT_VERSION 1u
+#define FTL_CKPT_FIXED_BYTES 64u
+#define FTL_CKPT_ENTRY_BYTES 72u
+#define FTL_CKPT_NAME_BYTES 64u
+#define FTL_CKPT_SUM_BYTES 32u
+
+/* ---- checkpoint_format.c ---- */
+
+typedef struct ftl_ckpt_header {
+	uint64_t step;
+	uint64_t view_epoch;
+	uint64_t data_epoch;
+	uint64_t sample_pos;
+	uint32_t world_size;
+	uint32_t n_buffers;
+	uint64_t save_len;
+	char names[FTL_MAX_BUFFERS][FTL_CKPT_NAME_BYTES];
+	uint64_t sizes[FTL_MAX_BUFFERS];
+} ftl_ckpt_header;
+
+/* Bytes before the payload, and of the whole file, for this header. */
+size_t ftl_ckpt_header_bytes(uint32_t n_buffers);
+uint64_t ftl_ckpt_file_bytes(const ftl_ckpt_header *h);
+/* Where buffer i's bytes start in the image (i == n_buffers: where the save bytes start). */
+uint64_t ftl_ckpt_payload_offset(const ftl_ckpt_header *h, uint32_t i);
+/* Writes the header at the start of image (which has ftl_ckpt_file_bytes(h) bytes). */
+void ftl_ckpt_encode_header(const ftl_ckpt_header *h, uint8_t *image);
+/* BLAKE2b-256 of data: the file's checksum. O(len): run it off the training thread. */
+void ftl_ckpt_checksum(const uint8_t *data, size_t len, uint8_t out[FTL_CKPT_SUM_BYTES]);
+/* Writes the checksum into the image's last FTL_CKPT_SUM_BYTES. */
+void ftl_ckpt_seal(uint8_t *image, size_t len);
+/* Reads a header from the first `avail` bytes of a file of `file_len` bytes: magic, version, counts, and
+ * that the file is exactly as long as the header says. -1 with the reason in `why`. */
+int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h, char *why,
+			  size_t why_len);
+/* parse_header, then the checksum over the whole image. -1 with the reason. */
+int ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h, char *why, size_t why_len);
+/* Whether a file's buffers (names and sizes, in order) are the ones registered (`mine`). -1 with why. */
+int ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine, char *why, size_t why_len);
+
+/* ---- checkpoint_dir.c ---- */
+
+#define FTL_CKPT_DIR_MAX 256   /* sizeof(ftl_training_config.checkpoint_dir) */
+#define FTL_CKPT_NAME_MAX 32   /* ckpt-<20 digits>.ftl and its NUL */
+#define FTL_CKPT_PATH_MAX (FTL_CKPT_DIR_MAX + FTL_CKPT_NAME_MAX)
+
+void ftl_ckpt_file_name(uint64_t step, char *out, size_t len);
+/* Whether name is a finished checkpoint (ckpt-<20 digits>.ftl); its step in *step. */
+bool ftl_ckpt_parse_file_name(const char *name, uint64_t *step);
+/* The finished checkpoints in dir, newest first (names only, a malloc'd array); -1 with errno when dir
+ * cannot be read. */
+int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n);
+/* Deletes all but the newest `keep` finished checkpoints; returns how many it deleted. */
+int ftl_ckpt_retain(const char *dir, int keep);
+/* Deletes temp files left by writers that died mid-write; returns how many. */
+int ftl_ckpt_remove_temps(const char *dir);
+/* mkdir -p; -1 with errno. */
+int ftl_ckpt_make_dir(const char *dir);
+
+/* ---- checkpoint_writer.c ---- */
+
+typedef enum ftl_ckpt_writer_state {
+	FTL_CKPT_WRITER_IDLE,
+	FTL_CKPT_WRITER_WRITING,
+	FTL_CKPT_WRITER_FAILED,
+	FTL_CKPT_WRITER_STATE_MAX
+} ftl_ckpt_writer_state;
+extern const char *const ftl_ckpt_writer_state_strs[FTL_CKPT_WRITER_STATE_MAX];
+
+typedef struct ftl_ckpt_writer_stats {
+	ftl_ckpt_writer_state state;
+	char last_error[FTL_CKPT_PATH_MAX + 128]; /* why the latest write failed (state FAILED) */
+	bool has_last;                  /* a checkpoint became durable in this process */
+	uint64_t last_step;
+	char last_file[FTL_CKPT_PATH_MAX + 8];
+	int64_t last_done_ms;           /* CLOCK_REALTIME, when it became durable */
+	uint64_t written, skipped, failed;
+	uint64_t last_bytes;
+	int64_t last_write_us;          /* seal + write + fsync + rename + fsync dir */
+	int64_t last_stall_us;          /* what the training thread paid: the staging copy */
+} ftl_ckpt_writer_stats;
+
+typedef struct ftl_ckpt_writer ftl_ckpt_writer;
+
+/* Makes dir if missing and starts the thread (with every signal blocked). NULL with a message. */
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, char *err, size_t err_len);
+/* Finishes a write in progress (it becomes durable), then stops the thread. */
+void ftl_ckpt_writer_delete(ftl_ckpt_writer *w);
+/* A staging buffer of `bytes` for the checkpoint of `step`, owned by the caller until submit or cancel.
+ * NULL when the previous write is still running in skip mode (logged, counted), or out of memory; in
+ * wait mode it waits for the previous write instead. */
+uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes);
+/* Asks the thread to have a staging buffer of at least `bytes` ready, its pages faulted in, before the
+ * next begin (which waits for it if it is not done). Cheap to call every step. */
+void ftl_ckpt_writer_reserve(ftl_ckpt_writer *w, size_t bytes);
+/* Hands the filled buffer to the thread; stall_us is what staging cost the caller (for the log). */
+void ftl_ckpt_writer_submit(ftl_ckpt_writer *w, int64_t stall_us);
+void ftl_ckpt_writer_cancel(ftl_ckpt_writer *w, const char *why);
+/* Waits until no write (or reservation) is in progress. */
+void ftl_ckpt_writer_flush(ftl_ckpt_writer *w);
+void ftl_ckpt_writer_get_stats(ftl_ckpt_writer *w, ftl_ckpt_writer_stats *out);
+/* The job resumed from this file: it is the last checkpoint until the next one is written. */
+void ftl_ckpt_writer_note_loaded(ftl_ckpt_writer *w, uint64_t step, const char *file, int64_t written_ms);
+
+/* ---- checkpoint.c: with the registered state ---- */
+
+/* From ftl_set_training: starts the writer when cfg.checkpoint_dir is set. -1 with a message. */
+int ftl_checkpoint_setup(ftl_training *t, char *err, size_t err_len);
+void ftl_checkpoint_teardown(ftl_training *t);
+/* After a completed step on rank 0: stage the state for the writer when the step is due. */
+void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t world_size);
+/* Rank 0 of a view with no live state: load the newest checkpoint that verifies into the registered
+ * state (buffers, callbacks, step, sampler). Logs every file skipped and why. true when one loaded. */
+bool ftl_checkpoint_resume(ftl_training *t);
+/* The "checkpoint" object of the status (null when checkpoints are off); any thread. */
+json_t *ftl_checkpoint_status_json(ftl_training *t);
+
+/* Copies between a registered buffer and host memory (cudaMemcpy for device buffers). -1 with why. */
+int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t why_len);
+int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len);
+
+#endif

@@ -1,0 +1,180 @@
+/* The checkpoint file image (layout in checkpoint.h) as pure functions over memory, so that every way a
+ * file can be damaged is testable without a disk. A file is trusted only when its length is exactly what
+ * its header declares and its BLAKE2b sum matches: a truncated file, a flipped byte or a half-written
+ * temp can then never load as valid. */
+#include "checkpoint.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int reason(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int reason(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+size_t ftl_ckpt_header_bytes(uint32_t n_buffers)
+{
+	return FTL_CKPT_FIXED_BYTES + (size_t)n_buffers * FTL_CKPT_ENTRY_BYTES;
+}
+
+uint64_t ftl_ckpt_payload_offset(const ftl_ckpt_header *h, uint32_t i)
+{
+	uint64_t off = ftl_ckpt_header_bytes(h->n_buffers);
+	for (uint32_t k = 0; k < i && k < h->n_buffers; k++)
+		off += h->sizes[k];
+	return off;
+}
+
+uint64_t ftl_ckpt_file_bytes(const ftl_ckpt_header *h)
+{
+	return ftl_ckpt_payload_offset(h, h->n_buffers) + h->save_len + FTL_CKPT_SUM_BYTES;
+}
+
+void ftl_ckpt_encode_header(const ftl_ckpt_header *h, uint8_t *image)
+{
+	memset(image, 0, ftl_ckpt_header_bytes(h->n_buffers));
+	memcpy(image, FTL_CKPT_MAGIC, sizeof(FTL_CKPT_MAGIC));
+	put_u32(image + 8, FTL_CKPT_VERSION);
+	put_u32(image + 12, h->n_buffers);
+	put_u64(image + 16, h->step);
+	put_u64(image + 24, h->view_epoch);
+	put_u64(image + 32, h->data_epoch);
+	put_u64(image + 40, h->sample_pos);
+	put_u32(image + 48, h->world_size);
+	put_u64(image + 56, h->save_len);
+	for (uint32_t i = 0; i < h->n_buffers; i++) {
+		uint8_t *e = image + FTL_CKPT_FIXED_BYTES + (size_t)i * FTL_CKPT_ENTRY_BYTES;
+		memcpy(e, h->names[i], strnlen(h->names[i], FTL_CKPT_NAME_BYTES - 1));
+		put_u64(e + FTL_CKPT_NAME_BYTES, h->sizes[i]);
+	}
+}
+
+void ftl_ckpt_checksum(const uint8_t *data, size_t len, uint8_t out[FTL_CKPT_SUM_BYTES])
+{
+	crypto_generichash(out, FTL_CKPT_SUM_BYTES, data, len, NULL, 0);
+}
+
+void ftl_ckpt_seal(uint8_t *image, size_t len)
+{
+	ftl_ckpt_checksum(image, len - FTL_CKPT_SUM_BYTES, image + len - FTL_CKPT_SUM_BYTES);
+}
+
+/* Sizes from an untrusted header: the sum must not wrap around. */
+static int declared_file_bytes(const ftl_ckpt_header *h, uint64_t *total)
+{
+	uint64_t sum = ftl_ckpt_header_bytes(h->n_buffers) + FTL_CKPT_SUM_BYTES;
+	for (uint32_t i = 0; i <= h->n_buffers; i++) {
+		uint64_t add = i < h->n_buffers ? h->sizes[i] : h->save_len;
+		if (sum + add < sum)
+			return -1;
+		sum += add;
+	}
+	*total = sum;
+	return 0;
+}
+
+int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h, char *why,
+			  size_t why_len)
+{
+	memset(h, 0, sizeof(*h));
+	if (avail < FTL_CKPT_FIXED_BYTES)
+		return reason(why, why_len, "truncated: %llu bytes, shorter than a checkpoint header (%u)",
+			      (unsigned long long)file_len, FTL_CKPT_FIXED_BYTES);
+	if (memcmp(buf, FTL_CKPT_MAGIC, sizeof(FTL_CKPT_MAGIC)) != 0)
+		return reason(why, why_len, "not a checkpoint file (bad magic)");
+	uint32_t version = get_u32(buf + 8);
+	if (version != FTL_CKPT_VERSION)
+		return reason(why, why_len, "format version %u, this build reads version %u", version,
+			      FTL_CKPT_VERSION);
+	h->n_buffers = get_u32(buf + 12);
+	if (h->n_buffers > FTL_MAX_BUFFERS)
+		return reason(why, why_len, "corrupt header: %u buffers (at most %d)", h->n_buffers, FTL_MAX_BUFFERS);
+	if (avail < ftl_ckpt_header_bytes(h->n_buffers))
+		return reason(why, why_len, "truncated: %llu bytes, shorter than its header (%zu)",
+			      (unsigned long long)file_len, ftl_ckpt_header_bytes(h->n_buffers));
+	h->step = get_u64(buf + 16);
+	h->view_epoch = get_u64(buf + 24);
+	h->data_epoch = get_u64(buf + 32);
+	h->sample_pos = get_u64(buf + 40);
+	h->world_size = get_u32(buf + 48);
+	h->save_len = get_u64(buf + 56);
+	for (uint32_t i = 0; i < h->n_buffers; i++) {
+		const uint8_t *e = buf + FTL_CKPT_FIXED_BYTES + (size_t)i * FTL_CKPT_ENTRY_BYTES;
+		memcpy(h->names[i], e, FTL_CKPT_NAME_BYTES);
+		h->names[i][FTL_CKPT_NAME_BYTES - 1] = '\0';
+		h->sizes[i] = get_u64(e + FTL_CKPT_NAME_BYTES);
+	}
+	uint64_t want;
+	if (declared_file_bytes(h, &want) != 0)
+		return reason(why, why_len, "corrupt header: sizes overflow");
+	if (file_len < want)
+		return reason(why, why_len, "truncated: %llu bytes, its header declares %llu",
+			      (unsigned long long)file_len, (unsigned long long)want);
+	if (file_len > want)
+		return reason(why, why_len, "corrupt: %llu bytes, its header declares %llu",
+			      (unsigned long long)file_len, (unsigned long long)want);
+	return 0;
+}
+
+int ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h, char *why, size_t why_len)
+{
+	if (ftl_ckpt_parse_header(image, len, len, h, why, why_len) != 0)
+		return -1;
+	uint8_t sum[FTL_CKPT_SUM_BYTES];
+	ftl_ckpt_checksum(image, len - FTL_CKPT_SUM_BYTES, sum);
+	if (sodium_memcmp(sum, image + len - FTL_CKPT_SUM_BYTES, FTL_CKPT_SUM_BYTES) != 0)
+		return reason(why, why_len, "checksum mismatch: the file is corrupt");
+	return 0;
+}
+
+int ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine, char *why, size_t why_len)
+{
+	if (file->n_buffers != mine->n_buffers)
+		return reason(why, why_len, "shape mismatch: %u buffers in the file, %u registered", file->n_buffers,
+			      mine->n_buffers);
+	for (uint32_t i = 0; i < file->n_buffers; i++) {
+		if (strcmp(file->names[i], mine->names[i]) != 0)
+			return reason(why, why_len, "shape mismatch: buffer %u is '%s' in the file, '%s' registered", i,
+				      file->names[i], mine->names[i]);
+		if (file->sizes[i] != mine->sizes[i])
+			return reason(why, why_len, "shape mismatch: buffer '%s' is %llu bytes in the file, %llu registered",
+				      file->names[i], (unsigned long long)file->sizes[i],
+				      (unsigned long long)mine->sizes[i]);
+	}
+	return 0;
+}

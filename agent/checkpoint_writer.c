@@ -1,0 +1,407 @@
+/* The checkpoint writer: one thread and one staging buffer, so that a training step pays only for copying
+ * its state into memory. The thread then makes the file durable and atomic:
+ *   write .ckpt-<step>.tmp-<pid> while a helper thread computes the checksum, asking the kernel to start
+ *   writing each chunk back at once (sync_file_range); append the checksum; fsync;
+ *   rename to ckpt-<step>.ftl; fsync the directory; only then delete all but the newest `keep`.
+ * A crash at any point leaves either the previous set of files or the new one, plus at most a temp that no
+ * loader reads. A failed write (full disk, I/O error, no permission) removes its temp, is reported in the
+ * log and the stats, and leaves every older checkpoint as it was; training goes on.
+ * While a write runs the staging buffer is the thread's: the next checkpoint is skipped (default) or waits
+ * for it (is_waiting). Lock order: this writer's lock only; it never takes the agent's. */
+#include "checkpoint.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+/* Write granularity, and how often the kernel is told to start writing back. */
+#define CHUNK_BYTES (8u << 20)
+#define PAGE_STRIDE 4096u
+
+const char *const ftl_ckpt_writer_state_strs[FTL_CKPT_WRITER_STATE_MAX] = {"idle", "writing", "failed"};
+
+struct ftl_ckpt_writer {
+	char dir[FTL_CKPT_DIR_MAX];
+	int keep;
+	bool is_waiting;                /* FTL_CHECKPOINT_BUSY=wait */
+	pthread_t thread;
+	pthread_mutex_t lock;           /* guards what follows */
+	pthread_cond_t changed;
+	bool is_stopping;
+	bool is_staging;                /* the training thread is filling buf */
+	bool has_job;                   /* buf is submitted and not yet written */
+	bool is_reserving;              /* the thread is faulting in a buffer of want_cap (ftl_ckpt_writer_reserve) */
+	size_t want_cap;
+	uint8_t *buf;
+	size_t cap;
+	size_t len;
+	uint64_t step;
+	int64_t stall_us;
+	ftl_ckpt_writer_stats stats;
+};
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int fail_io(char *err, size_t len, const char *what, const char *path)
+{
+	snprintf(err, len, "%s %s: %s", what, path, strerror(errno));
+	return -1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The checksum is computed on a second thread while this one writes: the image is all in memory, so
+ * the two need not wait for each other, and a checkpoint costs max(hash, write) instead of their sum. */
+typedef struct hash_job {
+	const uint8_t *data;
+	size_t len;
+	uint8_t sum[FTL_CKPT_SUM_BYTES];
+} hash_job;
+
+static void *hash_main(void *arg)
+{
+	hash_job *h = arg;
+	ftl_ckpt_checksum(h->data, h->len, h->sum);
+	return NULL;
+}
+
+/* Writes the image, then its checksum; the kernel starts writing each chunk back at once. */
+static int write_sealed(int fd, const uint8_t *image, size_t len)
+{
+	hash_job h = {.data = image, .len = len - FTL_CKPT_SUM_BYTES};
+	pthread_t hasher;
+	bool is_threaded = pthread_create(&hasher, NULL, hash_main, &h) == 0; /* inherits our blocked signals */
+	int rc = 0;
+	for (size_t off = 0; off < h.len && rc == 0; off += CHUNK_BYTES) {
+		size_t n = h.len - off < CHUNK_BYTES ? h.len - off : CHUNK_BYTES;
+		rc = write_all(fd, image + off, n);
+		if (rc == 0)
+			sync_file_range(fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE); /* a hint: fsync decides */
+	}
+	int saved = errno;
+	if (is_threaded)
+		pthread_join(hasher, NULL);
+	else
+		hash_main(&h);
+	errno = saved;
+	return rc == 0 ? write_all(fd, h.sum, sizeof(h.sum)) : -1;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int rc = fsync(fd);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+/* temp, write, fsync, rename, fsync dir. -1 with the reason; the temp is gone then. */
+static int write_durably(const ftl_ckpt_writer *w, uint64_t step, const uint8_t *image, size_t len, char *final,
+			 size_t final_len, char *err, size_t err_len)
+{
+	char name[FTL_CKPT_NAME_MAX], tmp[FTL_CKPT_PATH_MAX + 32];
+	ftl_ckpt_file_name(step, name, sizeof(name));
+	snprintf(final, final_len, "%s/%s", w->dir, name);
+	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%llu.tmp-%ld", w->dir, (unsigned long long)step, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fail_io(err, err_len, "cannot create", tmp);
+	int rc = 0;
+	if (write_sealed(fd, image, len) != 0)
+		rc = fail_io(err, err_len, "cannot write", tmp);
+	else if (fsync(fd) != 0)
+		rc = fail_io(err, err_len, "cannot fsync", tmp);
+	if (close(fd) != 0 && rc == 0)
+		rc = fail_io(err, err_len, "cannot close", tmp);
+	if (rc == 0 && rename(tmp, final) != 0)
+		rc = fail_io(err, err_len, "cannot rename to", final);
+	if (rc != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	if (fsync_dir(w->dir) != 0)
+		return fail_io(err, err_len, "cannot fsync the directory", w->dir);
+	return 0;
+}
+
+static void write_job(ftl_ckpt_writer *w)
+{
+	uint64_t step = w->step;
+	size_t len = w->len;
+	char final[FTL_CKPT_PATH_MAX + 8], err[FTL_CKPT_PATH_MAX + 128], fields[FTL_CKPT_PATH_MAX + 256];
+	int64_t start = mono_us();
+	int rc = write_durably(w, step, w->buf, len, final, sizeof(final), err, sizeof(err));
+	int64_t took = mono_us() - start;
+	int deleted = rc == 0 ? ftl_ckpt_retain(w->dir, w->keep) : 0;
+
+	pthread_mutex_lock(&w->lock);
+	ftl_ckpt_writer_stats *s = &w->stats;
+	if (rc == 0) {
+		s->state = FTL_CKPT_WRITER_IDLE;
+		s->has_last = true;
+		s->last_step = step;
+		snprintf(s->last_file, sizeof(s->last_file), "%s", final);
+		s->last_done_ms = wall_ms();
+		s->written++;
+		s->last_bytes = len;
+		s->last_write_us = took;
+		s->last_stall_us = w->stall_us;
+	} else {
+		s->state = FTL_CKPT_WRITER_FAILED;
+		snprintf(s->last_error, sizeof(s->last_error), "%s", err);
+		s->failed++;
+	}
+	int64_t stall = w->stall_us;
+	w->has_job = false;
+	pthread_cond_broadcast(&w->changed);
+	pthread_mutex_unlock(&w->lock);
+
+	if (rc == 0) {
+		double mb = (double)len / 1e6;
+		snprintf(fields, sizeof(fields), "step=%llu file=%s bytes=%zu took_ms=%.1f mb_per_s=%.1f stall_ms=%.2f deleted=%d",
+			 (unsigned long long)step, final, len, (double)took / 1000.0, took > 0 ? mb / ((double)took / 1e6) : 0.0,
+			 (double)stall / 1000.0, deleted);
+		ftl_log(FTL_LOG_INFO, "checkpoint", fields, "checkpoint durable");
+	} else {
+		snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)step);
+		ftl_log(FTL_LOG_ERROR, "checkpoint", fields,
+			"checkpoint of step %llu failed: %s; training goes on and the older checkpoints are kept (check "
+			"the disk behind FTL_CHECKPOINT_DIR)",
+			(unsigned long long)step, err);
+	}
+}
+
+static bool wants_buffer(const ftl_ckpt_writer *w) { return w->want_cap > w->cap && !w->is_staging; }
+
+/* Allocates and touches a staging buffer of want_cap, so that the first checkpoint's copy does not pay
+ * for faulting its pages in (for 1 GB, several times the copy itself). Called and returns locked. */
+static void reserve_locked(ftl_ckpt_writer *w)
+{
+	size_t want = w->want_cap;
+	w->is_reserving = true;
+	pthread_mutex_unlock(&w->lock);
+	uint8_t *fresh = malloc(want);
+	for (size_t i = 0; fresh && i < want; i += PAGE_STRIDE)
+		((volatile uint8_t *)fresh)[i] = 0; /* a write per page faults it in (malloc+memset could become calloc) */
+	pthread_mutex_lock(&w->lock);
+	w->is_reserving = false;
+	if (fresh) {
+		free(w->buf);
+		w->buf = fresh;
+		w->cap = want;
+	} else {
+		w->want_cap = 0; /* begin will try again, and say so if it cannot */
+	}
+	pthread_cond_broadcast(&w->changed);
+}
+
+static void *writer_main(void *arg)
+{
+	ftl_ckpt_writer *w = arg;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->has_job && !w->is_stopping && !wants_buffer(w))
+			pthread_cond_wait(&w->changed, &w->lock);
+		if (w->has_job) {
+			pthread_mutex_unlock(&w->lock);
+			write_job(w); /* buf, len and step are the thread's while has_job */
+			pthread_mutex_lock(&w->lock);
+		} else if (w->is_stopping) {
+			break;
+		} else {
+			reserve_locked(w);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, char *err, size_t err_len)
+{
+	if (sodium_init() < 0) {
+		snprintf(err, err_len, "libsodium failed to initialise");
+		return NULL;
+	}
+	if (ftl_ckpt_make_dir(dir) != 0) {
+		snprintf(err, err_len, "FTL_CHECKPOINT_DIR=%s: cannot create the directory: %s", dir, strerror(errno));
+		return NULL;
+	}
+	ftl_ckpt_writer *w = calloc(1, sizeof(*w));
+	if (!w) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	snprintf(w->dir, sizeof(w->dir), "%s", dir);
+	w->keep = keep > 0 ? keep : 1;
+	w->is_waiting = is_waiting;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->changed, NULL);
+	/* The thread takes no signal: the program decides which of its threads handles SIGTERM and friends. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&w->thread, NULL, writer_main, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, err_len, "cannot start the checkpoint writer thread: %s", strerror(rc));
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->changed);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void ftl_ckpt_writer_delete(ftl_ckpt_writer *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->is_stopping = true;
+	pthread_cond_broadcast(&w->changed);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->changed);
+	free(w->buf);
+	free(w);
+}
+
+static void log_skip(uint64_t step, uint64_t busy_with)
+{
+	char fields[96];
+	snprintf(fields, sizeof(fields), "step=%llu writing=%llu", (unsigned long long)step, (unsigned long long)busy_with);
+	ftl_log(FTL_LOG_WARN, "checkpoint", fields,
+		"previous checkpoint (step %llu) still being written, skipping step %llu (FTL_CHECKPOINT_BUSY=wait "
+		"waits instead; a larger FTL_CHECKPOINT_EVERY gives the disk more time)",
+		(unsigned long long)busy_with, (unsigned long long)step);
+}
+
+uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
+{
+	pthread_mutex_lock(&w->lock);
+	assert(!w->is_staging);
+	if (w->has_job && !w->is_waiting) {
+		uint64_t busy_with = w->step;
+		w->stats.skipped++;
+		pthread_mutex_unlock(&w->lock);
+		log_skip(step, busy_with);
+		return NULL;
+	}
+	while (w->has_job || w->is_reserving)
+		pthread_cond_wait(&w->changed, &w->lock);
+	if (bytes > w->cap) {
+		free(w->buf); /* no realloc: the old contents are not worth copying */
+		w->buf = malloc(bytes);
+		w->cap = w->buf ? bytes : 0;
+	}
+	if (!w->buf) {
+		pthread_mutex_unlock(&w->lock);
+		ftl_log(FTL_LOG_ERROR, "checkpoint", NULL,
+			"no memory for a %zu-byte checkpoint staging buffer; skipping step %llu", bytes,
+			(unsigned long long)step);
+		return NULL;
+	}
+	w->is_staging = true;
+	w->step = step;
+	w->len = bytes;
+	pthread_mutex_unlock(&w->lock);
+	return w->buf;
+}
+
+void ftl_ckpt_writer_reserve(ftl_ckpt_writer *w, size_t bytes)
+{
+	pthread_mutex_lock(&w->lock);
+	if (bytes > w->want_cap && bytes > w->cap) {
+		w->want_cap = bytes;
+		pthread_cond_broadcast(&w->changed);
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ftl_ckpt_writer_submit(ftl_ckpt_writer *w, int64_t stall_us)
+{
+	pthread_mutex_lock(&w->lock);
+	w->is_staging = false;
+	w->has_job = true;
+	w->stall_us = stall_us;
+	w->stats.state = FTL_CKPT_WRITER_WRITING;
+	pthread_cond_broadcast(&w->changed);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ftl_ckpt_writer_cancel(ftl_ckpt_writer *w, const char *why)
+{
+	pthread_mutex_lock(&w->lock);
+	w->is_staging = false;
+	w->stats.failed++;
+	uint64_t step = w->step;
+	pthread_mutex_unlock(&w->lock);
+	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "checkpoint of step %llu not written: %s", (unsigned long long)step, why);
+}
+
+void ftl_ckpt_writer_flush(ftl_ckpt_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	while (w->has_job || w->is_reserving || wants_buffer(w))
+		pthread_cond_wait(&w->changed, &w->lock);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ftl_ckpt_writer_get_stats(ftl_ckpt_writer *w, ftl_ckpt_writer_stats *out)
+{
+	pthread_mutex_lock(&w->lock);
+	*out = w->stats;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ftl_ckpt_writer_note_loaded(ftl_ckpt_writer *w, uint64_t step, const char *file, int64_t written_ms)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stats.has_last = true;
+	w->stats.last_step = step;
+	snprintf(w->stats.last_file, sizeof(w->stats.last_file), "%s", file);
+	w->stats.last_done_ms = written_ms;
+	pthread_mutex_unlock(&w->lock);
+}

@@ -1,0 +1,17 @@
+/* `ftlctl ready`: is this worker part of the training job right now? A Kubernetes readiness probe (or
+ * any script) asks it. Ready means: this member holds a rank in a committed view and its side of the
+ * cluster has quorum. A worker still looking for peers, a hot spare above FTL_MAX_WORKERS, and a worker
+ * cut off in a minority (waiting for quorum) are not ready. Decided from a STATUS reply (PROTOCOL.md)
+ * alone, so it is a pure function. */
+#ifndef FTL_CTL_READINESS_H
+#define FTL_CTL_READINESS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* True when ready. Either way, reason gets one line for the probe's log, e.g.
+ * "ready: rank 2 of 5 in view 7 (training)" or "not ready: waiting for quorum (rank 2 of 5 in view 7)". */
+bool ctl_readiness(const json_t *status, char *reason, size_t reason_len);
+
+#endif

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Checks the Kubernetes manifests in deploy/k8s without a cluster: yamllint over every YAML file, then
+# every object the kustomizations build from against the Kubernetes OpenAPI schemas (kubernetes-validate,
+# strict: unknown fields are errors). Both tools come from PyPI into a virtual environment under the build
+# folder, so the system Python is left alone; once installed, the check runs offline (the schemas ship
+# inside kubernetes-validate).
+#   scripts/validate-k8s.sh
+# FTL_BUILD_DIR (default build) holds the venv; K8S_VERSIONS (default "1.30.0 1.37.0": an old cluster
+# still in use and the newest schemas bundled) are the Kubernetes versions to validate against.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv="${FTL_BUILD_DIR:-build}/k8s-validate-venv"
+read -r -a k8s_versions <<<"${K8S_VERSIONS:-1.30.0 1.37.0}"
+if [ ! -x "$venv/bin/kubernetes-validate" ] || [ ! -x "$venv/bin/yamllint" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check kubernetes-validate==1.37.0 yamllint==1.38.0
+fi
+
+echo "== yamllint deploy/k8s"
+"$venv/bin/yamllint" -s -c deploy/k8s/.yamllint.yaml deploy/k8s
+
+mapfile -t manifests < <("$venv/bin/python" scripts/k8s_resources.py deploy/k8s)
+for version in "${k8s_versions[@]}"; do
+  echo "== kubernetes-validate --strict, Kubernetes $version"
+  "$venv/bin/kubernetes-validate" --strict -k "$version" "${manifests[@]}"
+done
+echo "validate-k8s: ${#manifests[@]} manifests valid for Kubernetes ${k8s_versions[*]}; every YAML file lint-clean"

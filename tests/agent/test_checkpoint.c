@@ -1,0 +1,337 @@
+/* The checkpoint file format and directory (agent/checkpoint_format.c, checkpoint_dir.c), and resume
+ * through the registered state (checkpoint.c): a file loads only when it is whole and unaltered, and a
+ * resume skips what does not verify and loads the newest that does. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checkpoint.h"
+
+/* A small image: two buffers and some save bytes, with a recognisable payload. */
+static uint8_t *make_image(ftl_ckpt_header *h, size_t *len)
+{
+	memset(h, 0, sizeof(*h));
+	h->step = 1200;
+	h->view_epoch = 7;
+	h->data_epoch = 2;
+	h->sample_pos = 4096;
+	h->world_size = 4;
+	h->n_buffers = 2;
+	snprintf(h->names[0], sizeof(h->names[0]), "params");
+	snprintf(h->names[1], sizeof(h->names[1]), "momentum");
+	h->sizes[0] = 40;
+	h->sizes[1] = 24;
+	h->save_len = 5;
+	*len = ftl_ckpt_file_bytes(h);
+	uint8_t *image = malloc(*len);
+	assert_non_null(image);
+	ftl_ckpt_encode_header(h, image);
+	size_t start = ftl_ckpt_payload_offset(h, 0);
+	for (size_t i = start; i < *len - FTL_CKPT_SUM_BYTES; i++)
+		image[i] = (uint8_t)(i * 31 + 7);
+	ftl_ckpt_seal(image, *len);
+	return image;
+}
+
+static void test_encoded_image_verifies_and_reads_back_every_field(void **state)
+{
+	ftl_ckpt_header h, back;
+	size_t len;
+	uint8_t *image = make_image(&h, &len);
+	char why[256];
+	assert_int_equal(len, 64 + 2 * 72 + 40 + 24 + 5 + 32);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	assert_int_equal(back.step, 1200);
+	assert_int_equal(back.view_epoch, 7);
+	assert_int_equal(back.data_epoch, 2);
+	assert_int_equal(back.sample_pos, 4096);
+	assert_int_equal(back.world_size, 4);
+	assert_int_equal(back.save_len, 5);
+	assert_string_equal(back.names[1], "momentum");
+	assert_int_equal(back.sizes[0], 40);
+	assert_int_equal(ftl_ckpt_payload_offset(&back, 2), 64 + 144 + 64);
+	assert_int_equal(ftl_ckpt_same_shape(&back, &h, why, sizeof(why)), 0);
+	free(image);
+}
+
+static void test_every_truncation_is_refused_as_truncated(void **state)
+{
+	ftl_ckpt_header h, back;
+	size_t len;
+	uint8_t *image = make_image(&h, &len);
+	char why[256];
+	for (size_t cut = 0; cut < len; cut++) {
+		assert_int_equal(ftl_ckpt_verify(image, cut, &back, why, sizeof(why)), -1);
+		if (strncmp(why, "truncated", 9) != 0)
+			fail_msg("%zu of %zu bytes: expected 'truncated', got '%s'", cut, len, why);
+	}
+	free(image);
+}
+
+static void test_every_single_byte_flip_is_detected(void **state)
+{
+	ftl_ckpt_header h, back;
+	size_t len;
+	uint8_t *image = make_image(&h, &len);
+	char why[256];
+	static const uint8_t flips[] = {0x01, 0x80, 0xff};
+	for (size_t i = 0; i < len; i++) {
+		for (size_t f = 0; f < sizeof(flips); f++) {
+			image[i] ^= flips[f];
+			if (ftl_ckpt_verify(image, len, &back, why, sizeof(why)) == 0)
+				fail_msg("byte %zu ^ 0x%02x was not detected", i, flips[f]);
+			image[i] ^= flips[f];
+		}
+	}
+	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	/* A flip in the payload is the checksum's to catch. */
+	image[len - FTL_CKPT_SUM_BYTES - 1] ^= 1;
+	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "checksum mismatch"));
+	free(image);
+}
+
+static void test_other_format_version_is_refused_by_name(void **state)
+{
+	ftl_ckpt_header h, back;
+	size_t len;
+	uint8_t *image = make_image(&h, &len);
+	char why[256];
+	image[8] = 2;
+	ftl_ckpt_seal(image, len); /* a well-formed file of another version */
+	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
+	assert_string_equal(why, "format version 2, this build reads version 1");
+	free(image);
+}
+
+static void test_other_buffers_are_a_shape_mismatch(void **state)
+{
+	ftl_ckpt_header h, mine;
+	size_t len;
+	free(make_image(&h, &len));
+	char why[256];
+	mine = h;
+	mine.sizes[1] = 48;
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
+	assert_string_equal(why, "shape mismatch: buffer 'momentum' is 24 bytes in the file, 48 registered");
+	mine = h;
+	snprintf(mine.names[0], sizeof(mine.names[0]), "weights");
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "'params' in the file, 'weights' registered"));
+	mine = h;
+	mine.n_buffers = 3;
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
+	assert_string_equal(why, "shape mismatch: 2 buffers in the file, 3 registered");
+	mine = h;
+	mine.save_len = 999; /* the save bytes are the callbacks' business, not the shape */
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), 0);
+}
+
+static void test_file_names_sort_by_step_and_temps_never_match(void **state)
+{
+	char name[FTL_CKPT_NAME_MAX];
+	uint64_t step;
+	ftl_ckpt_file_name(42, name, sizeof(name));
+	assert_string_equal(name, "ckpt-00000000000000000042.ftl");
+	assert_true(ftl_ckpt_parse_file_name(name, &step));
+	assert_int_equal(step, 42);
+	ftl_ckpt_file_name(UINT64_MAX, name, sizeof(name));
+	assert_true(ftl_ckpt_parse_file_name(name, &step));
+	assert_true(step == UINT64_MAX);
+	assert_false(ftl_ckpt_parse_file_name(".ckpt-42.tmp-1234", &step));
+	assert_false(ftl_ckpt_parse_file_name("ckpt-00000000000000000042.ftl.bak", &step));
+	assert_false(ftl_ckpt_parse_file_name("ckpt-0000000000000000004x.ftl", &step));
+	assert_false(ftl_ckpt_parse_file_name("ckpt-42.ftl", &step));
+}
+
+static char *temp_dir(void)
+{
+	char *dir = strdup("/tmp/ftl-ckpt-test-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	return dir;
+}
+
+static void touch(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static void remove_dir(char *dir)
+{
+	char cmd[1100];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(dir);
+}
+
+static void test_listing_is_newest_first_and_retention_keeps_exactly_k(void **state)
+{
+	char *dir = temp_dir();
+	char name[FTL_CKPT_NAME_MAX];
+	for (uint64_t step = 100; step <= 1000; step += 100) {
+		ftl_ckpt_file_name(step, name, sizeof(name));
+		touch(dir, name, "x", 1);
+	}
+	touch(dir, ".ckpt-1100.tmp-99", "partial", 7);
+	touch(dir, "notes.txt", "hi", 2);
+	char(*names)[FTL_CKPT_NAME_MAX];
+	size_t n;
+	assert_int_equal(ftl_ckpt_list(dir, &names, &n), 0);
+	assert_int_equal(n, 10);
+	assert_string_equal(names[0], "ckpt-00000000000000001000.ftl");
+	assert_string_equal(names[9], "ckpt-00000000000000000100.ftl");
+	free(names);
+	assert_int_equal(ftl_ckpt_retain(dir, 3), 7);
+	assert_int_equal(ftl_ckpt_list(dir, &names, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(names[2], "ckpt-00000000000000000800.ftl");
+	free(names);
+	assert_int_equal(ftl_ckpt_remove_temps(dir), 1);
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	assert_int_equal(access(path, F_OK), 0); /* not ours: left alone */
+	remove_dir(dir);
+}
+
+/* ---- resume through the registered state ---- */
+
+typedef struct fake_job {
+	ftl_training t;
+	float params[16];
+	double momentum[4];
+	char extra[32]; /* what the save/load callbacks carry */
+} fake_job;
+
+static size_t save_extra(void *ctx, void *buf, size_t cap)
+{
+	fake_job *j = ctx;
+	size_t n = strlen(j->extra) + 1;
+	if (buf && cap >= n)
+		memcpy(buf, j->extra, n);
+	return n;
+}
+
+static void load_extra(void *ctx, const void *buf, size_t len)
+{
+	fake_job *j = ctx;
+	snprintf(j->extra, sizeof(j->extra), "%.*s", (int)len, (const char *)buf);
+}
+
+static void job_init(fake_job *j, const char *dir)
+{
+	memset(j, 0, sizeof(*j));
+	ftl_training_config_default(&j->t.cfg);
+	snprintf(j->t.cfg.checkpoint_dir, sizeof(j->t.cfg.checkpoint_dir), "%s", dir);
+	j->t.cfg.checkpoint_every = 10;
+	j->t.cfg.checkpoint_wait = true;
+	j->t.buffers[0] = (ftl_buffer_reg){.name = "params", .ptr = j->params, .bytes = sizeof(j->params)};
+	j->t.buffers[1] = (ftl_buffer_reg){.name = "momentum", .ptr = j->momentum, .bytes = sizeof(j->momentum)};
+	j->t.n_buffers = 2;
+	j->t.save = save_extra;
+	j->t.load = load_extra;
+	j->t.cb_ctx = j;
+	char err[256];
+	assert_int_equal(ftl_checkpoint_setup(&j->t, err, sizeof(err)), 0);
+}
+
+/* Steps the fake job to `steps`, checkpointing every 10; the state after step s is a function of s. */
+static void run_to(fake_job *j, uint64_t steps)
+{
+	while (j->t.step < steps) {
+		j->t.step++;
+		j->t.sample_pos = j->t.step * 64;
+		for (int i = 0; i < 16; i++)
+			j->params[i] = (float)(j->t.step * 100 + (uint64_t)i);
+		j->momentum[0] = (double)j->t.step / 3.0;
+		snprintf(j->extra, sizeof(j->extra), "rng-state-%llu", (unsigned long long)j->t.step);
+		ftl_checkpoint_after_step(&j->t, 5, 4);
+	}
+	ftl_ckpt_writer_flush(j->t.ckpt);
+}
+
+static void corrupt(const char *dir, uint64_t step, off_t at)
+{
+	char name[FTL_CKPT_NAME_MAX], path[1100];
+	ftl_ckpt_file_name(step, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_RDWR);
+	assert_true(fd >= 0);
+	uint8_t b;
+	assert_int_equal(pread(fd, &b, 1, at), 1);
+	b ^= 0x10;
+	assert_int_equal(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+static void test_resume_loads_the_newest_that_verifies_with_step_sampler_and_callbacks(void **state)
+{
+	char *dir = temp_dir();
+	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	job_init(a, dir);
+	run_to(a, 35); /* checkpoints at 10, 20, 30 */
+	corrupt(dir, 30, 300); /* a payload byte of the newest */
+	job_init(b, dir);
+	assert_true(ftl_checkpoint_resume(&b->t));
+	assert_int_equal(b->t.step, 20);
+	assert_int_equal(b->t.sample_pos, 20 * 64);
+	assert_true(b->params[15] == 2015.0f);
+	assert_true(b->momentum[0] == 20 / 3.0);
+	assert_string_equal(b->extra, "rng-state-20");
+	json_t *st = ftl_checkpoint_status_json(&b->t);
+	assert_int_equal(json_integer_value(json_object_get(st, "last_step")), 20);
+	assert_string_equal(json_string_value(json_object_get(st, "writer")), "idle");
+	json_decref(st);
+	ftl_checkpoint_teardown(&a->t);
+	ftl_checkpoint_teardown(&b->t);
+	free(a);
+	free(b);
+	remove_dir(dir);
+}
+
+static void test_resume_with_other_buffers_loads_nothing(void **state)
+{
+	char *dir = temp_dir();
+	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	job_init(a, dir);
+	run_to(a, 10);
+	job_init(b, dir);
+	b->t.buffers[1].bytes = 16; /* a different model */
+	assert_false(ftl_checkpoint_resume(&b->t));
+	assert_int_equal(b->t.step, 0);
+	assert_true(b->params[0] == 0.0f);
+	ftl_checkpoint_teardown(&a->t);
+	ftl_checkpoint_teardown(&b->t);
+	free(a);
+	free(b);
+	remove_dir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_encoded_image_verifies_and_reads_back_every_field),
+		cmocka_unit_test(test_every_truncation_is_refused_as_truncated),
+		cmocka_unit_test(test_every_single_byte_flip_is_detected),
+		cmocka_unit_test(test_other_format_version_is_refused_by_name),
+		cmocka_unit_test(test_other_buffers_are_a_shape_mismatch),
+		cmocka_unit_test(test_file_names_sort_by_step_and_temps_never_match),
+		cmocka_unit_test(test_listing_is_newest_first_and_retention_keeps_exactly_k),
+		cmocka_unit_test(test_resume_loads_the_newest_that_verifies_with_step_sampler_and_callbacks),
+		cmocka_unit_test(test_resume_with_other_buffers_loads_nothing),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
