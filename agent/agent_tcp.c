@@ -254,36 +254,39 @@ static void dial(pp_conn *c, const struct sockaddr_storage *to)
 		conn_close(c);
 }
 
+/* An outgoing exchange with addr, or NULL when addr is not a numeric ip:port (or out of memory). */
+static pp_conn *outgoing(ftl_agent *a, const char *addr, struct sockaddr_storage *to)
+{
+	if (ftl_addr_parse_numeric(addr, to) != 0)
+		return NULL;
+	pp_conn *c = conn_new(a, true);
+	if (c)
+		snprintf(c->peer, sizeof(c->peer), "%s", addr);
+	return c;
+}
+
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join)
 {
 	struct sockaddr_storage to;
-	if (ftl_addr_parse_numeric(addr, &to) != 0)
-		return;
-	pp_conn *c = conn_new(a, true);
+	pp_conn *c = outgoing(a, addr, &to);
 	if (!c)
 		return;
-	snprintf(c->peer, sizeof(c->peer), "%s", addr);
 	c->is_join = is_join;
-	if (prepare_state(c, is_join) != 0) {
+	if (prepare_state(c, is_join) != 0)
 		conn_close(c);
-		return;
-	}
-	dial(c, &to);
+	else
+		dial(c, &to);
 }
 
 void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len)
 {
 	struct sockaddr_storage to;
-	if (ftl_addr_parse_numeric(addr, &to) != 0)
-		return;
-	pp_conn *c = conn_new(a, true);
+	pp_conn *c = outgoing(a, addr, &to);
 	if (!c)
 		return;
-	snprintf(c->peer, sizeof(c->peer), "%s", addr);
 	c->is_one_way = true;
-	if (prepare_frame(c, FTL_FRAME_RENDEZVOUS, sealed, len) != 0) {
+	if (prepare_frame(c, FTL_FRAME_RENDEZVOUS, sealed, len) != 0)
 		conn_close(c);
-		return;
-	}
-	dial(c, &to);
+	else
+		dial(c, &to);
 }

@@ -3,6 +3,7 @@
  * its header declares and its BLAKE2b sum matches: a truncated file, a flipped byte or a half-written
  * temp can then never load as valid. */
 #include "checkpoint.h"
+#include "errfmt.h"
 
 #include <sodium.h>
 #include <stdarg.h>
@@ -37,15 +38,6 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
-static int reason(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int reason(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 size_t ftl_ckpt_header_bytes(uint32_t n_buffers)
 {
@@ -113,19 +105,19 @@ int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, f
 {
 	memset(h, 0, sizeof(*h));
 	if (avail < FTL_CKPT_FIXED_BYTES)
-		return reason(why, why_len, "truncated: %llu bytes, shorter than a checkpoint header (%u)",
+		return ftl_errf(why, why_len, "truncated: %llu bytes, shorter than a checkpoint header (%u)",
 			      (unsigned long long)file_len, FTL_CKPT_FIXED_BYTES);
 	if (memcmp(buf, FTL_CKPT_MAGIC, sizeof(FTL_CKPT_MAGIC)) != 0)
-		return reason(why, why_len, "not a checkpoint file (bad magic)");
+		return ftl_errf(why, why_len, "not a checkpoint file (bad magic)");
 	uint32_t version = get_u32(buf + 8);
 	if (version != FTL_CKPT_VERSION)
-		return reason(why, why_len, "format version %u, this build reads version %u", version,
+		return ftl_errf(why, why_len, "format version %u, this build reads version %u", version,
 			      FTL_CKPT_VERSION);
 	h->n_buffers = get_u32(buf + 12);
 	if (h->n_buffers > FTL_MAX_BUFFERS)
-		return reason(why, why_len, "corrupt header: %u buffers (at most %d)", h->n_buffers, FTL_MAX_BUFFERS);
+		return ftl_errf(why, why_len, "corrupt header: %u buffers (at most %d)", h->n_buffers, FTL_MAX_BUFFERS);
 	if (avail < ftl_ckpt_header_bytes(h->n_buffers))
-		return reason(why, why_len, "truncated: %llu bytes, shorter than its header (%zu)",
+		return ftl_errf(why, why_len, "truncated: %llu bytes, shorter than its header (%zu)",
 			      (unsigned long long)file_len, ftl_ckpt_header_bytes(h->n_buffers));
 	h->step = get_u64(buf + 16);
 	h->view_epoch = get_u64(buf + 24);
@@ -141,12 +133,12 @@ int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, f
 	}
 	uint64_t want;
 	if (declared_file_bytes(h, &want) != 0)
-		return reason(why, why_len, "corrupt header: sizes overflow");
+		return ftl_errf(why, why_len, "corrupt header: sizes overflow");
 	if (file_len < want)
-		return reason(why, why_len, "truncated: %llu bytes, its header declares %llu",
+		return ftl_errf(why, why_len, "truncated: %llu bytes, its header declares %llu",
 			      (unsigned long long)file_len, (unsigned long long)want);
 	if (file_len > want)
-		return reason(why, why_len, "corrupt: %llu bytes, its header declares %llu",
+		return ftl_errf(why, why_len, "corrupt: %llu bytes, its header declares %llu",
 			      (unsigned long long)file_len, (unsigned long long)want);
 	return 0;
 }
@@ -158,21 +150,21 @@ int ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h, char *
 	uint8_t sum[FTL_CKPT_SUM_BYTES];
 	ftl_ckpt_checksum(image, len - FTL_CKPT_SUM_BYTES, sum);
 	if (sodium_memcmp(sum, image + len - FTL_CKPT_SUM_BYTES, FTL_CKPT_SUM_BYTES) != 0)
-		return reason(why, why_len, "checksum mismatch: the file is corrupt");
+		return ftl_errf(why, why_len, "checksum mismatch: the file is corrupt");
 	return 0;
 }
 
 int ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine, char *why, size_t why_len)
 {
 	if (file->n_buffers != mine->n_buffers)
-		return reason(why, why_len, "shape mismatch: %u buffers in the file, %u registered", file->n_buffers,
+		return ftl_errf(why, why_len, "shape mismatch: %u buffers in the file, %u registered", file->n_buffers,
 			      mine->n_buffers);
 	for (uint32_t i = 0; i < file->n_buffers; i++) {
 		if (strcmp(file->names[i], mine->names[i]) != 0)
-			return reason(why, why_len, "shape mismatch: buffer %u is '%s' in the file, '%s' registered", i,
+			return ftl_errf(why, why_len, "shape mismatch: buffer %u is '%s' in the file, '%s' registered", i,
 				      file->names[i], mine->names[i]);
 		if (file->sizes[i] != mine->sizes[i])
-			return reason(why, why_len, "shape mismatch: buffer '%s' is %llu bytes in the file, %llu registered",
+			return ftl_errf(why, why_len, "shape mismatch: buffer '%s' is %llu bytes in the file, %llu registered",
 				      file->names[i], (unsigned long long)file->sizes[i],
 				      (unsigned long long)mine->sizes[i]);
 	}

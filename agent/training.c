@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "errfmt.h"
 #include "checkpoint.h"
 
 void ftl_training_config_default(ftl_training_config *t)
@@ -29,28 +30,12 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->checkpoint_keep = 3;
 }
 
-static int env_num(const char *var, int64_t min, int64_t max, int64_t *out, char *err, size_t len)
-{
-	const char *v = getenv(var);
-	if (!v)
-		return 0;
-	char *end;
-	errno = 0;
-	long long x = strtoll(v, &end, 10);
-	if (errno || end == v || *end || x < min || x > max) {
-		snprintf(err, len, "%s=%s: expected a whole number from %lld to %lld", var, v, (long long)min, (long long)max);
-		return -1;
-	}
-	*out = x;
-	return 0;
-}
-
 /* FTL_CHECKPOINT_DIR, FTL_CHECKPOINT_EVERY, FTL_CHECKPOINT_KEEP, FTL_CHECKPOINT_BUSY. */
 static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 {
 	int64_t every = t->checkpoint_every, keep = t->checkpoint_keep;
-	if (env_num("FTL_CHECKPOINT_EVERY", 1, 1000000000, &every, err, len) ||
-	    env_num("FTL_CHECKPOINT_KEEP", 1, 1000, &keep, err, len))
+	if (ftl_env_int("FTL_CHECKPOINT_EVERY", &every, 1, 1000000000, err, len) ||
+	    ftl_env_int("FTL_CHECKPOINT_KEEP", &keep, 1, 1000, err, len))
 		return -1;
 	const char *dir = getenv("FTL_CHECKPOINT_DIR");
 	if (dir && strlen(dir) >= sizeof(t->checkpoint_dir)) {
@@ -76,13 +61,13 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	if (checkpoint_from_env(t, err, len) ||
-	    env_num("FTL_MIN_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &min, err, len) ||
-	    env_num("FTL_MAX_WORKERS", 1, FTL_RDV_MAX_MEMBERS, &max, err, len) ||
-	    env_num("FTL_SETTLE_MS", 0, 600000, &settle, err, len) ||
-	    env_num("FTL_MAX_RETRIES", 0, 1000, &retries, err, len) ||
-	    env_num("FTL_BELOW_MIN_TIMEOUT_MS", 0, 86400000, &below, err, len) ||
-	    env_num("FTL_COLLECTIVE_TIMEOUT_MS", 1, 3600000, &coll, err, len) ||
-	    env_num("FTL_CUDA_DEVICE", 0, 1024, &dev, err, len))
+	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
+	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
+	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
+	    ftl_env_int("FTL_MAX_RETRIES", &retries, 0, 1000, err, len) ||
+	    ftl_env_int("FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000, err, len) ||
+	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000, err, len) ||
+	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024, err, len))
 		return -1;
 	const char *comm = getenv("FTL_COMM");
 	if (comm && strcmp(comm, "tcp") == 0)
