@@ -20,7 +20,6 @@ typedef struct ftl_probe {
 	bool is_indirect_sent;
 	char target[FTL_NAME_MAX];
 	uint32_t seq;
-	int64_t start_us;
 	int64_t direct_deadline_us; /* send ping-reqs after this */
 	int64_t end_us;             /* suspect after this */
 	int expected_nacks;
@@ -31,7 +30,6 @@ typedef struct ftl_probe {
 typedef struct ftl_relay {
 	uint32_t our_seq;           /* the seq of our ping to the target */
 	uint32_t their_seq;         /* the requester's seq, echoed back */
-	char target[FTL_NAME_MAX];
 	char requester_addr[FTL_ADDR_MAX];
 	bool want_nack;
 	bool is_nack_sent;

@@ -51,7 +51,6 @@ void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
 	p->is_active = true;
 	strcpy(p->target, m->name);
 	p->seq = ++s->seq;
-	p->start_us = now_us;
 	p->direct_deadline_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_timeout_us);
 	p->end_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_interval_us);
 	s->next_probe_us = p->end_us;
@@ -175,7 +174,6 @@ void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *r
 	memset(r, 0, sizeof(*r));
 	r->our_seq = ++s->seq;
 	r->their_seq = req->seq;
-	strcpy(r->target, req->target);
 	strcpy(r->requester_addr, req->source_addr);
 	r->want_nack = req->want_nack;
 	r->nack_at_us = now_us + s->cfg.probe_timeout_us;

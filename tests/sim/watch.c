@@ -11,6 +11,7 @@ void ftl_watch_init(ftl_watch *w, ftl_sim *sim, int subject, ftl_swim_event_type
 	w->seen_at = malloc((size_t)w->capacity * sizeof(*w->seen_at));
 	w->may_die = calloc((size_t)w->capacity, sizeof(*w->may_die));
 	w->false_deaths = w->false_lefts = 0;
+	w->trace = getenv("FTL_SIM_TRACE"); /* read once: the callback runs for every event */
 	ftl_watch_reset(w, subject, type);
 	ftl_sim_on_event(sim, ftl_watch_cb, w);
 }
@@ -33,8 +34,7 @@ void ftl_watch_reset(ftl_watch *w, int subject, ftl_swim_event_type type)
 void ftl_watch_cb(void *ctx, ftl_sim *sim, int observer, const ftl_swim_event *ev)
 {
 	ftl_watch *w = ctx;
-	const char *trace = getenv("FTL_SIM_TRACE"); /* a member name: print every event about it */
-	if (trace && strcmp(trace, ev->name) == 0)
+	if (w->trace && strcmp(w->trace, ev->name) == 0)
 		fprintf(stderr, "trace %.4f %s: %s %s inc=%llu\n", (double)ev->at_us / 1e6, ftl_sim_name(sim, observer),
 			ftl_swim_event_type_strs[ev->type], ev->name, (unsigned long long)ev->incarnation);
 	int subject = atoi(ev->name + 1); /* simulator names are "n<index>" */

@@ -16,6 +16,7 @@ typedef struct ftl_watch {
 	bool *may_die;               /* per node: dead/left events about it are expected */
 	int false_deaths;
 	int false_lefts;
+	const char *trace;           /* FTL_SIM_TRACE: a member whose every event is printed, or NULL */
 	int subject_deaths;          /* dead events about the subject, any observer */
 	int subject_lefts;
 } ftl_watch;
