@@ -283,6 +283,19 @@ static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t
 	return -1;
 }
 
+/* A failed create on the caller's listener (which outlives us): answer the connections already waiting
+ * there, refusing a stale comm id and closing one for ours, so that a peer whose hello sits in the queue
+ * learns at once instead of waiting out its connect deadline. Hellos still in flight get a short wait. */
+static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
+{
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	for (int i = 0; i < 64 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN); i++) {
+		int fd = accept_one(t, lfd, comm_id, ftl_comm_now_ms() + 200);
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 /* Reads next's answer to our hello. */
 static ftl_err read_ack(struct ftl_comm_tcp *t, int64_t deadline, char *err, size_t err_len)
 {
@@ -356,6 +369,8 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	e = FTL_OK;
 out:
 	if (lfd != cfg->listen_fd)
-		close(lfd);
+		close(lfd); /* its queued connections are reset */
+	else if (e != FTL_OK)
+		answer_pending(t, lfd, cfg->comm_id);
 	return e;
 }
