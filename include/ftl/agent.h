@@ -12,6 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct ftl_agent ftl_agent;
 
 /* Settings; each has an environment variable (in brackets), read by ftl_agent_config_from_env. */
@@ -57,34 +63,38 @@ typedef struct ftl_agent_event {
 typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
 
 /* Defaults (see above). */
-void ftl_agent_config_default(ftl_agent_config *cfg);
+FTL_API void ftl_agent_config_default(ftl_agent_config *cfg);
 /* Overlays the FTL_* environment. -1 with a message naming the variable and what is expected. */
-int ftl_agent_config_from_env(ftl_agent_config *cfg, char *err, size_t err_len);
+FTL_API int ftl_agent_config_from_env(ftl_agent_config *cfg, char *err, size_t err_len);
 
 /* Checks the settings and prepares the agent; nothing is bound yet. NULL with err filled. */
-ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t err_len);
+FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t err_len);
 /* Binds, starts the loop thread, the control socket, and joins the seeds. -1 with err filled. */
-int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
+FTL_API int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
 /* Called on the agent's thread for every membership change. Set before ftl_agent_start. */
-void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
+FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
 /* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out. */
-int ftl_agent_leave(ftl_agent *a, int timeout_ms);
+FTL_API int ftl_agent_leave(ftl_agent *a, int timeout_ms);
 /* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
-bool ftl_agent_has_left(ftl_agent *a);
+FTL_API bool ftl_agent_has_left(ftl_agent *a);
 /* Stops the loop and closes every socket (without a leave: others will detect it as dead). */
-void ftl_agent_stop(ftl_agent *a);
-void ftl_agent_delete(ftl_agent *a);
+FTL_API void ftl_agent_stop(ftl_agent *a);
+FTL_API void ftl_agent_delete(ftl_agent *a);
 
 /* Replaces this node's metadata (up to 256 bytes) and gossips it; other members see an update event.
  * -1 if too long. */
-int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
+FTL_API int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
 
 /* Counts of members by state as this agent sees them (self included in alive). */
 typedef struct ftl_agent_counts {
 	uint32_t alive, suspect, dead, left;
 } ftl_agent_counts;
-void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
+FTL_API void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
 /* The path of the control socket. */
-const char *ftl_agent_control_path(const ftl_agent *a);
+FTL_API const char *ftl_agent_control_path(const ftl_agent *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

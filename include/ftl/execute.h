@@ -28,8 +28,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/export.h"
+
 #include "ftl/agent.h"
 #include "ftl/ftl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef struct ftl_step_info {
 	int rank;                  /* in the current view */
@@ -68,35 +74,35 @@ typedef struct ftl_training_config {
 					* skip this checkpoint (default) or wait for it */
 } ftl_training_config;
 
-void ftl_training_config_default(ftl_training_config *t);
+FTL_API void ftl_training_config_default(ftl_training_config *t);
 /* Reads FTL_MIN_WORKERS ... from the environment; -1 with a message naming the variable. */
-int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t err_len);
-int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t err_len);
+FTL_API int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t err_len);
+FTL_API int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t err_len);
 
-ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
+FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned. */
-const char *ftl_last_error(ftl_agent *a);
+FTL_API const char *ftl_last_error(ftl_agent *a);
 
 /* Collectives on the current view's communicator, for use inside a step. */
-ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
+FTL_API ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
 		      ftl_reduce_op op);
-ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
-ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
-ftl_err ftl_barrier(ftl_agent *a);
+FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
+FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
+FTL_API ftl_err ftl_barrier(ftl_agent *a);
 
 /* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
  * backend and device memory with nccl (is_device). Register before the first ftl_execute. */
-int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
+FTL_API int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
 /* Anything else: save writes up to cap bytes and returns how many (or the size needed if larger than
  * cap, then it is called again with enough room); load gets them back on the other ranks. */
 typedef size_t (*ftl_save_cb)(void *ctx, void *buf, size_t cap);
 typedef void (*ftl_load_cb)(void *ctx, const void *buf, size_t len);
-int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx);
+FTL_API int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx);
 
 /* The elastic sampler: each data epoch visits a seeded permutation of 0..dataset_size-1; every step
  * consumes world_size * batch_per_rank positions, rank r taking the r-th slice. The position is job state
  * (synced and checkpointed), so across a rescale every sample of an epoch is used exactly once. */
-int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
+FTL_API int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
 
 /* Where the job stands, for reports (any thread). */
 typedef struct ftl_job_status {
@@ -107,6 +113,10 @@ typedef struct ftl_job_status {
 	uint64_t views_seen;       /* views this worker trained in */
 	uint64_t retries;          /* steps run again after a failure */
 } ftl_job_status;
-void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
+FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

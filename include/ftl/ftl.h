@@ -1,8 +1,9 @@
 /* ftl: the public C API.
  *
- * For now this header holds the collectives (the comm layer): element types, reduction operations, error
- * codes with their messages, and the communicator calls. The agent API (ftl_agent_*, ftl_execute, state
- * registration) joins it later; the comm calls stay usable on their own, for tests and benchmarks.
+ * This header holds the collectives (the comm layer): element types, reduction operations, error codes with
+ * their messages, and the communicator calls; it ends by including the agent API (agent.h) and elastic
+ * training (execute.h), so one include gives the whole API. The comm calls stay usable on their own, for
+ * tests and benchmarks. Every public header is C with extern "C" guards, usable from C++.
  *
  * A communicator is a fixed, ordered group of ranks 0..world_size-1. Every rank calls the same collectives
  * in the same order with the same counts. Every call has a deadline (ftl_comm_set_timeout) and returns an
@@ -18,6 +19,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ftl/export.h"
+#include "ftl/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,10 +40,10 @@ typedef enum ftl_err {
 	FTL_ERR_MAX
 } ftl_err;
 
-extern const char *const ftl_err_strs[FTL_ERR_MAX];
+extern FTL_API const char *const ftl_err_strs[FTL_ERR_MAX];
 
 /* A short, stable message for an error code: "peer lost", "aborted", "timed out", ... */
-const char *ftl_strerror(ftl_err err);
+FTL_API const char *ftl_strerror(ftl_err err);
 
 /* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
  * even on the tcp backend. */
@@ -53,10 +57,10 @@ typedef enum ftl_dtype {
 	FTL_DTYPE_MAX
 } ftl_dtype;
 
-extern const char *const ftl_dtype_strs[FTL_DTYPE_MAX];
+extern FTL_API const char *const ftl_dtype_strs[FTL_DTYPE_MAX];
 
 /* Bytes per element, or 0 for a value out of range. */
-size_t ftl_dtype_size(ftl_dtype dtype);
+FTL_API size_t ftl_dtype_size(ftl_dtype dtype);
 
 /* Reductions. FTL_AVG is the sum divided by the world size (integer division for i32/i64). */
 typedef enum ftl_reduce_op {
@@ -67,7 +71,7 @@ typedef enum ftl_reduce_op {
 	FTL_REDUCE_OP_MAX
 } ftl_reduce_op;
 
-extern const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX];
+extern FTL_API const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX];
 
 /* Collective backends. */
 typedef enum ftl_comm_backend {
@@ -76,10 +80,10 @@ typedef enum ftl_comm_backend {
 	FTL_COMM_BACKEND_MAX
 } ftl_comm_backend;
 
-extern const char *const ftl_comm_backend_strs[FTL_COMM_BACKEND_MAX];
+extern FTL_API const char *const ftl_comm_backend_strs[FTL_COMM_BACKEND_MAX];
 
 /* 1 when the backend was built into this library (and, for nccl, the library loaded), else 0. */
-int ftl_comm_backend_is_available(ftl_comm_backend backend);
+FTL_API int ftl_comm_backend_is_available(ftl_comm_backend backend);
 
 typedef struct ftl_comm ftl_comm;
 
@@ -110,58 +114,58 @@ struct ftl_comm_config {
 
 #define FTL_COMM_WORLD_MAX 65536
 
-void ftl_comm_config_init(struct ftl_comm_config *cfg);
+FTL_API void ftl_comm_config_init(struct ftl_comm_config *cfg);
 
 /* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and, when err is
  * not NULL, err holds the reason. */
-ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len);
+FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len);
 
 /* recvbuf[i] = op over all ranks of sendbuf[i], for i < count. sendbuf == recvbuf works in place; other
  * overlaps are refused. */
-ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+FTL_API ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			   ftl_dtype dtype, ftl_reduce_op op);
 
 /* buf on every rank = buf on rank root. */
-ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+FTL_API ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
 
 /* recvbuf (count * world_size elements) = the sendbufs of ranks 0, 1, ... in order. sendbuf may be
  * recvbuf + rank * count (in place). */
-ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+FTL_API ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			   ftl_dtype dtype);
 
 /* Returns once every rank has entered the barrier. */
-ftl_err ftl_comm_barrier(ftl_comm *comm);
+FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
 
 /* A smaller communicator without the ranks in exclude (ranks renumbered in order), built from this one
  * without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
  * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
-ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
+FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
 
 /* Any thread: the running call (if any) and every later one returns FTL_ERR_ABORTED. */
-void ftl_comm_abort(ftl_comm *comm);
+FTL_API void ftl_comm_abort(ftl_comm *comm);
 
 /* Closes connections and frees the communicator; NULL is fine. Never blocks on the network: the nccl
  * backend tears the communicator down on a detached thread. */
-void ftl_comm_destroy(ftl_comm *comm);
+FTL_API void ftl_comm_destroy(ftl_comm *comm);
 
 /* Sets the deadline of later calls, in milliseconds (> 0). Returns 0, or -1 for a bad value. */
-int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
+FTL_API int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
 
 /* The last diagnostic, "" when none. Valid until the next call on the communicator. */
-const char *ftl_comm_error(const ftl_comm *comm);
+FTL_API const char *ftl_comm_error(const ftl_comm *comm);
 
-int ftl_comm_rank(const ftl_comm *comm);
-int ftl_comm_world_size(const ftl_comm *comm);
+FTL_API int ftl_comm_rank(const ftl_comm *comm);
+FTL_API int ftl_comm_world_size(const ftl_comm *comm);
 
 /* tcp bootstrap: the data addresses of ranks 0..n-1 ("host:port", "[v6]:port"), one per line. Writes at
  * most cap bytes to buf (which may be NULL when cap is 0) and returns the length the text needs, like
  * snprintf, or 0 for bad input (n < 1, an empty or too long address, one with a newline). */
-size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *addrs, int n);
+FTL_API size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *addrs, int n);
 
 /* nccl bootstrap: rank 0 makes a fresh unique id (FTL_COMM_NCCL_ID_LEN bytes) and the rendezvous hands it
  * to every rank as the bootstrap data. Returns FTL_ERR_UNSUPPORTED when nccl is not built in. */
 #define FTL_COMM_NCCL_ID_LEN 128
-ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len);
+FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len);
 
 #ifdef __cplusplus
 }

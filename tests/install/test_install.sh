@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# libftl as a user gets it: `cmake --install` into a fresh prefix, then
+#  - libftl.so exports the public API (include/ftl, marked FTL_API) and nothing else;
+#  - a C++ program compiles against the installed headers and links the shared library;
+#  - a C program builds through pkg-config, shared and --static;
+#  - a CMake project finds it with find_package(ftl) (ftl::ftl and ftl::ftl_static).
+# Usage: test_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+lib=$(ls -d "$prefix"/lib*/ | head -n 1)
+lib=${lib%/}
+
+# Every exported symbol is declared FTL_API in an installed header, and every such declaration is exported.
+exported=$(nm -D --defined-only "$lib/libftl.so" | awk '{print $3}' | sort)
+declared=$(grep -hoE '^(extern )?FTL_API [^(;]*[ *]ftl_[a-z0-9_]+' "$prefix"/include/ftl/*.h \
+	| grep -oE 'ftl_[a-z0-9_]+$' | sort)
+if [ "$exported" != "$declared" ]; then
+	echo "FAIL: libftl.so exports differ from the FTL_API declarations:"
+	diff <(echo "$declared") <(echo "$exported") || true
+	exit 1
+fi
+echo "ok: libftl.so exports exactly the $(echo "$declared" | wc -l) FTL_API symbols"
+soname=$(objdump -p "$lib/libftl.so" | awk '/SONAME/ {print $2}')
+[ "$soname" = "libftl.so.0" ] || { echo "FAIL: SONAME is '$soname'"; exit 1; }
+
+out=$(mktemp -d -p "$prefix")
+export LD_LIBRARY_PATH="$lib" PKG_CONFIG_PATH="$lib/pkgconfig"
+g++ -std=c++17 -Wall -Wextra -Werror -I"$prefix/include" "$src/tests/install/consumer.cpp" -L"$lib" -lftl \
+	-o "$out/consumer_cpp"
+"$out/consumer_cpp"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/consumer.c" $(pkg-config --cflags --libs ftl) -o "$out/c_shared"
+"$out/c_shared"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/consumer.c" $(pkg-config --cflags ftl) "$lib/libftl.a" \
+	$(pkg-config --static --libs ftl | sed 's/-lftl\b//') -o "$out/c_static"
+if ldd "$out/c_static" | grep -q libftl; then echo "FAIL: the static build loads libftl.so"; exit 1; fi
+"$out/c_static"
+
+mkdir "$out/cmake"
+cp "$src/tests/install/CMakeLists.consumer.txt" "$out/cmake/CMakeLists.txt"
+cp "$src/tests/install/consumer.c" "$out/cmake/"
+cmake -S "$out/cmake" -B "$out/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$out/cmake/build" >/dev/null
+"$out/cmake/build/consumer_shared"
+"$out/cmake/build/consumer_static"
+echo "ok: C++, pkg-config (shared, static) and find_package(ftl) consumers built and ran"
