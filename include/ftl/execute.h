@@ -79,6 +79,11 @@ FTL_API void ftl_training_config_default(ftl_training_config *t);
 FTL_API int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t err_len);
 FTL_API int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t err_len);
 
+/* The usual setup in one call: the agent's settings and the job's from the environment (as the two
+ * *_from_env calls read them), a new agent with training on, ready for registrations and ftl_agent_start.
+ * NULL with err naming the variable (or saying what else failed). */
+FTL_API ftl_agent *ftl_agent_new_from_env(char *err, size_t err_len);
+
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned. */
 FTL_API const char *ftl_last_error(ftl_agent *a);

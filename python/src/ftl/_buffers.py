@@ -1,0 +1,71 @@
+"""Arrays and tensors as the C API sees them: a pointer, an element count, an ftl_dtype, host or device.
+
+Nothing is copied: the collectives work on the array's own memory (NumPy arrays and torch tensors on the
+CPU for the tcp backend, CUDA tensors for nccl). What cannot be passed that way (a non-contiguous view, a
+read-only array, a dtype ftl does not reduce) is refused with one sentence that says what to do. torch is
+not imported here: a tensor is recognised by its type's module, so the package works without torch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import Error, INVALID
+
+# ftl_dtype values (include/ftl/ftl.h).
+F32, F64, F16, BF16, I32, I64 = range(6)
+_NUMPY = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.float16): F16,
+          np.dtype(np.int32): I32, np.dtype(np.int64): I64}
+_TORCH = {"torch.float32": F32, "torch.float64": F64, "torch.float16": F16, "torch.bfloat16": BF16,
+          "torch.int32": I32, "torch.int64": I64}
+OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3}
+
+
+@dataclass(frozen=True)
+class Buffer:
+    ptr: int
+    count: int      # elements
+    dtype: int      # ftl_dtype
+    nbytes: int
+    is_device: bool
+    owner: Any      # keeps the memory alive while C holds the pointer
+
+
+def is_tensor(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def describe(x: Any, what: str, writable: bool = True) -> Buffer:
+    """The C view of a NumPy array or torch tensor, or an Error saying why it has none."""
+    if is_tensor(x):
+        dtype = _TORCH.get(str(x.dtype))
+        if dtype is None:
+            raise Error(f"ftl: {what}: dtype {x.dtype} is not supported; use float32, float64, float16, "
+                        "bfloat16, int32 or int64", INVALID)
+        if not x.is_contiguous():
+            raise Error(f"ftl: {what}: the tensor is not contiguous; pass x.contiguous() (and copy the "
+                        "result back), since ftl works in place on the tensor's memory", INVALID)
+        if writable and x.requires_grad and x.is_leaf:
+            raise Error(f"ftl: {what}: the tensor requires grad; pass x.detach() or x.grad", INVALID)
+        return Buffer(x.data_ptr(), x.numel(), dtype, x.numel() * x.element_size(), x.device.type == "cuda", x)
+    if isinstance(x, np.ndarray):
+        dtype = _NUMPY.get(x.dtype)
+        if dtype is None:
+            raise Error(f"ftl: {what}: dtype {x.dtype} is not supported; use float32, float64, float16, "
+                        "int32 or int64", INVALID)
+        if not x.flags.c_contiguous:
+            raise Error(f"ftl: {what}: the array is not C-contiguous; pass np.ascontiguousarray(x) (and "
+                        "copy the result back), since ftl works in place on the array's memory", INVALID)
+        if writable and not x.flags.writeable:
+            raise Error(f"ftl: {what}: the array is read-only; ftl writes the result into it", INVALID)
+        return Buffer(x.ctypes.data, x.size, dtype, x.nbytes, False, x)
+    raise Error(f"ftl: {what}: expected a NumPy array or a torch tensor, got {type(x).__name__}", INVALID)
+
+
+def op_code(op: str) -> int:
+    try:
+        return OPS[op]
+    except KeyError:
+        raise Error(f"ftl: unknown reduction {op!r}; use one of {', '.join(OPS)}", INVALID) from None

@@ -1,0 +1,115 @@
+"""Loading libftl.so and declaring the C API for ctypes.
+
+Why ctypes (and not a compiled extension or cffi): the package then contains no Python-version-specific
+binary, only libftl.so, which the same CMake build that makes the C library produces; ctypes releases
+the GIL around every foreign call, which is exactly what blocking collectives need, and it is part of
+the standard library. The cost is a few hundred nanoseconds per call, far below a collective's.
+
+Where the library comes from, first match wins: $FTL_LIBRARY (a path; what tests and developers use
+with a build tree), the copy installed inside this package by `pip install ./python`, then the system's
+(`ldconfig`, LD_LIBRARY_PATH).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from pathlib import Path
+
+from .errors import LibraryNotFoundError
+
+c_u64 = ctypes.c_uint64
+c_size = ctypes.c_size_t
+c_agent_p = ctypes.c_void_p
+
+
+class StepInfoC(ctypes.Structure):
+    """struct ftl_step_info (include/ftl/execute.h)."""
+    _fields_ = [("rank", ctypes.c_int), ("world_size", ctypes.c_int), ("step", c_u64), ("view_epoch", c_u64),
+                ("attempt", ctypes.c_int), ("indices", ctypes.POINTER(c_u64)), ("n_indices", c_size),
+                ("data_epoch", c_u64), ("sample_pos", c_u64)]
+
+
+class JobStatusC(ctypes.Structure):
+    """struct ftl_job_status (include/ftl/execute.h)."""
+    _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
+                ("views_seen", c_u64), ("retries", c_u64)]
+
+
+STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(StepInfoC))
+SAVE_FN = ctypes.CFUNCTYPE(c_size, ctypes.c_void_p, ctypes.c_void_p, c_size)
+LOAD_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, c_size)
+
+# name: (restype, argtypes)
+_PROTOTYPES = {
+    "ftl_version": (ctypes.c_char_p, []),
+    "ftl_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "ftl_comm_backend_is_available": (ctypes.c_int, [ctypes.c_int]),
+    "ftl_agent_new_from_env": (c_agent_p, [ctypes.c_char_p, c_size]),
+    "ftl_agent_start": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, c_size]),
+    "ftl_agent_leave": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
+    "ftl_agent_has_left": (ctypes.c_bool, [c_agent_p]),
+    "ftl_agent_stop": (None, [c_agent_p]),
+    "ftl_agent_delete": (None, [c_agent_p]),
+    "ftl_agent_control_path": (ctypes.c_char_p, [c_agent_p]),
+    "ftl_execute": (ctypes.c_int, [c_agent_p, STEP_FN, ctypes.c_void_p]),
+    "ftl_last_error": (ctypes.c_char_p, [c_agent_p]),
+    "ftl_allreduce": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int]),
+    "ftl_broadcast": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int]),
+    "ftl_allgather": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int]),
+    "ftl_barrier": (ctypes.c_int, [c_agent_p]),
+    "ftl_register_buffer": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, ctypes.c_void_p, c_size, ctypes.c_bool]),
+    "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
+    "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
+    "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
+}
+
+_lock = threading.Lock()
+_lib = None
+
+
+def _candidates():
+    explicit = os.environ.get("FTL_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    here = Path(__file__).resolve().parent
+    for name in ("libftl.so", "libftl.so.0"):
+        for folder in (here / "lib", here):
+            if (folder / name).exists():
+                yield str(folder / name)
+    found = ctypes.util.find_library("ftl")
+    if found:
+        yield found
+    yield "libftl.so.0"
+
+
+def lib() -> ctypes.CDLL:
+    """libftl, loaded once, with every function's prototype declared."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        reasons = []
+        for path in _candidates():
+            try:
+                loaded = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                reasons.append(f"{path}: {e}")
+        else:
+            raise LibraryNotFoundError(
+                "ftl: libftl.so not found (" + "; ".join(reasons) + "): install the package with "
+                "`pip install ./python`, which builds it, or set FTL_LIBRARY to a built libftl.so "
+                "(`cmake --build build` makes build/lib/libftl.so)")
+        for name, (restype, argtypes) in _PROTOTYPES.items():
+            fn = getattr(loaded, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        _lib = loaded
+        return _lib
+
+
+def text(raw) -> str:
+    return raw.decode("utf-8", "replace") if raw else ""

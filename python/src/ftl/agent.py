@@ -1,0 +1,326 @@
+"""ftl.Agent: one training worker's membership agent and elastic step runner, over libftl's C API.
+
+The C API is the one implementation; this class gives it Python's idiom: settings as FTL_* variables or
+keyword arguments, exceptions that carry the C message, a context manager for the agent's lifetime,
+and collectives on NumPy arrays and torch tensors in place, without copies. Every blocking call (start,
+execute, the collectives, leave) releases the GIL (ctypes does so around each foreign call), so other
+Python threads run while this one waits on the network.
+
+The step contract is the C one (ftl/execute.h): a step may run more than once for the same step number,
+so it changes the registered state only after its collectives succeeded. A collective that loses a peer
+raises PeerLostError; left to propagate out of the step, it makes execute() wait for the next view and
+run the step again. Any other exception leaves execute() as it is.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional, TypeVar
+
+import numpy as np
+
+from . import _buffers
+from ._lib import LOAD_FN, SAVE_FN, STEP_FN, JobStatusC, lib, text
+from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
+
+T = TypeVar("T")
+_ERR_LEN = 512
+_env_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """What a step knows about itself (struct ftl_step_info)."""
+    rank: int
+    world_size: int
+    step: int            # steps the job completed before this one
+    view_epoch: int
+    attempt: int         # 0 the first time this step runs, 1.. on retries
+    indices: np.ndarray  # this rank's dataset indices for the step (uint64; empty without a sampler)
+    data_epoch: int
+    sample_pos: int
+
+
+def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
+    """Keyword settings as FTL_* variables: min_workers=2 is FTL_MIN_WORKERS=2, True is 1."""
+    env = {}
+    for key, value in settings.items():
+        if not key.isidentifier():
+            raise ConfigError(f"ftl: setting {key!r} is not a name like min_workers (FTL_MIN_WORKERS)")
+        if isinstance(value, bool):
+            value = int(value)
+        env["FTL_" + key.upper()] = str(value)
+    return env
+
+
+class Agent:
+    """A worker of an elastic job. `with ftl.Agent() as agent:` starts it and, at the end, leaves the
+    cluster gracefully (others go on at once, without waiting to detect a failure).
+
+    Settings come from the FTL_* environment, as in the C API (README: settings); keyword arguments
+    override it: `ftl.Agent(name="w1", min_workers=2)`. A refused setting raises ConfigError naming the
+    variable. Register state (register, register_state, set_sampler) before start().
+    """
+
+    def __init__(self, **settings: Any):
+        self._lib = lib()
+        err = ctypes.create_string_buffer(_ERR_LEN)
+        overrides = _settings_env(settings)
+        with _env_lock:  # the C side reads getenv(); other threads must not see our overrides half-set
+            saved = {k: os.environ.get(k) for k in overrides}
+            os.environ.update(overrides)
+            try:
+                ptr = self._lib.ftl_agent_new_from_env(err, _ERR_LEN)
+                self.backend = os.environ.get("FTL_COMM", "tcp")
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+        if not ptr:
+            raise ConfigError(text(err.value) or "ftl: the agent could not be created")
+        self._ptr: Optional[int] = ptr
+        self._started = False
+        self._keep: list = []            # registered arrays and callbacks: alive as long as C holds them
+        self._step_thread: Optional[int] = None
+        self._step: Optional[Callable[[StepInfo], Any]] = None
+        self._outcome: Dict[str, Any] = {}
+        self._trampoline = STEP_FN(self._run_step)  # one C callback for every execute()
+        self._saved = b""
+
+    # ---- lifetime ----
+
+    def _handle(self) -> int:
+        if self._ptr is None:
+            raise Error("ftl: the agent is closed", INVALID)
+        return self._ptr
+
+    def start(self) -> "Agent":
+        """Binds, starts gossip and joins the seeds (FTL_SEEDS)."""
+        err = ctypes.create_string_buffer(_ERR_LEN)
+        if self._lib.ftl_agent_start(self._handle(), err, _ERR_LEN) != 0:
+            raise ConfigError(text(err.value) or "ftl: the agent could not start")
+        self._started = True
+        return self
+
+    def leave(self, timeout: float = 5.0) -> bool:
+        """Leaves the cluster gracefully; True once the leave went out within timeout seconds."""
+        return self._lib.ftl_agent_leave(self._handle(), int(timeout * 1000)) == 0
+
+    @property
+    def has_left(self) -> bool:
+        """True once this worker left (leave(), or `ftlctl leave`, e.g. a Kubernetes preStop hook)."""
+        return bool(self._lib.ftl_agent_has_left(self._handle()))
+
+    def close(self) -> None:
+        """Stops the agent (without a leave) and frees it; later calls raise Error."""
+        if self._ptr is not None:
+            self._lib.ftl_agent_delete(self._ptr)
+            self._ptr = None
+
+    def __enter__(self) -> "Agent":
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self._ptr is not None and self._started and not self.has_left:
+                self.leave()
+        finally:
+            self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---- state ----
+
+    def register(self, name: str, buf: Any) -> None:
+        """Registers an array or tensor as job state, by reference (no copy): after a view change every
+        worker gets rank 0's contents in place, and checkpoints hold it."""
+        b = _buffers.describe(buf, f"register({name!r})")
+        self._check_backend(b, f"register({name!r})")
+        if self._lib.ftl_register_buffer(self._handle(), name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
+            raise Error(f"ftl: register({name!r}) refused: register before start(), at most 64 buffers, "
+                        "names unique and under 64 bytes", INVALID)
+        self._keep.append(b.owner)
+
+    def register_state(self, save: Callable[[], bytes], load: Callable[[bytes], None]) -> None:
+        """State that is not a flat buffer (an optimizer's, a data loader's): save() returns bytes on rank 0,
+        load(bytes) takes them on the others after a view change; checkpoints hold them too."""
+        def save_c(_ctx, buf, cap):
+            if not buf or cap == 0:       # the size query comes first; the copy follows
+                self._saved = bytes(save())
+            n = len(self._saved)
+            if buf and cap >= n:
+                ctypes.memmove(buf, self._saved, n)
+            return n
+
+        def load_c(_ctx, buf, length):
+            load(ctypes.string_at(buf, length))
+
+        callbacks = (SAVE_FN(save_c), LOAD_FN(load_c))
+        if self._lib.ftl_register_callbacks(self._handle(), callbacks[0], callbacks[1], None) != 0:
+            raise Error("ftl: register_state refused: call it once, before start()", INVALID)
+        self._keep.append(callbacks)
+
+    def set_sampler(self, dataset_size: int, batch_per_rank: int, seed: int = 0) -> None:
+        """The elastic sampler: each step hands every rank its slice (StepInfo.indices) of a seeded
+        permutation, so each sample is used once per data epoch at any world size."""
+        if self._lib.ftl_set_sampler(self._handle(), dataset_size, batch_per_rank, seed) != 0:
+            raise Error("ftl: set_sampler refused: dataset_size and batch_per_rank must be positive, "
+                        "before start()", INVALID)
+
+    # ---- steps ----
+
+    def execute(self, step: Callable[[StepInfo], T]) -> T:
+        """Runs one training step across the current view and returns what step returned.
+
+        Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
+        lost during the step, waits for the next view and calls it again. Raises the step's own exception,
+        or Error when the job cannot go on (not enough workers for too long, retries exhausted)."""
+        handle = self._handle()
+        if not self._started:
+            raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
+                        INVALID)
+        self._step, self._outcome = step, {}
+        rc = self._lib.ftl_execute(handle, self._trampoline, None)
+        self._step = None
+        outcome = self._outcome
+        if "exception" in outcome:
+            raise outcome["exception"]
+        if rc != 0:
+            raise from_code(rc, text(self._lib.ftl_last_error(handle)))
+        return outcome.get("result")
+
+    def _run_step(self, _ctx, info_p) -> int:
+        c = info_p.contents
+        indices = (np.ctypeslib.as_array(c.indices, shape=(c.n_indices,)).copy() if c.n_indices
+                   else np.empty(0, dtype=np.uint64))
+        info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos)
+        self._step_thread = threading.get_ident()
+        try:
+            self._outcome["result"] = self._step(info)
+            return 0
+        except Error as e:
+            if e.code in PEER_CODES:   # lost a peer: ftl_execute waits for a new view and runs the step again
+                return e.code
+            self._outcome["exception"] = e
+            return e.code or INVALID
+        except BaseException as e:     # the program's own error (or KeyboardInterrupt): out of execute()
+            self._outcome["exception"] = e
+            return INVALID
+        finally:
+            self._step_thread = None
+
+    # ---- collectives (inside a step) ----
+
+    def _collective(self, what: str) -> int:
+        if self._step_thread != threading.get_ident():
+            raise Error(f"ftl: {what} called outside a step: call collectives inside agent.execute(step), "
+                        "on the thread that runs it", INVALID)
+        return self._handle()
+
+    def _check_backend(self, b: _buffers.Buffer, what: str) -> None:
+        if b.is_device and self.backend != "nccl":
+            raise Error(f"ftl: {what}: a CUDA tensor needs FTL_COMM=nccl, and this agent uses "
+                        f"{self.backend}: move it to the CPU or set FTL_COMM=nccl", INVALID)
+        if not b.is_device and self.backend == "nccl":
+            raise Error(f"ftl: {what}: FTL_COMM=nccl works on CUDA tensors, and this is host memory: "
+                        "move it to the GPU", INVALID)
+
+    def _call(self, rc: int, handle: int) -> None:
+        if rc != 0:
+            raise from_code(rc, text(self._lib.ftl_last_error(handle)))
+
+    def allreduce(self, x: T, op: str = "sum") -> T:
+        """x = op over every rank's x, in place (sum, avg, min, max); returns x."""
+        handle = self._collective("allreduce")
+        b = _buffers.describe(x, "allreduce")
+        self._check_backend(b, "allreduce")
+        self._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op)), handle)
+        return x
+
+    def broadcast(self, x: T, root: int = 0) -> T:
+        """x on every rank = x on rank root, in place; returns x."""
+        handle = self._collective("broadcast")
+        b = _buffers.describe(x, "broadcast")
+        self._check_backend(b, "broadcast")
+        self._call(self._lib.ftl_broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
+        return x
+
+    def allgather(self, x: Any, out: T) -> T:
+        """out = every rank's x, concatenated in rank order (out has world_size times x's elements)."""
+        handle = self._collective("allgather")
+        src = _buffers.describe(x, "allgather (x)", writable=False)
+        dst = _buffers.describe(out, "allgather (out)")
+        self._check_backend(src, "allgather (x)")
+        self._check_backend(dst, "allgather (out)")
+        if src.dtype != dst.dtype:
+            raise Error("ftl: allgather: x and out have different dtypes", INVALID)
+        status = self.job_status()
+        if dst.count != src.count * status["world_size"]:
+            raise Error(f"ftl: allgather: out has {dst.count} elements, and needs {src.count} x world size "
+                        f"{status['world_size']} = {src.count * status['world_size']}", INVALID)
+        self._call(self._lib.ftl_allgather(handle, src.ptr, dst.ptr, src.count, src.dtype), handle)
+        return out
+
+    def barrier(self) -> None:
+        """Returns once every rank reached it."""
+        handle = self._collective("barrier")
+        self._call(self._lib.ftl_barrier(handle), handle)
+
+    # ---- where things stand ----
+
+    def job_status(self) -> Dict[str, int]:
+        """step, view_epoch, rank, world_size, views_seen, retries (any thread)."""
+        s = JobStatusC()
+        self._lib.ftl_get_job_status(self._handle(), ctypes.byref(s))
+        return {name: getattr(s, name) for name, _ in JobStatusC._fields_}
+
+    @property
+    def rank(self) -> int:
+        return self.job_status()["rank"]
+
+    @property
+    def world_size(self) -> int:
+        return self.job_status()["world_size"]
+
+    @property
+    def control_path(self) -> str:
+        """The control socket (`ftlctl` talks to it)."""
+        return text(self._lib.ftl_agent_control_path(self._handle()))
+
+    def status(self, timeout: float = 5.0) -> Dict[str, Any]:
+        """What `ftlctl status --json` shows: the cluster, this member, the view, counts, counters."""
+        return self._control({"cmd": "status"}, timeout)
+
+    def members(self, timeout: float = 5.0) -> list:
+        """Every member this agent knows, with status, address, incarnation and rank."""
+        return self._control({"cmd": "members"}, timeout)["members"]
+
+    def _control(self, request: Dict[str, Any], timeout: float) -> Dict[str, Any]:
+        if not self._started:
+            raise Error("ftl: status() before start(): the control socket is not open yet", INVALID)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(self.control_path)
+            s.sendall(json.dumps(request).encode() + b"\n")
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        reply = json.loads(data)
+        if not reply.get("ok"):
+            raise Error("ftl: " + reply.get("error", "the agent refused the request"), INVALID)
+        return reply

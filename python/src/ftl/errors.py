@@ -1,0 +1,53 @@
+"""The exceptions ftl raises: one base class, with the C library's message as the text.
+
+Every error carries the C error code (`code`, an int, and `code_name`, e.g. "peer lost") so a program can
+tell a peer that is gone (retryable: `agent.execute` runs the step again on the next view) from a
+mistake in the program or the settings.
+"""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+# ftl_err values (include/ftl/ftl.h).
+OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED = range(8)
+CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "system error", "backend error",
+              "not supported")
+# A collective that failed with one of these lost a peer: the step is run again on the next view.
+PEER_CODES = frozenset((PEER_LOST, ABORTED, TIMEOUT))
+
+
+class Error(Exception):
+    """Something ftl could not do; str(e) says what and, where it can, what to do."""
+
+    def __init__(self, message: str, code: int = INVALID):
+        super().__init__(message)
+        self.code = code
+
+    @property
+    def code_name(self) -> str:
+        return CODE_NAMES[self.code] if 0 <= self.code < len(CODE_NAMES) else f"error {self.code}"
+
+
+class ConfigError(Error, ValueError):
+    """A setting (an FTL_* variable or its keyword argument) was refused; `variable` names it."""
+
+    def __init__(self, message: str, variable: Optional[str] = None):
+        super().__init__(message, INVALID)
+        found = re.search(r"\bFTL_[A-Z0-9_]+", message)
+        self.variable = variable or (found.group(0) if found else None)
+
+
+class PeerLostError(Error):
+    """A peer died, stopped answering, or the view changed during a collective (retryable)."""
+
+
+class LibraryNotFoundError(Error, ImportError):
+    """libftl.so could not be loaded."""
+
+
+def from_code(code: int, message: str) -> Error:
+    """The exception for an ftl_err and its message."""
+    if code in PEER_CODES:
+        return PeerLostError(message, code)
+    return Error(message or CODE_NAMES[code], code)
