@@ -1,0 +1,168 @@
+"""The ftl package's promises, tested on real agents (loopback, real sockets): settings refused by name,
+arrays and tensors passed without copies, clear errors for what cannot be passed, the step contract
+(a Python exception propagates; a collective outside a step is refused), the GIL released in blocking
+calls, and one sentence when libftl cannot be found."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import ftl
+from conftest import free_port, on_threads
+
+
+def test_setting_refused_names_the_variable(run_dir):
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(probe_interval_ms="ten", insecure=1, run_dir=run_dir)
+    assert e.value.variable == "FTL_PROBE_INTERVAL_MS"
+    os.environ["FTL_MAX_RETRIES"] = "-3"
+    try:
+        with pytest.raises(ftl.ConfigError) as e:
+            ftl.Agent(insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
+        assert e.value.variable == "FTL_MAX_RETRIES"
+    finally:
+        del os.environ["FTL_MAX_RETRIES"]
+    assert "FTL_PROBE_INTERVAL_MS" not in os.environ  # keyword settings do not leak into the environment
+
+
+def test_missing_key_is_refused_with_what_to_do(run_dir):
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
+    assert "FTL_GOSSIP_KEY" in str(e.value)
+
+
+def test_bad_buffers_get_one_sentence(run_dir):
+    agent = ftl.Agent(insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
+    cases = [
+        (np.zeros(4, dtype=np.uint8), "dtype uint8 is not supported"),
+        (np.zeros((4, 4), dtype=np.float32)[:, 1], "not C-contiguous"),
+        (torch.zeros(4, 4).t(), "not contiguous"),
+        (torch.zeros(3, dtype=torch.complex64), "not supported"),
+        (torch.zeros(3, requires_grad=True), "requires grad"),
+        ([1.0, 2.0], "expected a NumPy array or a torch tensor"),
+    ]
+    for buf, says in cases:
+        with pytest.raises(ftl.Error) as e:
+            agent.register("x", buf)
+        assert says in str(e.value) and str(e.value).count("\n") == 0, str(e.value)
+    ro = np.zeros(4, dtype=np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ftl.Error, match="read-only"):
+        agent.register("ro", ro)
+    agent.close()
+    with pytest.raises(ftl.Error, match="closed"):
+        agent.job_status()
+
+
+def test_step_exception_propagates_and_collectives_need_a_step(run_dir):
+    with ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}") as agent:
+        x = np.ones(3, dtype=np.float32)
+        with pytest.raises(ftl.Error, match="outside a step"):
+            agent.allreduce(x)
+
+        def broken(info):
+            agent.allreduce(x)
+            raise RuntimeError("the program's own bug")
+
+        with pytest.raises(RuntimeError, match="own bug"):
+            agent.execute(broken)
+        assert agent.job_status()["step"] == 0  # a failed step does not count
+        assert agent.execute(lambda info: (info.rank, info.world_size, info.step)) == (0, 1, 0)
+        assert agent.job_status()["step"] == 1
+        status = agent.status()
+        assert status["view"]["world_size"] == 1 and status["self"]["name"] == agent.status()["self"]["name"]
+
+
+def test_collectives_work_in_place_without_copies(pair):
+    a, b = pair
+    arrays = [np.full(1000, 1.0, dtype=np.float32), np.full(1000, 2.0, dtype=np.float32)]
+    tensors = [torch.full((10, 10), 3.0, dtype=torch.bfloat16), torch.full((10, 10), 5.0, dtype=torch.bfloat16)]
+    before = ([x.ctypes.data for x in arrays], [t.data_ptr() for t in tensors])
+
+    def worker(agent, i):
+        def step(info):
+            assert agent.allreduce(arrays[i]) is arrays[i]
+            agent.allreduce(tensors[i], op="max")
+            return info.world_size
+        return agent.execute(step)
+
+    assert on_threads(lambda: worker(a, 0), lambda: worker(b, 1)) == [2, 2]
+    assert all((x == 3.0).all() for x in arrays)
+    assert all((t == 5.0).all() for t in tensors)
+    assert ([x.ctypes.data for x in arrays], [t.data_ptr() for t in tensors]) == before
+
+
+def test_mismatched_sizes_across_ranks_are_an_error_not_a_crash(pair):
+    a, b = pair
+    outcomes = {}
+
+    def worker(agent, n):
+        x = np.ones(n, dtype=np.float64)
+        try:
+            agent.execute(lambda info: agent.allreduce(x))
+            outcomes[n] = "ok"
+        except ftl.Error as e:
+            outcomes[n] = str(e)
+
+    on_threads(lambda: worker(a, 10), lambda: worker(b, 12), timeout=90)
+    assert any("ok" != o for o in outcomes.values()), outcomes
+    for o in outcomes.values():
+        assert o == "ok" or (o.startswith("ftl") and "\n" not in o), o
+
+
+def test_gil_is_released_while_a_collective_waits(pair):
+    a, b = pair
+    ticks = []
+    done = threading.Event()
+
+    def counter():
+        while not done.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+
+    x, y = np.ones(4, dtype=np.float32), np.ones(4, dtype=np.float32)
+    waited = {}
+
+    def early():
+        def step(info):
+            start = time.monotonic()
+            agent_a_in.set()
+            agent = a
+            agent.allreduce(x)
+            waited["a"] = (start, time.monotonic())
+        return a.execute(step)
+
+    def late():
+        def step(info):
+            agent_a_in.wait(30)
+            time.sleep(0.5)  # a's allreduce blocks all this time
+            b.allreduce(y)
+        return b.execute(step)
+
+    agent_a_in = threading.Event()
+    t = threading.Thread(target=counter, daemon=True)
+    t.start()
+    on_threads(early, late)
+    done.set()
+    start, end = waited["a"]
+    during = [s for s in ticks if start < s < end]
+    assert end - start >= 0.3, f"a's allreduce did not wait ({end - start:.3f} s)"
+    assert len(during) >= 20, f"another thread ran only {len(during)} times during a blocking allreduce"
+
+
+def test_library_not_found_is_one_sentence():
+    env = dict(os.environ, FTL_LIBRARY="/nonexistent/libftl.so")
+    code = "import ftl\ntry:\n    ftl.Agent()\nexcept ftl.LibraryNotFoundError as e:\n    print('ERR', e)\n"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ERR ftl: libftl.so not found") and "FTL_LIBRARY" in out.stdout, out.stdout
+    assert out.stdout.count("\n") == 1
+
+
+def test_versions_agree():
+    assert ftl.library_version() == ftl.__version__
