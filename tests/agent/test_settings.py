@@ -4,6 +4,7 @@ client that pipelines requests without reading (the agent's peak RSS stays bound
 answered). One scenario per run: python3 test_settings.py --agent A --ctl C --train T SCENARIO."""
 
 import argparse
+import json
 import os
 import resource
 import socket
@@ -112,6 +113,44 @@ def scenario_control_client_that_never_reads_keeps_agent_memory_bounded(a, d):
         print(f"after the flooding client closed: status in {took * 1000:.0f} ms, peak RSS "
               f"{peak_rss_mib(agent.pid):.1f} MiB")
     finally:
+        agent.kill()
+        agent.wait()
+
+
+def start_agent(a, env, log_path):
+    log = open(log_path, "w")
+    agent = subprocess.Popen([a.agent], env=env, stderr=log)
+    sock = os.path.join(env["FTL_RUN_DIR"], env["FTL_NAME"] + ".sock")
+    deadline = time.monotonic() + 10
+    while not os.path.exists(sock):
+        assert time.monotonic() < deadline and agent.poll() is None, "the agent did not start"
+        time.sleep(0.05)
+    return agent, sock
+
+
+def scenario_tcp_timeouts_are_counted_not_each_logged(a, d):
+    env = base_env(d, port=7393)
+    log_path = os.path.join(d, "agent.log")
+    agent, sock = start_agent(a, env, log_path)
+    idle = []
+    try:
+        for _ in range(40):  # connect, send nothing: each one times out unauthenticated
+            idle.append(socket.create_connection(("127.0.0.1", 7393)))
+        deadline = time.monotonic() + 30
+        timeouts = 0
+        while time.monotonic() < deadline and timeouts < 40:
+            r = subprocess.run([a.ctl, "--socket", sock, "status", "--json"], capture_output=True, text=True,
+                               timeout=10)
+            timeouts = json.loads(r.stdout)["counters"]["tcp_timeouts"]
+            time.sleep(0.5)
+        with open(log_path) as f:
+            lines = [line for line in f if "timed out" in line]
+        print(f"{timeouts} TCP timeouts counted, {len(lines)} WARN line(s) written")
+        assert timeouts >= 40, f"counters.tcp_timeouts is {timeouts}"
+        assert len(lines) <= 2, f"{len(lines)} lines for 40 timeouts"
+    finally:
+        for c in idle:
+            c.close()
         agent.kill()
         agent.wait()
 
