@@ -58,7 +58,8 @@ static json_t *counters_json(ftl_agent *a)
 {
 	const ftl_swim_stats *st = ftl_swim_get_stats(a->swim);
 	const ftl_keyring_stats *ks = ftl_keyring_get_stats(a->keyring);
-	return json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "sent",
+	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "tcp_timeouts",
+			 (json_int_t)a->tcp_timeouts, "sent",
 			 counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "received",
 			 counts_by(st->received, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "dropped",
 			 counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",

@@ -34,6 +34,9 @@ struct ftl_agent {
 	uv_timer_t reseed_timer;
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;
+	uint64_t tcp_timeouts;           /* loop thread: push-pull connections that timed out (status counter) */
+	uint64_t tcp_timeouts_logged;    /* how many of them the last WARN line had counted */
+	uint64_t tcp_timeout_logged_ms;  /* uv_now of that line: at most one per TCP_TIMEOUT_LOG_EVERY_MS */
 	void *conns;              /* open TCP exchanges (agent_tcp.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;

@@ -58,10 +58,25 @@ static void conn_close(pp_conn *c)
 	uv_close((uv_handle_t *)&c->tcp, conn_free);
 }
 
+/* Anyone can open TCP connections to the gossip port and send nothing: every one times out. They are
+ * counted (status: counters.tcp_timeouts) and logged at most once per TCP_TIMEOUT_LOG_EVERY_MS, so a
+ * flood of them cannot flood the log. */
+#define TCP_TIMEOUT_LOG_EVERY_MS 10000
+
 static void on_timeout(uv_timer_t *t)
 {
 	pp_conn *c = t->data;
-	ftl_log(FTL_LOG_WARN, "transport", NULL, "push-pull with %s timed out", c->peer);
+	ftl_agent *a = c->a;
+	uint64_t now = uv_now(&a->loop);
+	a->tcp_timeouts++;
+	if (a->tcp_timeouts_logged == 0 || now - a->tcp_timeout_logged_ms >= TCP_TIMEOUT_LOG_EVERY_MS) {
+		ftl_log(FTL_LOG_WARN, "transport", NULL,
+			"push-pull with %s timed out (%llu timeouts since the last such line; counters.tcp_timeouts "
+			"in ftlctl status counts them all)",
+			c->peer, (unsigned long long)(a->tcp_timeouts - a->tcp_timeouts_logged));
+		a->tcp_timeouts_logged = a->tcp_timeouts;
+		a->tcp_timeout_logged_ms = now;
+	}
 	conn_close(c);
 }
 

@@ -1,12 +1,17 @@
 /* Agent settings: defaults, the FTL_* environment, and the checks that turn a bad setting into a
- * message naming it and saying what is expected. */
+ * message naming it and saying what is expected. A setting that cannot work is refused at start (a seed
+ * that is not host:port would otherwise split the job into jobs of one); an unknown FTL_* variable is
+ * warned about (env_names.c). */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -25,18 +30,6 @@ void ftl_agent_config_default(ftl_agent_config *cfg)
 	cfg->reseed_interval_ms = 5000;
 }
 
-static int env_str(const char *var, char *dst, size_t cap, char *err, size_t len)
-{
-	const char *v = getenv(var);
-	if (!v)
-		return 0;
-	if (strlen(v) >= cap)
-		return ftl_errf(err, len, "%s is too long (at most %zu bytes)", var, cap - 1);
-	memcpy(dst, v, strlen(v) + 1);
-	return 0;
-}
-
-
 int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 {
 	int64_t suspicion = c->suspicion_mult, retransmit = c->retransmit_mult;
@@ -45,20 +38,20 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 		return ftl_errf(err, len, "FTL_INSECURE=%s: expected 1 (plaintext gossip) or 0", insecure);
 	if (insecure)
 		c->is_insecure = strcmp(insecure, "1") == 0;
-	if (env_str("FTL_NAME", c->name, sizeof(c->name), err, len) || env_str("FTL_BIND", c->bind, sizeof(c->bind), err, len) ||
-	    env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise), err, len) ||
-	    env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds), err, len) ||
-	    env_str("FTL_CLUSTER", c->cluster, sizeof(c->cluster), err, len) ||
-	    env_str("FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key), err, len) ||
-	    env_str("FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file), err, len) ||
-	    env_str("FTL_PROFILE", c->profile, sizeof(c->profile), err, len) ||
-	    env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir), err, len) ||
-	    env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level), err, len) ||
-	    env_str("FTL_META", c->meta, sizeof(c->meta), err, len) ||
+	if (ftl_env_str("FTL_NAME", c->name, sizeof(c->name), err, len) || ftl_env_str("FTL_BIND", c->bind, sizeof(c->bind), err, len) ||
+	    ftl_env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise), err, len) ||
+	    ftl_env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds), err, len) ||
+	    ftl_env_str("FTL_CLUSTER", c->cluster, sizeof(c->cluster), err, len) ||
+	    ftl_env_str("FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key), err, len) ||
+	    ftl_env_str("FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file), err, len) ||
+	    ftl_env_str("FTL_PROFILE", c->profile, sizeof(c->profile), err, len) ||
+	    ftl_env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir), err, len) ||
+	    ftl_env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level), err, len) ||
+	    ftl_env_str("FTL_META", c->meta, sizeof(c->meta), err, len) ||
 	    ftl_env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000, err, len) ||
-	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 0, 86400000, err, len) ||
+	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000, err, len) ||
 	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000, err, len) ||
 	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000, err, len) ||
 	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64, err, len) ||
@@ -66,7 +59,19 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 		return -1;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
+	ftl_env_warn_unknown();
 	return 0;
+}
+
+/* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */
+static void warn_if_key_file_is_shared(FILE *f, const char *path)
+{
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
+		ftl_log(FTL_LOG_WARN, "config", NULL,
+			"FTL_GOSSIP_KEY_FILE=%s has mode %04o: group or others can read or change the cluster key; "
+			"chmod 600 it",
+			path, (unsigned)(st.st_mode & 07777));
 }
 
 /* Reads the key from FTL_GOSSIP_KEY or FTL_GOSSIP_KEY_FILE into key. */
@@ -82,6 +87,7 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 		if (!f)
 			return ftl_errf(err, len, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));
+		warn_if_key_file_is_shared(f, c->gossip_key_file);
 		if (!fgets(text, sizeof(text), f))
 			text[0] = '\0';
 		fclose(f);
@@ -92,15 +98,85 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 	return 0;
 }
 
+/* A name is part of the control socket's path, of log lines and of JSON: letters, digits, '.', '_' and
+ * '-' only (a Kubernetes pod name fits), not starting with '.', so it can never climb out of the run
+ * directory or break a line. */
+static const char name_rule[] = "1 to 63 of A-Z a-z 0-9 . _ - (not starting with '.')";
+
+static bool is_valid_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n >= FTL_NAME_MAX || name[0] == '.')
+		return false;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static int port_of(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+					      : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+/* Each seed must be host:port with a port from 1 to 65535; the host may be a name that does not resolve
+ * yet (seeds are re-resolved), but a typo in the syntax would leave this node alone for good. */
+static int check_seeds(const char *seeds, char *err, size_t len)
+{
+	char list[sizeof(((ftl_agent_config *)0)->seeds)];
+	snprintf(list, sizeof(list), "%s", seeds);
+	char *save = NULL;
+	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		char host[128];
+		int port;
+		bool is_bare_v6 = tok[0] != '[' && strchr(tok, ':') != strrchr(tok, ':');
+		if (is_bare_v6 || ftl_addr_split(tok, host, sizeof(host), &port) != 0 || port < 1)
+			return ftl_errf(err, len,
+					"FTL_SEEDS: \"%s\" is not host:port with a port from 1 to 65535 (write IPv6 "
+					"as [fd00::7]:7946; separate seeds with commas)",
+					tok);
+	}
+	return 0;
+}
+
+/* The FTL_* variables a timing check's message is about (it names profile fields: "probe_timeout must
+ * be ... shorter than probe_interval"). */
+static const char *timing_variables_of(const char *problem)
+{
+	static const struct {
+		const char *field;
+		const char *variables;
+	} by_field[] = {
+		{"probe_interval", "FTL_PROBE_INTERVAL_MS"},
+		{"probe_timeout", "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS"},
+		{"gossip_interval", "FTL_GOSSIP_INTERVAL_MS"},
+		{"retransmit_mult", "FTL_RETRANSMIT_MULT"},
+		{"suspicion_mult", "FTL_SUSPICION_MULT"},
+		{"push_pull_interval", "FTL_PUSH_PULL_INTERVAL_MS"},
+		{"gossip_to_dead", "FTL_REAP_AFTER_MS"},
+	};
+	for (size_t i = 0; i < sizeof(by_field) / sizeof(by_field[0]); i++)
+		if (strncmp(problem, by_field[i].field, strlen(by_field[i].field)) == 0)
+			return by_field[i].variables;
+	return "FTL_PROFILE and the FTL_*_MS overrides";
+}
+
 int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out, char *err, size_t len)
 {
 	memset(out, 0, sizeof(*out));
-	if (!c->name[0] || strlen(c->name) >= FTL_NAME_MAX)
-		return ftl_errf(err, len, "FTL_NAME: expected 1 to %d bytes", FTL_NAME_MAX - 1);
+	if (!is_valid_name(c->name))
+		return ftl_errf(err, len, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
+	if (ftl_log_setup(c->log_level, c->name) != 0)
+		return ftl_errf(err, len, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (!c->cluster[0])
 		return ftl_errf(err, len, "FTL_CLUSTER: must not be empty");
 	if (ftl_addr_parse_numeric(c->bind, &out->bind) != 0)
 		return ftl_errf(err, len, "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
+	if (port_of(&out->bind) == 0)
+		return ftl_errf(err, len,
+				"FTL_BIND=%s: port 0 is not allowed (others reach this node at the bound port, and it "
+				"would be advertised as 0); choose a port such as 7946",
+				c->bind);
+	if (check_seeds(c->seeds, err, len) != 0)
+		return -1;
 	const char *adv = c->advertise[0] ? c->advertise : c->bind;
 	struct sockaddr_storage a;
 	if (ftl_addr_parse_numeric(adv, &a) != 0)
@@ -131,12 +207,16 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 		out->swim.retransmit_mult = c->retransmit_mult;
 	const char *bad = ftl_swim_config_check(&out->swim);
 	if (bad)
-		return ftl_errf(err, len, "timing settings (FTL_PROFILE and FTL_*_MS overrides): %s", bad);
+		return ftl_errf(err, len, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, bad);
 	if (c->is_insecure) {
 		if (c->gossip_key[0] || c->gossip_key_file[0])
 			return ftl_errf(err, len, "FTL_INSECURE=1 and a gossip key are both set: choose one");
 		out->is_insecure = true;
 	} else {
+		if (c->gossip_key[0] && c->gossip_key_file[0])
+			return ftl_errf(err, len,
+					"FTL_GOSSIP_KEY and FTL_GOSSIP_KEY_FILE are both set: choose one (the file keeps "
+					"the key out of the process environment)");
 		if (!c->gossip_key[0] && !c->gossip_key_file[0])
 			return ftl_errf(err, len,
 				    "no gossip key: set FTL_GOSSIP_KEY (or FTL_GOSSIP_KEY_FILE) to the output of "
@@ -144,8 +224,6 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 		if (load_key(c, out->key, err, len) != 0)
 			return -1;
 	}
-	if (ftl_log_setup(c->log_level, c->name) != 0)
-		return ftl_errf(err, len, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (c->reseed_interval_ms < 100)
 		return ftl_errf(err, len, "FTL_RESEED_INTERVAL_MS: expected at least 100");
 	return 0;

@@ -11,6 +11,10 @@
  * - An event line is serialized once and shared by every follower's write. A follower that stops
  *   reading is dropped once FOLLOWER_MAX_QUEUED bytes wait for it, instead of buffering forever.
  * - A client that half-closes after its requests still gets every reply, then the connection closes.
+ * - A client that pipelines requests but does not read its replies is not answered without bound: once
+ *   CLIENT_MAX_QUEUED bytes of replies wait for it, its requests are neither handled nor read (so the
+ *   kernel's socket buffer pushes back on it) until half of that has been written. Its memory here is
+ *   then at most one input line plus CLIENT_MAX_QUEUED plus one reply, all freed when it closes.
  *
  * A client that hangs up makes the next write to it raise SIGPIPE, which by default kills the whole
  * process (libuv writes to pipes with write(2), not send(2) with MSG_NOSIGNAL). So the first accepted
@@ -18,9 +22,11 @@
  * such writes then just fail with EPIPE. Other threads keep their own signal handling.
  *
  * The socket file is 0600 from the moment it exists (see bind_private_socket), without touching the
- * process-wide umask; a run directory created here gets mode 0700. Closing removes the socket file
+ * process-wide umask; a run directory created here gets mode 0700, and one that another user owns or
+ * can write is refused. Closing removes the socket file
  * only if it is still the one this server bound. */
 #include "control.h"
+#include "run_dir.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -36,6 +42,7 @@
 #define LISTEN_BACKLOG 64
 #define READ_CHUNK 4096
 #define FOLLOWER_MAX_QUEUED (4u << 20)
+#define CLIENT_MAX_QUEUED (2u << 20)  /* replies waiting for a client before its requests stop being read */
 #define SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 /* One serialized reply or event, newline included; shared by the writes that send it. */
@@ -63,6 +70,7 @@ struct ftl_control_client {
 	bool is_closing;                 /* closing: nothing more is read or sent */
 	bool is_closed;                  /* the pipe's close callback has run */
 	bool is_handling;                /* inside drain_lines, so a reply given there does not recurse */
+	bool is_backed_up;               /* CLIENT_MAX_QUEUED bytes of replies wait: not reading requests */
 };
 
 struct ftl_control {
@@ -167,14 +175,26 @@ static void client_close_after_flush(ftl_control_client *client)
 
 /* ---- writing ---- */
 
+static size_t queued_bytes(ftl_control_client *client)
+{
+	return uv_stream_get_write_queue_size((uv_stream_t *)&client->pipe);
+}
+
 static void write_cb(uv_write_t *req, int status)
 {
 	line_write *w = (line_write *)req;
 	ftl_control_client *client = req->handle->data;
 	line_release(w->line);
 	free(w);
-	if (status < 0 && status != UV_ECANCELED)
+	if (status < 0 && status != UV_ECANCELED) {
 		client_close(client); /* the client hung up mid-reply */
+		return;
+	}
+	if (client->is_backed_up && !client->is_closing && queued_bytes(client) <= CLIENT_MAX_QUEUED / 2) {
+		client->is_backed_up = false; /* it reads again: answer what it sent, then read on */
+		if (!client->is_handling)
+			client_continue(client);
+	}
 }
 
 static void client_send_line(ftl_control_client *client, shared_line *line)
@@ -240,7 +260,8 @@ static void handle_line(ftl_control_client *client, const char *line, size_t len
 
 	if (is_blank(line, len))
 		return;
-	request = json_loadb(line, len, 0, &parse_error);
+	/* Duplicate keys are refused: {"cmd":"status","cmd":"leave"} must not mean whichever came last. */
+	request = json_loadb(line, len, JSON_REJECT_DUPLICATES, &parse_error);
 	if (request == NULL) {
 		snprintf(message, sizeof message,
 			 "malformed JSON request (%s, at column %d); send one JSON object per line, "
@@ -276,6 +297,10 @@ static void drain_lines(ftl_control_client *client)
 		size_t len;
 		if (newline == NULL)
 			break;
+		if (queued_bytes(client) > CLIENT_MAX_QUEUED) {
+			client->is_backed_up = true; /* write_cb resumes once half has been written */
+			break;
+		}
 		len = (size_t)(newline - (client->in + start));
 		handle_line(client, client->in + start, len);
 		start += len + 1;
@@ -289,7 +314,8 @@ static void drain_lines(ftl_control_client *client)
 		memmove(client->in, client->in + start, client->in_len - start);
 		client->in_len -= start;
 	}
-	if (client->in_len > FTL_CONTROL_MAX_LINE && !client->is_awaiting && !client->is_closing) {
+	if (client->in_len > FTL_CONTROL_MAX_LINE && !client->is_awaiting && !client->is_closing &&
+	    !client->is_backed_up) {
 		char message[160];
 		snprintf(message, sizeof message,
 			 "request line longer than %d bytes; closing the connection", FTL_CONTROL_MAX_LINE);
@@ -340,7 +366,7 @@ static void client_continue(ftl_control_client *client)
 	drain_lines(client);
 	if (client->is_closing)
 		return;
-	if (client->is_awaiting) {
+	if (client->is_awaiting || client->is_backed_up) {
 		uv_read_stop((uv_stream_t *)&client->pipe);
 		client->is_read_paused = true;
 	} else if (client->is_peer_done) {
@@ -392,7 +418,8 @@ static void connection_cb(uv_stream_t *server, int status)
 
 /* ---- starting ---- */
 
-/* mkdir -p of path's parent; directories created here get mode 0700. */
+/* mkdir -p of path's parent; directories created here get mode 0700. The parent itself must then be
+ * this user's and closed to others (run_dir.h says why). */
 static int make_parent_dir(const char *path, char *err, size_t err_len)
 {
 	char dir[SOCKET_PATH_MAX];
@@ -415,12 +442,7 @@ static int make_parent_dir(const char *path, char *err, size_t err_len)
 			break;
 		*p = '/';
 	}
-	struct stat st;
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, err_len, "%s is not a directory; choose another run directory", dir);
-		return -1;
-	}
-	return 0;
+	return ftl_run_dir_check_private(dir, err, err_len);
 }
 
 /* Leaves path free for bind: removes a socket file nobody listens on; refuses if an agent answers. */

@@ -37,17 +37,16 @@ static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 	if (ftl_env_int("FTL_CHECKPOINT_EVERY", &every, 1, 1000000000, err, len) ||
 	    ftl_env_int("FTL_CHECKPOINT_KEEP", &keep, 1, 1000, err, len))
 		return -1;
-	const char *dir = getenv("FTL_CHECKPOINT_DIR");
-	if (dir && strlen(dir) >= sizeof(t->checkpoint_dir)) {
-		snprintf(err, len, "FTL_CHECKPOINT_DIR: longer than %zu characters", sizeof(t->checkpoint_dir) - 1);
+	/* set but empty is refused: it used to turn checkpoints off without a word */
+	char dir[sizeof(t->checkpoint_dir)] = "";
+	if (ftl_env_str("FTL_CHECKPOINT_DIR", dir, sizeof(dir), err, len))
 		return -1;
-	}
 	const char *busy = getenv("FTL_CHECKPOINT_BUSY");
 	if (busy && strcmp(busy, "skip") != 0 && strcmp(busy, "wait") != 0) {
 		snprintf(err, len, "FTL_CHECKPOINT_BUSY=%s: expected skip or wait", busy);
 		return -1;
 	}
-	if (dir)
+	if (dir[0])
 		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
 	if (busy)
 		t->checkpoint_wait = strcmp(busy, "wait") == 0;

@@ -3,6 +3,7 @@
 #include "ctl_conn.h"
 
 #include "ctl_exit.h"
+#include "run_dir.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -83,6 +84,11 @@ int ctl_conn_open(ctl_conn *conn, const char *path)
 		fprintf(stderr, "ftlctl: the socket path %s is too long for a Unix socket (at most %zu bytes)\n",
 			path, sizeof addr.sun_path - 1);
 		return CTL_EXIT_USAGE;
+	}
+	char why[1024];
+	if (ftl_run_dir_check_socket(path, why, sizeof why) != 0) {
+		fprintf(stderr, "ftlctl: %s\n", why); /* nothing was sent */
+		return CTL_EXIT_DENIED;
 	}
 	memcpy(addr.sun_path, path, strlen(path) + 1);
 	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -1,8 +1,13 @@
-/* The one definition of the default run directory and socket name (see run_dir.h). */
+/* The one definition of the default run directory and socket name, and of the checks that decide
+ * whether a run directory or a socket in it can be trusted (see run_dir.h). */
 #include "run_dir.h"
 
+#include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int fits(int written, size_t out_len)
@@ -32,4 +37,80 @@ int ftl_run_dir_resolve(const char *explicit_dir, char *out, size_t out_len)
 int ftl_run_dir_socket_path(const char *run_dir, const char *name, char *out, size_t out_len)
 {
 	return fits(snprintf(out, out_len, "%s/%s%s", run_dir, name, FTL_SOCKET_SUFFIX), out_len);
+}
+
+/* "uid 65534 (nobody)" */
+static void describe_uid(uid_t uid, char *out, size_t len)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw)
+		snprintf(out, len, "uid %u (%s)", (unsigned)uid, pw->pw_name);
+	else
+		snprintf(out, len, "uid %u", (unsigned)uid);
+}
+
+static int untrusted(const char *what, const char *path, const struct stat *st, const char *why,
+		     const char *todo, char *err, size_t len)
+{
+	char owner[96], me[96];
+	describe_uid(st->st_uid, owner, sizeof(owner));
+	describe_uid(geteuid(), me, sizeof(me));
+	snprintf(err, len, "%s %s is not safe to use: %s (owner %s, mode %04o; this user is %s), so another user "
+		 "could put a socket of their own there; %s",
+		 what, path, why, owner, (unsigned)(st->st_mode & 07777), me, todo);
+	return -1;
+}
+
+static const char run_dir_todo[] =
+	"remove it (or have its owner remove it), or set FTL_RUN_DIR to a directory of your own with mode 0700";
+
+int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len)
+{
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		snprintf(err, err_len, "cannot inspect the run directory %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, err_len, "%s is not a directory; choose another run directory", dir);
+		return -1;
+	}
+	if (st.st_uid != geteuid())
+		return untrusted("the run directory", dir, &st, "another user owns it", run_dir_todo, err, err_len);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return untrusted("the run directory", dir, &st, "group or others can write it",
+				 "chmod 700 it, or set FTL_RUN_DIR to a directory of your own with mode 0700", err,
+				 err_len);
+	return 0;
+}
+
+int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len)
+{
+	struct stat st;
+	char dir[4096];
+	if (lstat(path, &st) != 0)
+		return 0; /* connect says there is no agent */
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, err_len, "%s is not a socket; point ftlctl at an agent's control socket", path);
+		return -1;
+	}
+	if (st.st_uid != geteuid())
+		return untrusted("the control socket", path, &st, "another user owns it",
+				 "ftlctl talks only to its own user's agents: run ftlctl as that user", err, err_len);
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(dir, &st) != 0)
+		return 0;
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return untrusted("the socket's directory", dir, &st, "another user owns it", run_dir_todo, err, err_len);
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		return untrusted("the socket's directory", dir, &st, "group or others can write it (and it is not sticky)",
+				 run_dir_todo, err, err_len);
+	return 0;
 }

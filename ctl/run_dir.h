@@ -3,7 +3,12 @@
  *
  * The run directory is, first match wins: an explicit choice (a flag or a config value), the
  * environment variable FTL_RUN_DIR, $XDG_RUNTIME_DIR/ftl when XDG_RUNTIME_DIR is set, /tmp/ftl-<uid>.
- * An agent named NAME listens on <run dir>/NAME.sock. */
+ * An agent named NAME listens on <run dir>/NAME.sock.
+ *
+ * Trust: a socket in a directory another user controls can be swapped for theirs, and then ftlctl would
+ * hand them whatever it sends (a new cluster key). So the agent uses only a run directory that this user
+ * owns and nobody else can write, and ftlctl talks only to a socket this user owns, in a directory that
+ * only this user or root can change (or a sticky one, like /tmp). */
 #ifndef FTL_CTL_RUN_DIR_H
 #define FTL_CTL_RUN_DIR_H
 
@@ -20,5 +25,13 @@ int ftl_run_dir_resolve(const char *explicit_dir, char *out, size_t out_len);
 
 /* Writes <run_dir>/<name>.sock into out. Returns 0, or -1 when it does not fit. */
 int ftl_run_dir_socket_path(const char *run_dir, const char *name, char *out, size_t out_len);
+
+/* 0 when dir is a directory owned by this user that group and others cannot write; -1 with err saying
+ * which (the path, its owner, its mode) and what to do. */
+int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len);
+
+/* ftlctl's check before it sends anything: 0 when path does not exist (nothing to trust yet), or is a
+ * socket owned by this user in a directory others cannot swap it in; -1 with err otherwise. */
+int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len);
 
 #endif

@@ -21,7 +21,10 @@
  *   FTL_EXTRA_STATE_MB extra registered state ("ballast", touched every step) to make the state as large as
  *                      a real model's, for checkpoint and state-sync benchmarks (0)
  *
- * Output, one JSON object per line on stdout:
+ * Empty, malformed or out-of-range values are refused with the variable named (exit 2); these names are in
+ * libftl's table of known FTL_* names, so none of them is reported as unknown.
+ *
+ * Output, one JSON object per line on stdout (written with jansson, so every string is escaped):
  *   after every completed step:
  *     {"worker","step","rank","world","epoch","samples","loss","accuracy","digest","t"}
  *     epoch is the view epoch; loss and accuracy are over the step's global batch of `samples`; digest is
@@ -49,6 +52,7 @@
 #include <ftl/agent.h>
 #include <ftl/execute.h>
 #include <ftl/ftl.h>
+#include <jansson.h>
 
 #include "dataset.h"
 #include "softmax.h"
@@ -92,20 +96,17 @@ typedef struct trainer {
 	step_result last;
 } trainer;
 
-static uint64_t env_number(const char *var, uint64_t fallback, uint64_t min, uint64_t max)
+/* One of the example's settings (ftl_env_int: unset gives the default; empty, garbage or out of range
+ * is refused naming the variable, exit 2). */
+static uint64_t env_number(const char *var, int64_t fallback, int64_t min, int64_t max)
 {
-	const char *v = getenv(var);
-	if (!v || !*v)
-		return fallback;
-	char *end;
-	errno = 0;
-	unsigned long long x = strtoull(v, &end, 10);
-	if (errno || *end || v[0] == '-' || x < min || x > max) {
-		fprintf(stderr, "train_softmax: %s=%s: expected a whole number from %llu to %llu\n", var, v,
-			(unsigned long long)min, (unsigned long long)max);
+	char err[256];
+	int64_t x = fallback;
+	if (ftl_env_int(var, &x, min, max, err, sizeof(err)) != 0) {
+		fprintf(stderr, "train_softmax: %s\n", err);
 		exit(2);
 	}
-	return x;
+	return (uint64_t)x;
 }
 
 static void settings_from_env(settings *s)
@@ -116,6 +117,17 @@ static void settings_from_env(settings *s)
 	s->step_sleep_ms = env_number("FTL_STEP_SLEEP_MS", 0, 0, 60000);
 	s->is_logging_indices = env_number("FTL_LOG_INDICES", 0, 0, 1) == 1;
 	s->extra_state_mb = env_number("FTL_EXTRA_STATE_MB", 0, 0, 65536);
+}
+
+/* Prints one JSON object as a line on stdout and frees it (jansson escapes every string). */
+static void print_line(json_t *line)
+{
+	if (line) {
+		json_dumpf(line, stdout, JSON_COMPACT);
+		json_decref(line);
+	}
+	putchar('\n');
+	fflush(stdout);
 }
 
 static double wall_clock_s(void)
@@ -146,14 +158,13 @@ static void state_digest(const trainer *t, char hex[17])
 
 static void print_indices(const trainer *t, const ftl_step_info *info)
 {
-	printf("{\"worker\":\"%s\",\"step\":%llu,\"data_epoch\":%llu,\"epoch\":%llu,\"rank\":%d,\"attempt\":%d,"
-	       "\"pos\":%llu,\"indices\":[", t->name, (unsigned long long)info->step,
-	       (unsigned long long)info->data_epoch, (unsigned long long)info->view_epoch, info->rank,
-	       info->attempt, (unsigned long long)info->sample_pos);
+	json_t *indices = json_array();
 	for (size_t k = 0; k < info->n_indices; k++)
-		printf(k ? ",%llu" : "%llu", (unsigned long long)info->indices[k]);
-	printf("]}\n");
-	fflush(stdout);
+		json_array_append_new(indices, json_integer((json_int_t)info->indices[k]));
+	print_line(json_pack("{s:s, s:I, s:I, s:I, s:i, s:i, s:I, s:o}", "worker", t->name, "step",
+			     (json_int_t)info->step, "data_epoch", (json_int_t)info->data_epoch, "epoch",
+			     (json_int_t)info->view_epoch, "rank", info->rank, "attempt", info->attempt, "pos",
+			     (json_int_t)info->sample_pos, "indices", indices));
 }
 
 /* One training step (ftl_step_fn). Registered state changes only after the allreduce succeeded. */
@@ -211,11 +222,10 @@ static void print_step(const trainer *t)
 	const step_result *r = &t->last;
 	char digest[17];
 	state_digest(t, digest);
-	printf("{\"worker\":\"%s\",\"step\":%llu,\"rank\":%d,\"world\":%d,\"epoch\":%llu,\"samples\":%.0f,"
-	       "\"loss\":%.6f,\"accuracy\":%.6f,\"digest\":\"%s\",\"t\":%.3f}\n",
-	       t->name, (unsigned long long)r->info.step, r->info.rank, r->info.world_size,
-	       (unsigned long long)r->info.view_epoch, r->samples, r->loss, r->accuracy, digest, wall_clock_s());
-	fflush(stdout);
+	print_line(json_pack("{s:s, s:I, s:i, s:i, s:I, s:I, s:f, s:f, s:s, s:f}", "worker", t->name, "step",
+			     (json_int_t)r->info.step, "rank", r->info.rank, "world", r->info.world_size, "epoch",
+			     (json_int_t)r->info.view_epoch, "samples", (json_int_t)r->samples, "loss", r->loss,
+			     "accuracy", r->accuracy, "digest", digest, "t", wall_clock_s()));
 }
 
 static void print_final(const trainer *t, uint64_t steps)
@@ -224,10 +234,9 @@ static void print_final(const trainer *t, uint64_t steps)
 	char digest[17];
 	softmax_evaluate(t->params, &t->test, &loss, &accuracy);
 	state_digest(t, digest);
-	printf("{\"worker\":\"%s\",\"final\":true,\"steps\":%llu,\"test_loss\":%.6f,\"test_accuracy\":%.6f,"
-	       "\"digest\":\"%s\",\"t\":%.3f}\n",
-	       t->name, (unsigned long long)steps, loss, accuracy, digest, wall_clock_s());
-	fflush(stdout);
+	print_line(json_pack("{s:s, s:b, s:I, s:f, s:f, s:s, s:f}", "worker", t->name, "final", 1, "steps",
+			     (json_int_t)steps, "test_loss", loss, "test_accuracy", accuracy, "digest", digest, "t",
+			     wall_clock_s()));
 }
 
 static int trainer_init(trainer *t)
@@ -240,8 +249,12 @@ static int trainer_init(trainer *t)
 	t->params = calloc(t->n_params, sizeof(float));
 	t->velocity = calloc(t->n_params, sizeof(float));
 	t->reduce = calloc(t->n_params + N_STATS, sizeof(float));
-	if (t->cfg.extra_state_mb && !(t->ballast = calloc(t->cfg.extra_state_mb, 1u << 20)))
-		return -1;
+	if (t->cfg.extra_state_mb && !(t->ballast = calloc(t->cfg.extra_state_mb, 1u << 20))) {
+		fprintf(stderr, "train_softmax: FTL_EXTRA_STATE_MB=%llu: cannot allocate %llu MiB of extra state "
+				"(out of memory); choose a smaller value or unset it\n",
+			(unsigned long long)t->cfg.extra_state_mb, (unsigned long long)t->cfg.extra_state_mb);
+		exit(2);
+	}
 	return t->params && t->velocity && t->reduce ? 0 : -1;
 }
 

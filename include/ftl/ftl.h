@@ -174,5 +174,6 @@ FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t
 /* The agent and elastic training build on the declarations above; one include gives the whole API. */
 #include "ftl/agent.h"
 #include "ftl/execute.h"
+#include "ftl/settings.h"
 
 #endif /* FTL_FTL_H */

@@ -1,16 +1,23 @@
-/* Unit tests of the agent's settings: host:port parsing (IPv4, IPv6, names) and the checks that name the
- * bad setting and say what is expected. */
+/* Unit tests of the agent's settings: host:port parsing (IPv4, IPv6, names), the checks that name the
+ * bad setting and say what is expected (a table of every FTL_* setting's bad values), and the warnings
+ * (unknown variables, a key file others can read). `test_config NAME` runs the one test NAME: ctest
+ * lists each behaviour by its name. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "addr.h"
 #include "config.h"
+#include "ftl/execute.h"
+#include "ftl/settings.h"
 
 static void test_addr_split_handles_v4_v6_and_names(void **state)
 {
@@ -100,11 +107,14 @@ static void test_env_numbers_are_checked(void **state)
 	assert_non_null(strstr(err, "FTL_INSECURE"));
 }
 
+/* ---- every FTL_* setting's bad values ---- */
+
+static const char valid_key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
 extern char **environ;
 
-int main(void)
+static void clear_ftl_environment(void)
 {
-	/* The tests set what they need; whatever FTL_* the caller exported must not leak in. */
 	for (char **e = environ; *e;) {
 		if (strncmp(*e, "FTL_", 4) == 0) {
 			char name[128];
@@ -114,11 +124,249 @@ int main(void)
 			e++;
 		}
 	}
+}
+
+/* A worker's environment that resolves: every test starts from it and breaks one thing. */
+static void set_valid_environment(void)
+{
+	clear_ftl_environment();
+	setenv("FTL_NAME", "w0", 1);
+	setenv("FTL_BIND", "127.0.0.1:7946", 1);
+	setenv("FTL_GOSSIP_KEY", valid_key, 1);
+}
+
+/* What a program does at start: the agent's and the job's variables, then the agent's checks. */
+static int resolve_environment(char *err, size_t len)
+{
+	ftl_agent_config c;
+	ftl_training_config t;
+	ftl_agent_settings s;
+	ftl_agent_config_default(&c);
+	ftl_training_config_default(&t);
+	if (ftl_agent_config_from_env(&c, err, len) != 0 || ftl_training_config_from_env(&t, err, len) != 0)
+		return -1;
+	return ftl_agent_config_resolve(&c, &s, err, len);
+}
+
+static void expect_refused(const char *var, const char *value, const char *also_unset)
+{
+	char err[512] = "";
+	set_valid_environment();
+	if (also_unset)
+		unsetenv(also_unset);
+	setenv(var, value, 1);
+	if (resolve_environment(err, sizeof(err)) == 0)
+		fail_msg("%s=\"%s\" was accepted", var, value);
+	if (!strstr(err, var))
+		fail_msg("%s=\"%s\": the error \"%s\" does not name %s", var, value, err, var);
+}
+
+enum { MAX_BAD = 12 };
+typedef struct setting_case {
+	const char *var;
+	bool is_number;                /* also refuses "", "garbage", "-1" and an overflowing number */
+	const char *bad[MAX_BAD];      /* this setting's own bad values (out of range, malformed) */
+	const char *also_unset;        /* a variable that must be unset for this one to be read */
+} setting_case;
+
+#define LONG_300 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define NAME_64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static const setting_case setting_cases[] = {
+	{"FTL_NAME", false, {"", "../../escape", "a/b", "a\"b", "a b", "a\tb", "a\nb", ".hidden", "..", NAME_64}, NULL},
+	{"FTL_BIND", false, {"", "garbage", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:-1", "127.0.0.1:99999",
+			     "localhost:7946", "::::", "127.0.0.1:99999999999999999999"}, NULL},
+	{"FTL_ADVERTISE", false, {"", "garbage", "0.0.0.0:7946", "10.0.0.1:99999", "10.0.0.1"}, NULL},
+	{"FTL_SEEDS", false, {"", "127.0.0.1", "::::", "garbage", "1.2.3.4:99999", "1.2.3.4:0", "a:-1",
+			      "h:7946,garbage", "fd00::7:7946", "[fd00::7]", "h:12x"}, NULL},
+	{"FTL_CLUSTER", false, {"", NAME_64}, NULL},
+	{"FTL_GOSSIP_KEY", false, {"", "garbage", "-1", "AAAA"}, NULL},
+	{"FTL_GOSSIP_KEY_FILE", false, {"", "/nonexistent/key", LONG_300}, "FTL_GOSSIP_KEY"},
+	{"FTL_INSECURE", false, {"", "yes", "2", "-1", "1"}, NULL}, /* 1 with a key set: choose one */
+	{"FTL_PROFILE", false, {"", "fast", "-1"}, NULL},
+	{"FTL_PROBE_INTERVAL_MS", true, {"0", "600001"}, NULL},
+	{"FTL_PROBE_TIMEOUT_MS", true, {"0", "600001"}, NULL},
+	{"FTL_GOSSIP_INTERVAL_MS", true, {"0", "600001"}, NULL},
+	{"FTL_PUSH_PULL_INTERVAL_MS", true, {"0", "86400001"}, NULL},
+	{"FTL_REAP_AFTER_MS", true, {"0", "86400001"}, NULL},
+	{"FTL_RESEED_INTERVAL_MS", true, {"0", "99", "3600001"}, NULL},
+	{"FTL_SUSPICION_MULT", true, {"0", "65"}, NULL},
+	{"FTL_RETRANSMIT_MULT", true, {"0", "65"}, NULL},
+	{"FTL_RUN_DIR", false, {"", LONG_300}, NULL},
+	{"FTL_LOG_LEVEL", false, {"", "loud", "-1"}, NULL},
+	{"FTL_META", false, {"", LONG_300}, NULL},
+	{"FTL_MIN_WORKERS", true, {"0", "4097"}, NULL},
+	{"FTL_MAX_WORKERS", true, {"0", "4097"}, NULL},
+	{"FTL_SETTLE_MS", true, {"600001"}, NULL},
+	{"FTL_MAX_RETRIES", true, {"1001"}, NULL},
+	{"FTL_BELOW_MIN_TIMEOUT_MS", true, {"86400001"}, NULL},
+	{"FTL_COLLECTIVE_TIMEOUT_MS", true, {"0", "3600001"}, NULL},
+	{"FTL_CUDA_DEVICE", true, {"1025"}, NULL},
+	{"FTL_COMM", false, {"", "mpi", "-1", "TCP"}, NULL},
+	{"FTL_CHECKPOINT_DIR", false, {"", LONG_300}, NULL},
+	{"FTL_CHECKPOINT_EVERY", true, {"0", "1000000001"}, NULL},
+	{"FTL_CHECKPOINT_KEEP", true, {"0", "1001"}, NULL},
+	{"FTL_CHECKPOINT_BUSY", false, {"", "later", "-1"}, NULL},
+};
+
+static void test_every_setting_refuses_its_bad_values_by_name(void **state)
+{
+	static const char *const bad_numbers[] = {"", "garbage", "-1", "12x", "99999999999999999999", " 5"};
+	char err[512];
+	set_valid_environment();
+	if (resolve_environment(err, sizeof(err)) != 0)
+		fail_msg("the valid environment is refused: %s", err);
+	for (size_t i = 0; i < sizeof(setting_cases) / sizeof(setting_cases[0]); i++) {
+		const setting_case *sc = &setting_cases[i];
+		for (int k = 0; k < MAX_BAD && sc->bad[k]; k++)
+			expect_refused(sc->var, sc->bad[k], sc->also_unset);
+		for (size_t k = 0; sc->is_number && k < sizeof(bad_numbers) / sizeof(bad_numbers[0]); k++)
+			expect_refused(sc->var, bad_numbers[k], sc->also_unset);
+	}
+}
+
+static void test_seeds_that_are_not_host_port_are_refused(void **state)
+{
+	char err[512];
+	static const char *const good[] = {"127.0.0.1:7946", "[::1]:7946", "ftl-workers.default.svc:7946",
+					   "not-resolving-yet.invalid:7946", "a:1,b:65535", "a:7946, [fd00::7]:7946"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		set_valid_environment();
+		setenv("FTL_SEEDS", good[i], 1);
+		if (resolve_environment(err, sizeof(err)) != 0)
+			fail_msg("FTL_SEEDS=%s refused: %s", good[i], err);
+	}
+	expect_refused("FTL_SEEDS", "127.0.0.1", NULL);
+	expect_refused("FTL_SEEDS", "::::", NULL);
+	expect_refused("FTL_SEEDS", "garbage", NULL);
+	expect_refused("FTL_SEEDS", "1.2.3.4:99999", NULL);
+}
+
+static void test_bind_port_zero_is_refused(void **state) { expect_refused("FTL_BIND", "0.0.0.0:0", NULL); }
+
+static void test_push_pull_interval_zero_is_refused(void **state)
+{
+	expect_refused("FTL_PUSH_PULL_INTERVAL_MS", "0", NULL);
+}
+
+static void test_checkpoint_dir_empty_is_refused(void **state) { expect_refused("FTL_CHECKPOINT_DIR", "", NULL); }
+
+static void test_name_outside_allowed_characters_is_refused(void **state)
+{
+	char err[512];
+	static const char *const good[] = {"w0", "ftl-workers-7d9f8-abcde", "node_1.rack-2", "A"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		set_valid_environment();
+		setenv("FTL_NAME", good[i], 1);
+		if (resolve_environment(err, sizeof(err)) != 0)
+			fail_msg("FTL_NAME=%s refused: %s", good[i], err);
+	}
+	set_valid_environment();
+	setenv("FTL_NAME", "../../escape", 1);
+	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
+	if (!strstr(err, "FTL_NAME") || !strstr(err, "A-Z a-z 0-9 . _ -"))
+		fail_msg("the error does not say which characters are allowed: %s", err);
+}
+
+static void test_gossip_key_and_key_file_both_set_are_refused(void **state)
+{
+	char err[512];
+	set_valid_environment();
+	setenv("FTL_GOSSIP_KEY_FILE", "/etc/hostname", 1);
+	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
+	if (!strstr(err, "FTL_GOSSIP_KEY and FTL_GOSSIP_KEY_FILE"))
+		fail_msg("the error does not name the pair: %s", err);
+}
+
+/* Runs resolve_environment with stderr (where log records go) captured into out. */
+static int resolve_capturing_log(char *out, size_t cap)
+{
+	char err[512], path[] = "/tmp/ftl-test-log-XXXXXX";
+	int fd = mkstemp(path), saved = dup(2);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	int rc = resolve_environment(err, sizeof(err));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	ssize_t n = pread(fd, out, cap - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	if (rc != 0)
+		fail_msg("refused: %s", err);
+	return rc;
+}
+
+static void test_gossip_key_file_readable_by_others_warns(void **state)
+{
+	char path[] = "/tmp/ftl-test-key-XXXXXX", log[4096];
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, valid_key, strlen(valid_key)), (ssize_t)strlen(valid_key));
+	close(fd);
+	set_valid_environment();
+	unsetenv("FTL_GOSSIP_KEY");
+	setenv("FTL_GOSSIP_KEY_FILE", path, 1);
+	chmod(path, 0600);
+	resolve_capturing_log(log, sizeof(log));
+	if (strstr(log, "FTL_GOSSIP_KEY_FILE"))
+		fail_msg("a 0600 key file was warned about: %s", log);
+	chmod(path, 0644);
+	resolve_capturing_log(log, sizeof(log));
+	unlink(path);
+	if (!strstr(log, "FTL_GOSSIP_KEY_FILE") || !strstr(log, "0644") || !strstr(log, "chmod 600"))
+		fail_msg("no warning naming the key file, its mode and the fix: %s", log);
+}
+
+static void test_unknown_setting_warns_with_closest_name(void **state)
+{
+	char log[4096];
+	assert_string_equal(ftl_env_closest_known_name("FTL_MAX_WORKER"), "FTL_MAX_WORKERS");
+	assert_string_equal(ftl_env_closest_known_name("FTL_SEED"), "FTL_SEEDS");
+	assert_string_equal(ftl_env_closest_known_name("FTL_GOSIP_KEY"), "FTL_GOSSIP_KEY");
+	assert_null(ftl_env_closest_known_name("FTL_SOMETHING_ELSE_ENTIRELY"));
+	set_valid_environment();
+	setenv("FTL_MAX_WORKER", "4", 1);
+	setenv("FTL_SOMETHING_ELSE_ENTIRELY", "1", 1);
+	resolve_capturing_log(log, sizeof(log)); /* a warning, not a refusal */
+	if (!strstr(log, "FTL_MAX_WORKER is not an ftl setting") || !strstr(log, "did you mean FTL_MAX_WORKERS?"))
+		fail_msg("no warning naming FTL_MAX_WORKER and FTL_MAX_WORKERS: %s", log);
+	if (!strstr(log, "FTL_SOMETHING_ELSE_ENTIRELY is not an ftl setting"))
+		fail_msg("no warning for a name far from any known one: %s", log);
+	/* a program's own variable, once added, is known */
+	set_valid_environment();
+	setenv("FTL_MY_PROGRAM_EPOCHS", "3", 1);
+	assert_int_equal(ftl_env_add_known_name("FTL_MY_PROGRAM_EPOCHS"), 0);
+	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), -1);
+	resolve_capturing_log(log, sizeof(log));
+	if (strstr(log, "FTL_MY_PROGRAM_EPOCHS"))
+		fail_msg("an added name was warned about: %s", log);
+}
+
+int main(int argc, char **argv)
+{
+	/* The tests set what they need; whatever FTL_* the caller exported must not leak in. */
+	clear_ftl_environment();
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_split_handles_v4_v6_and_names),
 		cmocka_unit_test(test_addr_numeric_round_trip),
 		cmocka_unit_test(test_bad_settings_name_the_variable),
 		cmocka_unit_test(test_env_numbers_are_checked),
+		cmocka_unit_test(test_every_setting_refuses_its_bad_values_by_name),
+		cmocka_unit_test(test_seeds_that_are_not_host_port_are_refused),
+		cmocka_unit_test(test_bind_port_zero_is_refused),
+		cmocka_unit_test(test_push_pull_interval_zero_is_refused),
+		cmocka_unit_test(test_checkpoint_dir_empty_is_refused),
+		cmocka_unit_test(test_name_outside_allowed_characters_is_refused),
+		cmocka_unit_test(test_gossip_key_and_key_file_both_set_are_refused),
+		cmocka_unit_test(test_gossip_key_file_readable_by_others_warns),
+		cmocka_unit_test(test_unknown_setting_warns_with_closest_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

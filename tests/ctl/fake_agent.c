@@ -54,6 +54,7 @@ struct fake_agent {
 	char *event_to_publish; /* under lock: handed to the loop, NULL once published */
 	bool is_stopping;       /* under lock */
 	int followers;          /* under lock */
+	int requests;           /* under lock: every request handled */
 };
 
 json_t *fake_agent_status(void)
@@ -140,6 +141,10 @@ static json_t *handle_request(void *ctx, ftl_control_client *client, const json_
 	fake_agent *agent = ctx;
 	const char *cmd = json_string_value(json_object_get(request, "cmd"));
 	json_t *status;
+
+	pthread_mutex_lock(&agent->lock);
+	agent->requests++;
+	pthread_mutex_unlock(&agent->lock);
 
 	if (cmd == NULL)
 		return error_reply("missing cmd");
@@ -246,4 +251,12 @@ void fake_agent_stop(fake_agent *agent)
 	pthread_mutex_destroy(&agent->lock);
 	pthread_cond_destroy(&agent->changed);
 	free(agent);
+}
+
+int fake_agent_requests(fake_agent *agent)
+{
+	pthread_mutex_lock(&agent->lock);
+	int requests = agent->requests;
+	pthread_mutex_unlock(&agent->lock);
+	return requests;
 }

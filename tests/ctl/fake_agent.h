@@ -27,6 +27,8 @@ json_t *fake_agent_status(void);
 void fake_agent_publish(fake_agent *agent, const char *event_json);
 /* How many events requests the agent has answered so far. */
 int fake_agent_followers(fake_agent *agent);
+/* How many requests the agent has handled so far (any command). */
+int fake_agent_requests(fake_agent *agent);
 /* Closes the server (removing the socket file) and joins the loop thread. */
 void fake_agent_stop(fake_agent *agent);
 

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -340,8 +343,107 @@ static void test_close_leaves_a_socket_file_that_is_not_its_own(void **state)
 	assert_int_equal(access(f->path, F_OK), 0);
 }
 
-int main(void)
+static void test_control_request_with_duplicate_keys_is_refused(void **state)
 {
+	fixture *f = *state;
+	line_client client;
+	line_client_open(&client, f->path);
+	line_client_send(&client, "{\"cmd\":\"echo\",\"cmd\":\"leave\"}\n");
+	expect_error(&client, "duplicate");
+	expect_echo(&client, 19); /* the connection stays */
+	line_client_close(&client);
+}
+
+static void test_run_dir_writable_by_others_is_refused(void **state)
+{
+	fixture *f = *state;
+	char dir[160], path[200];
+	snprintf(dir, sizeof dir, "%s/shared", f->dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0777), 0); /* made by someone else's umask, or on purpose */
+	snprintf(path, sizeof path, "%s/agent.sock", dir);
+	expect_start_refused(path, "group or others can write it");
+	expect_start_refused(path, "mode 0777");
+	assert_int_equal(access(path, F_OK), -1); /* nothing was bound there */
+}
+
+static void test_run_dir_owned_by_another_user_is_refused(void **state)
+{
+	fixture *f = *state;
+	char dir[160], path[200];
+	if (geteuid() != 0) {
+		printf("SKIP: run_dir_owned_by_another_user_is_refused needs root (to chown to uid 65534)\n");
+		skip();
+	}
+	snprintf(dir, sizeof dir, "%s/theirs", f->dir);
+	assert_int_equal(mkdir(dir, 0777), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(chown(dir, 65534, 65534), 0); /* another user made /tmp/ftl-<uid> first */
+	snprintf(path, sizeof path, "%s/agent.sock", dir);
+	expect_start_refused(path, "another user owns it");
+	expect_start_refused(path, "uid 65534");
+	expect_start_refused(path, "FTL_RUN_DIR");
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+/* Sends status requests as fast as the server takes them, never reading a reply; returns the bytes it
+ * got out before no more could be sent for a second (or all of them). */
+static size_t pipeline_without_reading(const char *path, size_t requests, int *fd_out)
+{
+	static const char request[] = "{\"cmd\":\"status\"}\n";
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	char chunk[17 * 1024];
+	size_t sent = 0, total = requests * (sizeof request - 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(strlen(path) < sizeof addr.sun_path);
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	for (size_t k = 0; k < sizeof chunk / (sizeof request - 1); k++)
+		memcpy(chunk + k * (sizeof request - 1), request, sizeof request - 1);
+	while (sent < total) {
+		size_t want = total - sent < sizeof chunk ? total - sent : sizeof chunk;
+		ssize_t n = send(fd, chunk, want, MSG_NOSIGNAL);
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		if (poll(&p, 1, 1000) == 0)
+			break; /* the server stopped reading us */
+	}
+	*fd_out = fd;
+	return sent;
+}
+
+static void test_control_client_that_never_reads_is_paused(void **state)
+{
+	fixture *f = *state;
+	const size_t requests = 1000000;
+	int flooder;
+	size_t sent = pipeline_without_reading(f->path, requests, &flooder);
+	printf("a client that never reads got %zu of %zu bytes of requests in before it was paused\n", sent,
+	       requests * 17);
+	/* The requests behind 2 MiB of queued replies, one input line and the socket buffers: about 0.2 MB
+	 * here. Without the pause the server kept reading (4 MB in before this loop stalled, and growing). */
+	assert_true(sent < 1u << 20);
+	line_client other;
+	line_client_open(&other, f->path); /* others are still answered */
+	line_client_send(&other, "{\"cmd\":\"status\"}\n");
+	json_t *reply = line_client_read_json(&other);
+	assert_ok(reply);
+	json_decref(reply);
+	line_client_close(&other);
+	close(flooder);
+	line_client_open(&other, f->path);
+	expect_echo(&other, 20);
+	line_client_close(&other);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]); /* ctest runs some behaviours by name */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_socket_is_private_and_run_dir_is_created_0700, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_each_request_line_gets_one_reply_line_in_order, setup, teardown),
@@ -360,6 +462,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_second_server_on_a_live_socket_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_removes_the_socket_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_leaves_a_socket_file_that_is_not_its_own, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_request_with_duplicate_keys_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_dir_writable_by_others_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_run_dir_owned_by_another_user_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_control_client_that_never_reads_is_paused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

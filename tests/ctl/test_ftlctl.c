@@ -412,8 +412,40 @@ static void test_permission_denied_exits_4(void **state)
 		chmod(f->path, 0600);
 	}
 	assert_exit(&r, 4);
-	assert_contains(r.err, "permission denied");
+	/* as nobody, ftlctl refuses root's socket before it connects; as its owner, connect is denied */
+	assert_contains(r.err, geteuid() == 0 ? "another user owns it" : "permission denied");
 	assert_contains(r.err, "run ftlctl as that user");
+}
+
+static void test_ftlctl_refuses_a_socket_owned_by_another_user(void **state)
+{
+	fixture *f = *state;
+	ftlctl_run r;
+	if (geteuid() != 0) {
+		printf("SKIP: ftlctl_refuses_a_socket_owned_by_another_user needs root (to chown to uid 65534)\n");
+		skip();
+	}
+	/* another user swapped in a socket of their own: the key must not go to them */
+	assert_int_equal(lchown(f->path, NOBODY_ID, NOBODY_ID), 0);
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "install", FAKE_PRIMARY_KEY);
+	assert_exit(&r, 4);
+	assert_contains(r.err, "another user owns it");
+	assert_contains(r.err, "uid 65534");
+	assert_int_equal(fake_agent_requests(f->agent), 0); /* nothing was sent */
+}
+
+static void test_ftlctl_refuses_a_socket_in_a_directory_others_can_write(void **state)
+{
+	fixture *f = *state;
+	ftlctl_run r;
+	assert_int_equal(chmod(f->run_dir, 0777), 0);
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "install", FAKE_PRIMARY_KEY);
+	assert_exit(&r, 4);
+	assert_contains(r.err, "group or others can write it");
+	assert_int_equal(fake_agent_requests(f->agent), 0);
+	assert_int_equal(chmod(f->run_dir, 01777), 0); /* sticky, like /tmp: others cannot swap our socket */
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "status");
+	assert_exit(&r, 0);
 }
 
 static void test_keygen_prints_a_fresh_base64_key(void **state)
@@ -436,8 +468,10 @@ static void test_keygen_prints_a_fresh_base64_key(void **state)
 	assert_string_not_equal(first, r.out);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]); /* ctest runs some behaviours by name */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_status_prints_header_and_member_table, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_json_is_the_agents_reply, setup, teardown),
@@ -452,6 +486,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_socket_is_found_by_name_env_or_run_dir_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_permission_denied_exits_4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keygen_prints_a_fresh_base64_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ftlctl_refuses_a_socket_owned_by_another_user, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ftlctl_refuses_a_socket_in_a_directory_others_can_write, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,126 @@
+/* The one table of FTL_* variable names, and the warning for a name it does not hold.
+ *
+ * Why: a misspelled setting (FTL_MAX_WORKER for FTL_MAX_WORKERS) used to be ignored without a word, and
+ * the job ran with the default. Every variable that anything in this repository reads is listed below,
+ * grouped by its reader; a program adds its own with ftl_env_add_known_name. Unknown names are warned
+ * about (with the closest known name by edit distance), never refused: a newer launcher may set a
+ * variable this version does not know yet. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl/settings.h"
+#include "log.h"
+
+static const char *const known_names[] = {
+	/* the agent (ftl_agent_config_from_env, include/ftl/agent.h) */
+	"FTL_NAME", "FTL_BIND", "FTL_ADVERTISE", "FTL_SEEDS", "FTL_CLUSTER", "FTL_GOSSIP_KEY",
+	"FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_PROFILE", "FTL_PROBE_INTERVAL_MS", "FTL_PROBE_TIMEOUT_MS",
+	"FTL_GOSSIP_INTERVAL_MS", "FTL_PUSH_PULL_INTERVAL_MS", "FTL_REAP_AFTER_MS", "FTL_SUSPICION_MULT",
+	"FTL_RETRANSMIT_MULT", "FTL_RESEED_INTERVAL_MS", "FTL_RUN_DIR", "FTL_LOG_LEVEL", "FTL_META",
+	/* training (ftl_training_config_from_env, include/ftl/execute.h) */
+	"FTL_MIN_WORKERS", "FTL_MAX_WORKERS", "FTL_SETTLE_MS", "FTL_MAX_RETRIES", "FTL_BELOW_MIN_TIMEOUT_MS",
+	"FTL_COLLECTIVE_TIMEOUT_MS", "FTL_COMM", "FTL_CUDA_DEVICE", "FTL_CHECKPOINT_DIR", "FTL_CHECKPOINT_EVERY",
+	"FTL_CHECKPOINT_KEEP", "FTL_CHECKPOINT_BUSY", "FTL_CHECKPOINT_FRESH",
+	/* ftlctl */
+	"FTL_CONTROL_SOCKET",
+	/* examples/train_softmax.c (the example and the demo set these on every worker) */
+	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
+	/* the Python package (python/src/ftl/_lib.py) */
+	"FTL_LIBRARY",
+	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */
+	"FTL_SIM_SEED", "FTL_SIM_TRACE", "FTL_BUILD_DIR", "FTL_FUZZ_BUILD_DIR", "FTL_VENV", "FTL_WERROR",
+	"FTL_SANITIZE",
+};
+#define N_KNOWN (sizeof(known_names) / sizeof(known_names[0]))
+
+enum { ADDED_MAX = 64, CLOSEST_MAX_EDITS = 3, NAME_MAX_LEN = 64 };
+static const char *added_names[ADDED_MAX];
+static int n_added;
+
+int ftl_env_add_known_name(const char *name)
+{
+	if (!name || strncmp(name, "FTL_", 4) != 0 || n_added == ADDED_MAX)
+		return -1;
+	added_names[n_added++] = name;
+	return 0;
+}
+
+/* Every known name, built-in then added, one per call: i from 0 until NULL. */
+static const char *known_name_at(size_t i)
+{
+	if (i < N_KNOWN)
+		return known_names[i];
+	return i - N_KNOWN < (size_t)n_added ? added_names[i - N_KNOWN] : NULL;
+}
+
+static bool is_known(const char *name, size_t len)
+{
+	for (size_t i = 0; known_name_at(i); i++)
+		if (strlen(known_name_at(i)) == len && strncmp(known_name_at(i), name, len) == 0)
+			return true;
+	return false;
+}
+
+/* Levenshtein distance of a[0..la) and b[0..lb), both at most NAME_MAX_LEN; O(la*lb) with one row. */
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	size_t row[NAME_MAX_LEN + 1];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diagonal = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t above = row[j];
+			size_t best = diagonal + (a[i - 1] != b[j - 1]);
+			if (above + 1 < best)
+				best = above + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diagonal = above;
+		}
+	}
+	return row[lb];
+}
+
+static const char *closest(const char *name, size_t len)
+{
+	const char *best = NULL;
+	size_t best_edits = CLOSEST_MAX_EDITS + 1;
+	if (len > NAME_MAX_LEN)
+		return NULL;
+	for (size_t i = 0; known_name_at(i); i++) {
+		const char *k = known_name_at(i);
+		size_t edits = strlen(k) <= NAME_MAX_LEN ? edit_distance(name, len, k, strlen(k)) : best_edits;
+		if (edits < best_edits) {
+			best = k;
+			best_edits = edits;
+		}
+	}
+	return best;
+}
+
+const char *ftl_env_closest_known_name(const char *name) { return closest(name, strlen(name)); }
+
+extern char **environ;
+
+int ftl_env_warn_unknown(void)
+{
+	int unknown = 0;
+	for (char **e = environ; e && *e; e++) {
+		size_t len = strcspn(*e, "=");
+		if (strncmp(*e, "FTL_", 4) != 0 || is_known(*e, len))
+			continue;
+		const char *near = closest(*e, len);
+		unknown++;
+		if (near)
+			ftl_log(FTL_LOG_WARN, "config", NULL, "%.*s is not an ftl setting and is ignored; did you mean %s?",
+				(int)len, *e, near);
+		else
+			ftl_log(FTL_LOG_WARN, "config", NULL,
+				"%.*s is not an ftl setting and is ignored (README: settings lists them)", (int)len, *e);
+	}
+	return unknown;
+}

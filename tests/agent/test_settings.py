@@ -1,0 +1,176 @@
+"""Settings and local hostile input, with the real programs: a bad setting refused at start naming its
+variable (ftl-agent and the example), a name that would climb out of the run directory, and a control
+client that pipelines requests without reading (the agent's peak RSS stays bounded and others are still
+answered). One scenario per run: python3 test_settings.py --agent A --ctl C --train T SCENARIO."""
+
+import argparse
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+RSS_BOUND_MIB = 48  # the agent idles at about 6 MiB; the flood used to take it past 1,200 MiB
+
+
+def run(cmd, env, timeout=20, preexec=None):
+    return subprocess.run([cmd], env=env, capture_output=True, text=True, timeout=timeout, preexec_fn=preexec)
+
+
+def base_env(run_dir, port=7391):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FTL_")}
+    env.update(FTL_NAME="w0", FTL_BIND=f"127.0.0.1:{port}", FTL_INSECURE="1", FTL_RUN_DIR=run_dir,
+               FTL_LOG_LEVEL="warn")
+    return env
+
+
+def expect_refused(cmd, env, var, *also):
+    r = run(cmd, env)
+    assert r.returncode == 2, f"{var}: exit {r.returncode}, stderr: {r.stderr}"
+    for needle in (var,) + also:
+        assert needle in r.stderr, f"{needle!r} not in: {r.stderr}"
+    print(f"refused, naming {var}: {r.stderr.strip().splitlines()[-1]}")
+
+
+def scenario_malformed_seeds_are_refused_at_start(a, d):
+    for seeds in ("127.0.0.1", "::::", "garbage", "1.2.3.4:99999"):
+        expect_refused(a.agent, dict(base_env(d), FTL_SEEDS=seeds), "FTL_SEEDS")
+        expect_refused(a.train, dict(base_env(d), FTL_SEEDS=seeds, FTL_STEPS="1"), "FTL_SEEDS")
+
+
+def scenario_name_that_leaves_the_run_dir_is_refused(a, d):
+    run_dir = os.path.join(d, "a", "b")
+    expect_refused(a.agent, dict(base_env(run_dir), FTL_NAME="../../escape"), "FTL_NAME", "A-Z a-z 0-9 . _ -")
+    assert not os.path.exists(os.path.join(d, "escape.sock")), "a socket was made outside the run directory"
+    for name in ('w"0', "w 0", "w/0", "w\x010"):
+        expect_refused(a.agent, dict(base_env(d), FTL_NAME=name), "FTL_NAME")
+
+
+def scenario_example_empty_steps_or_batch_is_refused(a, d):
+    for var in ("FTL_STEPS", "FTL_BATCH"):
+        expect_refused(a.train, dict(base_env(d), **{var: ""}), var, "empty")
+
+
+def scenario_example_out_of_memory_names_the_variable(a, d):
+    limit = 2 << 30  # an address space of 2 GiB: 64 GiB of extra state cannot fit, on any machine
+    set_limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    r = run(a.train, dict(base_env(d), FTL_EXTRA_STATE_MB="65536", FTL_STEPS="1"), preexec=set_limit)
+    assert r.returncode == 2 and "FTL_EXTRA_STATE_MB=65536" in r.stderr and "out of memory" in r.stderr, r.stderr
+    print(r.stderr.strip())
+
+
+def peak_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def status_answered_within(a, sock, limit_s):
+    t0 = time.monotonic()
+    r = subprocess.run([a.ctl, "--socket", sock, "status", "--json"], capture_output=True, text=True,
+                       timeout=limit_s)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    return took
+
+
+def scenario_control_client_that_never_reads_keeps_agent_memory_bounded(a, d):
+    env = base_env(d, port=7392)
+    agent = subprocess.Popen([a.agent], env=env, stderr=subprocess.DEVNULL)
+    sock = os.path.join(d, "w0.sock")
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            assert time.monotonic() < deadline and agent.poll() is None, "the agent did not start"
+            time.sleep(0.05)
+        before = peak_rss_mib(agent.pid)
+        flood = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        flood.connect(sock)
+        flood.setblocking(False)
+        payload = b'{"cmd":"status"}\n' * 1_000_000
+        sent, last_progress = 0, time.monotonic()
+        while sent < len(payload) and time.monotonic() - last_progress < 2.0:
+            try:
+                n = flood.send(payload[sent:sent + (1 << 16)])
+                sent += n
+                last_progress = time.monotonic()
+            except BlockingIOError:
+                time.sleep(0.01)
+        took = status_answered_within(a, sock, 10)
+        peak = peak_rss_mib(agent.pid)
+        print(f"flood: {sent} of {len(payload)} bytes of requests taken; agent peak RSS {before:.1f} -> "
+              f"{peak:.1f} MiB (bound {RSS_BOUND_MIB}); ftlctl status answered in {took * 1000:.0f} ms")
+        assert peak < RSS_BOUND_MIB, f"peak RSS {peak:.1f} MiB"
+        assert took < 5.0, f"status took {took:.2f} s while a client flooded"
+        flood.close()
+        took = status_answered_within(a, sock, 10)
+        assert agent.poll() is None, "the agent exited"
+        print(f"after the flooding client closed: status in {took * 1000:.0f} ms, peak RSS "
+              f"{peak_rss_mib(agent.pid):.1f} MiB")
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+def start_agent(a, env, log_path):
+    log = open(log_path, "w")
+    agent = subprocess.Popen([a.agent], env=env, stderr=log)
+    sock = os.path.join(env["FTL_RUN_DIR"], env["FTL_NAME"] + ".sock")
+    deadline = time.monotonic() + 10
+    while not os.path.exists(sock):
+        assert time.monotonic() < deadline and agent.poll() is None, "the agent did not start"
+        time.sleep(0.05)
+    return agent, sock
+
+
+def scenario_tcp_timeouts_are_counted_not_each_logged(a, d):
+    env = base_env(d, port=7393)
+    log_path = os.path.join(d, "agent.log")
+    agent, sock = start_agent(a, env, log_path)
+    idle = []
+    try:
+        for _ in range(40):  # connect, send nothing: each one times out unauthenticated
+            idle.append(socket.create_connection(("127.0.0.1", 7393)))
+        deadline = time.monotonic() + 30
+        timeouts = 0
+        while time.monotonic() < deadline and timeouts < 40:
+            r = subprocess.run([a.ctl, "--socket", sock, "status", "--json"], capture_output=True, text=True,
+                               timeout=10)
+            timeouts = json.loads(r.stdout)["counters"]["tcp_timeouts"]
+            time.sleep(0.5)
+        with open(log_path) as f:
+            lines = [line for line in f if "timed out" in line]
+        print(f"{timeouts} TCP timeouts counted, {len(lines)} WARN line(s) written")
+        assert timeouts >= 40, f"counters.tcp_timeouts is {timeouts}"
+        assert len(lines) <= 2, f"{len(lines)} lines for 40 timeouts"
+    finally:
+        for c in idle:
+            c.close()
+        agent.kill()
+        agent.wait()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--agent", required=True)
+    p.add_argument("--ctl", required=True)
+    p.add_argument("--train", required=True)
+    p.add_argument("scenario")
+    a = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ftl-settings-test-") as d:
+        try:
+            globals()["scenario_" + a.scenario](a, d)
+        except AssertionError as e:
+            print(f"FAIL {a.scenario}: {e}")
+            return 1
+    print(f"PASS {a.scenario}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
