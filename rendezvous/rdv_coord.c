@@ -281,8 +281,6 @@ void rdv_coord_on_ready(ftl_rdv *r, const rdv_msg *m)
 	s->report_view_digest = m->view_digest;
 	s->report_candidate = m->candidate_digest;
 	s->report_survivors = m->survivors_digest;
-	s->report_rebuild = m->rebuild_epoch;
-	s->report_waive = m->waive_epoch;
 	rdv_take_requests(r, m->rebuild_epoch, m->waive_epoch);
 }
 

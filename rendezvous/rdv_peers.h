@@ -18,8 +18,6 @@ typedef struct rdv_peer {
 	uint64_t report_view_digest; /* and that view's digest */
 	uint64_t report_candidate;   /* its candidate's digest */
 	uint64_t report_survivors;   /* the digest of its candidate's survivors alone */
-	uint64_t report_rebuild;     /* the view epoch whose communicator failed there (0: none) */
-	uint64_t report_waive;       /* the view epoch whose quorum an operator waived there (0: none) */
 } rdv_peer;
 
 typedef struct rdv_peers {

@@ -23,6 +23,11 @@
  *  - Quorum (no split brain): a new view needs a strict majority of the previous view's members that did
  *    not leave gracefully. The first view needs min_workers. A side without quorum pauses
  *    (FTL_RDV_WAITING_FOR_QUORUM) and commits nothing.
+ *    An operator may waive the quorum of the current view (ftl_rdv_waive_quorum, below) when the missing
+ *    members are gone for good; the first view may be held for expected_workers (nodes that start apart
+ *    then do not form lineages of their own).
+ *  - Rebuild: a member whose communicator failed with no membership change asks for the same members under
+ *    the next epoch (ftl_rdv_request_rebuild); the coordinator commits that through Paxos at once.
  *  - A dead coordinator is replaced by the next oldest (the candidate changes and so does its head).
  *  - Any message carries the sender's epoch; a member that hears of a newer view than its own adopts it as
  *    its previous view (as a joiner if it is not in it) so that the two sides of a healed partition agree.

@@ -164,7 +164,13 @@ def main():
         expected = run_schedule(job, plan, t0 + seconds, t0, lambda s: print(s, flush=True))
         while time.time() - t0 < seconds:
             time.sleep(0.5)
-        ok = report(job, t0, time.time(), expected, lambda s: print(s, flush=True))
+        t_end = time.time()
+        # Freeze every worker before reading: the report must not race lines still being written.
+        for w in job.agents.values():
+            if w.is_running():
+                w.signal(signal.SIGSTOP)
+        time.sleep(1)
+        ok = report(job, t0, t_end, expected, lambda s: print(s, flush=True))
     finally:
         job.close()
     if ok:
