@@ -190,6 +190,7 @@ static void on_wake(uv_async_t *h)
 		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
 	}
+	ftl_agent_rdv_wake(a);
 	if (stop)
 		close_all(a);
 }

@@ -139,7 +139,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	ftl_agent *a = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
 	if (!cmd)
-		return error_reply("request needs \"cmd\": status, members, leave, events or keys");
+		return error_reply("request needs \"cmd\": status, members, leave, events, keys or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
 	if (strcmp(cmd, "members") == 0)
@@ -150,6 +150,12 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	}
 	if (strcmp(cmd, "keys") == 0)
 		return keys_json(a, req);
+	if (strcmp(cmd, "quorum-reset") == 0) {
+		char err[256];
+		if (ftl_agent_rdv_waive_quorum(a, err, sizeof(err)) != 0)
+			return error_reply(err);
+		return json_pack("{s:b}", "ok", 1);
+	}
 	if (strcmp(cmd, "leave") == 0) {
 		if (ftl_swim_leave_done(a->swim))
 			return json_pack("{s:b}", "ok", 1);
@@ -161,7 +167,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		ftl_agent_flush(a);
 		return NULL;
 	}
-	return error_reply("unknown cmd: expected status, members, leave, events or keys");
+	return error_reply("unknown cmd: expected status, members, leave, events, keys or quorum-reset");
 }
 
 void ftl_agent_control_left(ftl_agent *a)
@@ -171,15 +177,35 @@ void ftl_agent_control_left(ftl_agent *a)
 	a->n_leave_clients = 0;
 }
 
+static void utc_now(char *when, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(when, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields)
+{
+	if (!a->control) {
+		json_decref(fields);
+		return;
+	}
+	char when[32];
+	utc_now(when, sizeof(when));
+	json_object_set_new(fields, "event", json_string(event));
+	json_object_set_new(fields, "name", json_string(a->cfg.name));
+	json_object_set_new(fields, "time", json_string(when));
+	ftl_control_publish(a->control, fields);
+	json_decref(fields);
+}
+
 void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 {
 	if (!a->control)
 		return;
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
 	char when[32];
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	utc_now(when, sizeof(when));
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
 			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
 			      (json_int_t)ev->incarnation, "time", when);

@@ -79,6 +79,10 @@ void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name);
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len);
 void ftl_agent_rdv_stop(ftl_agent *a);
 json_t *ftl_agent_rdv_status(ftl_agent *a);
+/* The training thread's requests (want_rebuild_seq), on the loop thread. */
+void ftl_agent_rdv_wake(ftl_agent *a);
+/* `ftlctl quorum reset`: 0, or -1 with a reason (not waiting for quorum). */
+int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len);
 int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -1 if not */
 
 /* state_sync.c */
@@ -95,5 +99,7 @@ void ftl_agent_seeds_start(ftl_agent *a);
 json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const json_t *req, bool *is_stream);
 void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev);
 void ftl_agent_control_left(ftl_agent *a);
+/* Publishes an event of the agent's own (not membership's) to `ftlctl events`; takes fields. */
+void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields);
 
 #endif

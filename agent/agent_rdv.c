@@ -1,8 +1,12 @@
 /* The rendezvous on the agent's loop thread: it feeds the pure state machine (rendezvous/) with the
  * alive members that can train (those whose metadata carries a data address), carries its messages as
- * sealed TCP frames, and hands each committed view to the training thread. When a member of the view in
- * use dies or leaves, or a newer view commits, it aborts the communicator so that a step blocked in a
- * collective returns at once and ftl_execute moves to the next view. */
+ * sealed TCP frames, and hands every view it takes to the training thread, including views this worker is
+ * not in (a spare, or a minority side catching up after a heal): the training thread must never go on
+ * building the communicator of a view the cluster has left behind. When a member of the view in use dies
+ * or leaves, or a newer view commits, it aborts the communicator so that a step blocked in a collective
+ * returns at once and ftl_execute moves to the next view. It also carries the training thread's rebuild
+ * requests, says who is missing when the quorum is lost, and warns when this worker's job merges into
+ * another lineage (its steps are then discarded for the other's). */
 #include "agent_internal.h"
 
 #include <stdlib.h>
@@ -46,6 +50,8 @@ int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len)
 			.max_workers = t->cfg.max_workers,
 			.settle_us = t->cfg.settle_ms * 1000,
 			.ready_interval_us = 200 * 1000,
+			.expected_workers = t->cfg.expected_workers,
+			.expected_wait_us = t->cfg.expected_wait_ms * 1000,
 		},
 		.blob_cb = make_blob,
 		.blob_ctx = a,
@@ -106,6 +112,8 @@ void ftl_agent_rdv_members_changed(ftl_agent *a)
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
 	const ftl_view_copy *v = &a->train.view;
+	if (strcmp(name, a->cfg.name) == 0)
+		return v->seq ? v->self_rank : -1; /* by generation too: a restarted worker is not its predecessor */
 	for (uint32_t i = 0; i < v->n; i++)
 		if (strcmp(v->members[i].name, name) == 0)
 			return (int)i;
@@ -159,16 +167,48 @@ static void send_output(ftl_agent *a, const ftl_rdv_output *out)
 	free(sealed);
 }
 
+/* Loud, because work is lost: this worker trained in another lineage (a cluster formed apart) and now joins
+ * this one, whose state will replace its own. The training thread logs both lineages' steps after the sync. */
+static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv_view *v, uint64_t steps)
+{
+	char fields[160];
+	snprintf(fields, sizeof(fields), "old_lineage=%016llx new_lineage=%016llx epoch=%llu steps=%llu",
+		 (unsigned long long)old_lineage, (unsigned long long)v->lineage, (unsigned long long)v->epoch,
+		 (unsigned long long)steps);
+	ftl_log(FTL_LOG_WARN, "rendezvous", fields,
+		"this worker's job (lineage %016llx, %llu steps) is merging into another cluster's job (lineage %016llx, "
+		"view %llu, coordinator %s): its state replaces ours and our %llu steps are discarded; set "
+		"FTL_EXPECTED_WORKERS so that workers started together form one job",
+		(unsigned long long)old_lineage, (unsigned long long)steps, (unsigned long long)v->lineage,
+		(unsigned long long)v->epoch, v->n ? v->members[0].name : "-", (unsigned long long)steps);
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "old_lineage", "", "new_lineage", "", "coordinator",
+			       v->n ? v->members[0].name : "-", "epoch", (json_int_t)v->epoch, "steps_discarded",
+			       (json_int_t)steps);
+	char hex[17];
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)old_lineage);
+	json_object_set_new(ev, "old_lineage", json_string(hex));
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)v->lineage);
+	json_object_set_new(ev, "new_lineage", json_string(hex));
+	ftl_agent_control_notice(a, "lineage merged", ev);
+}
+
 static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 {
 	ftl_training *t = &a->train;
-	ftl_rdv_member *copy = malloc(v->n * sizeof(*copy));
+	ftl_rdv_member *copy = malloc((v->n ? v->n : 1) * sizeof(*copy));
 	if (!copy)
 		return;
 	memcpy(copy, v->members, v->n * sizeof(*copy));
 	pthread_mutex_lock(&a->lock);
+	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
+	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
 	free(t->view.members);
 	t->view.members = copy;
+	t->view.seq++;
+	t->view.self_rank = ftl_rdv_rank(t->rdv);
+	t->phase = ftl_rdv_get_phase(t->rdv); /* with the view, so the training thread never sees one without the other */
+	if (t->view.self_rank >= 0)
+		t->synced_lineage_seen = v->lineage;
 	t->view.epoch = v->epoch;
 	t->view.lineage = v->lineage;
 	t->view.n = v->n;
@@ -181,6 +221,77 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 	snprintf(fields, sizeof(fields), "epoch=%llu world_size=%u rank=%d", (unsigned long long)v->epoch, v->n,
 		 ftl_rdv_rank(t->rdv));
 	ftl_log(FTL_LOG_INFO, "rendezvous", fields, "view committed, coordinator %s", v->n ? v->members[0].name : "-");
+	if (is_merge)
+		warn_lineage_merge(a, old_lineage, v, steps);
+}
+
+/* Waiting for quorum: the members of the view that are gone, and what it takes to go on (for the log, the
+ * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
+static void describe_missing(ftl_agent *a, ftl_rdv_phase phase)
+{
+	ftl_training *t = &a->train;
+	char text[sizeof(t->missing)] = "";
+	if (phase == FTL_RDV_WAITING_FOR_QUORUM) {
+		const char *names[16];
+		ftl_rdv_quorum q;
+		size_t n = ftl_rdv_missing(t->rdv, names, 16, &q), len = 0;
+		len += (size_t)snprintf(text, sizeof(text), "members gone from view %llu: ",
+					(unsigned long long)ftl_rdv_current(t->rdv)->epoch);
+		for (size_t i = 0; i < n && i < 16 && len < sizeof(text); i++)
+			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i ? ", " : "", names[i]);
+		if (len < sizeof(text))
+			snprintf(text + len, sizeof(text) - len, "%s (%u of %u alive, %u needed)", n > 16 ? ", ..." : "",
+				 q.alive, q.electorate, q.needed);
+	}
+	pthread_mutex_lock(&a->lock);
+	bool is_changed = strcmp(text, t->missing) != 0;
+	snprintf(t->missing, sizeof(t->missing), "%s", text);
+	pthread_mutex_unlock(&a->lock);
+	if (is_changed && text[0])
+		ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
+			"waiting for quorum: %s; training pauses until they return. If they are gone for good, run "
+			"`ftlctl quorum reset` on any survivor to go on without them", text);
+}
+
+void ftl_agent_rdv_wake(ftl_agent *a)
+{
+	ftl_training *t = &a->train;
+	if (!t->rdv)
+		return;
+	pthread_mutex_lock(&a->lock);
+	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
+	t->want_rebuild_seq = 0;
+	pthread_mutex_unlock(&a->lock);
+	if (!epoch)
+		return;
+	char fields[64];
+	snprintf(fields, sizeof(fields), "epoch=%llu", (unsigned long long)epoch);
+	ftl_log(FTL_LOG_INFO, "rendezvous", fields,
+		"asking for the same members under a new epoch: this view's communicator failed here");
+	ftl_rdv_request_rebuild(t->rdv, ftl_agent_now_us(a), epoch);
+	rdv_flush(a);
+}
+
+int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
+{
+	ftl_training *t = &a->train;
+	if (!t->rdv) {
+		snprintf(err, len, "this agent does not train (no rendezvous)");
+		return -1;
+	}
+	char missing[sizeof(t->missing)];
+	pthread_mutex_lock(&a->lock);
+	snprintf(missing, sizeof(missing), "%s", t->missing);
+	pthread_mutex_unlock(&a->lock);
+	if (ftl_rdv_waive_quorum(t->rdv, ftl_agent_now_us(a)) != 0) {
+		snprintf(err, len, "not waiting for quorum (phase: %s): nothing to reset",
+			 ftl_rdv_phase_strs[ftl_rdv_get_phase(t->rdv)]);
+		return -1;
+	}
+	ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
+		"quorum reset by the operator: the survivors go on without the %s", missing);
+	rdv_flush(a);
+	return 0;
 }
 
 static void rdv_flush(ftl_agent *a)
@@ -192,10 +303,11 @@ static void rdv_flush(ftl_agent *a)
 		ftl_rdv_output_free(&out);
 	}
 	const ftl_rdv_view *v;
-	if (ftl_rdv_take_new_view(t->rdv, &v) && ftl_rdv_rank(t->rdv) >= 0)
+	if (ftl_rdv_take_new_view(t->rdv, &v))
 		adopt_view(a, v);
-	pthread_mutex_lock(&a->lock);
 	ftl_rdv_phase phase = ftl_rdv_get_phase(t->rdv);
+	describe_missing(a, phase);
+	pthread_mutex_lock(&a->lock);
 	if (phase != t->phase)
 		pthread_cond_broadcast(&a->changed);
 	t->phase = phase;
@@ -224,6 +336,14 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 	json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:I, s:i}", "epoch", (json_int_t)t->view.epoch, "phase",
 			      ftl_rdv_phase_strs[t->phase], "coordinator", t->coordinator, "world_size", (int)t->view.n,
 			      "step", (json_int_t)t->status.step, "rank", ftl_agent_rank_of(a, a->cfg.name));
+	if (t->phase == FTL_RDV_WAITING_FOR_QUORUM && t->missing[0]) {
+		json_object_set_new(j, "missing", json_string(t->missing));
+		json_object_set_new(j, "resolve", json_string(
+			"training pauses until the missing members return (safe: no split brain). If they are gone for "
+			"good (deleted pods, dead machines), run `ftlctl quorum reset` on any one survivor to go on "
+			"without them; never while they may still be alive on the other side of a partition"));
+	}
+	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
 	pthread_mutex_unlock(&a->lock);
 	return j;
 }

@@ -21,7 +21,8 @@ static const char *const known_names[] = {
 	/* training (ftl_training_config_from_env, include/ftl/execute.h) */
 	"FTL_MIN_WORKERS", "FTL_MAX_WORKERS", "FTL_SETTLE_MS", "FTL_MAX_RETRIES", "FTL_BELOW_MIN_TIMEOUT_MS",
 	"FTL_COLLECTIVE_TIMEOUT_MS", "FTL_COMM", "FTL_CUDA_DEVICE", "FTL_CHECKPOINT_DIR", "FTL_CHECKPOINT_EVERY",
-	"FTL_CHECKPOINT_KEEP", "FTL_CHECKPOINT_BUSY", "FTL_CHECKPOINT_FRESH",
+	"FTL_CHECKPOINT_KEEP", "FTL_CHECKPOINT_BUSY", "FTL_CHECKPOINT_FRESH", "FTL_EXPECTED_WORKERS",
+	"FTL_EXPECTED_WAIT_MS",
 	/* ftlctl */
 	"FTL_CONTROL_SOCKET",
 	/* examples/train_softmax.c (the example and the demo set these on every worker) */

@@ -1,10 +1,23 @@
 /* ftl_execute and the collectives a step uses (the contract is in include/ftl/execute.h).
  *
- * The training thread waits for a committed view with this worker in it, builds the communicator from
- * the view's bootstrap data (tcp: every member's data address; nccl: the blob the coordinator made),
- * brings everyone to rank 0's state after any view change or failure, and runs the step. A step that
- * fails because a peer is gone waits for the next view; if none comes within a grace period (a transient
- * fault with no membership change), it rebuilds the communicator over the same view. The state sync
+ * The training thread waits for a usable view with this worker in it, builds the communicator from the
+ * view's bootstrap data (tcp: every member's data address; nccl: the blob the coordinator made), brings
+ * everyone to rank 0's state after any view change or failure, and runs the step.
+ *
+ * Why a view's communicator is built at most once: a build (ftl_comm_create) is not atomic across ranks;
+ * one rank may finish it while another gives up, and two builds of one view share its comm id, so ranks
+ * that each rebuilt the same view on their own timers paired with each other's stale attempts and never
+ * got in step (after a partition healed, the merged view rebuilt every 250 ms and burnt the retries in
+ * state-sync failures). So when a view's communicator fails (a collective, the build or the state sync)
+ * this worker abandons the view and waits for a newer one. When membership explains the failure (a peer
+ * died or left) the rendezvous commits one; when it does not, after a grace this worker asks the rendezvous
+ * for the same members under the next epoch (ftl_rdv_request_rebuild), which every member builds once.
+ *
+ * Why waiting spends no retries: a view the rendezvous has left behind (phase not training: a member is
+ * gone, the quorum is lost, a new view is being agreed) is waited out, never built. The wait is bounded by
+ * FTL_BELOW_MIN_TIMEOUT_MS. Retries (FTL_MAX_RETRIES) count the step's failures in a committed, synced
+ * view; a build or state sync that fails counts only while the view is still current and has kept failing
+ * for longer than a collective may take (a persistent fault, not a view change in flight). The state sync
  * after every failure is what makes a retry safe: a rank that finished the failed step before its peers
  * noticed the failure is rolled back to rank 0's state like everyone else. */
 #include "agent_internal.h"
@@ -18,8 +31,8 @@
 #include "log.h"
 #include "sampler.h"
 
-/* After a failed step, how long to wait for a new view before rebuilding over the same one (a fault with no
- * membership change); after a failed communicator build (peers were between views), how long to back off. */
+/* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
+ * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */
 #define SAME_VIEW_GRACE_US (3 * 1000000LL)
 #define REBUILD_BACKOFF_US (250 * 1000LL)
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
@@ -42,6 +55,7 @@ static bool is_peer_error(ftl_err e) { return e == FTL_ERR_PEER_LOST || e == FTL
 
 /* A copy of the view the training thread works in. */
 typedef struct work_view {
+	uint64_t seq;
 	uint64_t epoch;
 	uint64_t lineage;
 	int rank;
@@ -50,6 +64,13 @@ typedef struct work_view {
 	uint16_t blob_len;
 	uint8_t blob[FTL_RDV_BLOB_MAX];
 } work_view;
+
+/* What the step is waiting out: a view whose communicator failed here, and when to ask for it again. */
+typedef struct abandoned_view {
+	uint64_t seq;                    /* 0: none */
+	int64_t rebuild_at_us;           /* ask for its members under a new epoch from then on */
+	bool is_asked;
+} abandoned_view;
 
 static void abs_deadline(struct timespec *ts, int64_t ms)
 {
@@ -62,11 +83,71 @@ static void abs_deadline(struct timespec *ts, int64_t ms)
 	}
 }
 
-/* Waits for a view with us in it and an epoch >= min_epoch; after `grace_us` also accepts >= fallback. */
-static ftl_err wait_for_view(ftl_agent *a, uint64_t min_epoch, uint64_t fallback, int64_t grace_us, work_view *w)
+/* Under the lock. A view we are in is usable when it is not the abandoned one and either the rendezvous
+ * holds it current (phase training) or its communicator already works here (a view stays usable while
+ * the next one is agreed, e.g. while joiners settle). */
+static bool is_usable(const ftl_training *t, const abandoned_view *ab)
+{
+	const ftl_view_copy *v = &t->view;
+	if (v->seq == 0 || v->self_rank < 0 || v->seq == ab->seq)
+		return false;
+	return t->phase == FTL_RDV_TRAINING || t->comm_seq == v->seq;
+}
+
+static int copy_view(const ftl_view_copy *v, work_view *w)
+{
+	ftl_rdv_member *members = malloc((v->n ? v->n : 1) * sizeof(*members));
+	if (!members)
+		return -1;
+	memcpy(members, v->members, v->n * sizeof(*members));
+	free(w->members);
+	w->members = members;
+	w->seq = v->seq;
+	w->epoch = v->epoch;
+	w->lineage = v->lineage;
+	w->n = v->n;
+	w->rank = v->self_rank;
+	w->blob_len = v->blob_len;
+	memcpy(w->blob, v->blob, v->blob_len);
+	return 0;
+}
+
+/* Under the lock: the error when the wait has lasted too long, else FTL_OK. A worker below min_workers or
+ * without quorum gives up after FTL_BELOW_MIN_TIMEOUT_MS of that; a view change that never completes gives
+ * up after as long (a hot spare waits for ever). */
+static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us)
 {
 	ftl_training *t = &a->train;
-	int64_t start = ftl_agent_now_us(a);
+	int64_t limit_us = t->cfg.below_min_timeout_ms * 1000, now = ftl_agent_now_us(a);
+	if (limit_us <= 0 || t->phase == FTL_RDV_SPARE)
+		return FTL_OK;
+	if (t->below_min_since_us && now - t->below_min_since_us > limit_us) {
+		if (t->phase == FTL_RDV_WAITING_FOR_QUORUM)
+			return fail(a, FTL_ERR_PEER_LOST,
+				    "ftl: the job cannot continue: waiting for quorum for more than %lld ms "
+				    "(FTL_BELOW_MIN_TIMEOUT_MS): %s. If they are gone for good, run `ftlctl quorum reset` "
+				    "on a survivor (before this timeout) to go on without them",
+				    (long long)t->cfg.below_min_timeout_ms, t->missing);
+		return fail(a, FTL_ERR_PEER_LOST,
+			    "ftl: the job cannot continue: %s for more than %lld ms (FTL_MIN_WORKERS=%u, "
+			    "FTL_BELOW_MIN_TIMEOUT_MS)",
+			    ftl_rdv_phase_strs[t->phase], (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
+	}
+	if (!t->below_min_since_us && now - waiting_since_us > limit_us)
+		return fail(a, FTL_ERR_PEER_LOST,
+			    "ftl: the job cannot continue: no usable view for more than %lld ms (phase %s, view %llu; "
+			    "FTL_BELOW_MIN_TIMEOUT_MS); check `ftlctl status` on the coordinator %s",
+			    (long long)t->cfg.below_min_timeout_ms, ftl_rdv_phase_strs[t->phase],
+			    (unsigned long long)t->view.epoch, t->coordinator[0] ? t->coordinator : "(none)");
+	return FTL_OK;
+}
+
+/* Waits for a usable view (is_usable) and copies it into w; spends no retries. Asks for the abandoned
+ * view's members under a new epoch when its time comes and it is still the newest view. */
+static ftl_err wait_for_view(ftl_agent *a, abandoned_view *ab, work_view *w)
+{
+	ftl_training *t = &a->train;
+	int64_t waiting_since = ftl_agent_now_us(a);
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
 		/* First: a member that left takes no more steps, even in a view it still holds (when every
@@ -75,32 +156,20 @@ static ftl_err wait_for_view(ftl_agent *a, uint64_t min_epoch, uint64_t fallback
 			pthread_mutex_unlock(&a->lock);
 			return fail(a, FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
 		}
-		uint64_t need = (ftl_agent_now_us(a) - start >= grace_us) ? fallback : min_epoch;
-		int rank = ftl_agent_rank_of(a, a->cfg.name);
-		if (t->view.epoch >= need && t->view.epoch > 0 && rank >= 0) {
-			free(w->members);
-			w->members = malloc(t->view.n * sizeof(*w->members));
-			if (!w->members) {
-				pthread_mutex_unlock(&a->lock);
-				return fail(a, FTL_ERR_SYSTEM, "out of memory copying the view");
-			}
-			memcpy(w->members, t->view.members, t->view.n * sizeof(*w->members));
-			w->epoch = t->view.epoch;
-			w->lineage = t->view.lineage;
-			w->n = t->view.n;
-			w->rank = rank;
-			w->blob_len = t->view.blob_len;
-			memcpy(w->blob, t->view.blob, t->view.blob_len);
+		if (is_usable(t, ab)) {
+			int rc = copy_view(&t->view, w);
 			pthread_mutex_unlock(&a->lock);
-			return FTL_OK;
+			return rc == 0 ? FTL_OK : fail(a, FTL_ERR_SYSTEM, "out of memory copying the view");
 		}
-		if (t->below_min_since_us && t->cfg.below_min_timeout_ms > 0 &&
-		    ftl_agent_now_us(a) - (int64_t)t->below_min_since_us > t->cfg.below_min_timeout_ms * 1000) {
+		ftl_err e = check_wait(a, waiting_since);
+		if (e != FTL_OK) {
 			pthread_mutex_unlock(&a->lock);
-			return fail(a, FTL_ERR_PEER_LOST,
-				    "ftl: the job cannot continue: %s for more than %lld ms (FTL_MIN_WORKERS=%u, "
-				    "FTL_BELOW_MIN_TIMEOUT_MS)",
-				    ftl_rdv_phase_strs[t->phase], (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
+			return e;
+		}
+		if (ab->seq && ab->seq == t->view.seq && !ab->is_asked && ftl_agent_now_us(a) >= ab->rebuild_at_us) {
+			ab->is_asked = true;
+			t->want_rebuild_seq = ab->seq;
+			uv_async_send(&a->wake);
 		}
 		struct timespec until;
 		abs_deadline(&until, 50);
@@ -119,18 +188,18 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
 	uv_async_send(&a->wake);
 }
 
-static void install_comm(ftl_agent *a, ftl_comm *comm, uint64_t epoch)
+static void install_comm(ftl_agent *a, ftl_comm *comm, uint64_t seq)
 {
 	ftl_training *t = &a->train;
 	pthread_mutex_lock(&a->lock);
 	ftl_comm *old = t->comm;
 	t->comm = comm;
 	/* A view newer than this comm arrived while we were building it: nobody aborted this one yet. */
-	if (comm && t->view.epoch != epoch)
+	if (comm && t->view.seq != seq)
 		ftl_comm_abort(comm);
+	t->comm_seq = comm ? seq : 0;
 	pthread_mutex_unlock(&a->lock);
 	ftl_comm_destroy(old); /* tcp closes sockets; nccl tears down on a detached thread */
-	t->comm_epoch = comm ? epoch : 0;
 }
 
 static ftl_err build_comm(ftl_agent *a, const work_view *w)
@@ -177,7 +246,7 @@ static ftl_err build_comm(ftl_agent *a, const work_view *w)
 	free(text);
 	if (e != FTL_OK)
 		return fail(a, e, "ftl: cannot build the communicator of view %llu: %s", (unsigned long long)w->epoch, err);
-	install_comm(a, comm, w->epoch);
+	install_comm(a, comm, w->seq);
 	char fields[128];
 	snprintf(fields, sizeof(fields), "epoch=%llu rank=%d world_size=%u took_ms=%.1f", (unsigned long long)w->epoch,
 		 w->rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
@@ -251,73 +320,117 @@ static void advance(ftl_training *t, int world)
 	}
 }
 
+/* Abandons w: the step waits for a newer view, and asks for w's members under a new epoch after `after_us`
+ * if none comes. */
+static void abandon(ftl_agent *a, const work_view *w, abandoned_view *ab, int64_t after_us)
+{
+	*ab = (abandoned_view){.seq = w->seq, .rebuild_at_us = ftl_agent_now_us(a) + after_us};
+	install_comm(a, NULL, 0);
+}
+
+/* A communicator build or state sync of w failed with a peer error. It is a failed attempt of the step only
+ * when w is still the newest view and such failures have lasted longer than a collective may take (a fault
+ * that persists, not a view change in flight); returns true then. */
+static bool is_setup_failure_counted(ftl_agent *a, const work_view *w, int64_t *failing_since_us)
+{
+	ftl_training *t = &a->train;
+	int64_t now = ftl_agent_now_us(a);
+	pthread_mutex_lock(&a->lock);
+	bool is_superseded = t->view.seq != w->seq;
+	pthread_mutex_unlock(&a->lock);
+	if (!*failing_since_us)
+		*failing_since_us = now;
+	return !is_superseded && now - *failing_since_us > (int64_t)t->cfg.collective_timeout_ms * 1000;
+}
+
+/* After the state sync of a view of another lineage than the last one synced: this worker's steps were
+ * just replaced by the other lineage's state. Said at warn level with both step counts. */
+static void warn_if_lineage_changed(ftl_agent *a, const work_view *w, uint64_t steps_before)
+{
+	ftl_training *t = &a->train;
+	if (t->synced_lineage != 0 && t->synced_lineage != w->lineage && steps_before > 0) {
+		char fields[192];
+		snprintf(fields, sizeof(fields), "old_lineage=%016llx old_steps=%llu new_lineage=%016llx new_steps=%llu "
+			 "epoch=%llu", (unsigned long long)t->synced_lineage, (unsigned long long)steps_before,
+			 (unsigned long long)w->lineage, (unsigned long long)t->step, (unsigned long long)w->epoch);
+		ftl_log(FTL_LOG_WARN, "training", fields,
+			"merged into another lineage: this worker's job had run %llu steps, the job it joined %llu; "
+			"ours are discarded (two clusters formed apart; FTL_EXPECTED_WORKERS prevents it at start)",
+			(unsigned long long)steps_before, (unsigned long long)t->step);
+	}
+	t->synced_lineage = w->lineage;
+}
+
+/* Builds w's communicator if needed and brings this rank to rank 0's state if w is new since the last sync. */
+static ftl_err set_up_view(ftl_agent *a, const work_view *w)
+{
+	ftl_training *t = &a->train;
+	ftl_err e;
+	if (t->comm_seq != w->seq && (e = build_comm(a, w)) != FTL_OK)
+		return e;
+	if (t->synced_seq == w->seq)
+		return FTL_OK;
+	/* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died, or the
+	 * job is new). The newest checkpoint that verifies becomes the state to sync. */
+	if (w->rank == 0 && !t->has_state && ftl_checkpoint_resume(t))
+		t->has_state = true;
+	uint64_t steps_before = t->has_state ? t->step : 0;
+	int64_t sync_start = ftl_agent_now_us(a);
+	if ((e = ftl_state_sync(a, w->rank)) != FTL_OK)
+		return e;
+	t->synced_seq = w->seq;
+	t->has_state = true;
+	warn_if_lineage_changed(a, w, steps_before);
+	char fields[160];
+	snprintf(fields, sizeof(fields), "epoch=%llu step=%llu took_ms=%.1f", (unsigned long long)w->epoch,
+		 (unsigned long long)t->step, (double)(ftl_agent_now_us(a) - sync_start) / 1000.0);
+	ftl_log(FTL_LOG_INFO, "training", fields, "state synced from rank 0");
+	pthread_mutex_lock(&a->lock);
+	t->status.views_seen++;
+	pthread_mutex_unlock(&a->lock);
+	return FTL_OK;
+}
+
+static ftl_err retries_exhausted(ftl_agent *a, ftl_err e, int failures)
+{
+	ftl_training *t = &a->train;
+	char last[sizeof(t->last_error)];
+	snprintf(last, sizeof(last), "%s", t->last_error); /* fail() writes t->last_error */
+	return fail(a, e, "ftl: step %llu failed %d times (FTL_MAX_RETRIES=%d); last error: %s",
+		    (unsigned long long)t->step, failures, t->cfg.max_retries, last);
+}
+
 ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 {
 	ftl_training *t = &a->train;
 	if (!t->is_enabled || !a->is_started)
 		return fail(a, FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 	work_view w = {0};
-	uint64_t min_epoch = 1, fallback = 1;
-	int64_t grace = SAME_VIEW_GRACE_US;
+	abandoned_view ab = {0};
 	ftl_err e = FTL_OK;
-	int64_t builds_failing_since = 0;
-	for (int attempt = 0;; attempt++) {
-		if (attempt > t->cfg.max_retries) {
-			char last[sizeof(t->last_error)];
-			snprintf(last, sizeof(last), "%s", t->last_error); /* fail() writes t->last_error */
-			e = fail(a, e, "ftl: step %llu failed %d times (FTL_MAX_RETRIES); last error: %s",
-				 (unsigned long long)t->step, attempt, last);
+	int failures = 0, runs = 0;          /* counted failures (FTL_MAX_RETRIES), and runs of the step */
+	int64_t setup_failing_since = 0;
+	for (;;) {
+		if ((e = wait_for_view(a, &ab, &w)) != FTL_OK)
 			break;
-		}
-		if ((e = wait_for_view(a, min_epoch, fallback, grace, &w)) != FTL_OK)
-			break;
-		if (t->comm_epoch != w.epoch && (e = build_comm(a, &w)) != FTL_OK) {
-			/* A peer may still be building the communicator of a view that went stale (it cannot be
-			 * aborted; up to its connect timeout): retrying is not a failed step until the builds have
-			 * failed for longer than a collective may take. */
-			int64_t now = ftl_agent_now_us(a);
-			if (!builds_failing_since)
-				builds_failing_since = now;
-			if (now - builds_failing_since <= (int64_t)t->cfg.collective_timeout_ms * 1000)
-				attempt--;
-			min_epoch = w.epoch + 1;
-			fallback = w.epoch;
-			grace = REBUILD_BACKOFF_US;
+		if ((e = set_up_view(a, &w)) != FTL_OK) {
+			if (!is_peer_error(e))
+				break;
+			if (is_setup_failure_counted(a, &w, &setup_failing_since) && ++failures > t->cfg.max_retries) {
+				e = retries_exhausted(a, e, failures);
+				break;
+			}
+			abandon(a, &w, &ab, REBUILD_BACKOFF_US);
 			continue;
 		}
-		builds_failing_since = 0;
-		if (t->synced_epoch != w.epoch) {
-			/* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died,
-			 * or the job is new). The newest checkpoint that verifies becomes the state to sync. */
-			if (w.rank == 0 && !t->has_state && ftl_checkpoint_resume(t))
-				t->has_state = true;
-			int64_t sync_start = ftl_agent_now_us(a);
-			if ((e = ftl_state_sync(a, w.rank)) != FTL_OK) {
-				if (!is_peer_error(e))
-					break;
-				t->comm_epoch = 0;
-				min_epoch = w.epoch + 1;
-				fallback = w.epoch;
-				grace = REBUILD_BACKOFF_US;
-				continue;
-			}
-			t->synced_epoch = w.epoch;
-			t->has_state = true;
-			char fields[160];
-			snprintf(fields, sizeof(fields), "epoch=%llu step=%llu took_ms=%.1f", (unsigned long long)w.epoch,
-				 (unsigned long long)t->step, (double)(ftl_agent_now_us(a) - sync_start) / 1000.0);
-			ftl_log(FTL_LOG_INFO, "training", fields, "state synced from rank 0");
-			pthread_mutex_lock(&a->lock);
-			t->status.views_seen++;
-			pthread_mutex_unlock(&a->lock);
-		}
-		publish_status(a, &w, attempt > 0);
+		setup_failing_since = 0;
+		publish_status(a, &w, runs > 0);
 		ftl_step_info info = {
 			.rank = w.rank,
 			.world_size = (int)w.n,
 			.step = t->step,
 			.view_epoch = w.epoch,
-			.attempt = attempt,
+			.attempt = runs++,
 			.data_epoch = t->data_epoch,
 			.sample_pos = t->sample_pos,
 		};
@@ -336,14 +449,15 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		}
 		if (!is_peer_error(e))
 			break;
+		if (++failures > t->cfg.max_retries) {
+			e = retries_exhausted(a, e, failures);
+			break;
+		}
 		ftl_log(FTL_LOG_WARN, "training", NULL, "step %llu failed in view %llu (%s): %s; waiting for the next view",
 			(unsigned long long)t->step, (unsigned long long)w.epoch, ftl_strerror(e), t->last_error);
 		/* Everyone re-syncs from rank 0 after a failure, in whatever view comes next. */
-		t->comm_epoch = 0;
-		t->synced_epoch = 0;
-		min_epoch = w.epoch + 1;
-		fallback = w.epoch;
-		grace = SAME_VIEW_GRACE_US;
+		t->synced_seq = 0;
+		abandon(a, &w, &ab, SAME_VIEW_GRACE_US);
 	}
 	free(w.members);
 	return e;

@@ -24,6 +24,7 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->settle_ms = 500;
 	t->max_retries = 10;
 	t->below_min_timeout_ms = 60000;
+	t->expected_wait_ms = 300000;
 	t->collective_timeout_ms = 30000;
 	t->backend = FTL_COMM_TCP;
 	t->checkpoint_every = 100;
@@ -59,12 +60,15 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
+	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
 	if (checkpoint_from_env(t, err, len) ||
 	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
 	    ftl_env_int("FTL_MAX_RETRIES", &retries, 0, 1000, err, len) ||
 	    ftl_env_int("FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000, err, len) ||
+	    ftl_env_int("FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS, err, len) ||
+	    ftl_env_int("FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000, err, len) ||
 	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000, err, len) ||
 	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024, err, len))
 		return -1;
@@ -82,6 +86,8 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	t->settle_ms = settle;
 	t->max_retries = (int)retries;
 	t->below_min_timeout_ms = below;
+	t->expected_workers = (uint32_t)expected;
+	t->expected_wait_ms = expected_wait;
 	t->collective_timeout_ms = (int)coll;
 	t->cuda_device = (int)dev;
 	return 0;
@@ -96,6 +102,11 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 	if (t->min_workers < 1 || t->max_workers < t->min_workers) {
 		snprintf(err, len, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)", t->min_workers,
 			 t->max_workers);
+		return -1;
+	}
+	if (t->expected_workers > t->max_workers) {
+		snprintf(err, len, "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u): the first view could never "
+			 "form; set it to the Deployment's replica count", t->expected_workers, t->max_workers);
 		return -1;
 	}
 	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL)) {

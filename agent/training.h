@@ -14,6 +14,9 @@
 #define FTL_MAX_BUFFERS 64
 
 typedef struct ftl_view_copy {
+	uint64_t seq;                    /* this worker's count of views taken (0: none yet): unlike the epoch,
+					  * it names one view even across lineages */
+	int self_rank;                   /* ours, -1 when we are not a member (a spare, or catching up) */
 	uint64_t epoch;                  /* 0: none yet */
 	uint64_t lineage;                /* the cluster history it belongs to (epochs repeat across lineages) */
 	uint32_t n;
@@ -40,7 +43,10 @@ typedef struct ftl_training {
 	uv_timer_t rdv_timer;
 
 	/* under the agent's lock */
-	ftl_view_copy view;              /* the newest view committed with us in it */
+	ftl_view_copy view;              /* the newest view this worker knows of (it may not be in it) */
+	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
+	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
+	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
 	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
 	ftl_rdv_phase phase;
 	char coordinator[FTL_NAME_MAX];
@@ -48,8 +54,9 @@ typedef struct ftl_training {
 	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
 
 	/* training thread */
-	uint64_t comm_epoch;             /* the view the communicator was built for */
-	uint64_t synced_epoch;           /* the view whose state sync completed */
+	uint64_t comm_seq;               /* the view (seq) the communicator was built for */
+	uint64_t synced_seq;             /* the view (seq) whose state sync completed */
+	uint64_t synced_lineage;         /* the lineage of the last view synced (0: none yet) */
 	uint64_t step;
 	uint64_t data_epoch;
 	uint64_t sample_pos;

@@ -100,6 +100,8 @@ static void render_view(FILE *out, const json_t *view)
 	number(view, "step", "-", step, sizeof step);
 	fprintf(out, "view         epoch %s, %s, coordinator %s, world size %s, step %s\n", epoch,
 		text(view, "phase"), text(view, "coordinator"), world, step);
+	if (json_is_string(json_object_get(view, "missing")))
+		fprintf(out, "missing      %s\nto resolve   %s\n", text(view, "missing"), text(view, "resolve"));
 }
 
 static void render_health(FILE *out, const json_t *health)

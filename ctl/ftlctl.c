@@ -38,6 +38,9 @@ static const char usage_text[] =
 	"  keys install KEY             add KEY on every member (the agent spreads it by gossip)\n"
 	"  keys use KEY                 make KEY the primary (encrypting) key on every member\n"
 	"  keys remove KEY              remove KEY from every member\n"
+	"  quorum reset                 waiting for quorum: go on with the survivors, treating the missing\n"
+	"                               members of the view as gone for good (on any one survivor; unsafe\n"
+	"                               if they may be alive on the other side of a partition)\n"
 	"\n"
 	"which agent (first match wins):\n"
 	"  --socket PATH or $FTL_CONTROL_SOCKET\n"
@@ -182,6 +185,22 @@ static int run_leave(const ctl_options *opts, char **args, int nargs)
 	return CTL_EXIT_OK;
 }
 
+/* `quorum reset`: the survivors of a lost quorum go on without the missing members (the agent refuses
+ * unless it is waiting for quorum). */
+static int run_quorum(const ctl_options *opts, char **args, int nargs)
+{
+	if (strcmp(args[0], "reset") != 0)
+		return usage_error("unknown `quorum` operation %s; use reset", args[0]);
+	json_t *reply;
+	int rc = call_once(opts, json_pack("{s:s}", "cmd", "quorum-reset"), CTL_REPLY_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	printf("quorum reset: the survivors of the view go on without its missing members; if those come back "
+	       "they join as new members\n");
+	json_decref(reply);
+	return CTL_EXIT_OK;
+}
+
 static int run_ready(const ctl_options *opts, char **args, int nargs)
 {
 	json_t *reply;
@@ -308,6 +327,7 @@ static const command commands[] = {
 	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
 	{"keys", run_keys, 1, 2, OPT_JSON, "keys list [--json] | keys install|use|remove KEY"},
+	{"quorum", run_quorum, 1, 1, 0, "quorum reset"},
 };
 
 /* ---- command line ---- */

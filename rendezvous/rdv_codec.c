@@ -28,6 +28,8 @@
  *   15   lineage            uint64, sender's view     every message
  *   16   view_size          uint32, sender's view     every message
  *   17   view lineage       uint64                    with key 12
+ *   18   rebuild_epoch      uint64                    ready, optional (with key 19; absent = 0)
+ *   19   waive_epoch        uint64                    ready, optional (with key 18; absent = 0)
  *
  * Message type numbers are the enum values, pinned below. */
 #include <stdlib.h>
@@ -45,6 +47,7 @@ _Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIN
 
 #define KEY_TYPE 0
 #define KEY_MEMBERS 13
+#define KEY_REBUILD_EPOCH 18
 
 #define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
 #define SCHEMA(fields) {(fields), sizeof(fields) / sizeof((fields)[0])}
@@ -61,6 +64,11 @@ static const wire_field ready_fields[] = {
 	FIELD(3, WIRE_KIND_ADDR, data_addr),
 	FIELD(6, WIRE_KIND_U64, candidate_digest),
 	FIELD(7, WIRE_KIND_U64, survivors_digest),
+};
+/* A ready's requests: sent only when one is set, so older peers see the ready they know. */
+static const wire_field request_fields[] = {
+	FIELD(KEY_REBUILD_EPOCH, WIRE_KIND_U64, rebuild_epoch),
+	FIELD(19, WIRE_KIND_U64, waive_epoch),
 };
 static const wire_field ballot_fields[] = {
 	FIELD(8, WIRE_KIND_U64, ballot.round),
@@ -85,6 +93,7 @@ static const wire_field member_fields[] = {
 
 static const wire_schema header = SCHEMA(header_fields);
 static const wire_schema ready = SCHEMA(ready_fields);
+static const wire_schema requests = SCHEMA(request_fields);
 static const wire_schema ballot = SCHEMA(ballot_fields);
 static const wire_schema promise = SCHEMA(promise_fields);
 static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
@@ -114,6 +123,8 @@ static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
 		parts[n++] = &accepted_by;
 		parts[n++] = &view;
 	}
+	if (msg->type == RDV_MSG_READY && (msg->rebuild_epoch != 0 || msg->waive_epoch != 0))
+		parts[n++] = &requests;
 	return n;
 }
 
@@ -242,7 +253,10 @@ static int read_msg(const msgpack_object *root, rdv_msg *msg, const char **err)
 	while (n_own < MAX_PARTS && parts_of[msg->type][n_own] != NULL)
 		if (wire_read_fields(map, parts_of[msg->type][n_own++], msg, err) != 0)
 			return -1;
+	if (msg->type == RDV_MSG_READY && wire_map_find(map, KEY_REBUILD_EPOCH) != NULL)
+		msg->waive_epoch = 1; /* a marker only, so that message_parts names the requests part to read */
 	n_parts = message_parts(msg, parts);
+	msg->waive_epoch = 0;
 	for (size_t i = n_own; i < n_parts; i++)
 		if (wire_read_fields(map, parts[i], msg, err) != 0)
 			return -1;

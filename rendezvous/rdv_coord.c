@@ -34,6 +34,8 @@ typedef struct rdv_target {
 	uint32_t n;                     /* members[0..n), members[0] is us */
 	uint64_t digest;                /* what each member's ready must name */
 	bool is_whole_candidate;        /* else the survivors alone */
+	bool is_rebuild;                /* the view's own members again, under a new epoch: every member
+					 * already agreed on this list, so no readies are awaited */
 } rdv_target;
 
 static int64_t min_time(int64_t a, int64_t b)
@@ -70,16 +72,26 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 	const rdv_candidate *c = &r->cand;
 	int64_t settle_us = settled_at(r);
 
-	if (!rdv_is_coordinator(r) || c->digest == r->view_members_digest || !rdv_candidate_has_quorum(c))
+	int64_t expected_until = rdv_expected_until(r);
+
+	if (!rdv_is_coordinator(r) || !rdv_candidate_has_quorum(c))
 		return false;
-	if (now_us >= settle_us && c->n >= r->cfg.min_workers) {
-		*t = (rdv_target){c->members, c->n, c->digest, true};
+	if (c->digest == r->view_members_digest) {
+		if (!rdv_is_rebuild_wanted(r) || c->n < r->cfg.min_workers)
+			return false;
+		*t = (rdv_target){c->members, c->n, c->digest, true, true};
+		return true;
+	}
+	if (expected_until > now_us && expected_until != INT64_MAX)
+		*wake_us = min_time(*wake_us, expected_until);
+	if (now_us >= settle_us && c->n >= rdv_workers_needed(r)) {
+		*t = (rdv_target){c->members, c->n, c->digest, true, false};
 		return true;
 	}
 	if (now_us < settle_us)
-		*wake_us = settle_us;
+		*wake_us = min_time(*wake_us, settle_us);
 	if (c->n_survivors >= r->cfg.min_workers && c->survivors_digest != r->view_members_digest) {
-		*t = (rdv_target){c->members, c->n_survivors, c->survivors_digest, false};
+		*t = (rdv_target){c->members, c->n_survivors, c->survivors_digest, false, false};
 		return true;
 	}
 	return false;
@@ -251,7 +263,7 @@ void rdv_coord_step(ftl_rdv *r, int64_t now_us)
 		r->coord_next_us = min_time(r->coord_next_us, p->retry_us);
 		return;
 	}
-	if (all_agree(r, now_us, &t))
+	if (t.is_rebuild || all_agree(r, now_us, &t))
 		begin_prepare(r, now_us, &t);
 	if (p->stage != RDV_STAGE_IDLE)
 		r->coord_next_us = min_time(r->coord_next_us, p->started_us + timeout_us);
@@ -269,6 +281,7 @@ void rdv_coord_on_ready(ftl_rdv *r, const rdv_msg *m)
 	s->report_view_digest = m->view_digest;
 	s->report_candidate = m->candidate_digest;
 	s->report_survivors = m->survivors_digest;
+	rdv_take_requests(r, m->rebuild_epoch, m->waive_epoch);
 }
 
 /* Counts an acceptor's first answer to our ballot in the given stage; false to ignore the message (late,

@@ -81,9 +81,16 @@ struct ftl_rdv {
 	rdv_candidate cand;             /* rebuilt whenever the view, the members or the left names change */
 	int self_in_cand;               /* our index in cand, -1 when not in it (a spare) */
 	ftl_rdv_phase phase;
+	uint64_t rebuild_epoch;         /* == view.epoch: its communicator failed here or at a member who said
+					 * so; commit the same members under a new epoch (see ftl_rdv_request_rebuild) */
+	uint64_t waive_epoch;           /* == view.epoch: an operator waived its quorum (ftl_rdv_waive_quorum) */
+	bool has_started;               /* an input has come: started_us is set */
+	int64_t started_us;             /* the first input's time: the expected-workers wait starts here */
+	int64_t now_us;                 /* the latest input's time */
 
 	uint64_t sent_candidate;        /* the candidate digest of our last ready (0: none since a change) */
 	uint64_t sent_survivors;        /* its survivors digest */
+	uint64_t sent_requests;         /* its rebuild and waive epochs, mixed (a change sends at once) */
 	char sent_to[FTL_NAME_MAX];     /* the coordinator it went to */
 	int64_t next_ready_us;          /* when to send it again; INT64_MAX when we need not */
 
@@ -105,6 +112,14 @@ int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v);
 bool rdv_is_coordinator(const ftl_rdv *r);
 /* Whether name left gracefully, per the last membership snapshot. O(left). */
 bool rdv_has_left(const ftl_rdv *r, const char *name);
+/* Whether the view's communicator must be made again under a new epoch (a rebuild was asked for it). */
+bool rdv_is_rebuild_wanted(const ftl_rdv *r);
+/* How many workers the next view needs: expected_workers before the first view while its wait lasts, else
+ * min_workers; and when that wait ends (INT64_MIN: no wait, INT64_MAX: none set). */
+uint32_t rdv_workers_needed(const ftl_rdv *r);
+int64_t rdv_expected_until(const ftl_rdv *r);
+/* A peer's ready carried requests (rebuild, waive) for our view epoch: they become ours too. */
+void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch);
 
 /* rdv_ready.c */
 void rdv_ready_step(ftl_rdv *r, int64_t now_us);

@@ -44,6 +44,9 @@ typedef struct rdv_msg {
 	char data_addr[FTL_ADDR_MAX];   /* ready: the sender's comm address */
 	uint64_t candidate_digest;      /* ready: of the sender's candidate */
 	uint64_t survivors_digest;      /* ready: of its candidate's survivors alone */
+	uint64_t rebuild_epoch;         /* ready, optional: the sender's communicator of this view epoch
+					 * failed; commit the same members again under a new epoch (0: no) */
+	uint64_t waive_epoch;           /* ready, optional: an operator waived this view epoch's quorum (0: no) */
 	rdv_ballot ballot;              /* prepare, promise, accept, accepted, reject */
 	rdv_ballot accepted;            /* promise: what the acceptor accepted before (round 0: nothing) */
 	ftl_rdv_view view;              /* accept, commit, promise with accepted: members malloc'd */

@@ -147,6 +147,8 @@ void rdv_send_ready(ftl_rdv *r, const char *to)
 	ftl_copy_str(m.data_addr, r->self.data_addr, sizeof m.data_addr);
 	m.candidate_digest = r->cand.digest;
 	m.survivors_digest = r->cand.survivors_digest;
+	m.rebuild_epoch = rdv_is_rebuild_wanted(r) ? r->view.epoch : 0;
+	m.waive_epoch = r->view.epoch > 0 && r->waive_epoch == r->view.epoch ? r->waive_epoch : 0;
 	rdv_send(r, to, &m);
 }
 

@@ -82,13 +82,33 @@ void ftl_rdv_delete(ftl_rdv *r)
 	free(r);
 }
 
+bool rdv_is_rebuild_wanted(const ftl_rdv *r)
+{
+	return r->view.epoch > 0 && r->rank >= 0 && r->rebuild_epoch == r->view.epoch;
+}
+
+/* Before the first view, expected_workers (while the wait for them lasts); then min_workers. */
+uint32_t rdv_workers_needed(const ftl_rdv *r)
+{
+	if (r->view.epoch == 0 && rdv_expected_until(r) > r->now_us)
+		return r->cfg.expected_workers;
+	return r->cfg.min_workers;
+}
+
+int64_t rdv_expected_until(const ftl_rdv *r)
+{
+	if (r->view.epoch > 0 || r->cfg.expected_workers <= r->cfg.min_workers)
+		return INT64_MIN;
+	return r->cfg.expected_wait_us > 0 ? r->started_us + r->cfg.expected_wait_us : INT64_MAX;
+}
+
 static ftl_rdv_phase compute_phase(const ftl_rdv *r)
 {
-	if (r->rank >= 0 && r->cand.digest == r->view_members_digest)
+	if (r->rank >= 0 && r->cand.digest == r->view_members_digest && !rdv_is_rebuild_wanted(r))
 		return FTL_RDV_TRAINING;
 	if (r->view.epoch > 0 && !rdv_candidate_has_quorum(&r->cand))
 		return FTL_RDV_WAITING_FOR_QUORUM;
-	if (r->cand.n < r->cfg.min_workers)
+	if (r->cand.n < rdv_workers_needed(r))
 		return FTL_RDV_NO_VIEW;
 	if (r->self_in_cand < 0)
 		return FTL_RDV_SPARE;
@@ -100,6 +120,8 @@ void rdv_rebuild(ftl_rdv *r)
 	if (rdv_candidate_build(&r->cand, &r->view, r->peers.members, r->peers.n, r->left, r->n_left,
 				r->cfg.max_workers) != 0)
 		r->dropped++; /* out of memory: an empty candidate commits nothing until the next input */
+	if (r->view.epoch > 0 && r->waive_epoch == r->view.epoch)
+		r->cand.electorate = r->cand.electorate_alive; /* the operator said the missing are gone for good */
 	r->self_in_cand = rdv_candidate_find(&r->cand, r->self.name, r->self.generation);
 	r->phase = compute_phase(r);
 }
@@ -125,6 +147,8 @@ int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 	r->view_members_digest = rdv_members_digest(r->view.members, r->view.n);
 	r->rank = rdv_view_find(&r->view, r->self.name, r->self.generation);
 	r->is_view_new = true;
+	r->rebuild_epoch = 0;
+	r->waive_epoch = 0;
 	r->max_round = 0;
 	r->sent_candidate = 0;
 	rdv_acceptor_reset(&r->acceptor);
@@ -138,6 +162,8 @@ static void update(ftl_rdv *r, int64_t now_us)
 {
 	rdv_msg m;
 	bool is_busy;
+	if (rdv_expected_until(r) != INT64_MIN)
+		r->phase = compute_phase(r); /* the expected-workers wait may have ended since the last input */
 	do {
 		rdv_ready_step(r, now_us);
 		rdv_coord_step(r, now_us);
@@ -171,9 +197,20 @@ static int set_left(ftl_rdv *r, const char *const *left, size_t n_left)
 	return 0;
 }
 
+/* Every input passes the time: the first one starts the expected-workers wait. */
+static void set_now(ftl_rdv *r, int64_t now_us)
+{
+	if (!r->has_started) {
+		r->has_started = true;
+		r->started_us = now_us;
+	}
+	r->now_us = now_us;
+}
+
 void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
 			 const char *const *left, size_t n_left)
 {
+	set_now(r, now_us);
 	if (n_left > FTL_RDV_MAX_MEMBERS)
 		n_left = FTL_RDV_MAX_MEMBERS;
 	if (rdv_peers_update(&r->peers, now_us, alive, n_alive, &r->self) != 0 || set_left(r, left, n_left) != 0)
@@ -186,6 +223,7 @@ void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len
 {
 	rdv_msg m;
 	const char *err;
+	set_now(r, now_us);
 	if (rdv_decode(data, len, &m, &err) != 0) {
 		r->dropped++;
 		return;
@@ -201,7 +239,64 @@ void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len
 
 void ftl_rdv_tick(ftl_rdv *r, int64_t now_us)
 {
+	set_now(r, now_us);
 	update(r, now_us);
+}
+
+void ftl_rdv_request_rebuild(ftl_rdv *r, int64_t now_us, uint64_t epoch)
+{
+	set_now(r, now_us);
+	if (epoch == 0 || epoch != r->view.epoch || r->rank < 0 || r->rebuild_epoch == epoch)
+		return; /* a view since superseded, or one we are not in: nothing to rebuild */
+	r->rebuild_epoch = epoch;
+	rdv_rebuild(r);
+	update(r, now_us);
+}
+
+int ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us)
+{
+	set_now(r, now_us);
+	if (r->phase != FTL_RDV_WAITING_FOR_QUORUM)
+		return -1;
+	r->waive_epoch = r->view.epoch;
+	rdv_rebuild(r);
+	update(r, now_us);
+	return 0;
+}
+
+void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch)
+{
+	bool is_new = false;
+	if (rebuild_epoch != 0 && rebuild_epoch == r->view.epoch && r->rank >= 0 && r->rebuild_epoch != rebuild_epoch) {
+		r->rebuild_epoch = rebuild_epoch;
+		is_new = true;
+	}
+	if (waive_epoch != 0 && waive_epoch == r->view.epoch && r->waive_epoch != waive_epoch) {
+		r->waive_epoch = waive_epoch;
+		is_new = true;
+	}
+	if (is_new)
+		rdv_rebuild(r);
+}
+
+size_t ftl_rdv_missing(const ftl_rdv *r, const char **names, size_t cap, ftl_rdv_quorum *q)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < r->view.n; i++) {
+		const ftl_rdv_member *v = &r->view.members[i];
+		int k = rdv_peers_find(&r->peers, v->name);
+		bool is_alive = k >= 0 && r->peers.members[k].generation == v->generation;
+		if (is_alive || rdv_has_left(r, v->name))
+			continue;
+		if (n < cap)
+			names[n] = v->name;
+		n++;
+	}
+	if (q != NULL)
+		*q = (ftl_rdv_quorum){.electorate = r->cand.electorate, .alive = r->cand.electorate_alive,
+				      .needed = rdv_quorum_needed(r->cand.electorate),
+				      .is_waived = r->view.epoch > 0 && r->waive_epoch == r->view.epoch};
+	return n;
 }
 
 int64_t ftl_rdv_next_deadline(const ftl_rdv *r)

@@ -23,6 +23,11 @@
  *  - Quorum (no split brain): a new view needs a strict majority of the previous view's members that did
  *    not leave gracefully. The first view needs min_workers. A side without quorum pauses
  *    (FTL_RDV_WAITING_FOR_QUORUM) and commits nothing.
+ *    An operator may waive the quorum of the current view (ftl_rdv_waive_quorum, below) when the missing
+ *    members are gone for good; the first view may be held for expected_workers (nodes that start apart
+ *    then do not form lineages of their own).
+ *  - Rebuild: a member whose communicator failed with no membership change asks for the same members under
+ *    the next epoch (ftl_rdv_request_rebuild); the coordinator commits that through Paxos at once.
  *  - A dead coordinator is replaced by the next oldest (the candidate changes and so does its head).
  *  - Any message carries the sender's epoch; a member that hears of a newer view than its own adopts it as
  *    its previous view (as a joiner if it is not in it) so that the two sides of a healed partition agree.
@@ -81,6 +86,8 @@ typedef struct ftl_rdv_config {
 	uint32_t max_workers;           /* >= min_workers */
 	int64_t settle_us;              /* stable time before a view that adds members */
 	int64_t ready_interval_us;      /* resend ready while not in agreement */
+	uint32_t expected_workers;      /* the first view waits for this many (0 or <= min_workers: no wait) */
+	int64_t expected_wait_us;       /* ... for at most this long after the first input (0: for ever) */
 } ftl_rdv_config;
 
 /* Makes the coordinator's blob for a view about to be committed (it will be rank 0); returns its length
@@ -131,5 +138,32 @@ ftl_rdv_phase ftl_rdv_get_phase(const ftl_rdv *r);
 /* Who we believe coordinates the next view ("" when nobody). */
 const char *ftl_rdv_coordinator(const ftl_rdv *r);
 uint64_t ftl_rdv_dropped(const ftl_rdv *r);
+
+/* The communicator of view `epoch` failed here and membership shows no change to explain it: ask for the
+ * same members again under the next epoch. Every rebuild of a communicator then has its own epoch, agreed
+ * by all (a view's communicator is built at most once per member, so build attempts of different members
+ * can never pair up out of step). The request travels in our readies to the coordinator, which commits the
+ * same list through Paxos without waiting for readies. Ignored for a view since superseded, or one we are
+ * not in. Our phase is "rendezvous" until the new epoch commits. */
+void ftl_rdv_request_rebuild(ftl_rdv *r, int64_t now_us, uint64_t epoch);
+
+/* The operator's way out of a lost quorum (`ftlctl quorum reset`): the members of the current view that are
+ * not alive are treated as gone for good, so the survivors alone form the electorate of the next view. For
+ * the current view epoch only; it travels in readies to the coordinator. Unsafe if the missing members are
+ * in fact alive on the other side of a partition: that side may then train too. -1 (nothing changes)
+ * unless the phase is "waiting for quorum". */
+int ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
+
+typedef struct ftl_rdv_quorum {
+	uint32_t electorate;            /* members of the view that did not leave gracefully */
+	uint32_t alive;                 /* of them, alive now */
+	uint32_t needed;                /* a strict majority of the electorate */
+	bool is_waived;                 /* an operator waived the quorum of this view */
+} ftl_rdv_quorum;
+
+/* The members of the current view that count toward the quorum and are not alive (a side without quorum
+ * waits for them): up to cap names into names (valid until the next call into r); returns how many there
+ * are. Fills *q when not NULL. O(view log n). */
+size_t ftl_rdv_missing(const ftl_rdv *r, const char **names, size_t cap, ftl_rdv_quorum *q);
 
 #endif

@@ -11,7 +11,11 @@
  *     checkpoint that verifies (checkpoint_dir below), skipping, with a log line, any that does not;
  *  4. runs step(ctx, info);
  *  5. when a collective inside the step fails because a peer is gone (peer lost, timed out, aborted by a
- *     view change), waits for the next view and runs the step again, up to max_retries times;
+ *     view change), waits for the next view and runs the step again, up to max_retries times. Only such
+ *     failures count: waiting for a quorum or for the next view, and a communicator build or state sync
+ *     that fails because the view was superseded meanwhile, spend no retry. A view whose communicator
+ *     failed is never built again: with no membership change to explain the failure, the rendezvous
+ *     commits the same members under the next epoch, which every member builds once;
  *  6. on success advances the step counter and the sampler position and returns FTL_OK; every
  *     checkpoint_every steps rank 0 first copies the state into the checkpoint writer's staging buffer
  *     (the only cost to the step: the file is written, fsynced and renamed by the writer's thread).
@@ -60,7 +64,13 @@ typedef struct ftl_training_config {
 	uint32_t max_workers;          /* [FTL_MAX_WORKERS] default 1024; more wait as hot spares */
 	int64_t settle_ms;             /* [FTL_SETTLE_MS] joins closer than this make one view change; 500 */
 	int max_retries;               /* [FTL_MAX_RETRIES] per step; default 10 */
-	int64_t below_min_timeout_ms;  /* [FTL_BELOW_MIN_TIMEOUT_MS] give up waiting for workers; 60000 */
+	int64_t below_min_timeout_ms;  /* [FTL_BELOW_MIN_TIMEOUT_MS] give up waiting for workers, or for a
+					* quorum (a side without one waits and spends no retries); 60000 */
+	uint32_t expected_workers;     /* [FTL_EXPECTED_WORKERS] the job's first view waits until this many
+					* workers see each other (so pods that start apart do not train as
+					* separate jobs); 0 = min_workers (default) */
+	int64_t expected_wait_ms;      /* [FTL_EXPECTED_WAIT_MS] ... for at most this long, then min_workers
+					* rules; 0 = for ever; default 300000 */
 	int collective_timeout_ms;     /* [FTL_COLLECTIVE_TIMEOUT_MS] per collective; default 30000 */
 	ftl_comm_backend backend;      /* [FTL_COMM=tcp|nccl] default tcp */
 	int cuda_device;               /* [FTL_CUDA_DEVICE] nccl only */

@@ -5,10 +5,12 @@ One scenario per run, each with a hard time limit:
 Random choices (which worker, at which step) print their seed; FTL_TEST_SEED=<seed> replays them."""
 
 import argparse
+import json
 import os
 import random
 import shutil
 import signal
+import subprocess
 import sys
 import time
 
@@ -277,6 +279,93 @@ def scenario_loss_curve(train, ctl):
           f"undisturbed, {final['test_accuracy']:.3f} with failures")
     assert gap < 0.03, f"test accuracy differs by {gap:.3f}"
     assert bins[max(bins)] < 0.75 * bins[min(bins)], "the loss did not go down"
+
+
+def scenario_quorum_loss_waits_and_says_what_is_missing(train, ctl):
+    """kill -9 of 2 of 4 (issue 17, item 2): the survivors lack a majority of the view, so they wait, past
+    the 37 s after which one used to exit with a connect error, and say which members are missing; `ftlctl
+    status` says how to resolve it; `ftlctl quorum reset` on one survivor lets both go on as a view of 2."""
+    steps = 400
+    job = new_job(train, ctl, FTL_STEPS=steps, FTL_MAX_RETRIES=3, **JOB)
+    start_job(job, 4)
+    job.wait_step(rng.randint(30, 60), 30)
+    victims = rng.sample(["w1", "w2", "w3"], 2)  # w0 (the coordinator) survives: the reset goes to the other
+    survivors = [w for w in job.workers() if w.name not in victims]
+    for v in victims:
+        job.kill(v)
+    killed_at, t0 = job.progress(), time.time()
+    print(f"kill -9 {victims} after step {killed_at}; waiting 45 s")
+    time.sleep(45)
+    codes = job.exit_codes(survivors)
+    assert all(c is None for c in codes.values()), f"a survivor exited while waiting for quorum: {codes}"
+    assert job.progress() <= killed_at + 1, f"the survivors trained without quorum (step {job.progress()})"
+    for w in survivors:
+        s = job.status(w)
+        view = s["view"]
+        assert view["phase"] == "waiting for quorum", f"{w.name}: phase {view['phase']}"
+        for v in victims:
+            assert v in view.get("missing", ""), f"{w.name}'s status does not name {v} as missing: {view}"
+        text = job.ctl(w, "status").stdout
+        assert "quorum reset" in text and "missing" in text, f"{w.name}: ftlctl status says nothing to do:\n{text}"
+        assert "waiting for quorum: members gone from view" in w.log_text(), f"{w.name} did not log what is missing"
+    print(f"after {time.time() - t0:.0f} s both survivors wait; status: missing {view['missing']}")
+    # On the survivor that is not the coordinator: the waiver reaches the coordinator in its readies.
+    reset = job.ctl(survivors[1], "quorum", "reset")
+    assert reset.returncode == 0, f"ftlctl quorum reset failed: {reset.stdout} {reset.stderr}"
+    print(f"ftlctl quorum reset on {survivors[1].name}: {reset.stdout.strip()}")
+    job.wait("the survivors train as 2", lambda: any(r["world"] == 2 for w in survivors for r in w.steps()), 30)
+    again = job.ctl(survivors[0], "quorum", "reset")
+    assert again.returncode != 0 and "not waiting for quorum" in again.stderr, \
+        f"a reset outside a quorum loss was not refused: {again.returncode} {again.stderr}"
+    finish(job, survivors)
+    groups = check_every_step(job, steps)
+    assert 2 in worlds_after(groups, killed_at), "no step ran with the 2 survivors after the reset"
+
+
+def scenario_merge_of_lineages_warns(train, ctl):
+    """Two clusters formed apart (issue 17, item 3): a job of one worker and a job of three, with different
+    seeds and FTL_MIN_WORKERS=1, train apart; when a worker that knows both joins, the single worker's job
+    merges into the larger one and its steps are discarded: it says so at warn level, with both lineages'
+    steps, and as an event on `ftlctl events`. Afterwards all five train in one view with equal digests."""
+    job = new_job(train, ctl, FTL_STEPS=10**9, FTL_MIN_WORKERS=1, **JOB)
+
+    def add_seeded(name, seeds):
+        w = job.add(name, start=False)
+        w.env.pop("FTL_SEEDS", None)
+        if seeds:
+            w.env["FTL_SEEDS"] = seeds
+        w.start()
+        return w
+    alone = add_seeded("a0", None)
+    job.wait("a0 trains alone", lambda: alone.last_step() >= 40, 30)
+    first = add_seeded("b0", None)
+    job.wait("b0's agent answers", lambda: job.status(first) is not None, 20)
+    for name in ("b1", "b2"):
+        add_seeded(name, first.addr)
+    bs = [job.agents[n] for n in ("b0", "b1", "b2")]
+    job.wait("b0..b2 train together", lambda: any(r["world"] == 3 for w in bs for r in w.steps()), 40)
+    events = subprocess.Popen([ctl, "--socket", alone.socket, "events", "--follow", "--json"],
+                              stdout=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    a_steps = alone.last_step() + 1
+    bridge = add_seeded("c0", f"{alone.addr},{first.addr}")
+    print(f"a0 alone at {a_steps} steps; b0..b2 at {max(w.last_step() for w in bs) + 1}; c0 knows both")
+    everyone = [alone, bridge] + bs
+    job.wait("all five train in one view", lambda: all(any(r["world"] == 5 for r in w.steps()) for w in everyone), 60)
+    events.terminate()
+    out = events.communicate(timeout=10)[0]
+    merged = [json.loads(line) for line in out.splitlines() if '"lineage merged"' in line]
+    assert merged, f"no lineage merged event on a0's ftlctl events:\n{out[-2000:]}"
+    assert merged[0]["steps_discarded"] >= 40, merged[0]
+    log = alone.log_text()
+    warn = [l for l in log.splitlines() if "merged into another lineage" in l]
+    assert warn and "level=warn" in warn[0], f"no warn-level line about the merge in a0's log: {warn}"
+    assert f"old_steps=" in warn[0] and "new_steps=" in warn[0], warn[0]
+    print(f"a0 warned: {warn[0][:300]}")
+    print(f"event: {merged[0]}")
+    groups, _ = final_groups(job.records())
+    problems = digest_problems({s: g for s, g in groups.items() if g[0]["world"] == 5})
+    assert not problems, "inconsistent steps after the merge:\n  " + "\n  ".join(problems[:10])
 
 
 def show_logs():

@@ -29,6 +29,8 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 		snprintf(m.data_addr, sizeof m.data_addr, "%s", is_max ? "[fd00:0000:0000:0000:0000:0000:0000:0001]:65535-padding-padding" : "10.0.0.1:29500");
 		m.candidate_digest = 0xfeedULL;
 		m.survivors_digest = is_max ? UINT64_MAX : 0;
+		m.rebuild_epoch = is_max ? m.epoch : 0; /* the optional requests: present at max, absent else */
+		m.waive_epoch = is_max ? m.epoch : 0;
 	}
 	if (has_ballot) {
 		m.ballot.round = is_max ? UINT64_MAX : 3;
@@ -78,6 +80,7 @@ static inline bool rdv_view_equal(const ftl_rdv_view *a, const ftl_rdv_view *b)
 static inline bool rdv_msg_equal(const rdv_msg *a, const rdv_msg *b)
 {
 	return a->type == b->type && !strcmp(a->from, b->from) && a->generation == b->generation &&
+	       a->rebuild_epoch == b->rebuild_epoch && a->waive_epoch == b->waive_epoch &&
 	       a->epoch == b->epoch && a->view_digest == b->view_digest && a->lineage == b->lineage &&
 	       a->view_size == b->view_size && !strcmp(a->data_addr, b->data_addr) &&
 	       a->candidate_digest == b->candidate_digest && a->survivors_digest == b->survivors_digest &&

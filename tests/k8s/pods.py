@@ -101,7 +101,7 @@ def sweep_leftovers():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
             shutil.rmtree(os.path.join(NETNS_DIR, ns), ignore_errors=True)
     for link in os.listdir("/sys/class/net"):
-        m = re.fullmatch(r"ftl-br-(\d+)", link)
+        m = re.fullmatch(r"ftl-br-(\d+)", link) or re.fullmatch(r"fbs(\d+)-\d+", link)
         if m and not _pid_alive(m.group(1)):
             subprocess.run(["ip", "link", "del", link], capture_output=True)
 
@@ -116,6 +116,7 @@ class PodNetwork:
         self.bridge = f"ftl-br-{self.tag}"
         self.next_index = 0
         self.pods = {}  # netns -> (bridge-side veth, ip)
+        self.side_bridges = {}  # side (1, 2, ...) -> bridge: a partition's other sides (side 0 is self.bridge)
         run("ip", "link", "add", self.bridge, "type", "bridge")
         # Bridged frames must not go through the host's iptables (br_netfilter), whatever its rules.
         subprocess.run(["ip", "link", "set", self.bridge, "type", "bridge", "nf_call_iptables", "0"],
@@ -158,6 +159,17 @@ class PodNetwork:
         """Cuts (or restores) the pod's only link: its veth on the bridge goes down (or up)."""
         run("ip", "link", "set", self.pods[ns][0], "up" if is_up else "down")
 
+    def set_side(self, ns, side):
+        """Moves the pod's veth to side `side`'s bridge (0: the main one). Pods on different sides cannot
+        reach each other; pods on one side still can (a partition, not a cut of each pod)."""
+        if side and side not in self.side_bridges:
+            bridge = f"fbs{self.tag}-{side}"
+            run("ip", "link", "add", bridge, "type", "bridge")
+            subprocess.run(["ip", "link", "set", bridge, "type", "bridge", "nf_call_iptables", "0"], capture_output=True)
+            run("ip", "link", "set", bridge, "up")
+            self.side_bridges[side] = bridge
+        run("ip", "link", "set", self.pods[ns][0], "master", self.side_bridges[side] if side else self.bridge)
+
     def remove(self, ns):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)  # takes its veth pair along
         shutil.rmtree(os.path.join(NETNS_DIR, ns), ignore_errors=True)
@@ -167,6 +179,8 @@ class PodNetwork:
         for ns in list(self.pods):
             self.remove(ns)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+        for bridge in self.side_bridges.values():
+            subprocess.run(["ip", "link", "del", bridge], capture_output=True)
         if self.made_netns_dir:
             try:
                 os.rmdir(NETNS_DIR)  # only if empty: another run may be using it
@@ -290,6 +304,16 @@ class PodJob(TrainingJob):
 
     def heal(self, pod):
         self.net.set_link(pod.netns, True)
+
+    def partition(self, sides):
+        """Splits the pods into sides (lists of pods): each side reaches only itself."""
+        for side, pods in enumerate(sides):
+            for pod in pods:
+                self.net.set_side(pod.netns, side)
+
+    def heal_partition(self):
+        for pod in self.pods():
+            self.net.set_side(pod.netns, 0)
 
     def close(self):
         try:

@@ -238,6 +238,11 @@ static void drain(rdv_sim *sim, int i)
 	}
 }
 
+void rdv_sim_drain(rdv_sim *sim, int i)
+{
+	drain(sim, i);
+}
+
 static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 {
 	const sim_node *node = ctx;

@@ -72,6 +72,8 @@ bool rdv_sim_is_up(const rdv_sim *sim, int i);
 /* Starts a new node (next generation) and returns its index, or -1 when full. */
 int rdv_sim_add_node(rdv_sim *sim);
 void rdv_sim_crash(rdv_sim *sim, int i);
+/* After a test called into node i's ftl_rdv directly (at rdv_sim_now): sends what it queued, logs its view. */
+void rdv_sim_drain(rdv_sim *sim, int i);
 /* Crashes node i right after it has sent its k-th message of the given type (an rdv_msg_type), so that
  * it dies in the middle of a broadcast: the rest of that batch is never sent. */
 void rdv_sim_crash_after_sends(rdv_sim *sim, int i, int msg_type, int k);
