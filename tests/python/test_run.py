@@ -71,12 +71,12 @@ def wait_for(what, cond, timeout=30):
 
 
 def is_alive(pid):
+    """True while pid runs (a zombie, exited but not yet reaped by the launcher, does not count)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
 
 
 def test_names_ports_seeds_and_key_are_filled_in_and_distinct():
@@ -201,18 +201,21 @@ def test_a_killed_worker_leaves_the_others_running_and_is_named_at_the_end(tmp_p
 @pytest.mark.skipif(not TRAIN_EXAMPLE, reason="FTL_TRAIN_EXAMPLE (the path of build/examples/ftl-train-example) "
                                                "is not set; ctest sets it")
 def test_a_real_training_job_of_three_workers_converges_and_finishes():
-    env = launcher_env(FTL_STEPS=60, FTL_DATA_SIZE=4000, FTL_MIN_WORKERS=3, FTL_LOG_LEVEL="warn")
+    """No FTL_MIN_WORKERS: the seeds the launcher gives must be enough for the workers to find each other
+    (a worker up before the others may train a few steps alone; the job must end in one view of 3)."""
+    env = launcher_env(FTL_STEPS=60, FTL_DATA_SIZE=4000, FTL_STEP_SLEEP_MS=10, FTL_LOG_LEVEL="warn")
     result = run_ftlrun("--nproc", 3, "--name-prefix", "train", "--no-python", TRAIN_EXAMPLE, env=env, timeout=180)
     assert result.returncode == 0, result.stderr
     lines = by_worker(result.stdout)
     assert sorted(lines) == ["train-0", "train-1", "train-2"]
-    finals = {}
+    finals, last_views = {}, set()
     for name, texts in lines.items():
         records = [json.loads(t) for t in texts]
-        steps = [r for r in records if not r.get("final")]
-        assert {(r["world"], r["epoch"]) for r in steps} == {(3, steps[0]["epoch"])}, f"{name} left one view of 3"
+        last_step = [r for r in records if not r.get("final")][-1]
+        last_views.add((last_step["world"], last_step["epoch"]))
         (finals[name],) = [r for r in records if r.get("final")]
         assert finals[name]["worker"] == name and finals[name]["steps"] == 60
+    assert len(last_views) == 1 and last_views.pop()[0] == 3, f"the workers did not end in one view of 3: {last_views}"
     assert len({f["digest"] for f in finals.values()}) == 1, finals
 
 
