@@ -2,7 +2,11 @@
 `resources:` of deploy/k8s/kustomization.yaml and of every component it may use, one path per line.
 Those are whole Kubernetes objects, checked against the schemas; kustomizations and patches are not
 objects (only linted). Fails, naming it, when a file a kustomization refers to is missing (the gossip
-key excepted: each user makes their own with `ftlctl keygen`)."""
+key excepted: each user makes their own with `ftlctl keygen`).
+
+With --enable-components FOLDER it instead turns every optional component (a subfolder whose
+kustomization is a Component) on in FOLDER/kustomization.yaml, so that the script can render the job
+with all of them; it is meant for a copy of deploy/k8s (it rewrites the file, dropping its comments)."""
 
 import os
 import sys
@@ -50,6 +54,25 @@ def walk(folder, seen):
     return files
 
 
+def enable_components(folder):
+    path = os.path.join(folder, "kustomization.yaml")
+    with open(path) as f:
+        kustomization = yaml.safe_load(f)
+    components = []
+    for entry in sorted(os.listdir(folder)):
+        sub = os.path.join(folder, entry, "kustomization.yaml")
+        if os.path.isfile(sub):
+            with open(sub) as f:
+                if yaml.safe_load(f).get("kind") == "Component":
+                    components.append(entry)
+    kustomization["components"] = components
+    with open(path, "w") as f:
+        yaml.safe_dump(kustomization, f, sort_keys=False)
+
+
 if __name__ == "__main__":
-    root = sys.argv[1] if len(sys.argv) > 1 else "deploy/k8s"
+    if sys.argv[1:2] == ["--enable-components"]:
+        enable_components(sys.argv[2])
+        sys.exit(0)
+    root = os.path.normpath(sys.argv[1] if len(sys.argv) > 1 else "deploy/k8s")
     print("\n".join(walk(root, {root})))

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Checks the Kubernetes manifests in deploy/k8s without a cluster: yamllint over every YAML file, then
 # every object the kustomizations build from against the Kubernetes OpenAPI schemas (kubernetes-validate,
-# strict: unknown fields are errors). Both tools come from PyPI into a virtual environment under the build
-# folder, so the system Python is left alone; once installed, the check runs offline (the schemas ship
-# inside kubernetes-validate).
+# strict: unknown fields are errors), and, where kubectl is installed, the objects `kubectl apply -k` would
+# send: deploy/k8s rendered by `kubectl kustomize` as shipped and with every optional component on (the
+# patches of checkpoints/ and torch/ applied). Both tools come from PyPI into a virtual environment under
+# the build folder, so the system Python is left alone; once installed, the check runs offline (the schemas
+# ship inside kubernetes-validate; kubectl kustomize needs no cluster).
 #   scripts/validate-k8s.sh
 # FTL_BUILD_DIR (default build) holds the venv; K8S_VERSIONS (default "1.30.0 1.37.0": an old cluster
 # still in use and the newest schemas bundled) are the Kubernetes versions to validate against.
@@ -21,6 +23,22 @@ echo "== yamllint deploy/k8s"
 "$venv/bin/yamllint" -s -c deploy/k8s/.yamllint.yaml deploy/k8s
 
 mapfile -t manifests < <("$venv/bin/python" scripts/k8s_resources.py deploy/k8s)
+if command -v kubectl >/dev/null; then
+  # A copy with a throwaway key: kustomize reads the Secret's file, and deploy/k8s is left as it is.
+  rendered="$(mktemp -d)"
+  trap 'rm -rf "$rendered"' EXIT
+  cp -r deploy/k8s "$rendered/shipped"
+  head -c 32 /dev/urandom | base64 >"$rendered/shipped/gossip-key"
+  cp -r "$rendered/shipped" "$rendered/all-components"
+  "$venv/bin/python" scripts/k8s_resources.py --enable-components "$rendered/all-components"
+  for variant in shipped all-components; do
+    echo "== kubectl kustomize deploy/k8s ($variant)"
+    kubectl kustomize "$rendered/$variant" >"$rendered/$variant.yaml"
+    manifests+=("$rendered/$variant.yaml")
+  done
+else
+  echo "== kubectl not found: the rendered kustomizations are not checked (the files they build from are)"
+fi
 for version in "${k8s_versions[@]}"; do
   echo "== kubernetes-validate --strict, Kubernetes $version"
   "$venv/bin/kubernetes-validate" --strict -k "$version" "${manifests[@]}"

@@ -1,0 +1,468 @@
+"""ftlrun: start N local workers of an ftl training program, the way torchrun --nproc-per-node does.
+
+    ftlrun --nproc 4 train.py --lr 0.1            # or: python -m ftl.run --nproc 4 train.py --lr 0.1
+    ftlrun --nproc 4 --no-python ./ftl-train-example
+
+Why a launcher at all: every ftl worker needs a unique name, its own gossip address, seeds to find the
+others, and the job's gossip key. On Kubernetes the Deployment gives them (deploy/k8s); on a plain machine
+this fills them in, starts the workers, and stays in front of them as one job: it shows their output line
+by line, prefixed by the worker's name, forwards SIGINT and SIGTERM to every worker, and exits 0 only when
+every worker exited 0. A worker that dies (kill -9 is how elastic jobs are tested) does not stop the
+others: the job goes on without it, and the launcher names it at the end and exits 1.
+
+What each worker gets (the launcher owns these; values already in the environment are replaced):
+  FTL_NAME         <--name-prefix>-<i>; the prefix defaults to the host name, so names stay unique
+                   across machines
+  FTL_BIND         <--host>:<port>, a free port the launcher picks (below the kernel's ephemeral range),
+                   or --base-port P giving P, P+1, ...
+  FTL_ADVERTISE    <--advertise-host>:<port> when given (required when --host is a wildcard such as 0.0.0.0)
+  FTL_SEEDS        --seeds (or FTL_SEEDS from the environment) followed by the first local workers'
+                   addresses: every worker can find the others whichever starts first
+  FTL_CUDA_DEVICE  <i>, the local index: one GPU per worker under FTL_COMM=nccl (pick the GPUs with
+                   CUDA_VISIBLE_DEVICES)
+and, unless the environment already has them (then they pass through untouched, like every other FTL_*):
+  FTL_GOSSIP_KEY_FILE  a fresh key (32 random bytes, base64, as `ftlctl keygen` makes) in a private
+                   directory, unless FTL_GOSSIP_KEY, FTL_GOSSIP_KEY_FILE or FTL_INSECURE=1 is set;
+                   --key-file FILE uses FILE
+  FTL_RUN_DIR      that private directory (the workers' control sockets: `ftlctl --run-dir DIR --name
+                   NAME status`); removed when the launcher exits
+  PYTHONUNBUFFERED 1 for Python workers, so their lines show as they are printed
+
+Across machines: make one key (`ftlrun --keygen > key`, or `ftlctl keygen > key`), copy it to every
+machine, and run on each
+    ftlrun --nproc K --host <this machine's IP> --key-file key --seeds <first machine's IP>:<its port> ...
+(the first machine's ports: --base-port P makes them known in advance). --seeds without a shared key is
+refused: workers with different keys cannot read each other's packets.
+
+Elasticity: workers that die are dropped from the job; more workers join at any time by starting another
+launcher with --seeds pointing at a running worker, the job's key (--key-file; a generated key's file is
+printed at the start) and another --name-prefix. The job waits for FTL_MIN_WORKERS workers before its
+first step (1 by default: set it to N to start training with all N).
+
+Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
+signal); 2 when the launcher refuses its arguments (one sentence saying why). After a forwarded SIGINT or
+SIGTERM, workers still running --stop-timeout seconds later are killed.
+
+This module is standalone: it does not load libftl, so it works where the library is not built."""
+
+import argparse
+import base64
+import binascii
+import ctypes
+import ipaddress
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+KEY_BYTES = 32
+SEEDS_MAX = 1023          # FTL_SEEDS holds at most this many bytes (ftl_agent_config.seeds)
+NAME_MAX = 63             # FTL_NAME likewise
+LOCAL_SEEDS = 8           # local workers named in FTL_SEEDS: one reachable member is enough to join
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+OWNED = ("FTL_NAME", "FTL_BIND", "FTL_ADVERTISE", "FTL_CUDA_DEVICE")
+
+
+class Refusal(Exception):
+    """Arguments or settings the launcher will not start workers with; the message is one sentence."""
+
+
+# ---- the gossip key -------------------------------------------------------------------------------------
+
+def new_key():
+    """A fresh cluster key in `ftlctl keygen`'s format."""
+    return base64.b64encode(os.urandom(KEY_BYTES)).decode()
+
+
+def check_key_file(path):
+    """Refuses a key file the workers could not use (they would each fail with the same error)."""
+    try:
+        with open(path) as f:
+            text = f.readline().strip()
+    except OSError as e:
+        raise Refusal(f"--key-file {path}: cannot read it ({e.strerror})")
+    try:
+        is_valid = len(base64.b64decode(text, validate=True)) == KEY_BYTES
+    except binascii.Error:
+        is_valid = False
+    if not is_valid:
+        raise Refusal(f"--key-file {path}: expected the base64 of {KEY_BYTES} bytes, as `ftlrun --keygen` "
+                      f"or `ftlctl keygen` prints")
+
+
+def key_settings(args, env, seeds, private_dir):
+    """The key settings every worker gets, and a line telling the user where a generated key is."""
+    if args.key_file:
+        check_key_file(args.key_file)
+        return {"FTL_GOSSIP_KEY_FILE": os.path.abspath(args.key_file), "FTL_GOSSIP_KEY": None}, None
+    if env.get("FTL_GOSSIP_KEY") or env.get("FTL_GOSSIP_KEY_FILE") or env.get("FTL_INSECURE") == "1":
+        return {}, None
+    if seeds:
+        raise Refusal("--seeds joins workers started elsewhere, which must share this job's gossip key: make "
+                      "one with `ftlrun --keygen > key` (or `ftlctl keygen > key`), copy it to every machine, "
+                      "and pass --key-file key (or set FTL_GOSSIP_KEY_FILE) everywhere")
+    path = os.path.join(private_dir, "gossip-key")
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        f.write(new_key() + "\n")
+    return {"FTL_GOSSIP_KEY_FILE": path}, f"a fresh gossip key in {path}"
+
+
+# ---- addresses ------------------------------------------------------------------------------------------
+
+def host_address(text, flag):
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        raise Refusal(f"{flag} {text}: expected a numeric IP address such as 127.0.0.1 or 10.0.0.5")
+
+
+def join_host_port(host, port):
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+
+
+def is_port_free(host, port):
+    """True if host:port can be bound for both UDP and TCP (an agent binds both)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as u, socket.socket(family, socket.SOCK_STREAM) as t:
+            u.bind((host, port))
+            t.bind((host, port))
+        return True
+    except OSError:
+        return False
+
+
+def ephemeral_range():
+    """The kernel's range for ports it picks itself (outgoing connections, the collectives' listeners):
+    ports the launcher picks stay out of it, so nothing else takes one before its worker binds it."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def pick_ports(host, count, base_port):
+    """count ports on host: base_port, base_port+1, ... (each checked), or free ones picked at random."""
+    if base_port is not None:
+        if not 1 <= base_port <= 65536 - count:
+            raise Refusal(f"--base-port {base_port}: the ports {base_port}..{base_port + count - 1} must lie "
+                          f"in 1..65535")
+        for port in range(base_port, base_port + count):
+            if not is_port_free(host, port):
+                raise Refusal(f"port {port} on {host} (from --base-port {base_port}) is in use")
+        return list(range(base_port, base_port + count))
+    low, high = ephemeral_range()
+    pool = range(10000, low) if low - 10000 >= 4 * count else range(high + 1, 65536)
+    chosen = []
+    for port in random.sample(pool, min(len(pool), 50 * count)):
+        if is_port_free(host, port):
+            chosen.append(port)
+            if len(chosen) == count:
+                return chosen
+    raise Refusal(f"cannot find {count} free ports on {host}; give --base-port")
+
+
+def resolves_beyond_loopback(seed):
+    """True if the host of a host:port seed resolves to an address that is not loopback."""
+    host = seed.rsplit(":", 1)[0].strip("[]")
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False  # the agent keeps re-resolving it; nothing to say now
+    return any(not ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
+
+
+def seed_list(user_seeds, local_addrs):
+    seeds = list(dict.fromkeys([s.strip() for s in user_seeds if s.strip()] + local_addrs[:LOCAL_SEEDS]))
+    text = ",".join(seeds)
+    if len(text) > SEEDS_MAX:
+        raise Refusal(f"the seeds ({len(text)} bytes) exceed FTL_SEEDS's {SEEDS_MAX}: give fewer --seeds")
+    return text
+
+
+# ---- what each worker runs, with which settings ---------------------------------------------------------
+
+class Plan:
+    """The workers to start: their names, addresses and environments, decided before any starts."""
+
+    def __init__(self, args, env, private_dir):
+        self.command = program_command(args)
+        host = host_address(args.host, "--host")
+        if host.is_unspecified and not args.advertise_host:
+            raise Refusal(f"--host {args.host} binds every address, which is no address to reach a worker at: "
+                          f"also give --advertise-host <this machine's IP>")
+        advertise = host_address(args.advertise_host, "--advertise-host") if args.advertise_host else None
+        reachable = advertise or host
+        user_seeds = (args.seeds if args.seeds is not None else env.get("FTL_SEEDS", "")).split(",")
+        user_seeds = [s.strip() for s in user_seeds if s.strip()]
+        if reachable.is_loopback:
+            remote = [s for s in user_seeds if resolves_beyond_loopback(s)]
+            if remote:
+                raise Refusal(f"--seeds {remote[0]} is on another machine, which workers on {reachable} cannot "
+                              f"reach: give --host <this machine's IP>")
+        key, self.key_note = key_settings(args, env, user_seeds, private_dir)
+        if len(args.name_prefix) + 1 + len(str(args.nproc - 1)) > NAME_MAX:
+            raise Refusal(f"--name-prefix {args.name_prefix}: too long for FTL_NAME ({NAME_MAX} bytes with "
+                          f"the worker's number)")
+        ports = pick_ports(str(host), args.nproc, args.base_port)
+        self.addrs = [join_host_port(reachable, p) for p in ports]
+        shared = dict(env)
+        shared.update(key)
+        shared["FTL_SEEDS"] = seed_list(user_seeds, self.addrs)
+        shared.setdefault("FTL_RUN_DIR", private_dir)
+        if not args.no_python:
+            shared.setdefault("PYTHONUNBUFFERED", "1")
+        self.replaced = [k for k in OWNED if k in env]
+        self.names = [f"{args.name_prefix}-{i}" for i in range(args.nproc)]
+        self.envs = []
+        for i, (name, port) in enumerate(zip(self.names, ports)):
+            worker_env = {k: v for k, v in shared.items() if v is not None and k not in OWNED}
+            worker_env.update(FTL_NAME=name, FTL_BIND=join_host_port(host, port), FTL_CUDA_DEVICE=str(i))
+            if advertise:
+                worker_env["FTL_ADVERTISE"] = join_host_port(advertise, port)
+            self.envs.append(worker_env)
+        self.run_dir = shared["FTL_RUN_DIR"]
+
+
+def program_command(args):
+    """The command line each worker runs; refuses a program that cannot be found."""
+    if not args.program:
+        raise Refusal("no program to run: give a Python script (or, with --no-python, a program) and its "
+                      "arguments after the options")
+    if args.no_python:
+        found = shutil.which(args.program)
+        if not found:
+            raise Refusal(f"{args.program}: no such program (not a path to an executable file, nor on PATH)")
+        return [args.program, *args.args]
+    if shutil.which(args.python) is None:
+        raise Refusal(f"--python {args.python}: no such interpreter")
+    if args.module:
+        return [args.python, "-m", args.program, *args.args]
+    if not os.path.isfile(args.program):
+        raise Refusal(f"{args.program}: no such Python script (use --no-python to run a program, "
+                      f"-m to run a module)")
+    return [args.python, args.program, *args.args]
+
+
+# ---- the running workers --------------------------------------------------------------------------------
+
+def die_with_launcher():
+    """In the child: SIGTERM when the launcher dies, even by kill -9, so no worker is left orphaned."""
+    try:
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
+class Output:
+    """Copies a worker's stdout and stderr to ours line by line, each line prefixed by the worker's name;
+    a lock keeps lines whole when workers print at once."""
+    lock = threading.RLock()  # reentrant: the signal handler also prints, on the main thread
+
+    def __init__(self, prefix):
+        self.prefix = prefix.encode()
+        self.threads = []
+
+    def follow(self, pipe, target):
+        t = threading.Thread(target=self._copy, args=(pipe, target), daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def _copy(self, pipe, target):
+        with pipe:
+            for line in iter(pipe.readline, b""):
+                if not line.endswith(b"\n"):
+                    line += b"\n"
+                with self.lock:
+                    target.write(self.prefix + line)
+                    target.flush()
+
+    def drain(self, timeout):
+        """Waits for the rest of the output (a grandchild holding the pipe open is not waited for)."""
+        deadline = time.monotonic() + timeout
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+
+class Worker:
+    def __init__(self, name, command, env, prefix):
+        self.name, self.command, self.env = name, command, env
+        self.output = Output(prefix)
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True,
+                                     preexec_fn=die_with_launcher)
+
+    def follow_output(self):
+        self.output.follow(self.proc.stdout, sys.stdout.buffer)
+        self.output.follow(self.proc.stderr, sys.stderr.buffer)
+
+    def is_running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.is_running():
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def how_it_ended(self):
+        rc = self.proc.returncode
+        if rc is not None and rc < 0:
+            try:
+                return f"was killed by {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"was killed by signal {-rc}"
+        return f"exited with status {rc}"
+
+    def describe(self):
+        return f"{self.name} (pid {self.proc.pid}) {self.how_it_ended()}"
+
+
+def say(text):
+    with Output.lock:
+        sys.stderr.write(f"ftlrun: {text}\n")
+        sys.stderr.flush()
+
+
+class Job:
+    """The workers as one job: forwards stop signals to each, reports each exit, waits for all."""
+
+    def __init__(self, workers, stop_timeout):
+        self.workers, self.stop_timeout = workers, stop_timeout
+        self.stop_requested_at = None
+        self.is_escalated = False
+
+    def forward(self, sig, frame=None):
+        if self.stop_requested_at is None:
+            self.stop_requested_at = time.monotonic()
+        say(f"{signal.Signals(sig).name}: passing it to every running worker")
+        for w in self.workers:
+            w.signal(sig)
+
+    def start(self):
+        for w in self.workers:
+            if self.stop_requested_at is not None:
+                break  # a stop arrived while starting: start no more
+            try:
+                w.start()
+            except OSError as e:
+                say(f"cannot start {w.name} ({' '.join(w.command)}): {e.strerror}; stopping the others")
+                self.forward(signal.SIGTERM)
+                break
+        for w in self.workers:
+            if w.proc:
+                w.follow_output()
+
+    def wait(self):
+        """Waits until every started worker has exited; returns the ones that did not exit 0."""
+        started = [w for w in self.workers if w.proc]
+        reported = set()
+        while True:
+            running = [w for w in started if w.is_running()]
+            for w in started:
+                if w not in running and w not in reported:
+                    reported.add(w)
+                    if w.proc.returncode != 0 and self.stop_requested_at is None:
+                        say(f"{w.describe()}; the other {len(running)} keep running")
+            if not running:
+                break
+            if self.stop_requested_at is not None and not self.is_escalated and \
+                    time.monotonic() - self.stop_requested_at > self.stop_timeout:
+                say(f"{', '.join(w.name for w in running)} still running {self.stop_timeout:g} s after the stop "
+                    f"signal: killing them")
+                for w in running:
+                    w.signal(signal.SIGKILL)
+                self.is_escalated = True
+            time.sleep(0.05)
+        for w in started:
+            w.output.drain(2.0)
+        failed = [w for w in started if w.proc.returncode != 0]
+        return failed + [w for w in self.workers if not w.proc]
+
+
+# ---- the command line -----------------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="ftlrun", description="Start N local workers of an ftl training program (python -m ftl.run).",
+        epilog="Every FTL_* setting in the environment reaches the workers; see `pydoc ftl.run` for what "
+               "the launcher fills in and how to run across machines.")
+    p.add_argument("--nproc", type=int, default=1, metavar="N", help="workers to start on this machine (1)")
+    p.add_argument("--name-prefix", default=socket.gethostname(), metavar="PREFIX",
+                   help="worker names are PREFIX-0, PREFIX-1, ... (the host name)")
+    p.add_argument("--host", default="127.0.0.1", help="IP address the workers bind (127.0.0.1)")
+    p.add_argument("--advertise-host", metavar="IP", help="IP address other machines reach them at (--host)")
+    p.add_argument("--base-port", type=int, metavar="P", help="gossip ports P, P+1, ... (free ports picked)")
+    p.add_argument("--seeds", metavar="HOST:PORT,...", help="workers of the job running elsewhere")
+    p.add_argument("--key-file", metavar="FILE", help="the job's gossip key (a fresh one unless set)")
+    p.add_argument("--no-python", action="store_true", help="run PROGRAM itself, not a Python script")
+    p.add_argument("-m", "--module", action="store_true", help="run PROGRAM as a module (python -m)")
+    p.add_argument("--python", default=sys.executable, metavar="PATH", help="interpreter (this one)")
+    p.add_argument("--stop-timeout", type=float, default=30.0, metavar="S",
+                   help="after forwarding SIGINT/SIGTERM, kill workers still running after S seconds (30)")
+    p.add_argument("--keygen", action="store_true", help="print a new gossip key and exit")
+    p.add_argument("program", nargs="?", help="the Python script (or program, with --no-python)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    args = p.parse_args(argv)
+    if args.nproc < 1:
+        p.error("--nproc must be at least 1")
+    if args.no_python and args.module:
+        p.error("--no-python and -m exclude each other")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.keygen:
+        print(new_key())
+        return 0
+    private_dir = tempfile.mkdtemp(prefix="ftlrun-")
+    try:
+        try:
+            plan = Plan(args, dict(os.environ), private_dir)
+        except Refusal as e:
+            say(str(e))
+            return 2
+        return run(args, plan)
+    finally:
+        shutil.rmtree(private_dir, ignore_errors=True)
+
+
+def run(args, plan):
+    for name in plan.replaced:
+        say(f"{name} from the environment is replaced: the launcher sets it for each worker")
+    width = max(len(n) for n in plan.names)
+    workers = [Worker(n, plan.command, e, f"[{n}]".ljust(width + 3)) for n, e in zip(plan.names, plan.envs)]
+    where = ", ".join(f"{w.name} at {a}" for w, a in zip(workers, plan.addrs))
+    say(f"{len(workers)} workers of {' '.join(plan.command)}: {where}; control sockets in {plan.run_dir}"
+        + (f"; {plan.key_note}" if plan.key_note else ""))
+    job = Job(workers, args.stop_timeout)
+    previous = {sig: signal.signal(sig, job.forward) for sig in STOP_SIGNALS}
+    try:
+        job.start()
+        failed = job.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not failed:
+        say(f"all {len(workers)} workers exited 0")
+        return 0
+    say(f"{len(failed)} of {len(workers)} workers failed: " +
+        "; ".join(w.describe() if w.proc else f"{w.name} did not start" for w in failed))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

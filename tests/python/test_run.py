@@ -1,0 +1,267 @@
+"""The launcher's promises (python/src/ftl/run.py), checked on real processes and real signals: each test
+runs `python -m ftl.run` as a user would. The workers are this file itself, run as a program (see
+probe() at the bottom), or the real ftl-train-example ($FTL_TRAIN_EXAMPLE) for a training job.
+
+Run by ctest as python_launcher; by hand: PYTHONPATH=python/src python -m pytest tests/python/test_run.py"""
+
+import base64
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+HERE = os.path.abspath(__file__)
+SRC = os.path.join(os.path.dirname(HERE), "..", "..", "python", "src")
+TRAIN_EXAMPLE = os.environ.get("FTL_TRAIN_EXAMPLE")
+PREFIXED = re.compile(r"^\[(?P<name>[^\]]+)\] +(?P<text>.*)$")
+
+sys.path.insert(0, SRC)
+from ftl import run as ftlrun  # noqa: E402  (standalone: loads no libftl)
+
+import pytest  # noqa: E402
+
+
+def launcher_env(**settings):
+    """This environment without any FTL_* setting of the caller's, plus settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FTL_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH")) if p)
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def ftlrun_command(*args):
+    return [sys.executable, "-m", "ftl.run", *[str(a) for a in args]]
+
+
+def run_ftlrun(*args, env=None, timeout=120):
+    return subprocess.run(ftlrun_command(*args), env=env or launcher_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def start_ftlrun(*args, env=None):
+    return subprocess.Popen(ftlrun_command(*args), env=env or launcher_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def by_worker(text):
+    """{worker name: [its lines]} from the launcher's prefixed output; the launcher's own lines skipped."""
+    lines = {}
+    for line in text.splitlines():
+        if line.startswith("ftlrun: "):
+            continue
+        m = PREFIXED.match(line)
+        assert m, f"a line without a worker prefix: {line!r}"
+        lines.setdefault(m["name"], []).append(m["text"])
+    return lines
+
+
+def settings_of_workers(result):
+    assert result.returncode == 0, result.stderr
+    return {name: json.loads(lines[0]) for name, lines in by_worker(result.stdout).items()}
+
+
+def wait_for(what, cond, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for: {what}"
+        time.sleep(0.05)
+
+
+def is_alive(pid):
+    """True while pid runs (a zombie, exited but not yet reaped by the launcher, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_names_ports_seeds_and_key_are_filled_in_and_distinct():
+    result = run_ftlrun("--nproc", 3, "--name-prefix", "job", HERE, "env", "--nproc", 9,
+                        env=launcher_env(FTL_STEPS=7, FTL_NAME="ignored", FTL_CUDA_DEVICE=5))
+    workers = settings_of_workers(result)
+    assert sorted(workers) == ["job-0", "job-1", "job-2"]
+    binds = [workers[n]["FTL_BIND"] for n in sorted(workers)]
+    assert len(set(binds)) == 3 and all(re.fullmatch(r"127\.0\.0\.1:\d+", b) for b in binds)
+    for i, (name, s) in enumerate(sorted(workers.items())):
+        assert s["FTL_NAME"] == name                      # the prefix is the worker's own name
+        assert set(s["FTL_SEEDS"].split(",")) == set(binds)
+        assert s["FTL_CUDA_DEVICE"] == str(i)
+        assert s["FTL_STEPS"] == "7"                      # the user's settings pass through
+        assert s["PYTHONUNBUFFERED"] == "1"
+        assert s["argv"] == ["--nproc", "9"]              # the script's arguments are the script's
+        assert "FTL_GOSSIP_KEY" not in s and "FTL_ADVERTISE" not in s
+    assert len({s["FTL_GOSSIP_KEY_FILE"] for s in workers.values()}) == 1
+    assert len({s["key_file_text"] for s in workers.values()}) == 1
+    assert len(base64.b64decode(workers["job-0"]["key_file_text"], validate=True)) == 32
+    run_dir = workers["job-0"]["FTL_RUN_DIR"]
+    assert {s["FTL_RUN_DIR"] for s in workers.values()} == {run_dir}
+    assert workers["job-0"]["run_dir_mode"] == "0o700"
+    assert not os.path.exists(run_dir), "the launcher's private directory outlives it"
+    assert "FTL_NAME from the environment is replaced" in result.stderr
+
+
+def test_each_launch_makes_a_fresh_key():
+    keys = {settings_of_workers(run_ftlrun("--name-prefix", "f", HERE, "env"))["f-0"]["key_file_text"]
+            for _ in range(2)}
+    assert len(keys) == 2
+
+
+def test_given_key_seeds_and_base_port_are_respected():
+    key = ftlrun.new_key()
+    port = next(p for p in range(41000, 42000, 7) if all(ftlrun.is_port_free("127.0.0.1", p + i) for i in range(2)))
+    result = run_ftlrun("--nproc", 2, "--name-prefix", "m2", "--seeds", "127.0.0.1:7001,localhost:7002",
+                        "--base-port", port, HERE, "env",
+                        env=launcher_env(FTL_GOSSIP_KEY=key, FTL_RUN_DIR="/tmp/elsewhere"))
+    workers = settings_of_workers(result)
+    assert [workers[n]["FTL_BIND"] for n in ("m2-0", "m2-1")] == [f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"]
+    for s in workers.values():
+        assert s["FTL_GOSSIP_KEY"] == key and "FTL_GOSSIP_KEY_FILE" not in s
+        assert s["FTL_SEEDS"].split(",") == ["127.0.0.1:7001", "localhost:7002",
+                                             f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"]
+        assert s["FTL_RUN_DIR"] == "/tmp/elsewhere"
+
+
+def test_key_file_wins_over_a_key_in_the_environment(tmp_path):
+    key_file = tmp_path / "key"
+    key_file.write_text(ftlrun.new_key() + "\n")
+    result = run_ftlrun("--key-file", key_file, "--seeds", "127.0.0.1:7001", HERE, "env",
+                        env=launcher_env(FTL_GOSSIP_KEY=ftlrun.new_key()))
+    (s,) = settings_of_workers(result).values()
+    assert s["FTL_GOSSIP_KEY_FILE"] == str(key_file) and "FTL_GOSSIP_KEY" not in s
+    assert s["key_file_text"] == key_file.read_text().strip()
+
+
+@pytest.mark.parametrize("args, env, says", [
+    (["--seeds", "127.0.0.1:7946", HERE, "env"], {}, "must share this job's gossip key: make one with `ftlrun --keygen"),
+    ([HERE, "env"], {"FTL_SEEDS": "127.0.0.1:7946"}, "must share this job's gossip key"),
+    (["--no-python", "no-such-program-ftl"], {}, "no-such-program-ftl: no such program"),
+    (["no_such_script.py"], {}, "no_such_script.py: no such Python script"),
+    (["--host", "0.0.0.0", HERE, "env"], {}, "also give --advertise-host"),
+    (["--key-file", "/nonexistent/key", HERE, "env"], {}, "--key-file /nonexistent/key: cannot read it"),
+])
+def test_refusals_are_one_clear_sentence_and_start_nothing(args, env, says):
+    result = run_ftlrun(*args, env=launcher_env(**env))
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
+
+
+def test_output_is_prefixed_by_worker_line_by_line():
+    result = run_ftlrun("--nproc", 3, "--name-prefix", "p", HERE, "lines")
+    assert result.returncode == 0, result.stderr
+    out, err = by_worker(result.stdout), by_worker(result.stderr)
+    assert sorted(out) == sorted(err) == ["p-0", "p-1", "p-2"]
+    for name in out:
+        assert out[name] == [f"out {name} {i}" for i in range(5)] + [f"tail {name}"]
+        assert err[name] == [f"err {name} {i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_reaches_every_worker_and_the_launcher_exits_after_them(tmp_path, sig):
+    names = [f"s-{i}" for i in range(3)]
+    launcher = start_ftlrun("--nproc", 3, "--name-prefix", "s", HERE, "wait", tmp_path)
+    try:
+        wait_for("every worker is ready", lambda: all((tmp_path / f"{n}.pid").exists() for n in names))
+        launcher.send_signal(sig)
+        out, err = launcher.communicate(timeout=30)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 0, err
+    for n in names:
+        assert (tmp_path / f"{n}.signal").read_text() == sig.name
+        assert (tmp_path / f"{n}.exited").exists(), f"the launcher exited before {n}"
+        assert not is_alive(int((tmp_path / f"{n}.pid").read_text()))
+    assert f"{sig.name}: passing it to every running worker" in err
+
+
+def test_a_killed_worker_leaves_the_others_running_and_is_named_at_the_end(tmp_path):
+    names = [f"k-{i}" for i in range(3)]
+    launcher = start_ftlrun("--nproc", 3, "--name-prefix", "k", HERE, "wait", tmp_path)
+    try:
+        wait_for("every worker is ready", lambda: all((tmp_path / f"{n}.pid").exists() for n in names))
+        pids = {n: int((tmp_path / f"{n}.pid").read_text()) for n in names}
+        os.kill(pids["k-1"], signal.SIGKILL)
+        wait_for("k-1 is gone", lambda: not is_alive(pids["k-1"]))
+        time.sleep(1.0)
+        assert is_alive(pids["k-0"]) and is_alive(pids["k-2"]), "the launcher stopped the other workers"
+        assert launcher.poll() is None, "the launcher exited while workers were running"
+        (tmp_path / "stop").touch()
+        out, err = launcher.communicate(timeout=30)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 1
+    assert f"k-1 (pid {pids['k-1']}) was killed by SIGKILL; the other 2 keep running" in err
+    assert err.rstrip().splitlines()[-1] == f"ftlrun: 1 of 3 workers failed: k-1 (pid {pids['k-1']}) was killed by SIGKILL"
+
+
+@pytest.mark.skipif(not TRAIN_EXAMPLE, reason="FTL_TRAIN_EXAMPLE (the path of build/examples/ftl-train-example) "
+                                               "is not set; ctest sets it")
+def test_a_real_training_job_of_three_workers_converges_and_finishes():
+    """No FTL_MIN_WORKERS: the seeds the launcher gives must be enough for the workers to find each other
+    (a worker up before the others may train a few steps alone; the job must end in one view of 3)."""
+    env = launcher_env(FTL_STEPS=60, FTL_DATA_SIZE=4000, FTL_STEP_SLEEP_MS=10, FTL_LOG_LEVEL="warn")
+    result = run_ftlrun("--nproc", 3, "--name-prefix", "train", "--no-python", TRAIN_EXAMPLE, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = by_worker(result.stdout)
+    assert sorted(lines) == ["train-0", "train-1", "train-2"]
+    finals, last_views = {}, set()
+    for name, texts in lines.items():
+        records = [json.loads(t) for t in texts]
+        last_step = [r for r in records if not r.get("final")][-1]
+        last_views.add((last_step["world"], last_step["epoch"]))
+        (finals[name],) = [r for r in records if r.get("final")]
+        assert finals[name]["worker"] == name and finals[name]["steps"] == 60
+    assert len(last_views) == 1 and last_views.pop()[0] == 3, f"the workers did not end in one view of 3: {last_views}"
+    assert len({f["digest"] for f in finals.values()}) == 1, finals
+
+
+def probe(mode, *args):
+    """The worker the tests above start: shows them what it was given and how it was treated.
+      env    its settings as one JSON line (FTL_*, PYTHONUNBUFFERED, the key file's text, the run
+             directory's mode, its own arguments)
+      lines  numbered lines on stdout and stderr, the last one without a newline
+      wait   writes DIR/<name>.pid, then waits until DIR/stop exists (exit 0) or SIGINT/SIGTERM arrives:
+             then writes DIR/<name>.signal, takes a moment (a worker finishing its step), writes
+             DIR/<name>.exited and exits 0"""
+    name = os.environ["FTL_NAME"]
+    if mode == "env":
+        settings = {k: v for k, v in os.environ.items() if k.startswith("FTL_") or k == "PYTHONUNBUFFERED"}
+        if "FTL_GOSSIP_KEY_FILE" in settings:
+            with open(settings["FTL_GOSSIP_KEY_FILE"]) as f:
+                settings["key_file_text"] = f.read().strip()
+        run_dir = settings.get("FTL_RUN_DIR", "")
+        settings["run_dir_mode"] = oct(os.stat(run_dir).st_mode & 0o777) if os.path.isdir(run_dir) else None
+        settings["argv"] = list(args)
+        print(json.dumps(settings))
+    elif mode == "lines":
+        for i in range(5):
+            print(f"out {name} {i}")
+            print(f"err {name} {i}", file=sys.stderr)
+        sys.stdout.write(f"tail {name}")
+    elif mode == "wait":
+        folder = args[0]
+
+        def stop(sig, frame):
+            with open(os.path.join(folder, f"{name}.signal"), "w") as f:
+                f.write(signal.Signals(sig).name)
+            time.sleep(0.3)
+            with open(os.path.join(folder, f"{name}.exited"), "w") as f:
+                f.write("")
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        ready = os.path.join(folder, f"{name}.pid")
+        with open(ready + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(ready + ".tmp", ready)  # whole, or not there
+        while not os.path.exists(os.path.join(folder, "stop")):
+            time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    probe(*sys.argv[1:])
