@@ -182,6 +182,10 @@ void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
 			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
 			      (json_int_t)ev->incarnation, "time", when);
+	if (ev->type == FTL_EVENT_DEAD) { /* which path declared it; readers ignore keys they do not know */
+		json_object_set_new(j, "reason", json_string(ftl_death_reason_strs[ev->reason]));
+		json_object_set_new(j, "from", json_string(ev->from));
+	}
 	ftl_control_publish(a->control, j);
 	json_decref(j);
 }
