@@ -12,7 +12,13 @@
  * When: the caller hints that a connection to the member reset (ftl_swim_hint), or a direct probe of it
  * went unanswered (swim_probe.c). The core stays pure: it asks (FTL_OUTPUT_CHECK, with a timeout of one
  * probe timeout) and the caller reports (ftl_swim_check_done). At most FTL_SWIM_MAX_PROOFS checks are
- * outstanding, one per member life; a result after its deadline is ignored. O(FTL_SWIM_MAX_PROOFS). */
+ * outstanding, one per member life; a result after its deadline is ignored. O(FTL_SWIM_MAX_PROOFS).
+ *
+ * Telling everyone: a proven death is gossiped like any other, but no other node has run a suspicion of
+ * its own as a backstop. A node that missed every copy of the rumor (λ=2 in the local profile leaves a
+ * few of 100) would keep the member alive until its own probe reaches it, and after the others reap
+ * it, its push-pull would bring the member back as a join. So the prover also sends the dead rumor to
+ * every live member once, directly: N-1 packets per proven death, which is rare. */
 #include "swim_internal.h"
 
 #include <string.h>
@@ -56,6 +62,17 @@ void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m)
 	s->stats.checks++;
 }
 
+static void tell_everyone(ftl_swim *s, int64_t now_us, const ftl_member *dead)
+{
+	ftl_msg msg;
+	ftl_swim_fill_rumor(&msg, FTL_MSG_DEAD, dead, s->name);
+	for (uint32_t i = 0; i < s->members.len; i++) {
+		const ftl_member *m = &s->members.arr[i];
+		if (m != dead && strcmp(m->name, s->name) != 0 && ftl_swim_is_live(s, m, now_us))
+			ftl_swim_send(s, m->name, m->addr, &msg, NULL);
+	}
+}
+
 void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation, const char *addr,
 			 ftl_swim_check_result result)
 {
@@ -72,4 +89,5 @@ void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t
 	if (!m || m->generation != generation || strcmp(m->addr, addr) != 0 || !ftl_swim_is_live(s, m, now_us))
 		return;
 	ftl_swim_declare_dead(s, now_us, m, FTL_DEATH_REFUSED);
+	tell_everyone(s, now_us, m);
 }
