@@ -85,6 +85,8 @@ def scenario_kill9_is_declared_dead_by_refusal(c):
     print(f"kill -9: w5 dead everywhere after {took:.2f} s; {len(by_refusal)} agent(s) declared it by refusal")
     assert by_refusal, f"no agent declared w5 dead by refusal: {lines}"
     assert not [line for line in lines if SUSPICION in line], f"a suspicion timed out for w5: {lines}"
+    proofs = sum(c.status(a)["counters"]["deaths"]["refused by its own address"] for a in c.running())
+    assert proofs == len(by_refusal), f"status counts {proofs} deaths by refusal, the logs {len(by_refusal)}"
     time.sleep(0.3)
     proc.terminate()
     proc.wait()
