@@ -58,6 +58,14 @@ static int checks_asked(ftl_swim *s, ftl_swim_output *check)
 	return n;
 }
 
+/* A comm reset hinted at w1 at time t: exactly one check of it is asked for. */
+static void hint_and_expect_one_check(fixture *f, int64_t t)
+{
+	ftl_swim_output check;
+	ftl_swim_hint(f->s, t, "w1");
+	assert_int_equal(checks_asked(f->s, &check), 1);
+}
+
 static bool dead_event(ftl_swim *s, ftl_swim_event *dead)
 {
 	ftl_swim_event ev;
@@ -89,10 +97,8 @@ static void test_a_hint_asks_for_one_check_of_the_members_own_address(void **sta
 static void test_a_refusal_declares_the_member_dead_at_once_by_refusal(void **state)
 {
 	fixture *f = *state;
-	ftl_swim_output check;
 	ftl_swim_event dead;
-	ftl_swim_hint(f->s, 10 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 10 * MS);
 	ftl_swim_check_done(f->s, 11 * MS, "w1", 7, "10.0.0.2:7946", FTL_CHECK_REFUSED);
 	assert_int_equal(state_of(f->s, "w1"), FTL_MEMBER_DEAD);
 	assert_true(dead_event(f->s, &dead));
@@ -105,13 +111,10 @@ static void test_a_refusal_declares_the_member_dead_at_once_by_refusal(void **st
 static void test_accepted_or_unanswered_checks_change_nothing(void **state)
 {
 	fixture *f = *state;
-	ftl_swim_output check;
 	ftl_swim_event dead;
-	ftl_swim_hint(f->s, 10 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 10 * MS);
 	ftl_swim_check_done(f->s, 11 * MS, "w1", 7, "10.0.0.2:7946", FTL_CHECK_ACCEPTED); /* paused: still accepts */
-	ftl_swim_hint(f->s, 200 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 200 * MS);
 	ftl_swim_check_done(f->s, 240 * MS, "w1", 7, "10.0.0.2:7946", FTL_CHECK_NO_ANSWER); /* partitioned */
 	assert_int_not_equal(state_of(f->s, "w1"), FTL_MEMBER_DEAD);
 	assert_false(dead_event(f->s, &dead));
@@ -120,11 +123,9 @@ static void test_accepted_or_unanswered_checks_change_nothing(void **state)
 static void test_a_refusal_nobody_asked_for_or_too_late_proves_nothing(void **state)
 {
 	fixture *f = *state;
-	ftl_swim_output check;
 	ftl_swim_check_done(f->s, 5 * MS, "w1", 7, "10.0.0.2:7946", FTL_CHECK_REFUSED); /* never asked */
 	assert_int_equal(state_of(f->s, "w1"), FTL_MEMBER_ALIVE);
-	ftl_swim_hint(f->s, 10 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 10 * MS);
 	int64_t late = 10 * MS + 2 * f->cfg.probe_timeout_us + 1;
 	ftl_swim_check_done(f->s, late, "w1", 7, "10.0.0.2:7946", FTL_CHECK_REFUSED);
 	assert_int_equal(state_of(f->s, "w1"), FTL_MEMBER_ALIVE);
@@ -133,9 +134,7 @@ static void test_a_refusal_nobody_asked_for_or_too_late_proves_nothing(void **st
 static void test_a_refusal_from_another_address_proves_nothing(void **state)
 {
 	fixture *f = *state;
-	ftl_swim_output check;
-	ftl_swim_hint(f->s, 10 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 10 * MS);
 	ftl_swim_check_done(f->s, 11 * MS, "w1", 7, "10.0.0.9:7946", FTL_CHECK_REFUSED);
 	assert_int_equal(state_of(f->s, "w1"), FTL_MEMBER_ALIVE);
 }
@@ -143,10 +142,8 @@ static void test_a_refusal_from_another_address_proves_nothing(void **state)
 static void test_a_restart_on_the_same_port_is_never_a_death_of_the_new_life(void **state)
 {
 	fixture *f = *state;
-	ftl_swim_output check;
 	ftl_swim_event ev;
-	ftl_swim_hint(f->s, 10 * MS, "w1");
-	assert_int_equal(checks_asked(f->s, &check), 1);
+	hint_and_expect_one_check(f, 10 * MS);
 	/* The new process joins (generation 8) before the old life's check comes back refused. */
 	ftl_msg_alive again = {.generation = 8, .incarnation = 0};
 	strcpy(again.name, "w1");
