@@ -70,9 +70,12 @@ static void update_counts(ftl_agent *a)
 
 static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 {
-	char fields[256];
-	snprintf(fields, sizeof(fields), "member=%s addr=%s generation=%llu incarnation=%llu", ev->name, ev->addr,
-		 (unsigned long long)ev->generation, (unsigned long long)ev->incarnation);
+	char fields[384];
+	int n = snprintf(fields, sizeof(fields), "member=%s addr=%s generation=%llu incarnation=%llu", ev->name,
+			 ev->addr, (unsigned long long)ev->generation, (unsigned long long)ev->incarnation);
+	if (ev->type == FTL_EVENT_DEAD && n > 0 && (size_t)n < sizeof(fields))
+		snprintf(fields + n, sizeof(fields) - (size_t)n, " reason=\"%s\" from=%s",
+			 ftl_death_reason_strs[ev->reason], ev->from);
 	ftl_log(ev->type == FTL_EVENT_DEAD ? FTL_LOG_WARN : FTL_LOG_INFO, "membership", fields, "member %s",
 		ftl_swim_event_type_strs[ev->type]);
 	ftl_agent_control_event(a, ev);
@@ -86,6 +89,8 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 			.addr = ev->addr,
 			.generation = ev->generation,
 			.incarnation = ev->incarnation,
+			.reason = ftl_death_reason_strs[ev->reason],
+			.from = ev->from,
 		};
 		a->event_cb(a->event_ctx, &out);
 	}
@@ -121,6 +126,8 @@ void ftl_agent_flush(ftl_agent *a)
 	while (ftl_swim_next_output(a->swim, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
 			send_datagram(a, &out);
+		else if (out.kind == FTL_OUTPUT_CHECK)
+			ftl_agent_check(a, &out);
 		else
 			ftl_agent_tcp_push_pull(a, out.to_addr, out.is_join);
 	}
@@ -371,6 +378,7 @@ static void close_one(uv_handle_t *h, void *arg)
 static void close_all(ftl_agent *a)
 {
 	ftl_agent_tcp_close_all(a);
+	ftl_agent_check_close_all(a);
 	if (a->control) {
 		ftl_control_close(a->control);
 		a->control = NULL;

@@ -58,8 +58,7 @@ static json_t *counters_json(ftl_agent *a)
 {
 	const ftl_swim_stats *st = ftl_swim_get_stats(a->swim);
 	const ftl_keyring_stats *ks = ftl_keyring_get_stats(a->keyring);
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "tcp_timeouts",
-			 (json_int_t)a->tcp_timeouts, "sent",
+	json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "sent",
 			 counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "received",
 			 counts_by(st->received, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "dropped",
 			 counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
@@ -69,6 +68,15 @@ static json_t *counters_json(ftl_agent *a)
 			 (json_int_t)st->probes, "probes_failed", (json_int_t)st->probes_failed, "refutations",
 			 (json_int_t)st->refutations, "push_pulls", (json_int_t)st->push_pulls, "key_ops_applied",
 			 (json_int_t)st->key_ops_applied, "key_ops_failed", (json_int_t)st->key_ops_failed);
+	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
+	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));
+	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));
+	json_t *deaths = json_object();
+	for (int r = FTL_DEATH_NONE + 1; r < FTL_DEATH_REASON_MAX; r++)
+		json_object_set_new(deaths, ftl_death_reason_strs[r], json_integer((json_int_t)st->deaths_declared[r]));
+	json_object_set_new(j, "deaths", deaths);
+	return j;
 }
 
 /* The timing in force, and the crash-detection bound it gives at the current size (profile.h). */
@@ -209,6 +217,10 @@ void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
 			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
 			      (json_int_t)ev->incarnation, "time", when);
+	if (ev->type == FTL_EVENT_DEAD) { /* which path declared it; readers ignore keys they do not know */
+		json_object_set_new(j, "reason", json_string(ftl_death_reason_strs[ev->reason]));
+		json_object_set_new(j, "from", json_string(ev->from));
+	}
 	ftl_control_publish(a->control, j);
 	json_decref(j);
 }

@@ -38,6 +38,7 @@ struct ftl_agent {
 	uint64_t tcp_timeouts_logged;    /* how many of them the last WARN line had counted */
 	uint64_t tcp_timeout_logged_ms;  /* uv_now of that line: at most one per TCP_TIMEOUT_LOG_EVERY_MS */
 	void *conns;              /* open TCP exchanges (agent_tcp.c) */
+	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
@@ -71,6 +72,10 @@ void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join);
 void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len);
 /* Closes every open exchange through its own path (before the loop's other handles). */
 void ftl_agent_tcp_close_all(ftl_agent *a);
+
+/* agent_check.c: proof of death, the connect the core asked for (FTL_OUTPUT_CHECK) */
+void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out);
+void ftl_agent_check_close_all(ftl_agent *a);
 
 /* agent_rdv.c: the rendezvous on the loop thread */
 int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);

@@ -191,6 +191,9 @@ void ctl_render_event(FILE *out, const json_t *event)
 	char generation[32], incarnation[32];
 	number(event, "generation", "-", generation, sizeof generation);
 	number(event, "incarnation", "-", incarnation, sizeof incarnation);
-	fprintf(out, "%s  %-7s  %s  %s  generation %s  incarnation %s\n", text(event, "time"), text(event, "event"),
+	fprintf(out, "%s  %-7s  %s  %s  generation %s  incarnation %s", text(event, "time"), text(event, "event"),
 		text(event, "name"), text(event, "addr"), generation, incarnation);
+	if (json_is_string(json_object_get(event, "reason")))
+		fprintf(out, "  (%s, by %s)", text(event, "reason"), text(event, "from"));
+	fputc('\n', out);
 }

@@ -130,8 +130,25 @@ int64_t ftl_swim_push_pull_interval_us(const ftl_swim_config *cfg, int n)
 	return cfg->push_pull_interval_us * (1 + doublings);
 }
 
+/* The dead rumor reaching everyone: one gossip interval per transmission of the retransmit limit. */
+static int64_t spread_us(const ftl_swim_config *cfg, int n)
+{
+	return (int64_t)ftl_swim_retransmit_limit(cfg, n) * cfg->gossip_interval_us;
+}
+
 int64_t ftl_swim_detection_bound_us(const ftl_swim_config *cfg, int n)
 {
 	return (FTL_FIRST_PROBE_PERIODS + 1) * cfg->probe_interval_us + ftl_swim_suspicion_max_us(cfg, n) +
-	       (int64_t)ftl_swim_retransmit_limit(cfg, n) * cfg->gossip_interval_us;
+	       spread_us(cfg, n);
+}
+
+int64_t ftl_swim_refusal_bound_us(const ftl_swim_config *cfg, int n)
+{
+	return FTL_FIRST_PROBE_PERIODS * cfg->probe_interval_us + cfg->probe_timeout_us +
+	       ftl_swim_hinted_refusal_bound_us(cfg, n);
+}
+
+int64_t ftl_swim_hinted_refusal_bound_us(const ftl_swim_config *cfg, int n)
+{
+	return cfg->probe_timeout_us + spread_us(cfg, n);
 }

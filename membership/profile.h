@@ -70,4 +70,12 @@ int64_t ftl_swim_push_pull_interval_us(const ftl_swim_config *cfg, int n);
 #define FTL_FIRST_PROBE_PERIODS 10
 int64_t ftl_swim_detection_bound_us(const ftl_swim_config *cfg, int n);
 
+/* The bound on crash detection by proof of death (swim.h), where the crashed node's address refuses: the
+ * same first probe, its direct timeout, the check (given one probe timeout), and the dead rumor reaching
+ * everyone. No suspicion timeout. */
+int64_t ftl_swim_refusal_bound_us(const ftl_swim_config *cfg, int n);
+/* The same when a hint starts the check at the crash (a comm connection reset): the check and the
+ * rumor's spread only. */
+int64_t ftl_swim_hinted_refusal_bound_us(const ftl_swim_config *cfg, int n);
+
 #endif

@@ -9,6 +9,14 @@ const char *const ftl_swim_event_type_strs[FTL_EVENT_TYPE_MAX] = {
 	"join", "update", "suspect", "alive", "dead", "left", "reap",
 };
 
+const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX] = {
+	"", "suspicion timed out", "refused by its own address", "gossip",
+};
+
+const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {
+	"accepted", "refused", "no answer",
+};
+
 const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
 	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull",
 };
@@ -111,25 +119,42 @@ int ftl_swim_live_count(const ftl_swim *s)
 	return (int)(s->count[FTL_MEMBER_ALIVE] + s->count[FTL_MEMBER_SUSPECT]);
 }
 
-void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
 {
 	if (strcmp(m->name, s->name) == 0)
-		return;
+		return NULL;
 	if (s->events.len - s->events.head >= FTL_SWIM_MAX_EVENTS) {
 		s->stats.events_lost++;
-		return;
+		return NULL;
 	}
 	ftl_swim_event *ev = ftl_queue_push(&s->events);
 	if (!ev) {
 		s->stats.events_lost++;
-		return;
+		return NULL;
 	}
+	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
 	strcpy(ev->name, m->name);
 	strcpy(ev->addr, m->addr);
 	ev->generation = m->generation;
 	ev->incarnation = m->incarnation;
 	ev->at_us = now_us;
+	return ev;
+}
+
+void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+{
+	push_event(s, now_us, type, m);
+}
+
+void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason, const char *from)
+{
+	s->stats.deaths_declared[reason]++;
+	ftl_swim_event *ev = push_event(s, now_us, FTL_EVENT_DEAD, m);
+	if (ev) {
+		ev->reason = reason;
+		ftl_copy_str(ev->from, from, FTL_NAME_MAX);
+	}
 }
 
 /* ---- timers ---- */
@@ -246,11 +271,11 @@ void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name)
 	const ftl_member *m = ftl_members_find(&s->members, name);
 	if (!m || s->is_leaving || !ftl_swim_is_live(s, m, now_us) || strcmp(name, s->name) == 0)
 		return;
-	if (s->probe.is_active) {
+	if (s->probe.is_active)
 		strcpy(s->hint, m->name); /* probed as soon as the current probe ends */
-		return;
-	}
-	ftl_swim_probe_start(s, now_us, m->name);
+	else
+		ftl_swim_probe_start(s, now_us, m->name);
+	ftl_swim_proof_request(s, now_us, m); /* a reset may be the peer's kernel telling us it is gone */
 }
 
 int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len)
@@ -274,6 +299,8 @@ bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out)
 	out->is_join = o->is_join;
 	memcpy(out->to_addr, o->to_addr, sizeof(out->to_addr));
 	memcpy(out->to_name, o->to_name, sizeof(out->to_name));
+	out->generation = o->generation;
+	out->timeout_us = o->timeout_us;
 	out->len = o->len;
 	memcpy(out->data, o->data, o->len);
 	return true;

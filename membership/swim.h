@@ -19,6 +19,14 @@
  *    to gossip_nodes random members each gossip interval; each rumor is sent lambda*ceil(log10(N+1))
  *    times, least-sent and newest first. Push-pull full-state exchange (over TCP, by the transport) on
  *    join and periodically repairs whatever gossip missed.
+ *  - Proof of death (ours, not the paper's). When a direct probe goes unanswered, or the caller hints
+ *    that a connection to a member reset, the core asks the caller to connect to the member's advertised
+ *    address (FTL_OUTPUT_CHECK) and takes the outcome back (ftl_swim_check_done). A refusal from that
+ *    address for the life we know proves the process that owned the port is gone: the member is declared
+ *    dead at once, without the suspicion wait, and the dead rumor is gossiped as usual. Nothing slow,
+ *    paused or partitioned answers with a refusal (its kernel still accepts, or nothing answers), so
+ *    those keep the full suspicion path; a restart on the same address accepts, and joins with its new
+ *    generation through its own join.
  *  - Identity is (name, generation); a larger generation replaces an entry whatever its state. Dead and
  *    left members are reaped after reap_after. A graceful leave is gossiped as `left`, never `dead`.
  * Every packet leaves sealed by the keyring and is opened on arrival; what fails to open or decode is
@@ -53,6 +61,8 @@ typedef struct ftl_swim_options {
 typedef enum ftl_swim_output_kind {
 	FTL_OUTPUT_PACKET,     /* send data[0..len) as one UDP datagram to to_addr */
 	FTL_OUTPUT_PUSH_PULL,  /* open a TCP push-pull with to_addr (ftl_swim_push_pull_encode/merge) */
+	FTL_OUTPUT_CHECK,      /* connect to to_addr (TCP, the gossip port) within timeout_us, then report how it
+				* went with ftl_swim_check_done(to_name, generation, to_addr) */
 	FTL_OUTPUT_KIND_MAX
 } ftl_swim_output_kind;
 
@@ -61,6 +71,8 @@ typedef struct ftl_swim_output {
 	bool is_join;                  /* push-pull: part of joining */
 	char to_addr[FTL_ADDR_MAX];
 	char to_name[FTL_NAME_MAX];    /* empty when only the address is known (a seed) */
+	uint64_t generation;           /* check: the life of to_name being checked */
+	int64_t timeout_us;            /* check: give up (FTL_CHECK_NO_ANSWER) after this long */
 	size_t len;
 	uint8_t data[FTL_UDP_PACKET_MAX];
 } ftl_swim_output;
@@ -78,8 +90,23 @@ typedef enum ftl_swim_event_type {
 
 extern const char *const ftl_swim_event_type_strs[FTL_EVENT_TYPE_MAX];
 
+/* Which path declared a death (FTL_EVENT_DEAD only). The reason does not travel on the wire: a node
+ * that learns a death from gossip reports FTL_DEATH_GOSSIP and who declared it. */
+typedef enum ftl_death_reason {
+	FTL_DEATH_NONE,        /* not a death */
+	FTL_DEATH_SUSPICION,   /* we suspected it and the suspicion timed out */
+	FTL_DEATH_REFUSED,     /* its own address refused a connection, for the life we knew */
+	FTL_DEATH_GOSSIP,      /* a dead rumor from `from` */
+	FTL_DEATH_REASON_MAX
+} ftl_death_reason;
+
+/* "suspicion timed out", "refused by its own address", "gossip" ("" for none). */
+extern const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX];
+
 typedef struct ftl_swim_event {
 	ftl_swim_event_type type;
+	ftl_death_reason reason;       /* FTL_EVENT_DEAD: which path declared it */
+	char from[FTL_NAME_MAX];       /* FTL_EVENT_DEAD: who declared it (us, or the rumor's origin) */
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
 	uint64_t generation;
@@ -112,6 +139,9 @@ typedef struct ftl_swim_stats {
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
 	uint64_t key_ops_applied;             /* keyring changes applied (ours and the cluster's) */
 	uint64_t key_ops_failed;              /* keyring changes that could not apply here */
+	uint64_t checks;                      /* proof-of-death checks asked of the caller */
+	uint64_t checks_refused;              /* ... that ended in a refusal (a death declared at once) */
+	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */
 } ftl_swim_stats;
 
 /* NULL with *err set when an option is bad (the message names it). */
@@ -132,6 +162,24 @@ bool ftl_swim_leave_done(const ftl_swim *s);
 /* A peer hint (for example a reset connection): probe this member now instead of in its turn.
  * Confirmation rules are unchanged: a hint alone never makes a member suspect. */
 void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name);
+
+/* How a check (FTL_OUTPUT_CHECK) went. Only a refusal means anything: an accepted connection proves
+ * nothing about the process (a paused one's kernel accepts too), and silence or an unreachable host
+ * is what suspicion is for. */
+typedef enum ftl_swim_check_result {
+	FTL_CHECK_ACCEPTED,   /* the connection was accepted */
+	FTL_CHECK_REFUSED,    /* the address itself refused (ECONNREFUSED): no process owns the port */
+	FTL_CHECK_NO_ANSWER,  /* timed out, unreachable, or any other error */
+	FTL_CHECK_RESULT_MAX
+} ftl_swim_check_result;
+
+extern const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX];
+
+/* The outcome of a check the core asked for, named as the output named it. A refusal declares the
+ * member dead at once when it is still that life at that address and still alive or suspect; anything
+ * else, or a check the core did not ask for (or asked for too long ago), changes nothing. */
+void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation, const char *addr,
+			 ftl_swim_check_result result);
 /* New metadata: gossiped with a raised incarnation. -1 if too long. */
 int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
 

@@ -12,6 +12,15 @@
 #define FTL_SWIM_MAX_RELAYS 64   /* ping-reqs we are serving at once; more are ignored */
 #define FTL_SWIM_KEY_SERIALS 64  /* recent keyring changes remembered, so each applies once */
 #define FTL_SWIM_CHECK_SEQS 16   /* recent check pings, whose acks are expected */
+#define FTL_SWIM_MAX_PROOFS 16   /* proof-of-death checks outstanding at once; more are not asked */
+
+/* A proof-of-death check the caller is doing for us: whose life, at which address, until when. */
+typedef struct ftl_proof {
+	char name[FTL_NAME_MAX];
+	char addr[FTL_ADDR_MAX];
+	uint64_t generation;
+	int64_t expires_us;         /* a result after this is ignored, and the slot is free */
+} ftl_proof;
 
 /* The probe in flight (one at a time, as in SWIM). */
 typedef struct ftl_probe {
@@ -64,6 +73,8 @@ struct ftl_swim {
 	ftl_relay relays[FTL_SWIM_MAX_RELAYS];
 	int n_relays;
 	bool is_leaving;
+	ftl_proof proofs[FTL_SWIM_MAX_PROOFS];
+	int n_proofs;
 	uint32_t check_seqs[FTL_SWIM_CHECK_SEQS];
 	int n_check_seqs;
 	uint64_t key_serials[FTL_SWIM_KEY_SERIALS];
@@ -81,6 +92,9 @@ struct ftl_swim {
 ftl_member *ftl_swim_self(ftl_swim *s);
 int ftl_swim_live_count(const ftl_swim *s); /* alive + suspect, self included: N of the formulas */
 void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m);
+/* A dead event that says which path declared it and who did. */
+void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason,
+			 const char *from);
 void *ftl_queue_push(ftl_queue *q);
 void *ftl_queue_pop(ftl_queue *q);
 
@@ -94,6 +108,8 @@ ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr,
 void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
 void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
 void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
+/* We declare m dead ourselves (its suspicion timed out, or its address refused us) and gossip it. */
+void ftl_swim_declare_dead(ftl_swim *s, int64_t now_us, ftl_member *m, ftl_death_reason reason);
 void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r);
 void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us);
 int64_t ftl_swim_next_suspicion_deadline(const ftl_swim *s);
@@ -113,6 +129,10 @@ void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us);
 /* Pings a suspect ourselves, carrying the suspicion (halfway through our own timer). */
 void ftl_swim_check_suspect(ftl_swim *s, const ftl_member *m);
 int64_t ftl_swim_relay_deadline(const ftl_swim *s);
+
+/* swim_proof.c: proof of death */
+/* Asks the caller to check m's address (at most one check per life at a time). */
+void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m);
 
 /* swim_keys.c */
 void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);

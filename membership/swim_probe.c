@@ -1,5 +1,5 @@
 /* Failure detection: the probe of one member per period (ping, then ping-req through k others, then
- * suspicion), the answers we give to pings and ping-reqs, and Lifeguard's health bookkeeping:
+ * suspicion; a missed direct ack also asks for a proof-of-death check, swim_proof.c), the answers we give to pings and ping-reqs, and Lifeguard's health bookkeeping:
  * a direct ack improves our health score, each nack we expected but did not get worsens it (the
  * intermediaries were alive, so missing nacks point at us), and with no one to nack any failure does. */
 #include "swim_internal.h"
@@ -73,7 +73,10 @@ static void send_indirect(ftl_swim *s, int64_t now_us)
 	ftl_probe *p = &s->probe;
 	p->is_indirect_sent = true;
 	const ftl_member *target = ftl_members_find(&s->members, p->target);
-	if (!target || s->cfg.indirect_checks == 0)
+	if (!target)
+		return;
+	ftl_swim_proof_request(s, now_us, target);
+	if (s->cfg.indirect_checks == 0)
 		return;
 	const ftl_member *helpers[16];
 	int n = ftl_swim_random_members(s, now_us, s->cfg.indirect_checks, target->name, ftl_swim_is_live, helpers);

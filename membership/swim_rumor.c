@@ -186,7 +186,8 @@ void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
 	ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
 }
 
-static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_member_state state)
+static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_member_state state,
+		    ftl_death_reason reason)
 {
 	ftl_member *m = rumor_target(s, r);
 	if (!m || m->state == state || (state == FTL_MEMBER_DEAD && m->state == FTL_MEMBER_LEFT))
@@ -196,13 +197,31 @@ static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_mem
 		return;
 	}
 	m->incarnation = r->incarnation;
-	ftl_swim_set_state(s, m, state, now_us);
+	if (state == FTL_MEMBER_DEAD) {
+		ftl_swim_set_state_quiet(s, m, state, now_us);
+		ftl_swim_emit_death(s, now_us, m, reason, r->from);
+	} else {
+		ftl_swim_set_state(s, m, state, now_us);
+	}
 	ftl_swim_broadcast_rumor(s, state == FTL_MEMBER_DEAD ? FTL_MSG_DEAD : FTL_MSG_LEFT, m, r->from);
 }
 
-void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { declare(s, now_us, r, FTL_MEMBER_DEAD); }
+void ftl_swim_on_dead(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
+{
+	declare(s, now_us, r, FTL_MEMBER_DEAD, FTL_DEATH_GOSSIP);
+}
 
-void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r) { declare(s, now_us, r, FTL_MEMBER_LEFT); }
+void ftl_swim_on_left(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
+{
+	declare(s, now_us, r, FTL_MEMBER_LEFT, FTL_DEATH_NONE);
+}
+
+void ftl_swim_declare_dead(ftl_swim *s, int64_t now_us, ftl_member *m, ftl_death_reason reason)
+{
+	ftl_msg msg;
+	ftl_swim_fill_rumor(&msg, FTL_MSG_DEAD, m, s->name);
+	declare(s, now_us, &msg.u.rumor, FTL_MEMBER_DEAD, reason);
+}
 
 /* Six times, evenly through our own timer, we ping the suspect carrying the suspicion (the buddy rule
  * once more). If it refuted and we missed every copy of the refutation, it answers the stale accusation
@@ -229,9 +248,7 @@ void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
 		}
 		if (!m || !m->suspicion || ftl_suspicion_deadline(m->suspicion) > now_us)
 			continue;
-		ftl_msg msg;
-		ftl_swim_fill_rumor(&msg, FTL_MSG_DEAD, m, s->name);
-		ftl_swim_on_dead(s, now_us, &msg.u.rumor);
+		ftl_swim_declare_dead(s, now_us, m, FTL_DEATH_SUSPICION);
 	}
 }
 

@@ -1,12 +1,13 @@
 """bench/rescale: how fast an elastic job recovers, on loopback with real processes (issue 5).
 
-1. kill -9 of one worker -> first completed step in the new view, at N = 4 and 8 (train profile), split
+1. kill -9 (and SIGSTOP) of one worker -> first completed step in the new view, at N = 4 and 8 (train profile), split
    into detection (kill -> the last survivor marks it dead), agreement (-> the last survivor has the new
    view), comm build, state sync and the first step; each milestone is the moment the LAST survivor
-   reached it, read from the workers' structured logs and JSON lines.
+   reached it, read from the workers' structured logs and JSON lines; also how many survivors' logs say
+   the death was declared by refusal (proof of death) or by a suspicion timeout.
 2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state.
 Prints one JSON line per figure (medians over --runs). Usage:
-  python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl"""
+  python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]"""
 
 import argparse
 import datetime
@@ -14,6 +15,7 @@ import json
 import os
 import random
 import re
+import signal
 import statistics
 import sys
 import time
@@ -42,7 +44,7 @@ def first_after(events, t0, pred=lambda m: True):
     return min(times) if times else None
 
 
-def one_kill(args, n):
+def one_kill(args, n, sig=signal.SIGKILL):
     job = TrainingJob(args.train, args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
                       FTL_MIN_WORKERS=2, FTL_LOG_LEVEL="info")
     try:
@@ -53,20 +55,26 @@ def one_kill(args, n):
         victim = random.choice([w for w in job.workers()])
         survivors = [w for w in job.workers() if w is not victim]
         t_kill = time.time()
-        job.kill(victim.name)
+        job.kill(victim.name, sig)
         job.wait("a step in a new view on every survivor",
                  lambda: all(any(s.get("epoch", 0) > epoch0 for s in w.steps()) for w in survivors), 60)
         def last(pattern, pred=lambda m: True):
             ts = [first_after(log_events(w, pattern), t_kill, pred) for w in survivors]
             return None if None in ts else max(ts)
-        t_dead = last(r'msg="member dead" member=' + re.escape(victim.name) + ' ')
+        dead = r'msg="member dead" member=' + re.escape(victim.name) + ' '
+        t_dead = last(dead)
+        # Which path declared it, where the log says (proof of death, issue 18): counted over survivors.
+        reasons = [m.group(1) for w in survivors for t, m in log_events(w, dead + r'.*reason="([^"]*)"')
+                   if t >= t_kill - 0.002]
         t_view = last(r'msg="view committed.*epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
         t_comm = last(r'msg="communicator built.*epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
         t_sync = last(r'msg="state synced from rank 0" epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
         t_step = max(min(s["t"] for s in w.steps() if s.get("epoch", 0) > epoch0) for w in survivors)
         return {"detection_s": t_dead - t_kill, "agreement_s": t_view - t_dead, "comm_build_s": t_comm - t_view,
                 "state_sync_s": t_sync - t_comm, "first_step_s": t_step - t_sync, "total_s": t_step - t_kill,
-                "victim_rank": next((r["rank"] for r in reversed(victim.steps())), -1)}
+                "victim_rank": next((r["rank"] for r in reversed(victim.steps())), -1),
+                "declared_by_refusal": sum(r == "refused by its own address" for r in reasons),
+                "declared_by_suspicion": sum(r == "suspicion timed out" for r in reasons)}
     finally:
         job.close()
 
@@ -91,12 +99,16 @@ def one_join(args, n, extra_mb):
 def report(figure, runs, **labels):
     for key in runs[0]:
         values = [r[key] for r in runs if r[key] is not None]
-        if not values or key == "victim_rank":
+        if not values or key == "victim_rank" or key.startswith("declared_by"):
             continue
         line = {"bench": "rescale", "figure": figure, "phase": key, **labels, "runs": len(values),
                 "median": round(statistics.median(values), 4), "min": round(min(values), 4),
                 "max": round(max(values), 4)}
         print(json.dumps(line), flush=True)
+    for key in ("declared_by_refusal", "declared_by_suspicion"):
+        if key in runs[0]:
+            print(json.dumps({"bench": "rescale", "figure": figure, "count": key, **labels,
+                              "runs": len(runs), "total": sum(r[key] for r in runs)}), flush=True)
 
 
 def main():
@@ -105,12 +117,17 @@ def main():
     p.add_argument("--ctl", required=True)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--step-ms", type=int, default=20)
-    p.add_argument("--only", choices=["kill", "join"])
+    p.add_argument("--only", choices=["kill", "stop", "join"])
+    p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     args = p.parse_args()
     random.seed(args.runs)
     if args.only in (None, "kill"):
-        for n in (4, 8):
+        for n in (int(x) for x in args.nodes.split(",")):
             report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train")
+    if args.only in (None, "stop"):
+        for n in (int(x) for x in args.nodes.split(",")):
+            report("sigstop_to_first_step", [one_kill(args, n, signal.SIGSTOP) for _ in range(args.runs)],
+                   nodes=n, profile="train")
     if args.only in (None, "join"):
         for mb in (1, 100):
             report("join_to_first_step", [one_join(args, 4, mb) for _ in range(max(2, args.runs // 2))],

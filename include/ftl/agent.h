@@ -58,6 +58,8 @@ typedef struct ftl_agent_event {
 	const char *addr;
 	uint64_t generation;
 	uint64_t incarnation;
+	const char *reason;       /* dead: "refused by its own address", "suspicion timed out" or "gossip"; else "" */
+	const char *from;         /* dead: who declared it (this node, or the rumor's origin); else "" */
 } ftl_agent_event;
 
 typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);

@@ -51,6 +51,94 @@ def dead_lines(c, subject):
     return [a.name for a in c.agents.values() if f'msg="member dead" member={subject} ' in a.log_text()]
 
 
+REFUSED = 'reason="refused by its own address"'
+SUSPICION = 'reason="suspicion timed out"'
+
+
+def death_lines(c, subject, generation=None):
+    """The log lines, over every agent, that declare or accept subject's death (of one life if given)."""
+    head = f'msg="member dead" member={subject} '
+    return [line for a in c.agents.values() for line in a.log_text().splitlines()
+            if head in line and (generation is None or f" generation={generation} " in line)]
+
+
+def follow_events(c, agent):
+    """ftlctl events --follow --json on agent, in the background: read its lines after stopping it."""
+    import subprocess
+    out = open(os.path.join(c.dir, f"events-{agent.name}.jsonl"), "w+")
+    proc = subprocess.Popen([c.ctl_bin, "--socket", agent.socket, "events", "--follow", "--json"], stdout=out,
+                            stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    return proc, out
+
+
+def scenario_kill9_is_declared_dead_by_refusal(c):
+    """Proof of death: the killed process's port refuses, so it is declared dead at once, not after a
+    suspicion timeout, and the log and `ftlctl events` say which path it took."""
+    import json
+    start_cluster(c)
+    proc, out = follow_events(c, c.agents["w0"])
+    c.agents["w5"].signal(signal.SIGKILL)
+    took = wait_until("every survivor reports w5 dead", all_see(c, "w5", "dead"), bound_s(c) + 5)
+    lines = death_lines(c, "w5")
+    by_refusal = [line for line in lines if REFUSED in line]
+    print(f"kill -9: w5 dead everywhere after {took:.2f} s; {len(by_refusal)} agent(s) declared it by refusal")
+    assert by_refusal, f"no agent declared w5 dead by refusal: {lines}"
+    assert not [line for line in lines if SUSPICION in line], f"a suspicion timed out for w5: {lines}"
+    proofs = sum(c.status(a)["counters"]["deaths"]["refused by its own address"] for a in c.running())
+    assert proofs == len(by_refusal), f"status counts {proofs} deaths by refusal, the logs {len(by_refusal)}"
+    time.sleep(0.3)
+    proc.terminate()
+    proc.wait()
+    out.seek(0)
+    events = [json.loads(line) for line in out if line.strip().startswith("{")]
+    dead = [e for e in events if e.get("event") == "dead" and e.get("name") == "w5"]
+    assert dead and dead[0].get("reason") in ("refused by its own address", "gossip") and dead[0].get("from"), \
+        f"ftlctl events does not say how w5 died: {dead}"
+    print(f"ftlctl events on w0: w5 dead, reason {dead[0]['reason']!r}, declared by {dead[0]['from']}")
+
+
+def scenario_sigstop_never_takes_the_refusal_path(c):
+    """A paused process keeps its sockets open (its kernel still accepts), so it goes through suspicion."""
+    start_cluster(c)
+    victim = c.agents["w3"]
+    victim.signal(signal.SIGSTOP)
+    took = wait_until("every other agent reports w3 dead", all_see(c, "w3", "dead"), bound_s(c) + 10)
+    lines = death_lines(c, "w3")
+    print(f"SIGSTOP: w3 dead everywhere after {took:.2f} s, by suspicion ({len(lines)} log lines)")
+    assert not [line for line in lines if REFUSED in line], f"w3 was declared dead by refusal: {lines}"
+    assert [line for line in lines if SUSPICION in line], f"no suspicion timed out for w3: {lines}"
+    victim.signal(signal.SIGCONT)
+
+
+def scenario_restart_on_same_port_is_a_join_not_a_death(c):
+    """kill -9 and an immediate restart on the same port: the new process is a new member (a join), and
+    only the old life may be declared dead."""
+    start_cluster(c)
+    old_gen = c.view(c.agents["w0"])["w6"][1]
+    c.restart("w6")
+    def new_gen():
+        v = c.view(c.agents["w6"])
+        return v and v["w6"][1] != old_gen and v["w6"][1]
+    wait_until("the restarted w6 answers", new_gen, 10)
+    gen = new_gen()
+    def new_life_everywhere():
+        for a in c.running(exclude=("w6",)):
+            v = c.view(a)
+            if v is None or v.get("w6", (None, 0)) != ("alive", gen):
+                return False
+        return True
+    took = wait_until("w6's new generation alive everywhere", new_life_everywhere, 15)
+    time.sleep(bound_s(c))
+    assert new_life_everywhere(), "w6's new life did not stay alive everywhere"
+    assert not death_lines(c, "w6", gen), f"the new w6 was declared dead: {death_lines(c, 'w6', gen)}"
+    joins = sum(f'msg="member join" member=w6 ' in line and f" generation={gen} " in line
+                for a in c.running(exclude=("w6",)) for line in a.log_text().splitlines())
+    print(f"restart on the same port: w6 (generation {gen}) joined {joins} agents' views, alive everywhere after "
+          f"{took:.2f} s; old life declared dead {len(death_lines(c, 'w6', old_gen))} times, the new one never")
+    assert joins == N - 1, f"only {joins} agents logged w6's new life as a join"
+
+
 def scenario_converge(c):
     start_cluster(c)
 

@@ -6,7 +6,8 @@ scales them. One run, stage after stage:
   3. scale to 2: the three removed pods run preStop (`ftlctl leave`), get SIGTERM and exit 0; the others
      hear `left`, never `dead` (no failure-detection wait) and train on as 2;
   4. scale to 3, then cut one pod's link: the other two (a majority) train on, the cut pod waits for
-     quorum (not ready); when the link returns it rejoins, gets the state and trains again.
+     quorum (not ready); when the link returns it rejoins, gets the state and trains again. No death
+     on either side is declared by refusal (proof of death is for crashes, not partitions).
 At every stage `ftlctl status` inside every pod shows the expected world size and `ftlctl ready` answers
 as the readiness probe should; after every step the parameter digests are equal on every rank.
     python3 test_pods.py --train PATH --ctl PATH [--limit S]
@@ -160,6 +161,13 @@ def stage_partition(job, rng):
     show_status(job, cut)
     check_ready(job, pods)
     check_digests(job, "after the partition healed")
+    # Proof of death (issue 18): a cut link answers nothing (or "unreachable"), never a refusal, so no
+    # death during the partition, on either side, took the fast path.
+    refused = [line for p in pods for line in p.log_text().splitlines()
+               if 'msg="member dead"' in line and 'reason="refused by its own address"' in line]
+    assert not refused, "a partition took the refusal path:\n  " + "\n  ".join(refused[:5])
+    by_suspicion = sum('reason="suspicion timed out"' in p.log_text() for p in pods)
+    print(f"  no death during the partition was declared by refusal ({by_suspicion} pod(s) timed a suspicion out)")
 
 
 def stop_all(job):

@@ -11,7 +11,15 @@
 
 #include "rng.h"
 
-typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_PP_REQUEST, EV_PP_REPLY, EV_REJOIN } ev_kind;
+typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_PP_REQUEST, EV_PP_REPLY, EV_REJOIN, EV_CHECK_DONE } ev_kind;
+
+/* A proof-of-death check's outcome on its way back to the node that asked (EV_CHECK_DONE's data). */
+typedef struct check_done {
+	char name[FTL_NAME_MAX];
+	char addr[FTL_ADDR_MAX];
+	uint64_t generation;
+	ftl_swim_check_result result;
+} check_done;
 
 typedef struct sim_event {
 	int64_t at;
@@ -201,6 +209,30 @@ static void start_push_pull(ftl_sim *sim, int from, const ftl_swim_output *out)
 	heap_push(sim, ev);
 }
 
+/* A TCP connect to the checked address, as the kernels on both ends would answer it: a running node's
+ * kernel accepts (paused or not: the listening socket stays open), a crashed node's address refuses
+ * (its kernel is up, nothing listens), a partition or an address nobody holds is silent until the
+ * timeout. Loss is ignored (TCP retransmits within the timeout). */
+static void start_check(ftl_sim *sim, int from, const ftl_swim_output *out)
+{
+	int to = index_of_addr(out->to_addr);
+	check_done *d = calloc(1, sizeof(*d));
+	if (!d)
+		abort();
+	snprintf(d->name, sizeof(d->name), "%s", out->to_name);
+	snprintf(d->addr, sizeof(d->addr), "%s", out->to_addr);
+	d->generation = out->generation;
+	int64_t at = sim->now + out->timeout_us;
+	d->result = FTL_CHECK_NO_ANSWER;
+	if (to >= 0 && to < sim->n_nodes && is_reachable(sim, from, to) && is_reachable(sim, to, from)) {
+		d->result = sim->nodes[to].swim ? FTL_CHECK_ACCEPTED : FTL_CHECK_REFUSED;
+		at = sim->now + one_way_delay(sim, to, 0) + one_way_delay(sim, from, 0);
+		sim->stats.refusals += d->result == FTL_CHECK_REFUSED;
+	}
+	heap_push(sim, (sim_event){.at = at, .kind = EV_CHECK_DONE, .node = from, .life = sim->nodes[from].life,
+				   .len = sizeof(*d), .data = (uint8_t *)d});
+}
+
 /* Takes everything a node produced after a call into it. */
 static void drain(ftl_sim *sim, int i)
 {
@@ -211,6 +243,8 @@ static void drain(ftl_sim *sim, int i)
 	while (ftl_swim_next_output(nd->swim, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
 			send_datagram(sim, i, &out);
+		else if (out.kind == FTL_OUTPUT_CHECK)
+			start_check(sim, i, &out);
 		else
 			start_push_pull(sim, i, &out);
 	}
@@ -454,6 +488,14 @@ static void run_event(ftl_sim *sim, sim_event *ev)
 	case EV_PP_REPLY:
 		push_pull_leg(sim, ev);
 		break;
+	case EV_CHECK_DONE: {
+		const check_done *d = (const check_done *)ev->data;
+		if (nd->is_paused)
+			return; /* the check expires in the core */
+		ftl_swim_check_done(nd->swim, sim->now, d->name, d->generation, d->addr, d->result);
+		drain(sim, ev->node);
+		break;
+	}
 	case EV_REJOIN:
 		break;
 	}
@@ -526,6 +568,14 @@ void ftl_sim_leave(ftl_sim *sim, int i)
 		return;
 	ftl_swim_leave(sim->nodes[i].swim, sim->now);
 	drain(sim, i);
+}
+
+void ftl_sim_hint(ftl_sim *sim, int observer, int subject)
+{
+	if (!sim->nodes[observer].swim || sim->nodes[observer].is_paused)
+		return;
+	ftl_swim_hint(sim->nodes[observer].swim, sim->now, sim->nodes[subject].name);
+	drain(sim, observer);
 }
 
 void ftl_sim_restart(ftl_sim *sim, int i)

@@ -7,7 +7,9 @@
  *
  * Network model: every datagram is delayed by delay + uniform jitter (plus a per-link delay), dropped
  * with the uniform loss or a per-link loss, and dropped when the sender's group may not reach the
- * receiver's (partitions, one-way or two-way). Push-pull is reliable (TCP) but cut by partitions. Faults:
+ * receiver's (partitions, one-way or two-way). Push-pull is reliable (TCP) but cut by partitions. A
+ * proof-of-death check (a TCP connect) is accepted by a running or paused node, refused by a crashed
+ * node's address, and unanswered across a partition (the core's timeout). Faults:
  * crash (the instance is gone), pause (it stops processing: datagrams queue as in a socket buffer, up to
  * a limit, and are handled on resume), slow (every datagram to it is handled late), restart (same name,
  * next generation, joins through a live node), graceful leave. */
@@ -67,6 +69,8 @@ void ftl_sim_pause(ftl_sim *sim, int i);
 void ftl_sim_resume(ftl_sim *sim, int i);
 void ftl_sim_set_slow(ftl_sim *sim, int i, int64_t extra_delay_us);
 void ftl_sim_leave(ftl_sim *sim, int i);
+/* What a comm connection reset does in the agent: observer hints subject to its membership. */
+void ftl_sim_hint(ftl_sim *sim, int observer, int subject);
 /* Restarts a crashed (or running) node: same name, next generation, joins through a live node. */
 void ftl_sim_restart(ftl_sim *sim, int i);
 /* Adds a node that joins through a live node; returns its index or -1 when at capacity. */
@@ -91,6 +95,7 @@ int ftl_sim_running_count(const ftl_sim *sim, int except);
 typedef struct ftl_sim_stats {
 	uint64_t delivered, lost, blocked, to_dead;
 	uint64_t push_pulls;
+	uint64_t refusals;        /* proof-of-death checks answered with a refusal (a crashed node's address) */
 	uint64_t events_run;
 } ftl_sim_stats;
 const ftl_sim_stats *ftl_sim_get_stats(const ftl_sim *sim);

@@ -27,6 +27,7 @@ void ftl_watch_reset(ftl_watch *w, int subject, ftl_swim_event_type type)
 	w->subject = subject;
 	w->type = type;
 	w->subject_deaths = w->subject_lefts = 0;
+	memset(w->subject_deaths_by, 0, sizeof(w->subject_deaths_by));
 	for (int i = 0; i < w->capacity; i++)
 		w->seen_at[i] = -1;
 }
@@ -35,8 +36,9 @@ void ftl_watch_cb(void *ctx, ftl_sim *sim, int observer, const ftl_swim_event *e
 {
 	ftl_watch *w = ctx;
 	if (w->trace && strcmp(w->trace, ev->name) == 0)
-		fprintf(stderr, "trace %.4f %s: %s %s inc=%llu\n", (double)ev->at_us / 1e6, ftl_sim_name(sim, observer),
-			ftl_swim_event_type_strs[ev->type], ev->name, (unsigned long long)ev->incarnation);
+		fprintf(stderr, "trace %.4f %s: %s %s inc=%llu %s\n", (double)ev->at_us / 1e6, ftl_sim_name(sim, observer),
+			ftl_swim_event_type_strs[ev->type], ev->name, (unsigned long long)ev->incarnation,
+			ftl_death_reason_strs[ev->reason]);
 	int subject = atoi(ev->name + 1); /* simulator names are "n<index>" */
 	if (subject < 0 || subject >= w->capacity || observer >= w->capacity)
 		return;
@@ -44,6 +46,8 @@ void ftl_watch_cb(void *ctx, ftl_sim *sim, int observer, const ftl_swim_event *e
 		w->seen_at[observer] = ev->at_us;
 	if (subject == w->subject) {
 		w->subject_deaths += ev->type == FTL_EVENT_DEAD;
+		if (ev->type == FTL_EVENT_DEAD)
+			w->subject_deaths_by[ev->reason]++;
 		w->subject_lefts += ev->type == FTL_EVENT_LEFT;
 	}
 	if ((ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT) && !w->may_die[subject]) {

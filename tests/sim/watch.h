@@ -18,6 +18,7 @@ typedef struct ftl_watch {
 	int false_lefts;
 	const char *trace;           /* FTL_SIM_TRACE: a member whose every event is printed, or NULL */
 	int subject_deaths;          /* dead events about the subject, any observer */
+	int subject_deaths_by[FTL_DEATH_REASON_MAX]; /* ... by the path that declared it */
 	int subject_lefts;
 } ftl_watch;
 

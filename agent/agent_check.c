@@ -1,0 +1,114 @@
+/* Proof of death, the I/O half: the core asks (FTL_OUTPUT_CHECK) for a TCP connect to a member's
+ * advertised gossip address, where every agent listens for push-pull; we dial it without blocking,
+ * give up after the core's timeout, and hand back how it went (ftl_swim_check_done). Only a refusal
+ * (ECONNREFUSED: the kernel at that address has no listener on the port) carries meaning; the core
+ * decides what it proves (membership/swim_proof.c). An accepted connection is closed at once without a
+ * byte: the other side's push-pull server sees an empty exchange and drops it. */
+#include "agent_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "log.h"
+
+typedef struct check {
+	ftl_agent *a;
+	struct check *prev, *next; /* the agent's checks in flight, closed first when it stops */
+	uv_tcp_t tcp;
+	uv_timer_t timer;
+	uv_connect_t connect;
+	int open_handles;
+	bool is_done;
+	char name[FTL_NAME_MAX];
+	char addr[FTL_ADDR_MAX];
+	uint64_t generation;
+	int64_t started_us;
+} check;
+
+static void check_free(uv_handle_t *h)
+{
+	check *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->a->checks = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+}
+
+static void check_close(check *c)
+{
+	c->is_done = true;
+	uv_timer_stop(&c->timer);
+	uv_close((uv_handle_t *)&c->timer, check_free);
+	uv_close((uv_handle_t *)&c->tcp, check_free);
+}
+
+void ftl_agent_check_close_all(ftl_agent *a)
+{
+	for (check *c = a->checks; c; c = c->next)
+		if (!c->is_done)
+			check_close(c);
+}
+
+static void finish(check *c, ftl_swim_check_result result, int status)
+{
+	if (c->is_done)
+		return;
+	ftl_agent *a = c->a;
+	char fields[256];
+	snprintf(fields, sizeof(fields), "member=%s addr=%s result=\"%s\" took_ms=%.2f", c->name, c->addr,
+		 ftl_swim_check_result_strs[result], (double)(ftl_agent_now_us(a) - c->started_us) / 1000.0);
+	ftl_log(result == FTL_CHECK_REFUSED ? FTL_LOG_INFO : FTL_LOG_DEBUG, "membership", fields,
+		"checked the gossip port%s%s", status < 0 ? ": " : "", status < 0 ? uv_strerror(status) : "");
+	check_close(c);
+	ftl_swim_check_done(a->swim, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
+	ftl_agent_flush(a);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	check *c = req->data;
+	ftl_swim_check_result result = status == 0		    ? FTL_CHECK_ACCEPTED
+				       : status == UV_ECONNREFUSED ? FTL_CHECK_REFUSED
+								   : FTL_CHECK_NO_ANSWER;
+	finish(c, result, status);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	finish(t->data, FTL_CHECK_NO_ANSWER, UV_ETIMEDOUT);
+}
+
+void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out)
+{
+	struct sockaddr_storage to;
+	if (ftl_addr_parse_numeric(out->to_addr, &to) != 0)
+		return; /* not ours to prove: the core forgets the check when it expires */
+	check *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->a = a;
+	c->next = a->checks;
+	if (a->checks)
+		((check *)a->checks)->prev = c;
+	a->checks = c;
+	snprintf(c->name, sizeof(c->name), "%s", out->to_name);
+	snprintf(c->addr, sizeof(c->addr), "%s", out->to_addr);
+	c->generation = out->generation;
+	c->started_us = ftl_agent_now_us(a);
+	uv_tcp_init(&a->loop, &c->tcp);
+	uv_timer_init(&a->loop, &c->timer);
+	c->tcp.data = c->timer.data = c->connect.data = c;
+	c->open_handles = 2;
+	uint64_t timeout_ms = (uint64_t)((out->timeout_us + 999) / 1000);
+	uv_timer_start(&c->timer, on_timeout, timeout_ms ? timeout_ms : 1, 0);
+	/* Failing at once is never a refusal (that needs the peer's answer); the core lets the check expire.
+	 * Reporting here would re-enter ftl_agent_flush, which called us. */
+	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&to, on_connect) != 0)
+		check_close(c);
+}
