@@ -38,8 +38,10 @@ class Worker(Agent):
         self.started_at = time.time()
 
     def command(self):
-        """What start() runs: the training program (a subclass may run it elsewhere, e.g. in a pod)."""
-        return [self.cluster.agent_bin]
+        """What start() runs: the training program, a path or a command as a list (["python3",
+        "examples/torch_digits.py"]); a subclass may run it elsewhere, e.g. in a pod."""
+        program = self.cluster.agent_bin
+        return list(program) if isinstance(program, (list, tuple)) else [program]
 
     def records(self):
         """Every complete JSON line written so far (read incrementally)."""
