@@ -34,9 +34,9 @@ def start_job(job, n):
     workers are still finding each other)."""
     for i in range(n):
         job.add(f"w{i}")
-    took = job.wait_step(0, 30)
+    took = job.wait_step(0, 10 + job.start_timeout)
     together = job.wait(f"a step with all {n} workers", lambda: any(
-        r["world"] == n for w in job.workers() for r in w.steps()), 30)
+        r["world"] == n for w in job.workers() for r in w.steps()), 10 + job.start_timeout)
     print(f"{n} workers started; the first step completed after {took:.2f} s, the first with all {n} "
           f"{together:.2f} s later")
 

@@ -11,12 +11,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "agent"))
 import test_training as base  # noqa: E402
+from workers import TrainingJob  # noqa: E402
 
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "torch_digits.py")
 DIGITS_TRAIN = 1437  # load_digits' 1797 samples less the example's 20% test split
 # Longer steps than the C example's tests: a joining Python worker needs seconds to import torch, and
 # must arrive while the job still runs (80 ms x 250 steps: 20 s).
 base.JOB = {**base.JOB, "FTL_STEP_SLEEP_MS": 80}
+TrainingJob.start_timeout = 60  # importing torch takes seconds, more on a loaded machine
 
 
 def gated(scenario, workers):
