@@ -143,7 +143,8 @@ def main():
     p.add_argument("--ctl", required=True, help="the ftlctl binary")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--step-ms", type=int, default=50, help="pretend compute per step (FTL_STEP_SLEEP_MS)")
+    p.add_argument("--step-ms", type=int, help="pretend compute per step (FTL_STEP_SLEEP_MS; default 50, 100 with "
+                   "--torch, so the joiner, which imports torch first, arrives while the job runs)")
     p.add_argument("--kill-at", type=int, default=100, help="kill -9 a worker after this step")
     p.add_argument("--victim", default="w2")
     p.add_argument("--join-at", type=int, help="start a new worker after this step (default 200; 150 with "
@@ -155,6 +156,8 @@ def main():
         p.error("--train is needed (or --torch)")
     if args.join_at is None:
         args.join_at = 150 if args.torch else 200
+    if args.step_ms is None:
+        args.step_ms = 100 if args.torch else 50
     for var in ("FTL_GOSSIP_KEY", "FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_SEEDS", "FTL_ADVERTISE", "FTL_NAME"):
         os.environ.pop(var, None)
     demo = Demo(args)
