@@ -6,6 +6,9 @@ once while the job runs, and prints the job's progress and a summary. Exit statu
 surviving worker finished and, after every step, every rank held the same parameters (the digests of
 the JSON lines, see train_softmax.c). Start it with scripts/demo.sh, which builds what it needs.
 
+With --torch the workers run examples/torch_digits.py instead (PyTorch, an MLP on scikit-learn's digits,
+with this Python), which prints the same JSON lines.
+
 The processes are managed by the same harness the multi-process tests use (tests/agent/workers.py)."""
 
 import argparse
@@ -27,8 +30,10 @@ def say(text):
 class Demo:
     def __init__(self, args):
         self.args = args
-        self.job = TrainingJob(args.train, args.ctl, FTL_STEPS=args.steps, FTL_STEP_SLEEP_MS=args.step_ms,
-                               FTL_LOG_LEVEL="warn")
+        job_env = dict(FTL_STEPS=args.steps, FTL_STEP_SLEEP_MS=args.step_ms, FTL_LOG_LEVEL="warn")
+        if args.torch:  # a Python worker takes seconds to start: the first ones wait for the others
+            job_env["FTL_WAIT_WORKERS"] = args.workers
+        self.job = TrainingJob(program(args), args.ctl, **job_env)
         self.printed = -1          # the last step reported on
         self.world = None          # the world size in the last step seen
         self.started = time.monotonic()
@@ -38,7 +43,8 @@ class Demo:
         return time.monotonic() - self.started
 
     def start(self):
-        say(f"ftl demo: {self.args.workers} workers on 127.0.0.1, {self.args.steps} steps of softmax regression "
+        model = "a PyTorch MLP on scikit-learn's digits" if self.args.torch else "softmax regression"
+        say(f"ftl demo: {self.args.workers} workers on 127.0.0.1, {self.args.steps} steps of {model} "
             f"(run directory {self.job.dir})")
         say("  cluster key: a fresh one from `ftlctl keygen` (every packet is sealed with it)")
         for i in range(self.args.workers):
@@ -123,19 +129,35 @@ class Demo:
         return is_complete and is_equal
 
 
+def program(args):
+    """The workers' command: ftl-train-example, or the PyTorch example with this Python."""
+    if args.torch:
+        return [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_digits.py")]
+    return args.train
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--train", required=True, help="the ftl-train-example binary")
+    p.add_argument("--train", help="the ftl-train-example binary (not needed with --torch)")
+    p.add_argument("--torch", action="store_true", help="run examples/torch_digits.py (PyTorch) instead")
     p.add_argument("--ctl", required=True, help="the ftlctl binary")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--step-ms", type=int, default=50, help="pretend compute per step (FTL_STEP_SLEEP_MS)")
+    p.add_argument("--step-ms", type=int, help="pretend compute per step (FTL_STEP_SLEEP_MS; default 50, 100 with "
+                   "--torch, so the joiner, which imports torch first, arrives while the job runs)")
     p.add_argument("--kill-at", type=int, default=100, help="kill -9 a worker after this step")
     p.add_argument("--victim", default="w2")
-    p.add_argument("--join-at", type=int, default=200, help="start a new worker after this step")
+    p.add_argument("--join-at", type=int, help="start a new worker after this step (default 200; 150 with "
+                   "--torch, whose worker takes seconds to start)")
     p.add_argument("--every", type=int, default=20, help="print progress every this many steps")
     p.add_argument("--deadline", type=int, default=150, help="give up after this many seconds")
     args = p.parse_args()
+    if not args.torch and not args.train:
+        p.error("--train is needed (or --torch)")
+    if args.join_at is None:
+        args.join_at = 150 if args.torch else 200
+    if args.step_ms is None:
+        args.step_ms = 100 if args.torch else 50
     for var in ("FTL_GOSSIP_KEY", "FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_SEEDS", "FTL_ADVERTISE", "FTL_NAME"):
         os.environ.pop(var, None)
     demo = Demo(args)

@@ -3,6 +3,8 @@
 # ftlctl into build/ (FTL_BUILD_DIR) when needed, then runs examples/demo.py: 4 workers, one killed
 # with kill -9 partway, a new one joining later, a summary at the end. Arguments go to demo.py
 # (--help lists them). Exit status non-zero if a worker failed or the ranks' parameters differed.
+# --torch: the workers run examples/torch_digits.py (PyTorch) on libftl.so, with the Python of
+# FTL_PYTHON (the CMake setting's, else python3), which needs torch and scikit-learn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FTL_BUILD_DIR:-build}"
@@ -10,6 +12,14 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   scripts/install-deps.sh
   cmake -S . -B "$build" >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
 fi
-cmake --build "$build" --target ftl-train-example ftlctl -j"$(nproc)" >"$build/demo-build.log" 2>&1 \
+targets=(ftl-train-example ftlctl)
+python=python3
+if [[ " $* " == *" --torch "* ]]; then
+  targets+=(ftl)
+  python="${FTL_PYTHON:-$(sed -n 's/^FTL_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")}"
+  [ -x "$python" ] || python=python3
+  export FTL_LIBRARY="$PWD/$build/lib/libftl.so" PYTHONPATH="$PWD/python/src${PYTHONPATH:+:$PYTHONPATH}"
+fi
+cmake --build "$build" --target "${targets[@]}" -j"$(nproc)" >"$build/demo-build.log" 2>&1 \
   || { tail -40 "$build/demo-build.log"; exit 1; }
-exec python3 examples/demo.py --train "$build/examples/ftl-train-example" --ctl "$build/ctl/ftlctl" "$@"
+exec "$python" examples/demo.py --train "$build/examples/ftl-train-example" --ctl "$build/ctl/ftlctl" "$@"

@@ -36,9 +36,9 @@ def start_job(job, n):
     workers are still finding each other)."""
     for i in range(n):
         job.add(f"w{i}")
-    took = job.wait_step(0, 30)
+    took = job.wait_step(0, 10 + job.start_timeout)
     together = job.wait(f"a step with all {n} workers", lambda: any(
-        r["world"] == n for w in job.workers() for r in w.steps()), 30)
+        r["world"] == n for w in job.workers() for r in w.steps()), 10 + job.start_timeout)
     print(f"{n} workers started; the first step completed after {took:.2f} s, the first with all {n} "
           f"{together:.2f} s later")
 
@@ -180,10 +180,9 @@ def scenario_sigstop(train, ctl):
     assert back in groups[back["step"]], "w1's step after resuming is not the job's"
 
 
-def scenario_exactly_once(train, ctl):
-    """Within one data epoch with a kill -9 and a join, every sample index is used exactly once."""
-    size, batch = 6000, 16
-    steps = 170  # at 3 to 4 ranks of 16, one epoch of 6000 takes 94 to 125 steps
+def scenario_exactly_once(train, ctl, size=6000, batch=16, steps=170):
+    """Within one data epoch with a kill -9 and a join, every sample index is used exactly once.
+    (At 3 to 4 ranks of 16, one epoch of 6000 takes 94 to 125 steps; another program passes its own.)"""
     job = new_job(train, ctl, FTL_STEPS=steps,
                   **{**JOB, "FTL_DATA_SIZE": size, "FTL_BATCH": batch, "FTL_LOG_INDICES": 1})
     start_job(job, 4)
@@ -378,26 +377,21 @@ def show_logs():
             print(f"    last step line: {steps[-1] if steps else None}")
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--train", required=True, help="the ftl-train-example binary")
-    p.add_argument("--ctl", required=True)
-    p.add_argument("--limit", type=int, default=140, help="hard time limit in seconds")
-    p.add_argument("scenario")
-    args = p.parse_args()
+def run(name, scenario, train, ctl, limit):
+    """Runs one scenario under a hard time limit; 0 if it passed (test_torch_training.py runs its own)."""
     seed = int(os.environ.get("FTL_TEST_SEED", random.randrange(1 << 32)))
     rng.seed(seed)
     print(f"seed {seed} (FTL_TEST_SEED={seed} replays the random choices)")
     signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(AssertionError("hard time limit")))
-    signal.alarm(args.limit)
+    signal.alarm(limit)
     for var in ("FTL_GOSSIP_KEY", "FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_SEEDS", "FTL_ADVERTISE",
                 "FTL_MIN_WORKERS", "FTL_MAX_WORKERS", "FTL_STEPS", "FTL_LOG_INDICES"):
         os.environ.pop(var, None)
     started = time.monotonic()
     try:
-        globals()["scenario_" + args.scenario](args.train, args.ctl)
+        scenario(train, ctl)
     except Exception as e:
-        print(f"FAIL {args.scenario} after {time.monotonic() - started:.1f} s: {e}")
+        print(f"FAIL {name} after {time.monotonic() - started:.1f} s: {e}")
         show_logs()
         return 1
     finally:
@@ -405,8 +399,18 @@ def main():
             job.close()
     for job in jobs:
         shutil.rmtree(job.dir, ignore_errors=True)
-    print(f"PASS {args.scenario} in {time.monotonic() - started:.1f} s")
+    print(f"PASS {name} in {time.monotonic() - started:.1f} s")
     return 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--train", required=True, help="the ftl-train-example binary")
+    p.add_argument("--ctl", required=True)
+    p.add_argument("--limit", type=int, default=140, help="hard time limit in seconds")
+    p.add_argument("scenario")
+    args = p.parse_args()
+    return run(args.scenario, globals()["scenario_" + args.scenario], args.train, args.ctl, args.limit)
 
 
 if __name__ == "__main__":

@@ -38,8 +38,10 @@ class Worker(Agent):
         self.started_at = time.time()
 
     def command(self):
-        """What start() runs: the training program (a subclass may run it elsewhere, e.g. in a pod)."""
-        return [self.cluster.agent_bin]
+        """What start() runs: the training program, a path or a command as a list (["python3",
+        "examples/torch_digits.py"]); a subclass may run it elsewhere, e.g. in a pod."""
+        program = self.cluster.agent_bin
+        return list(program) if isinstance(program, (list, tuple)) else [program]
 
     def records(self):
         """Every complete JSON line written so far (read incrementally)."""
@@ -76,6 +78,7 @@ def is_step(r):
 class TrainingJob(Cluster):
     """Workers of one job: the same key, the same job settings (env), seeds pointing at live workers."""
     member_class = Worker
+    start_timeout = 20  # seconds a worker may take until its agent answers (a Python one imports torch first)
 
     def __init__(self, train_bin, ctl_bin, **job_env):
         super().__init__(train_bin, ctl_bin)
@@ -88,7 +91,7 @@ class TrainingJob(Cluster):
         seed = ",".join(live) if live else None
         w = super().add(name, seed=seed, start=start, **{**self.job_env, **extra})
         if start and not live:
-            self.wait(f"{name}'s agent answers", lambda: self.status(w) is not None, 20)
+            self.wait(f"{name}'s agent answers", lambda: self.status(w) is not None, self.start_timeout)
         return w
 
     def workers(self):

@@ -1,0 +1,26 @@
+"""ftl.torch: PyTorch on ftl. A DDP training loop becomes elastic in about three places:
+
+    state = ftl.torch.ElasticState(agent, model, optimizer, scheduler=scheduler)  # was: DDP(model)
+    grads = ftl.torch.GradientAverager(agent, model)                              # fused buckets, as DDP
+    agent.set_sampler(len(dataset), batch_per_rank, seed=0)                       # was: DistributedSampler
+
+    def step(info):
+        x, y = ftl.torch.batch(dataset, info)   # this rank's samples of the step
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        grads.average(samples=len(info.indices))  # the allreduce DDP did inside backward()
+        optimizer.step()                          # only after every collective succeeded
+    with agent:
+        while agent.job_status()["step"] < steps:
+            agent.execute(step)
+
+ElasticState makes the model and the optimizer job state (a joiner gets rank 0's), GradientAverager
+averages gradients over the current world, batch() fetches a step's samples from a Dataset, and
+lr_scaling() adapts the learning rate when the world size changes. python/README.md shows the diff.
+"""
+from ._buckets import GradientAverager
+from ._data import batch
+from ._lr import LRScaling, lr_scaling
+from ._state import ElasticState
+
+__all__ = ["ElasticState", "GradientAverager", "batch", "lr_scaling", "LRScaling"]

@@ -1,0 +1,23 @@
+"""A step's samples from a torch.utils.data Dataset: the indices ftl's elastic sampler chose for this rank.
+
+ftl decides which samples each rank uses (StepInfo.indices, from a global position that survives
+rescales), so a DistributedSampler and a DataLoader's own shuffling have no say: batch() fetches exactly
+those samples and collates them as a DataLoader would.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from torch.utils.data import default_collate
+
+
+def batch(dataset: Any, info: Any, collate_fn: Callable[[Sequence[Any]], Any] = default_collate) -> Optional[Any]:
+    """The collated samples dataset[i] for i in info.indices (a StepInfo), or None when this rank has no
+    samples in the step (the end of a data epoch can leave a rank without any; it must still take part
+    in the step's collectives, with zero samples)."""
+    indices = [int(i) for i in info.indices]
+    if not indices:
+        return None
+    fetch_many = getattr(dataset, "__getitems__", None)  # a Dataset may fetch a batch at once (Subset does)
+    samples = fetch_many(indices) if fetch_many else [dataset[i] for i in indices]
+    return collate_fn(samples)

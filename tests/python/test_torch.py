@@ -1,0 +1,163 @@
+"""Unit tests of ftl.torch on one worker (a real agent, a world of one): registration by reference,
+gradient buckets, the sampler's batches, the optimizer state a joiner loads, the learning-rate rule.
+    FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python -m pytest tests/python/test_torch.py"""
+import os
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from torch.utils.data import TensorDataset
+
+import ftl
+import ftl.torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+from cluster import free_port  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    a = ftl.Agent(name="solo", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path), insecure=True,
+                  log_level="warn")
+    yield a
+    a.close()
+
+
+def mlp(seed=0, hidden=16, dtype=torch.float32):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(8, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 3)).to(dtype)
+
+
+def recording(agent, method):
+    """Wraps agent.<method>, recording each call's first argument."""
+    calls, original = [], getattr(agent, method)
+
+    def wrapper(x, *args, **kwargs):
+        calls.append(x)
+        return original(x, *args, **kwargs)
+    setattr(agent, method, wrapper)
+    return calls
+
+
+def test_state_registers_parameters_and_buffers_by_reference(agent):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
+    registered = []
+    original = agent.register
+    agent.register = lambda name, t: (registered.append((name, t.data_ptr())), original(name, t))
+    ftl.torch.ElasticState(agent, model, torch.optim.SGD(model.parameters(), lr=0.1))
+    expected = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}
+    assert {ptr for _, ptr in registered} == expected
+    assert registered[0][0] == "model.0.weight"
+
+
+def test_state_packs_a_model_with_more_tensors_than_the_agent_takes(agent):
+    model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(40)])  # 80 tensors
+    registered = []
+    original = agent.register
+    agent.register = lambda name, t: (registered.append(t), original(name, t))
+    state = ftl.torch.ElasticState(agent, model)
+    assert len(registered) == 1
+    flat = registered[0]
+    start, end = flat.data_ptr(), flat.data_ptr() + flat.numel() * flat.element_size()
+    assert all(start <= p.data_ptr() < end for p in model.parameters())
+    with torch.no_grad():
+        flat.fill_(0.5)  # what a state sync from rank 0 does: the model sees it
+    assert all(bool((p == 0.5).all()) for p in model.parameters())
+    assert state.registered.keys() == {"model.packed.float32.cpu"}
+
+
+def test_buckets_fuse_gradients_into_few_allreduces(agent):
+    model = torch.nn.ModuleDict({"a": mlp(), "b": mlp(1, dtype=torch.float64), "unused": torch.nn.Linear(3, 3)})
+    n_params = len(list(model.parameters()))
+    fused = ftl.torch.GradientAverager(agent, model)
+    tiny = ftl.torch.GradientAverager(agent, model, bucket_cap_mb=200 / 2**20)  # ~200 bytes a bucket
+    assert len(fused.buckets) == 2  # one per dtype
+    assert 2 < len(tiny.buckets) < n_params
+    calls = recording(agent, "allreduce")
+    x = torch.randn(5, 8)
+    (model["a"](x).sum() + model["b"](x.double()).sum()).backward()  # "unused" gets no gradient: zeros
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    with agent:
+        total = agent.execute(lambda info: fused.average(samples=5))
+        assert len(calls) == len(fused.buckets) < n_params
+        assert total == 5.0
+        calls.clear()
+        agent.execute(lambda info: tiny.average())
+        assert len(calls) == len(tiny.buckets)
+    for n, p in model.named_parameters():  # a world of one: the average is the rank's own gradient
+        assert torch.allclose(p.grad, grads[n]) if n in grads else bool((p.grad == 0).all()), n
+
+
+def test_batch_collates_the_steps_indices():
+    data = TensorDataset(torch.arange(10.0).reshape(10, 1), torch.arange(10))
+    x, y = ftl.torch.batch(data, SimpleNamespace(indices=torch.tensor([7, 2, 5]).numpy()))
+    assert y.tolist() == [7, 2, 5] and x.shape == (3, 1)
+    assert ftl.torch.batch(data, SimpleNamespace(indices=[])) is None
+
+
+def test_lr_scaling_follows_the_world_size_and_a_joiner_agrees():
+    def info(step, epoch, world):
+        return SimpleNamespace(step=step, view_epoch=epoch, world_size=world)
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    linear = ftl.torch.lr_scaling(opt, 0.1, "linear", warmup_steps=4, base_world=2)
+    assert linear.target(4) == pytest.approx(0.2) and linear.target(1) == pytest.approx(0.05)
+    assert ftl.torch.lr_scaling(opt, 0.1, "sqrt", base_world=1).target(4) == pytest.approx(0.2)
+    assert ftl.torch.lr_scaling(opt, 0.1, None).target(8) == pytest.approx(0.1)
+    assert linear(info(0, 1, 2)) == pytest.approx(0.1)
+    ramp = [linear(info(s, 2, 4)) for s in range(10, 15)]  # world 2 -> 4 at step 10: 0.1 to 0.2 in 4 steps
+    assert ramp == pytest.approx([0.125, 0.15, 0.175, 0.2, 0.2])
+    # A joiner that arrives with the next view holds rank 0's lr (job state) and a fresh hook: same rates.
+    joiner_opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=opt.param_groups[0]["lr"])
+    joiner = ftl.torch.lr_scaling(joiner_opt, 0.1, "linear", warmup_steps=4, base_world=2)
+    for s in range(20, 25):
+        assert joiner(info(s, 3, 3)) == pytest.approx(linear(info(s, 3, 3)))
+    with pytest.raises(ValueError):
+        ftl.torch.lr_scaling(opt, 0.1, "cubic")
+
+
+def test_a_few_steps_on_one_worker_and_a_joiner_loads_adam_state(agent, tmp_path):
+    torch.manual_seed(3)
+    data = TensorDataset(torch.randn(64, 8), torch.randint(0, 3, (64,)))
+    model = mlp()
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    epochs = {"epoch": 0}
+    state = ftl.torch.ElasticState(agent, model, opt, counter=epochs)
+    grads = ftl.torch.GradientAverager(agent, model)
+    agent.set_sampler(len(data), 16, seed=1)
+    losses = []
+
+    def step(info):
+        x, y = ftl.torch.batch(data, info)
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        grads.average(samples=len(y))
+        opt.step()
+        losses.append(loss.item())
+        return info
+    with agent:
+        infos = [agent.execute(step) for _ in range(12)]
+    assert [i.step for i in infos] == list(range(12)) and infos[0].world_size == 1
+    assert sum(losses[-4:]) < sum(losses[:4])
+    assert len(opt.state) == len(list(model.parameters()))  # Adam's state exists now
+    state.extras["counter"] = {"epoch": 2}
+
+    # A joiner: the same program, its optimizer without state yet; it loads rank 0's bytes.
+    other = ftl.Agent(name="joiner", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path), insecure=True)
+    try:
+        joiner_model = mlp(seed=9)
+        joiner_opt = torch.optim.Adam(joiner_model.parameters(), lr=0.5)
+        joiner = ftl.torch.ElasticState(other, joiner_model, joiner_opt, counter={})
+        assert not joiner_opt.state and joiner.digest() != state.digest()
+        with torch.no_grad():  # what the sync of registered buffers does
+            for mine, theirs in zip(joiner.registered.values(), state.registered.values()):
+                mine.copy_(theirs)
+        joiner._load(state._save())
+        assert joiner.digest() == state.digest()
+        assert joiner_opt.param_groups[0]["lr"] == 0.01 and joiner.extras["counter"] == {"epoch": 2}
+        assert torch.equal(joiner_opt.state[joiner_model[0].weight]["exp_avg"], opt.state[model[0].weight]["exp_avg"])
+    finally:
+        other.close()

@@ -1,0 +1,81 @@
+"""Multi-process training tests of the PyTorch example (examples/torch_digits.py, real torch on the CPU):
+the scenarios of tests/agent/test_training.py (kill -9, join, SIGTERM leave, SIGSTOP, exactly-once
+sampling), run with the Python workers instead of ftl-train-example and judged the same way from their
+JSON lines, plus adam_joiner: Adam's state (in the digest) equal on a joiner, and the test accuracy the
+example must reach through a kill -9 and a join.
+    python test_torch_training.py --python PY --ctl PATH [--limit S] SCENARIO"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+import test_training as base  # noqa: E402
+from workers import TrainingJob  # noqa: E402
+
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "torch_digits.py")
+DIGITS_TRAIN = 1437  # load_digits' 1797 samples less the example's 20% test split
+# Longer steps than the C example's tests: a joining Python worker needs seconds to import torch, and
+# must arrive while the job still runs (80 ms x 250 steps: 20 s).
+base.JOB = {**base.JOB, "FTL_STEP_SLEEP_MS": 80}
+TrainingJob.start_timeout = 60  # importing torch takes seconds, more on a loaded machine
+
+
+def gated(scenario, workers):
+    """The scenario with its workers waiting for `workers` members before their first step: a Python worker
+    takes seconds to import torch, and the first one would otherwise train alone meanwhile (the C
+    example's workers are all up within a fraction of a second)."""
+    def run(train, ctl):
+        os.environ["FTL_WAIT_WORKERS"] = str(workers)  # the workers' environment is this one's
+        scenario(train, ctl)
+    return run
+
+
+def scenario_exactly_once(train, ctl):
+    # Batches of 2: an epoch of 1437 takes 180 to 240 steps at 4 to 3 ranks, so the kill (step 10 to 30)
+    # and the join (a joiner imports torch for a few seconds: some 100 steps later) fall in data epoch 0.
+    base.scenario_exactly_once(train, ctl, size=DIGITS_TRAIN, batch=2, steps=300)
+
+
+def scenario_adam_joiner(train, ctl):
+    """4 workers with Adam, a kill -9 and a join: the joiner's Adam moments (in the digest) equal the
+    others' from its first step on, and the job reaches the test accuracy expected of this data."""
+    steps = 300
+    job = base.new_job(train, ctl, FTL_STEPS=steps, FTL_OPTIMIZER="adam",
+                       **{**base.JOB, "FTL_BATCH": 32})
+    base.start_job(job, 4)
+    victim = f"w{base.rng.randrange(4)}"
+    job.wait_step(base.rng.randint(30, 90), 40)
+    job.kill(victim)
+    survivors = [w for w in job.workers() if w.name != victim]
+    job.wait("the survivors train with 3", lambda: any(r["world"] == 3 for w in survivors for r in w.steps()), 30)
+    job.add("w4")
+    joined = job.progress()
+    print(f"kill -9 {victim}; w4 started after step {joined}")
+    job.wait("w4 completes a step", lambda: job.agents["w4"].steps(), 40)
+    final = base.finish(job, survivors + [job.agents["w4"]])
+    groups = base.check_every_step(job, steps)
+    first = job.agents["w4"].steps()[0]
+    assert first["step"] > 0 and first in groups[first["step"]], "w4's first step is not the job's"
+    assert groups[first["step"]][0]["world"] == 4, "w4's first step did not run with 4 workers"
+    assert final["test_accuracy"] >= 0.95, f"test accuracy {final['test_accuracy']:.3f} < 0.95"
+
+
+SCENARIOS = {"kill9": gated(base.scenario_kill9, 4), "join": gated(base.scenario_join, 3),
+             "leave": gated(base.scenario_leave, 4), "sigstop": gated(base.scenario_sigstop, 4),
+             "exactly_once": gated(scenario_exactly_once, 4), "adam_joiner": gated(scenario_adam_joiner, 4)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--python", required=True, help="a Python with torch, scikit-learn and the ftl package")
+    p.add_argument("--ctl", required=True)
+    p.add_argument("--limit", type=int, default=170, help="hard time limit in seconds")
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = p.parse_args()
+    return base.run(f"torch_{args.scenario}", SCENARIOS[args.scenario], [args.python, EXAMPLE], args.ctl,
+                    args.limit)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
