@@ -27,6 +27,8 @@ static const char *const known_names[] = {
 	"FTL_CONTROL_SOCKET",
 	/* examples/train_softmax.c (the example and the demo set these on every worker) */
 	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
+	/* examples/torch_digits.py */
+	"FTL_OPTIMIZER", "FTL_LR",
 	/* the Python package (python/src/ftl/_lib.py) */
 	"FTL_LIBRARY",
 	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */

@@ -32,7 +32,7 @@ class Demo:
         self.args = args
         job_env = dict(FTL_STEPS=args.steps, FTL_STEP_SLEEP_MS=args.step_ms, FTL_LOG_LEVEL="warn")
         if args.torch:  # a Python worker takes seconds to start: the first ones wait for the others
-            job_env["FTL_WAIT_WORKERS"] = args.workers
+            job_env["FTL_EXPECTED_WORKERS"] = args.workers
         self.job = TrainingJob(program(args), args.ctl, **job_env)
         self.printed = -1          # the last step reported on
         self.world = None          # the world size in the last step seen

@@ -15,9 +15,9 @@ ftl makes them one job that survives kill -9, joins and leaves:
 
 Settings: the agent's and the job's FTL_* variables, and
   FTL_STEPS (300), FTL_BATCH samples per rank per step (32), FTL_STEP_SLEEP_MS extra time per step (0),
-  FTL_LOG_INDICES=1 (log each step attempt's indices), FTL_OPTIMIZER adam|sgd (adam), FTL_LR (0.005, for 4 workers),
-  FTL_WAIT_WORKERS: before its first step, wait (up to a minute) until this many members are alive, so
-  that at a job's start the first worker does not train alone while the others still import torch (0).
+  FTL_LOG_INDICES=1 (log each step attempt's indices), FTL_OPTIMIZER adam|sgd (adam), FTL_LR (0.005, for 4 workers).
+  Importing torch takes seconds: set FTL_EXPECTED_WORKERS to the number of workers a job starts with, so
+  that its first view waits for them rather than the first worker training alone.
 Output on stdout, one JSON object per line, as examples/train_softmax.c prints it (tests/agent/workers.py
 reads both): a line per completed step {"worker","step","rank","world","epoch","samples","loss",
 "accuracy","digest","t"} (digest: parameters and optimizer state, equal on every rank after every step),
@@ -140,15 +140,8 @@ class Trainer:
         emit({"worker": self.name, "final": True, "steps": steps, "test_loss": round(loss, 6),
               "test_accuracy": round(accuracy, 6), "digest": self.state.digest()})
 
-    def wait_for_workers(self, n, timeout=60.0):
-        """Waits until n members are alive (gossip's count: a running job's members count too)."""
-        deadline = time.monotonic() + timeout
-        while sum(m["status"] == "alive" for m in self.agent.members()) < n and time.monotonic() < deadline:
-            time.sleep(0.05)
-
     def run(self):
         """Trains until the job has done self.steps steps; returns the exit status."""
-        self.wait_for_workers(env_number("FTL_WAIT_WORKERS", 0))
         while (done := self.agent.job_status()["step"]) < self.steps:
             if signal.sigtimedwait(STOP_SIGNALS, 0) is not None:
                 print(f"torch_digits: {self.name}: stopping after step {done}: leaving the job", file=sys.stderr)

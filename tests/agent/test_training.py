@@ -217,7 +217,10 @@ def scenario_exactly_once(train, ctl, size=6000, batch=16, steps=170):
 
 
 def run_for_curve(train, ctl, steps, disrupt):
-    job = new_job(train, ctl, FTL_STEPS=steps, **{**JOB, "FTL_DATA_SIZE": 40000, "FTL_BATCH": 32})
+    # FTL_EXPECTED_WORKERS: both runs start as one view of 4 (on a loaded machine a worker that starts
+    # late would otherwise leave the first steps to a smaller world, and the first bins would differ).
+    job = new_job(train, ctl, FTL_STEPS=steps, FTL_EXPECTED_WORKERS=4,
+                  **{**JOB, "FTL_DATA_SIZE": 40000, "FTL_BATCH": 32})
     start_job(job, 4)
     among = disrupt(job)
     final = finish(job, among)

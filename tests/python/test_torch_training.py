@@ -26,7 +26,7 @@ def gated(scenario, workers):
     takes seconds to import torch, and the first one would otherwise train alone meanwhile (the C
     example's workers are all up within a fraction of a second)."""
     def run(train, ctl):
-        os.environ["FTL_WAIT_WORKERS"] = str(workers)  # the workers' environment is this one's
+        os.environ["FTL_EXPECTED_WORKERS"] = str(workers)  # the workers' environment is this one's
         scenario(train, ctl)
     return run
 
