@@ -315,6 +315,12 @@ class PodJob(TrainingJob):
         for pod in self.pods():
             self.net.set_side(pod.netns, 0)
 
+    def print_last_logs(self, lines=25):
+        """Each pod's exit status and last log lines: what a failed test shows."""
+        for pod in self.agents.values():
+            print(f"---- {pod.name} ({pod.ip}) exit {pod.proc.poll() if pod.proc else None}: last log lines")
+            print("\n".join(pod.log_text().splitlines()[-lines:]))
+
     def close(self):
         try:
             super().close()

@@ -105,9 +105,7 @@ def main():
         shutil.rmtree(job.dir, ignore_errors=True)
         return 0
     except BaseException:
-        for pod in job.agents.values():
-            print(f"---- {pod.name} ({pod.ip}) exit {pod.proc.poll() if pod.proc else None}: last log lines")
-            print("\n".join(pod.log_text().splitlines()[-25:]))
+        job.print_last_logs()
         raise
     finally:
         signal.alarm(0)
