@@ -7,7 +7,9 @@
    the death was declared by refusal (proof of death) or by a suspicion timeout.
 2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state.
 Prints one JSON line per figure (medians over --runs). Usage:
-  python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]"""
+  python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]
+--torch PYTHON runs examples/torch_digits.py under that interpreter instead of --train (set FTL_LIBRARY
+and PYTHONPATH=python/src as for the Python tests); its lines say program "torch", the C example's "c"."""
 
 import argparse
 import datetime
@@ -44,9 +46,17 @@ def first_after(events, t0, pred=lambda m: True):
     return min(times) if times else None
 
 
+def program(args):
+    """The training program: the C example, or the PyTorch one under --torch's interpreter."""
+    if args.torch:
+        return [args.torch, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")]
+    return args.train
+
+
 def one_kill(args, n, sig=signal.SIGKILL):
-    job = TrainingJob(args.train, args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
-                      FTL_MIN_WORKERS=2, FTL_LOG_LEVEL="info")
+    # FTL_EXPECTED_WORKERS: one view of n from the start (the PyTorch example takes seconds to import torch).
+    job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info")
     try:
         for i in range(n):
             job.add(f"w{i}")
@@ -80,8 +90,8 @@ def one_kill(args, n, sig=signal.SIGKILL):
 
 
 def one_join(args, n, extra_mb):
-    job = TrainingJob(args.train, args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
-                      FTL_MIN_WORKERS=2, FTL_EXTRA_STATE_MB=extra_mb, FTL_LOG_LEVEL="info")
+    job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_EXTRA_STATE_MB=extra_mb, FTL_LOG_LEVEL="info")
     try:
         for i in range(n):
             job.add(f"w{i}")
@@ -113,25 +123,31 @@ def report(figure, runs, **labels):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--train", required=True)
+    p.add_argument("--train")
+    p.add_argument("--torch", metavar="PYTHON", help="run examples/torch_digits.py with this interpreter")
     p.add_argument("--ctl", required=True)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--step-ms", type=int, default=20)
     p.add_argument("--only", choices=["kill", "stop", "join"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     args = p.parse_args()
+    if not args.train and not args.torch:
+        p.error("give --train (the C example) or --torch (an interpreter for the PyTorch example)")
+    kind = "torch" if args.torch else "c"
+    if args.torch:
+        TrainingJob.start_timeout = 60  # importing torch takes seconds, more on a loaded machine
     random.seed(args.runs)
     if args.only in (None, "kill"):
         for n in (int(x) for x in args.nodes.split(",")):
-            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train")
+            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train", program=kind)
     if args.only in (None, "stop"):
         for n in (int(x) for x in args.nodes.split(",")):
             report("sigstop_to_first_step", [one_kill(args, n, signal.SIGSTOP) for _ in range(args.runs)],
-                   nodes=n, profile="train")
+                   nodes=n, profile="train", program=kind)
     if args.only in (None, "join"):
         for mb in (1, 100):
             report("join_to_first_step", [one_join(args, 4, mb) for _ in range(max(2, args.runs // 2))],
-                   nodes=4, extra_state_mb=mb)
+                   nodes=4, extra_state_mb=mb, program=kind)
 
 
 if __name__ == "__main__":
