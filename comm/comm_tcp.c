@@ -1,5 +1,5 @@
 /* comm_tcp: the host backend's lifecycle. Creation allocates everything a collective needs (plan steps,
- * the reduction scratch segment, the abort eventfd) so that collectives never allocate; abort only writes
+ * the reduction scratch segment, the doubling stage, the abort eventfd) so that collectives never allocate; abort only writes
  * the eventfd, so it is safe from any thread and from a signal handler. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,7 +26,11 @@ static void tcp_destroy(struct ftl_comm *comm)
 		close(t->prev_fd);
 	if (t->wake_fd >= 0)
 		close(t->wake_fd);
+	for (int i = 0; i < t->n_links; i++)
+		if (t->link_fd[i] >= 0)
+			close(t->link_fd[i]);
 	free(t->addrs);
+	free(t->stage);
 	free(t->steps);
 	free(t->scratch);
 	free(t);
@@ -53,8 +57,18 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
 	t->steps = calloc(2 * (size_t)cfg->world_size, sizeof(*t->steps));
 	t->scratch = malloc(FTL_COMM_TCP_SEGMENT);
+	t->stage = malloc(FTL_COMM_TCP_STAGE);
+	if (cfg->world_size > 1) { /* the mesh links: fold partner and doubling partners */
+		ftl_comm_tcp_doubling_schedule(cfg->world_size, cfg->rank, &t->dbl);
+		if (t->dbl.fold_peer >= 0)
+			t->link_rank[t->n_links++] = t->dbl.fold_peer;
+		for (int k = 0; k < t->dbl.n_rounds; k++)
+			t->link_rank[t->n_links++] = t->dbl.partner[k];
+		for (int i = 0; i < t->n_links; i++)
+			t->link_fd[i] = -1;
+	}
 	ftl_err e;
-	if (t->wake_fd < 0 || t->addrs == NULL || t->steps == NULL || t->scratch == NULL)
+	if (t->wake_fd < 0 || t->addrs == NULL || t->steps == NULL || t->scratch == NULL || t->stage == NULL)
 		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory or file descriptors");
 	else
 		e = ftl_comm_tcp_connect(t, cfg, err, err_len);

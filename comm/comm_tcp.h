@@ -2,11 +2,17 @@
  *   comm_tcp.c             lifecycle: create, abort, destroy, the ops table
  *   comm_tcp_connect.c     bootstrap text, sockets and the ring handshake
  *   comm_tcp_engine.c      the pipelined stream engine: moves a plan of steps around the ring
- *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as plans
+ *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as ring plans; the allreduce choice
+ *   comm_tcp_doubling.c    allreduce by recursive doubling / halving over the mesh links (small, medium)
  *
  * Topology: a ring. Rank r sends to next = r+1 and receives from prev = r-1 over two persistent TCP
  * connections. Data flows one way only; the other direction of each connection carries failure notices
- * upstream, so one rank that sees a failure tells the whole ring within a few hops. */
+ * upstream, so one rank that sees a failure tells the whole ring within a few hops.
+ *
+ * Beside the ring, a few mesh links: one two-way connection to each recursive-doubling partner (r xor 2^k
+ * among the largest power of two of ranks, plus the fold partner of a non-power-of-two world), about
+ * log2(n) per rank. They carry the latency-bound allreduces: log2(n) rounds instead of the ring's
+ * 2(n-1) steps. Failure notices always travel on the ring, whatever algorithm is running. */
 #ifndef FTL_COMM_TCP_H
 #define FTL_COMM_TCP_H
 
@@ -18,6 +24,7 @@
 
 #define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
 #define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
+#define FTL_COMM_TCP_STAGE (256u << 10)   /* the largest allreduce recursive doubling may carry */
 
 /* One step of a plan: send a span to next and/or receive a span from prev. Sends go out in step order,
  * receives come in step order, and the two sides run concurrently, which is the pipeline. */
@@ -29,8 +36,37 @@ struct ftl_comm_tcp_step {
 	char *recv;           /* span to receive into, or NULL */
 	size_t recv_len;
 	const char *own;      /* NULL: receive straight into recv; else recv = own op incoming */
+	bool is_incoming_first; /* reduce as incoming op own: the lower rank's operand goes first */
 	bool is_final_reduce; /* FTL_AVG: divide what this step reduced by the world size */
 };
+
+/* The allreduce algorithms. comm_tcp_collectives.c picks one by size and world size (measured crossovers
+ * there); tests and benchmarks may force one. */
+enum ftl_comm_tcp_algo {
+	FTL_COMM_TCP_ALGO_AUTO,
+	FTL_COMM_TCP_ALGO_RING,     /* pipelined ring: bandwidth-optimal, 2(n-1) steps */
+	FTL_COMM_TCP_ALGO_DOUBLING, /* recursive doubling: whole buffer each round, log2(n) rounds */
+	FTL_COMM_TCP_ALGO_HALVING,  /* Rabenseifner: halving reduce-scatter + doubling all-gather */
+	FTL_COMM_TCP_ALGO_MAX
+};
+
+extern const char *const ftl_comm_tcp_algo_strs[FTL_COMM_TCP_ALGO_MAX];
+
+#define FTL_COMM_TCP_LINKS_MAX 17 /* log2(FTL_COMM_WORLD_MAX) doubling partners + a fold partner */
+
+/* Who a rank talks to in recursive doubling/halving. The world folds onto p = the largest power of two
+ * <= n: of the first 2(n-p) ranks, each even one hands its data to the odd one after it and sits out
+ * until the result comes back. The p that remain are renumbered v = 0..p-1 and pair v with v xor 2^k. */
+struct ftl_comm_tcp_doubling {
+	int fold_peer;         /* -1, or the rank we fold with */
+	bool is_folded_out;    /* we hand our data to fold_peer and wait for the result */
+	int p;                 /* ranks taking part in the rounds */
+	int n_rounds;          /* log2(p) */
+	int partner[FTL_COMM_TCP_LINKS_MAX]; /* real rank of the partner in round k (distance 2^k) */
+};
+
+/* Pure: the schedule of rank r in a world of n. */
+void ftl_comm_tcp_doubling_schedule(int n, int r, struct ftl_comm_tcp_doubling *out);
 
 /* The collectives, as named in headers and messages. */
 enum ftl_comm_tcp_kind {
@@ -56,7 +92,9 @@ struct ftl_comm_tcp_hdr {
 };
 
 struct ftl_comm_tcp_plan {
-	struct ftl_comm_tcp_hdr hdr; /* kind, dtype, op, root, count; the engine adds magic and seq */
+	struct ftl_comm_tcp_hdr hdr; /* kind, dtype, op, root, count, seq; the engine adds magic */
+	int out_fd, out_rank;        /* where the steps send: next, or a mesh link */
+	int in_fd, in_rank;          /* where they receive from: prev, or the same mesh link */
 	const struct ftl_comm_tcp_step *steps;
 	int n_steps;
 	ftl_comm_reduce_fn reduce;  /* for steps with own != NULL */
@@ -72,6 +110,12 @@ struct ftl_comm_tcp {
 	int wake_fd;                   /* eventfd that ftl_comm_abort writes */
 	uint32_t seq;                  /* next collective's sequence number */
 	char (*addrs)[FTL_COMM_ADDR_MAX]; /* every rank's address, for diagnostics */
+	struct ftl_comm_tcp_doubling dbl; /* our recursive-doubling schedule */
+	int link_rank[FTL_COMM_TCP_LINKS_MAX]; /* mesh links: the peer's rank ... */
+	int link_fd[FTL_COMM_TCP_LINKS_MAX];   /* ... and the two-way connection to it */
+	int n_links;
+	enum ftl_comm_tcp_algo forced;   /* AUTO unless a test or benchmark forces an algorithm */
+	char *stage;                     /* FTL_COMM_TCP_STAGE bytes: what a doubling round sends */
 	struct ftl_comm_tcp_step *steps; /* room for a plan: 2 * world_size steps */
 	char *scratch;                 /* one segment: incoming data waiting to be reduced */
 	unsigned char notice_in[16];   /* a notice from next, possibly partial */
@@ -94,8 +138,26 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 			     size_t err_len);
 
 /* comm_tcp_engine.c: runs a plan to completion or to the first failure (reported by ftl_comm_fail and
- * passed on to the rest of the ring). */
+ * passed on to the rest of the ring and the mesh links). */
 ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan);
+
+/* comm_tcp_collectives.c: a plan over the ring for one collective (a fresh sequence number). */
+struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
+						ftl_dtype dtype);
+
+/* comm_tcp_doubling.c: allreduce by recursive doubling (whole buffer per round; bytes <= FTL_COMM_TCP_STAGE)
+ * or by halving/doubling, over the mesh links. */
+ftl_err ftl_comm_tcp_allreduce_doubling(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+					ftl_dtype dtype, ftl_reduce_op op, bool is_halving);
+
+/* The mesh link to rank peer, or -1. */
+int ftl_comm_tcp_link_fd(const struct ftl_comm_tcp *t, int peer);
+
+/* The allreduce algorithm for bytes in a world of n (the measured crossovers). */
+enum ftl_comm_tcp_algo ftl_comm_tcp_choose(int n, size_t bytes);
+
+/* Forces an allreduce algorithm (AUTO: choose by size); for tests and benchmarks. */
+void ftl_comm_tcp_force_algo(struct ftl_comm *comm, enum ftl_comm_tcp_algo algo);
 
 /* comm_tcp_collectives.c */
 ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,

@@ -1,6 +1,7 @@
 /* comm_tcp_collectives: each collective as a plan of ring steps for comm_tcp_engine.
  *
- * Allreduce is the bandwidth-optimal ring: the buffer is cut into world_size chunks; in n-1 reduce-scatter
+ * Allreduce picks an algorithm by size and world size (ftl_comm_tcp_choose(), with the measured crossovers); the
+ * doubling and halving ones live in comm_tcp_doubling.c. The ring is the bandwidth-optimal one: the buffer is cut into world_size chunks; in n-1 reduce-scatter
  * steps every rank sends one chunk and reduces the one it receives, so each rank ends up owning one fully
  * reduced chunk; in n-1 all-gather steps the owned chunks go round and land straight in recvbuf. In every
  * step after the first a rank forwards exactly the chunk it received in the step before, which is what
@@ -25,11 +26,22 @@ static int mod(int a, int n)
 	return ((a % n) + n) % n;
 }
 
-static struct ftl_comm_tcp_plan plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
-					  ftl_dtype dtype)
+const char *const ftl_comm_tcp_algo_strs[FTL_COMM_TCP_ALGO_MAX] = {
+	[FTL_COMM_TCP_ALGO_AUTO] = "auto",
+	[FTL_COMM_TCP_ALGO_RING] = "ring",
+	[FTL_COMM_TCP_ALGO_DOUBLING] = "doubling",
+	[FTL_COMM_TCP_ALGO_HALVING] = "halving",
+};
+
+struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
+						ftl_dtype dtype)
 {
 	struct ftl_comm_tcp_plan p = {
-		.hdr = {.kind = kind, .dtype = (uint32_t)dtype, .count = count},
+		.hdr = {.kind = kind, .dtype = (uint32_t)dtype, .count = count, .seq = t->seq++},
+		.out_fd = t->next_fd,
+		.out_rank = ftl_comm_tcp_next(t),
+		.in_fd = t->prev_fd,
+		.in_rank = ftl_comm_tcp_prev(t),
 		.steps = t->steps,
 		.dtype = dtype,
 		.elem_size = ftl_dtype_size(dtype),
@@ -46,18 +58,12 @@ static void chunk(size_t count, int n, int c, size_t elem, size_t *off, size_t *
 	*len = (base + (uc < extra)) * elem;
 }
 
-ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			       ftl_dtype dtype, ftl_reduce_op op)
+static ftl_err ring_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+			      ftl_dtype dtype, ftl_reduce_op op)
 {
-	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
-	int n = comm->world_size, r = comm->rank;
+	int n = t->base.world_size, r = t->base.rank;
 	size_t elem = ftl_dtype_size(dtype);
-	if (n == 1) {
-		if (sendbuf != recvbuf)
-			memcpy(recvbuf, sendbuf, count * elem);
-		return FTL_OK;
-	}
-	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_ALLREDUCE, count, dtype);
+	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_ALLREDUCE, count, dtype);
 	p.hdr.op = (uint32_t)op;
 	p.reduce = ftl_comm_reduce_kernel(dtype, op);
 	p.divisor = op == FTL_AVG ? n : 1;
@@ -80,13 +86,70 @@ ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void 
 	return ftl_comm_tcp_run(t, &p);
 }
 
+/* Which allreduce for a size and world size. The crossovers are measured, on the 2-core loopback host that
+ * runs 2 and 4 ranks, busbw in GB/s, two runs each, interleaved (the host was shared and loaded, so the
+ * spread is wide; the ordering held in both runs where the figures below say so):
+ *   for r in 1 2; do for n in 2 4; do for a in ring doubling halving; do
+ *     build-rel/bench/comm/bench_comm_tcp $n $a; done; done; done
+ *                      ring          doubling      halving
+ *   4 ranks   4 KiB    0.021 0.017   0.075         0.024
+ *            64 KiB    0.212 0.149   0.529         0.472
+ *           256 KiB    0.474 0.231   0.786         0.818
+ *             1 MiB    0.413 0.187   (halving)     0.666
+ *             4 MiB    0.323 0.314   (halving)     0.244
+ *            16 MiB    0.341 0.487   (halving)     0.303
+ *   2 ranks   4 KiB    0.033 0.091   0.099 0.045   0.096 0.016
+ *            64 KiB    0.136 0.816   1.555 0.633   0.822 0.456
+ *           256 KiB    1.456 0.853   1.857 1.063   2.052 0.714
+ *             1 MiB    0.529 1.387   (halving)     2.105 0.796
+ *             4 MiB and up: within the noise of each other.
+ * So: doubling up to 64 KiB (latency: log2 n rounds), halving up to 2 MiB (the ring's bytes in 2 log2 n
+ * rounds), the pipelined ring beyond (it overlaps the reduction with the wire; halving's rounds do not).
+ * Worlds above 4 were not measured here (2 cores); doubling's bytes grow with log2 n, so its crossover can
+ * only move down there, and halving's advantage in rounds only grows. */
+enum ftl_comm_tcp_algo ftl_comm_tcp_choose(int n, size_t bytes)
+{
+	(void)n;
+	if (bytes <= (64u << 10))
+		return FTL_COMM_TCP_ALGO_DOUBLING;
+	if (bytes <= (2u << 20))
+		return FTL_COMM_TCP_ALGO_HALVING;
+	return FTL_COMM_TCP_ALGO_RING;
+}
+
+void ftl_comm_tcp_force_algo(struct ftl_comm *comm, enum ftl_comm_tcp_algo algo)
+{
+	((struct ftl_comm_tcp *)comm)->forced = algo;
+}
+
+ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			       ftl_dtype dtype, ftl_reduce_op op)
+{
+	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	size_t bytes = count * ftl_dtype_size(dtype);
+	if (comm->world_size == 1) {
+		if (sendbuf != recvbuf)
+			memcpy(recvbuf, sendbuf, bytes);
+		return FTL_OK;
+	}
+	switch (t->forced != FTL_COMM_TCP_ALGO_AUTO ? t->forced : ftl_comm_tcp_choose(comm->world_size, bytes)) {
+	case FTL_COMM_TCP_ALGO_DOUBLING:
+		/* Doubling sends from the staging buffer: beyond it, a forced doubling runs halving. */
+		return ftl_comm_tcp_allreduce_doubling(t, sendbuf, recvbuf, count, dtype, op, bytes > FTL_COMM_TCP_STAGE);
+	case FTL_COMM_TCP_ALGO_HALVING:
+		return ftl_comm_tcp_allreduce_doubling(t, sendbuf, recvbuf, count, dtype, op, true);
+	default:
+		return ring_allreduce(t, sendbuf, recvbuf, count, dtype, op);
+	}
+}
+
 ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
 {
 	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
 	int n = comm->world_size, r = comm->rank;
 	if (n == 1)
 		return FTL_OK;
-	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_BROADCAST, count, dtype);
+	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_BROADCAST, count, dtype);
 	p.hdr.root = root;
 	p.n_steps = 1;
 	size_t bytes = count * p.elem_size;
@@ -129,7 +192,7 @@ ftl_err ftl_comm_tcp_allgather(struct ftl_comm *comm, const void *sendbuf, void 
 		memcpy(own, sendbuf, bytes);
 	if (comm->world_size == 1)
 		return FTL_OK;
-	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_ALLGATHER, count, dtype);
+	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_ALLGATHER, count, dtype);
 	return gather_ring(t, &p, recvbuf, bytes);
 }
 
@@ -139,6 +202,6 @@ ftl_err ftl_comm_tcp_barrier(struct ftl_comm *comm)
 	if (comm->world_size == 1)
 		return FTL_OK;
 	/* One byte per rank; the scratch segment is idle outside allreduce and big enough for any world. */
-	struct ftl_comm_tcp_plan p = plan_init(t, FTL_COMM_TCP_BARRIER, 1, FTL_F32);
+	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_BARRIER, 1, FTL_F32);
 	return gather_ring(t, &p, t->scratch, 1);
 }

@@ -3,9 +3,10 @@
  * The bootstrap is every rank's data address, one "host:port" per line, in rank order. Rank r connects to
  * r+1 and accepts r-1 on its listening socket (the caller's, which outlives communicators, or one bound
  * here for the handshake). A connect never waits for an accept, so the ring forms without deadlock even
- * though every rank connects first. The connector says hello (comm id, rank, world size) and the acceptor
- * answers with an ack; a connection from a stale communicator or a stranger is refused and accepting goes
- * on, so a reused listening socket is safe. */
+ * though every rank connects first. The connector says hello (comm id, rank, world size, which link) and
+ * the acceptor answers with an ack; a connection from a stale communicator or a stranger is refused and
+ * accepting goes on, so a reused listening socket is safe. The mesh links (comm_tcp.h) form the same way:
+ * the lower rank of each pair connects, the higher one accepts. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -22,7 +23,7 @@
 
 #define HELLO_MAGIC 0x46544c48u /* "FTLH" */
 #define ACK_MAGIC 0x46544c41u   /* "FTLA" */
-#define HELLO_VERSION 1u
+#define HELLO_VERSION 2u /* 2: the link field */
 
 enum ack_status { ACK_OK, ACK_WRONG_COMM, ACK_WRONG_PEER };
 
@@ -32,6 +33,8 @@ struct hello {
 	uint64_t comm_id;
 	int32_t rank;
 	int32_t world_size;
+	int32_t link; /* -1: the ring (we are the acceptor's prev); else a mesh link */
+	int32_t pad;
 };
 
 struct ack {
@@ -257,8 +260,34 @@ static int listen_on(const char *addr, char *err, size_t err_len)
 	return fd;
 }
 
-/* Accepts one connection and answers its hello; the fd when it is prev of this communicator, else -1
- * (a stale communicator, a stranger, a connection that vanished: all closed). */
+/* The index of the mesh link to peer, or -1. */
+static int link_index(const struct ftl_comm_tcp *t, int peer)
+{
+	for (int i = 0; i < t->n_links; i++)
+		if (t->link_rank[i] == peer)
+			return i;
+	return -1;
+}
+
+int ftl_comm_tcp_link_fd(const struct ftl_comm_tcp *t, int peer)
+{
+	int i = link_index(t, peer);
+	return i >= 0 ? t->link_fd[i] : -1;
+}
+
+/* Is a hello from this rank on this link one we still wait for? */
+static bool is_expected(const struct ftl_comm_tcp *t, const struct hello *h)
+{
+	if (h->world_size != t->base.world_size)
+		return false;
+	if (h->link < 0)
+		return h->rank == ftl_comm_tcp_prev(t) && t->prev_fd < 0;
+	int i = link_index(t, h->rank);
+	return h->rank < t->base.rank && i >= 0 && t->link_fd[i] < 0;
+}
+
+/* Accepts one connection, answers its hello and files it (as prev, or as a mesh link); the fd, or -1 for a
+ * stale communicator, a stranger, a connection that vanished (all closed). */
 static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t deadline)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -275,10 +304,15 @@ static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t
 	struct ack a = {.magic = ACK_MAGIC, .status = ACK_OK};
 	if (h.comm_id != comm_id)
 		a.status = ACK_WRONG_COMM;
-	else if (h.rank != ftl_comm_tcp_prev(t) || h.world_size != t->base.world_size)
+	else if (!is_expected(t, &h))
 		a.status = ACK_WRONG_PEER;
-	if (exchange_all(fd, &a, sizeof(a), true, deadline) == 0 && a.status == ACK_OK)
+	if (exchange_all(fd, &a, sizeof(a), true, deadline) == 0 && a.status == ACK_OK) {
+		if (h.link < 0)
+			t->prev_fd = fd;
+		else
+			t->link_fd[link_index(t, h.rank)] = fd;
 		return fd;
+	}
 	close(fd);
 	return -1;
 }
@@ -291,17 +325,22 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 	struct pollfd p = {.fd = lfd, .events = POLLIN};
 	for (int i = 0; i < 64 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN); i++) {
 		int fd = accept_one(t, lfd, comm_id, ftl_comm_now_ms() + 200);
-		if (fd >= 0)
-			close(fd);
+		if (fd < 0)
+			continue;
+		close(fd); /* and forget it wherever accept_one filed it */
+		if (t->prev_fd == fd)
+			t->prev_fd = -1;
+		for (int k = 0; k < t->n_links; k++)
+			if (t->link_fd[k] == fd)
+				t->link_fd[k] = -1;
 	}
 }
 
-/* Reads next's answer to our hello. */
-static ftl_err read_ack(struct ftl_comm_tcp *t, int64_t deadline, char *err, size_t err_len)
+/* Reads the answer to our hello on fd from rank next. */
+static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int next, int64_t deadline, char *err, size_t err_len)
 {
-	int next = ftl_comm_tcp_next(t);
 	struct ack a;
-	if (exchange_all(t->next_fd, &a, sizeof(a), false, deadline) < 0 || a.magic != ACK_MAGIC)
+	if (exchange_all(fd, &a, sizeof(a), false, deadline) < 0 || a.magic != ACK_MAGIC)
 		return ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) did not accept our connection: %s",
 					 next, t->addrs[next], a.magic != ACK_MAGIC ? "bad answer" : strerror(errno));
 	if (a.status != ACK_OK)
@@ -310,6 +349,33 @@ static ftl_err read_ack(struct ftl_comm_tcp *t, int64_t deadline, char *err, siz
 					 a.status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
 								    : "it expects another rank or world size");
 	return FTL_OK;
+}
+
+/* Connects to rank peer and says hello on the given link; the fd, or -1 with err filled. */
+static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int64_t deadline,
+		char *err, size_t err_len)
+{
+	int fd = connect_to(t->addrs[peer], deadline, err, err_len);
+	if (fd < 0)
+		return -1;
+	struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
+			  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
+	if (exchange_all(fd, &h, sizeof(h), true, deadline) < 0) {
+		ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s", peer,
+				  t->addrs[peer], strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Connections still to accept: prev, and the mesh links from lower ranks. */
+static int accepts_left(const struct ftl_comm_tcp *t)
+{
+	int left = t->prev_fd < 0;
+	for (int i = 0; i < t->n_links; i++)
+		left += t->link_rank[i] < t->base.rank && t->link_fd[i] < 0;
+	return left;
 }
 
 ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
@@ -325,47 +391,58 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	if (lfd < 0)
 		return FTL_ERR_SYSTEM;
 
+	/* Dial next (the ring) and the higher mesh partners; out[0] is next. */
+	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0;
+	bool is_acked[1 + FTL_COMM_TCP_LINKS_MAX] = {false};
 	e = FTL_ERR_TIMEOUT;
-	t->next_fd = connect_to(t->addrs[next], deadline, err, err_len);
+	t->next_fd = dial(t, cfg, next, -1, deadline, err, err_len);
 	if (t->next_fd < 0)
 		goto out;
-	struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
-			  .rank = rank, .world_size = cfg->world_size};
-	if (exchange_all(t->next_fd, &h, sizeof(h), true, deadline) < 0) {
-		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s",
-				      next, t->addrs[next], strerror(errno));
-		goto out;
+	out_fd[n_out] = t->next_fd;
+	out_peer[n_out++] = next;
+	for (int i = 0; i < t->n_links; i++) {
+		if (t->link_rank[i] < rank)
+			continue;
+		t->link_fd[i] = dial(t, cfg, t->link_rank[i], i, deadline, err, err_len);
+		if (t->link_fd[i] < 0)
+			goto out;
+		out_fd[n_out] = t->link_fd[i];
+		out_peer[n_out++] = t->link_rank[i];
 	}
-	/* Wait for both: prev's connection on the listener, and next's answer (a refusal fails at once). */
-	bool is_acked = false;
-	while (!is_acked || t->prev_fd < 0) {
-		struct pollfd fds[2] = {
-			{.fd = t->prev_fd < 0 ? lfd : -1, .events = POLLIN},
-			{.fd = is_acked ? -1 : t->next_fd, .events = POLLIN},
-		};
-		int rc = poll(fds, 2, remaining_ms(deadline));
+	/* Wait for all: the lower ranks' connections on the listener, and every answer (a refusal fails at once). */
+	while (n_acked < n_out || accepts_left(t) > 0) {
+		struct pollfd fds[2 + FTL_COMM_TCP_LINKS_MAX];
+		fds[0] = (struct pollfd){.fd = accepts_left(t) > 0 ? lfd : -1, .events = POLLIN};
+		for (int i = 0; i < n_out; i++)
+			fds[1 + i] = (struct pollfd){.fd = is_acked[i] ? -1 : out_fd[i], .events = POLLIN};
+		int rc = poll(fds, (nfds_t)(1 + n_out), remaining_ms(deadline));
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc <= 0) {
 			e = ftl_comm_fail_buf(err, err_len, rc == 0 ? FTL_ERR_TIMEOUT : FTL_ERR_SYSTEM,
-					      "%s within %d ms", !is_acked ? "next rank did not answer our hello"
-									   : "prev rank did not connect",
+					      "%s within %d ms", n_acked < n_out ? "a peer did not answer our hello"
+										 : "a peer did not connect",
 					      cfg->connect_timeout_ms);
 			if (rc == 0 && t->prev_fd < 0)
 				ftl_comm_fail_buf(err, err_len, FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us in time",
 						  prev, t->addrs[prev]);
 			goto out;
 		}
-		if (fds[1].revents != 0) {
-			if ((e = read_ack(t, deadline, err, err_len)) != FTL_OK)
+		for (int i = 0; i < n_out; i++) {
+			if (fds[1 + i].revents == 0)
+				continue;
+			if ((e = read_ack(t, out_fd[i], out_peer[i], deadline, err, err_len)) != FTL_OK)
 				goto out;
-			is_acked = true;
+			is_acked[i] = true;
+			n_acked++;
 		}
 		if (fds[0].revents != 0)
-			t->prev_fd = accept_one(t, lfd, cfg->comm_id, deadline);
+			accept_one(t, lfd, cfg->comm_id, deadline);
 	}
 	tune_socket(t->next_fd, user_timeout);
 	tune_socket(t->prev_fd, user_timeout);
+	for (int i = 0; i < t->n_links; i++)
+		tune_socket(t->link_fd[i], user_timeout);
 	e = FTL_OK;
 out:
 	if (lfd != cfg->listen_fd)

@@ -7,13 +7,18 @@
  * as soon as the bytes it needs have landed (the gate). So a segment is on the wire, in the kernel and
  * being reduced at the same time, and a 2(n-1)-step ring allreduce is one pipelined stream.
  *
+ * A plan runs on the ring (send to next, receive from prev) or on one mesh link (both ways on one
+ * connection, for the doubling rounds); either way next's connection is watched for failure notices.
+ * The header goes out in the same system call as the first data, so a small collective costs the
+ * receiver one wake-up, not two.
+ *
  * Failure handling, the part that keeps the promise "never hangs":
  * - a deadline per call; poll() never sleeps past it;
  * - ftl_comm_abort() writes an eventfd that is in every poll();
  * - a rank that fails tells prev with a 16-byte notice on the otherwise idle reverse direction of their
  *   connection, and prev passes it on: the news travels upstream around the ring;
- * - unless it merely timed out, it also shuts its sending side down, so next sees the stream end at once:
- *   the news travels downstream too. (After a timeout everyone is waiting anyway and times out at its own
+ * - unless it merely timed out, it also shuts its sending sides down (to next and on every mesh link),
+ *   so whoever waits on it sees the stream end at once: the news travels downstream and across too. (After a timeout everyone is waiting anyway and times out at its own
  *   deadline; closing would turn their "timed out" into "peer lost".)
  * The peer a rank sees die (reset, close, TCP user timeout) goes to the peer_reset hook as well. */
 #include <errno.h>
@@ -21,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "comm_tcp.h"
@@ -56,7 +62,10 @@ struct engine {
 	size_t recv_off;     /* bytes of the current receive step off the wire */
 	size_t done_off;     /* ... of which landed in the destination (reduced, when reducing) */
 	size_t pending;      /* bytes waiting in scratch: recv_off - done_off */
-	bool is_next_closed; /* next shut down after we sent it everything: fine, stop listening */
+	bool is_next_closed; /* next shut down after we sent it everything (or, on a mesh plan, next is none
+	                      * of our business but its notices): fine, stop listening */
+	bool is_on_ring;     /* the plan sends to next; else on a mesh link, next_fd only carries notices */
+	bool is_prev_quiet;  /* mesh plan: stop watching prev (it is ahead of us, or gone) */
 };
 
 static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
@@ -66,12 +75,21 @@ static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int
 		(void)send(t->prev_fd, &n, sizeof(n), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/* Closes our sending sides, so that whoever waits on us sees the end of the stream at once. */
+static void shut_sending(struct ftl_comm_tcp *t)
+{
+	if (t->next_fd >= 0)
+		shutdown(t->next_fd, SHUT_WR);
+	for (int i = 0; i < t->n_links; i++)
+		shutdown(t->link_fd[i], SHUT_WR);
+}
+
 /* Tells the ring and returns err; the message is already recorded. */
 static ftl_err spread(struct engine *e, ftl_err err, int origin, int subject)
 {
 	notify_upstream(e->t, err, origin, subject);
-	if (err != FTL_ERR_TIMEOUT && e->t->next_fd >= 0)
-		shutdown(e->t->next_fd, SHUT_WR);
+	if (err != FTL_ERR_TIMEOUT)
+		shut_sending(e->t);
 	return err;
 }
 
@@ -118,8 +136,8 @@ static ftl_err on_notice(struct engine *e, const struct notice *n)
 	}
 	/* Pass it on unchanged: the origin and subject stay what they were. */
 	notify_upstream(t, (ftl_err)n->err, n->origin, n->subject);
-	if (err != FTL_ERR_TIMEOUT && t->next_fd >= 0)
-		shutdown(t->next_fd, SHUT_WR);
+	if (err != FTL_ERR_TIMEOUT)
+		shut_sending(t);
 	return err;
 }
 
@@ -156,14 +174,14 @@ static int take_notice(struct ftl_comm_tcp *t, struct notice *out, ssize_t *n_ou
 }
 
 /* EOF or a socket error while talking to peer. A rank that gave up after a failure elsewhere closes its
- * sending side, so an EOF from prev often has an explanation on its way from next (the notice going
- * round upstream). Wait a moment for it: it names the rank really lost and keeps a live rank out of the
- * peer_reset hook. A reset or an EOF from next needs no wait. */
-static ftl_err io_failed(struct engine *e, int peer, ssize_t n)
+ * sending sides, so an EOF from prev or a mesh partner often has an explanation on its way from next (the
+ * notice going round upstream). Wait a moment for it: it names the rank really lost and keeps a live rank
+ * out of the peer_reset hook. A reset or an EOF from next needs no wait. */
+static ftl_err io_failed(struct engine *e, int peer, ssize_t n, bool is_from_next)
 {
 	struct ftl_comm_tcp *t = e->t;
 	int saved = errno;
-	int64_t until = ftl_comm_now_ms() + (n == 0 && peer == ftl_comm_tcp_prev(t) ? NOTICE_GRACE_MS : 0);
+	int64_t until = ftl_comm_now_ms() + (n == 0 && !is_from_next ? NOTICE_GRACE_MS : 0);
 	while (t->next_fd >= 0 && !e->is_next_closed) {
 		struct notice note;
 		ssize_t m;
@@ -192,11 +210,11 @@ static ftl_err read_from_next(struct engine *e)
 		return on_notice(e, &note);
 	if (rc == 0)
 		return FTL_OK;
-	if (is_sending_done(e)) { /* it has everything it needs from us and left */
+	if (is_sending_done(e) || !e->is_on_ring) { /* it has everything it needs from us and left */
 		e->is_next_closed = true;
 		return FTL_OK;
 	}
-	return io_failed(e, ftl_comm_tcp_next(e->t), n);
+	return io_failed(e, ftl_comm_tcp_next(e->t), n, true);
 }
 
 /* How many bytes of step g's receive have landed. */
@@ -213,7 +231,7 @@ static ftl_err check_header(struct engine *e)
 		return FTL_OK;
 	struct ftl_comm_tcp *t = e->t;
 	const struct ftl_comm_tcp_hdr *a = &e->hdr_in, *b = &e->hdr_out;
-	int prev = ftl_comm_tcp_prev(t);
+	int prev = e->p->in_rank;
 	if (a->magic != HDR_MAGIC || a->kind >= FTL_COMM_TCP_KIND_MAX || a->dtype >= FTL_DTYPE_MAX)
 		ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) sent garbage instead of a %s header",
 			      prev, t->addrs[prev], e->what);
@@ -234,7 +252,10 @@ static void reduce_pending(struct engine *e, const struct ftl_comm_tcp_step *s)
 	if (bytes == 0)
 		return;
 	size_t n = bytes / e->p->elem_size;
-	e->p->reduce(s->recv + e->done_off, s->own + e->done_off, e->t->scratch, n);
+	if (s->is_incoming_first)
+		e->p->reduce(s->recv + e->done_off, e->t->scratch, s->own + e->done_off, n);
+	else
+		e->p->reduce(s->recv + e->done_off, s->own + e->done_off, e->t->scratch, n);
 	if (s->is_final_reduce && e->p->divisor > 1)
 		ftl_comm_reduce_divide(s->recv + e->done_off, n, e->p->dtype, e->p->divisor);
 	e->done_off += bytes;
@@ -245,7 +266,7 @@ static void reduce_pending(struct engine *e, const struct ftl_comm_tcp_step *s)
 static ftl_err pump_recv(struct engine *e, bool *progressed)
 {
 	struct ftl_comm_tcp *t = e->t;
-	int fd = t->prev_fd, prev = ftl_comm_tcp_prev(t);
+	int fd = e->p->in_fd, prev = e->p->in_rank;
 	size_t budget = RECV_BUDGET;
 	while (!is_receiving_done(e) && budget > 0) {
 		const struct ftl_comm_tcp_step *s = e->recv_step < e->p->n_steps ? &e->p->steps[e->recv_step] : NULL;
@@ -274,7 +295,7 @@ static ftl_err pump_recv(struct engine *e, bool *progressed)
 			return FTL_OK;
 		}
 		if (n <= 0)
-			return io_failed(e, prev, n);
+			return io_failed(e, prev, n, false);
 		*progressed = true;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
 		if (e->hdr_in_len < sizeof(e->hdr_in)) {
@@ -309,45 +330,74 @@ static size_t sendable(const struct engine *e)
 	return ready;
 }
 
+/* Sends what may go now: the rest of the header and/or data of the current step, in one call. */
 static ftl_err pump_send(struct engine *e, bool *progressed)
 {
-	struct ftl_comm_tcp *t = e->t;
-	int next = ftl_comm_tcp_next(t);
+	int peer = e->p->out_rank;
 	while (!is_sending_done(e)) {
-		const char *src;
-		size_t len;
-		if (e->hdr_out_len < sizeof(e->hdr_out)) {
-			src = (const char *)&e->hdr_out + e->hdr_out_len;
-			len = sizeof(e->hdr_out) - e->hdr_out_len;
-		} else if (e->send_off == e->p->steps[e->send_step].send_len) {
+		struct iovec iov[2];
+		int n_iov = 0;
+		size_t hdr_left = sizeof(e->hdr_out) - e->hdr_out_len;
+		if (hdr_left > 0)
+			iov[n_iov++] = (struct iovec){(char *)&e->hdr_out + e->hdr_out_len, hdr_left};
+		if (e->send_step < e->p->n_steps && e->send_off == e->p->steps[e->send_step].send_len) {
 			e->send_step++;
 			e->send_off = 0;
 			continue;
-		} else {
-			len = sendable(e);
-			if (len == 0)
-				return FTL_OK;
-			src = e->p->steps[e->send_step].send + e->send_off;
 		}
-		ssize_t n = send(t->next_fd, src, len < IO_MAX ? len : IO_MAX, MSG_DONTWAIT | MSG_NOSIGNAL);
+		size_t len = e->send_step < e->p->n_steps ? sendable(e) : 0;
+		if (len > 0)
+			iov[n_iov++] = (struct iovec){(char *)e->p->steps[e->send_step].send + e->send_off,
+						      len < IO_MAX ? len : IO_MAX};
+		if (n_iov == 0)
+			return FTL_OK;
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		ssize_t n = sendmsg(e->p->out_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return FTL_OK;
 		if (n <= 0)
-			return io_failed(e, next, n);
+			return io_failed(e, peer, n, e->is_on_ring);
 		*progressed = true;
-		if (e->hdr_out_len < sizeof(e->hdr_out))
-			e->hdr_out_len += (size_t)n;
-		else
-			e->send_off += (size_t)n;
+		size_t sent = (size_t)n, to_hdr = sent < hdr_left ? sent : hdr_left;
+		e->hdr_out_len += to_hdr;
+		e->send_off += sent - to_hdr;
 	}
 	return FTL_OK;
+}
+
+/* A mesh plan, and prev has sent something on the ring. If it is the header of this very collective, prev
+ * runs it on the ring while we run it on the mesh: the ranks disagree about the call (different sizes or
+ * kinds pick different algorithms), and without this both sides would wait for their deadline. A header
+ * of a later collective means prev is ahead of us: fine. */
+static ftl_err check_prev(struct engine *e)
+{
+	struct ftl_comm_tcp *t = e->t;
+	struct ftl_comm_tcp_hdr h;
+	ssize_t n = recv(t->prev_fd, &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return FTL_OK;
+	if (n > 0 && (size_t)n < sizeof(h))
+		return FTL_OK; /* the rest is on its way */
+	if (n <= 0 || h.magic != HDR_MAGIC || h.seq != e->hdr_out.seq) {
+		e->is_prev_quiet = true;
+		return FTL_OK;
+	}
+	int prev = ftl_comm_tcp_prev(t);
+	const struct ftl_comm_tcp_hdr *b = &e->hdr_out;
+	ftl_comm_fail(&t->base, FTL_ERR_INVALID, true,
+		      "mismatched collectives: rank %d called %s(count %llu, %s) as call #%u on the ring, rank %d "
+		      "called %s(count %llu, %s) as call #%u on the mesh", prev,
+		      h.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[h.kind] : "?", (unsigned long long)h.count,
+		      h.dtype < FTL_DTYPE_MAX ? ftl_dtype_strs[h.dtype] : "?", h.seq, t->base.rank,
+		      ftl_comm_tcp_kind_strs[b->kind], (unsigned long long)b->count, ftl_dtype_strs[b->dtype], b->seq);
+	return spread(e, FTL_ERR_INVALID, t->base.rank, prev);
 }
 
 static ftl_err timed_out(struct engine *e)
 {
 	struct ftl_comm_tcp *t = e->t;
 	bool is_recv_waiting = !is_receiving_done(e);
-	int peer = is_recv_waiting ? ftl_comm_tcp_prev(t) : ftl_comm_tcp_next(t);
+	int peer = is_recv_waiting ? e->p->in_rank : e->p->out_rank;
 	ftl_comm_fail(&t->base, FTL_ERR_TIMEOUT, true, "%s timed out after %d ms waiting %s rank %d (%s)", e->what,
 		      t->base.timeout_ms, is_recv_waiting ? "for data from" : "to send to", peer, t->addrs[peer]);
 	return spread(e, FTL_ERR_TIMEOUT, t->base.rank, peer);
@@ -367,18 +417,25 @@ static ftl_err wait_for_io(struct engine *e, int64_t deadline)
 	if (left <= 0)
 		return timed_out(e);
 	bool want_send = !is_sending_done(e) && (e->hdr_out_len < sizeof(e->hdr_out) || sendable(e) > 0);
-	struct pollfd fds[3] = {
+	bool want_recv = !is_receiving_done(e);
+	/* On the ring: next (notices in, data out) and prev (data in). On a link: next (notices) and the link. */
+	struct pollfd fds[4] = {
 		{.fd = t->wake_fd, .events = POLLIN},
-		{.fd = e->is_next_closed ? -1 : t->next_fd, .events = (short)(POLLIN | (want_send ? POLLOUT : 0))},
-		{.fd = is_receiving_done(e) ? -1 : t->prev_fd, .events = POLLIN},
+		{.fd = e->is_next_closed ? -1 : t->next_fd,
+		 .events = (short)(POLLIN | (want_send && e->is_on_ring ? POLLOUT : 0))},
+		{.fd = e->is_on_ring ? (want_recv ? e->p->in_fd : -1) : (want_send || want_recv ? e->p->in_fd : -1),
+		 .events = (short)((want_recv ? POLLIN : 0) | (want_send && !e->is_on_ring ? POLLOUT : 0))},
+		{.fd = e->is_on_ring || e->is_prev_quiet ? -1 : t->prev_fd, .events = POLLIN},
 	};
-	int rc = poll(fds, 3, left > 1000000 ? 1000000 : (int)left);
+	int rc = poll(fds, 4, left > 1000000 ? 1000000 : (int)left);
 	if (rc < 0 && errno != EINTR)
 		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, true, "%s: poll: %s", e->what, strerror(errno));
 	if (rc <= 0)
 		return FTL_OK; /* the caller re-checks the deadline and the abort flag */
 	if (fds[0].revents != 0 || atomic_load(&t->base.is_aborted))
 		return aborted(e);
+	if (fds[3].revents != 0 && check_prev(e) != FTL_OK)
+		return t->base.broken;
 	if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
 		return read_from_next(e);
 	return FTL_OK;
@@ -386,10 +443,9 @@ static ftl_err wait_for_io(struct engine *e, int64_t deadline)
 
 ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan)
 {
-	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr};
+	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr, .is_on_ring = plan->out_fd == t->next_fd};
 	e.what = plan->hdr.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[plan->hdr.kind] : "collective";
 	e.hdr_out.magic = HDR_MAGIC;
-	e.hdr_out.seq = t->seq++;
 	int64_t deadline = ftl_comm_now_ms() + t->base.timeout_ms;
 	for (;;) {
 		if (atomic_load(&t->base.is_aborted))

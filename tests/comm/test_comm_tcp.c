@@ -2,8 +2,17 @@
  *   correct N   every op x dtype, sizes 0, 1, odd, not divisible by N, across segments; in place and
  *               not; broadcast from several roots; allgather; barrier: all against the f64 reference
  *   large N     64 MB allreduces (f32 out of place, bf16 in place)
+ *   algos N     every allreduce algorithm forced (ring, doubling, halving) and the automatic choice, on the
+ *               same input, at every size boundary (each crossover, the doubling stage, the ring segment;
+ *               one element below, at, above): every result is checked against the f64 reference, and
+ *               the algorithms must agree bit for bit wherever the reduction order cannot matter: integers,
+ *               min and max, and f32/f64 sums of the reference data (small multiples of a power of two, so
+ *               every partial sum is exact). f16/bf16 sums round at every partial sum, in an order that
+ *               differs by algorithm: those are held to the reference's tolerance, (n+1) roundings.
  *   kill N      kill -9 of one rank in the middle of a large allreduce: every survivor returns peer lost
  *               within 2 s, then a new communicator over the survivors gives correct results
+ *   killsmall N the same with 16 KB allreduces (recursive doubling over the mesh links)
+ *   stopsmall N the stop scenario with 16 KB allreduces (stop N itself runs 1 MB ones: halving)
  *   stop N      SIGSTOP of one rank: every survivor returns timed out at its deadline; then rebuild
  *   abort       ftl_comm_abort from another thread returns a blocked allreduce within 100 ms; the peer
  *               learns at once (peer lost); both rebuild
@@ -17,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_tcp.h"
 #include "harness.h"
 #include "refdata.h"
 
@@ -169,6 +179,75 @@ static int large_child(struct harness_child *c)
 	return rc;
 }
 
+/* --- every algorithm at every size boundary --- */
+
+/* Can the reduction order change the bits of (dtype, op) on reference data? */
+static bool is_order_free(ftl_dtype dt, ftl_reduce_op op)
+{
+	return op == FTL_MIN || op == FTL_MAX || (dt != FTL_F16 && dt != FTL_BF16);
+}
+
+static int check_algos_at(ftl_comm *comm, ftl_dtype dt, ftl_reduce_op op, size_t count, uint64_t seed)
+{
+	static const enum ftl_comm_tcp_algo algos[] = {FTL_COMM_TCP_ALGO_RING, FTL_COMM_TCP_ALGO_DOUBLING,
+						       FTL_COMM_TCP_ALGO_HALVING, FTL_COMM_TCP_ALGO_AUTO};
+	int rank = ftl_comm_rank(comm), n = ftl_comm_world_size(comm), rc = 0;
+	size_t bytes = count * ftl_dtype_size(dt);
+	char *send = xmalloc(bytes), *first = xmalloc(bytes), *recv = xmalloc(bytes), why[256];
+	ref_fill(send, dt, seed, rank, count);
+	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && rc == 0; a++) {
+		ftl_comm_tcp_force_algo(comm, algos[a]);
+		memset(recv, 0xa5, bytes);
+		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op);
+		const char *algo = ftl_comm_tcp_algo_strs[algos[a]];
+		if (e != FTL_OK)
+			rc = fail_case(rank, algo, dt, op, count, 0, ftl_comm_error(comm));
+		else if (ref_check_allreduce(recv, dt, op, seed, n, count, why, sizeof(why)) != 0)
+			rc = fail_case(rank, algo, dt, op, count, 0, why);
+		else if (a == 0)
+			memcpy(first, recv, bytes);
+		else if (is_order_free(dt, op) && memcmp(first, recv, bytes) != 0)
+			rc = fail_case(rank, algo, dt, op, count, 0, "differs from the ring bit for bit");
+	}
+	ftl_comm_tcp_force_algo(comm, FTL_COMM_TCP_ALGO_AUTO);
+	free(send);
+	free(first);
+	free(recv);
+	return rc;
+}
+
+static int algos_child(struct harness_child *c)
+{
+	ftl_comm *comm = harness_comm_all(c, 1, 60000);
+	if (comm == NULL)
+		return 1;
+	/* The boundaries: where the automatic choice changes, the doubling stage and the ring segment. */
+	size_t bounds[24];
+	int n_bounds = 0;
+	bounds[n_bounds++] = FTL_COMM_TCP_STAGE;
+	bounds[n_bounds++] = FTL_COMM_TCP_SEGMENT * (size_t)c->n;
+	for (size_t b = 1u << 8; b <= (64u << 20) && n_bounds < 24; b *= 2)
+		if (ftl_comm_tcp_choose(c->n, b) != ftl_comm_tcp_choose(c->n, b + 1))
+			bounds[n_bounds++] = b;
+	uint64_t seed = 100;
+	int rc = 0;
+	for (int i = 0; i < n_bounds && rc == 0; i++)
+		for (int dt = 0; dt < FTL_DTYPE_MAX && rc == 0; dt++) {
+			size_t at = bounds[i] / ftl_dtype_size((ftl_dtype)dt);
+			/* Every op below 1 MB; above, the ops that exercise the two kinds of agreement. */
+			for (int op = 0; op < FTL_REDUCE_OP_MAX && rc == 0; op++) {
+				if (bounds[i] > (1u << 20) && op != FTL_SUM && op != FTL_MAX)
+					continue;
+				for (size_t count = at - 1; count <= at + 1 && rc == 0; count++)
+					rc |= check_algos_at(comm, (ftl_dtype)dt, (ftl_reduce_op)op, count, seed++);
+			}
+		}
+	if (c->rank == 0)
+		printf("{\"test\":\"algos\",\"world\":%d,\"boundaries\":%d}\n", c->n, n_bounds);
+	ftl_comm_destroy(comm);
+	return rc;
+}
+
 /* --- failures --- */
 
 static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
@@ -225,10 +304,9 @@ static int loop_child(struct harness_child *c)
 }
 
 /* Runs loop_child on n ranks, hits the victim with sig once all loop, and checks what survivors saw. */
-static int failure_test(int n, int sig, ftl_err want)
+static int failure_test(int n, int sig, ftl_err want, size_t count)
 {
-	struct scenario sc = {.victim = n / 2, .timeout_ms = sig == SIGSTOP ? 1500 : 20000,
-			      .count = sig == SIGSTOP ? (1u << 18) : (8u << 20)};
+	struct scenario sc = {.victim = n / 2, .timeout_ms = sig == SIGSTOP ? 1500 : 20000, .count = count};
 	struct harness h;
 	if (harness_start(&h, n, 90, loop_child, &sc) != 0)
 		return 1;
@@ -409,16 +487,22 @@ int main(int argc, char **argv)
 		rc = run_plain(n, correct_child, 150);
 	else if (strcmp(what, "large") == 0)
 		rc = run_plain(n, large_child, 200);
+	else if (strcmp(what, "algos") == 0)
+		rc = run_plain(n, algos_child, 280);
 	else if (strcmp(what, "kill") == 0)
-		rc = failure_test(n, SIGKILL, FTL_ERR_PEER_LOST);
+		rc = failure_test(n, SIGKILL, FTL_ERR_PEER_LOST, 8u << 20); /* the ring */
+	else if (strcmp(what, "killsmall") == 0)
+		rc = failure_test(n, SIGKILL, FTL_ERR_PEER_LOST, 4u << 10); /* recursive doubling on the mesh */
 	else if (strcmp(what, "stop") == 0)
-		rc = failure_test(n, SIGSTOP, FTL_ERR_TIMEOUT);
+		rc = failure_test(n, SIGSTOP, FTL_ERR_TIMEOUT, 1u << 18); /* halving on the mesh */
+	else if (strcmp(what, "stopsmall") == 0)
+		rc = failure_test(n, SIGSTOP, FTL_ERR_TIMEOUT, 4u << 10);
 	else if (strcmp(what, "abort") == 0)
 		rc = abort_test();
 	else if (strcmp(what, "mismatch") == 0)
 		rc = run_plain(2, mismatch_child, 30);
 	else {
-		fprintf(stderr, "usage: %s correct|large|kill|stop|abort|mismatch [world size]\n", argv[0]);
+		fprintf(stderr, "usage: %s correct|large|algos|kill|killsmall|stopsmall|stop|abort|mismatch [world size]\n", argv[0]);
 		return 2;
 	}
 	printf("%s %s %d: %s\n", argv[0], what, n, rc ? "FAILED" : "ok");
