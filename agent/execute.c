@@ -289,8 +289,8 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		if (t->synced_epoch != w.epoch) {
 			/* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died,
 			 * or the job is new). The newest checkpoint that verifies becomes the state to sync. */
-			if (w.rank == 0 && !t->has_state && ftl_checkpoint_resume(t))
-				t->has_state = true;
+			if (w.rank == 0 && !t->has_state && (e = ftl_checkpoint_resume(t)) != FTL_OK)
+				break;
 			int64_t sync_start = ftl_agent_now_us(a);
 			if ((e = ftl_state_sync(a, w.rank)) != FTL_OK) {
 				if (!is_peer_error(e))
@@ -346,5 +346,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		grace = SAME_VIEW_GRACE_US;
 	}
 	free(w.members);
+	if (e != FTL_OK && ftl_agent_has_left(a))
+		ftl_checkpoint_before_leaving(a); /* rank 0's steps since the last checkpoint must not leave with it */
 	return e;
 }

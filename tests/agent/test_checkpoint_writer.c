@@ -40,9 +40,12 @@ static void remove_dir(char *dir)
 }
 
 /* Stages a checkpoint of `step` with one buffer of `bytes` (filled from the step) and submits it. */
+#define JOB 0x5eed5eed5eed5eedULL
+
 static bool write_step(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 {
-	ftl_ckpt_header h = {.step = step, .n_buffers = 1, .sizes = {bytes}};
+	ftl_ckpt_header h = {.version = FTL_CKPT_VERSION, .sum_kind = FTL_CKPT_SUM_XXH3, .job_id = JOB, .step = step,
+			     .n_buffers = 1, .sizes = {bytes}};
 	snprintf(h.names[0], sizeof(h.names[0]), "params");
 	size_t len = ftl_ckpt_file_bytes(&h);
 	uint8_t *image = ftl_ckpt_writer_begin(w, step, len);
@@ -58,7 +61,7 @@ static bool write_step(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 static bool verifies(const char *dir, uint64_t step)
 {
 	char name[FTL_CKPT_NAME_MAX], path[1100];
-	ftl_ckpt_file_name(step, name, sizeof(name));
+	ftl_ckpt_file_name(step, JOB, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -109,7 +112,7 @@ static void test_written_checkpoint_is_durable_whole_and_alone(void **state)
 	assert_int_equal(s.state, FTL_CKPT_WRITER_IDLE);
 	assert_int_equal(s.written, 1);
 	assert_int_equal(s.last_step, 100);
-	assert_non_null(strstr(s.last_file, "ckpt-00000000000000000100.ftl"));
+	assert_non_null(strstr(s.last_file, "ckpt-00000000000000000100-5eed5eed5eed5eed.ftl"));
 	ftl_ckpt_writer_delete(w);
 	remove_dir(dir);
 }
@@ -272,7 +275,45 @@ static void test_full_disk_is_reported_and_keeps_previous(void **state)
 		remove_dir(dir);
 		skip();
 	}
-	expect_failed_write_keeps_previous(dir, nothing, 512 * 1024, "No space left on device");
+	expect_failed_write_keeps_previous(dir, nothing, 512 * 1024, "no room for the checkpoint of step 2");
+	umount(dir);
+	remove_dir(dir);
+}
+
+/* A disk with room for one checkpoint but not two: the first is written, every later one fails (the new
+ * file must be whole beside the old before the old goes), and the error says so with the sizes and the
+ * free space, so the operator knows what to give it. */
+static void test_disk_with_room_for_one_checkpoint_says_so_with_sizes(void **state)
+{
+	char *dir = temp_dir();
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=1536k") != 0) {
+		print_message("skipped: cannot mount a tmpfs here (%s)\n", strerror(errno));
+		remove_dir(dir);
+		skip();
+	}
+	ftl_ckpt_writer *w = writer(dir, 3, true);
+	assert_true(write_step(w, 1, 1 << 20));
+	ftl_ckpt_writer_flush(w);
+	assert_true(verifies(dir, 1));
+	for (uint64_t step = 2; step <= 3; step++) {
+		assert_true(write_step(w, step, 1 << 20));
+		ftl_ckpt_writer_flush(w);
+	}
+	ftl_ckpt_writer_stats s;
+	ftl_ckpt_writer_get_stats(w, &s);
+	assert_int_equal(s.state, FTL_CKPT_WRITER_FAILED);
+	assert_int_equal(s.written, 1);
+	assert_int_equal(s.failed, 2);
+	print_message("writer: %s\n", s.last_error);
+	static const char *const says[] = {"no room for the checkpoint of step 3", "it needs 1.0 MiB",
+					   "MiB free beside the 1 checkpoint(s) already there (1.0 MiB)",
+					   "room for FTL_CHECKPOINT_KEEP + 1 = 4 checkpoints (4.0 MiB)"};
+	for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
+		if (!strstr(s.last_error, says[i]))
+			fail_msg("expected '%s' in '%s'", says[i], s.last_error);
+	ftl_ckpt_writer_delete(w);
+	assert_true(verifies(dir, 1));
+	assert_int_equal(count_entries(dir), 1);
 	umount(dir);
 	remove_dir(dir);
 }
@@ -301,6 +342,7 @@ int main(void)
 		cmocka_unit_test(test_busy_writer_makes_the_next_checkpoint_wait_in_wait_mode),
 		cmocka_unit_test(test_file_too_large_is_reported_and_keeps_previous),
 		cmocka_unit_test(test_full_disk_is_reported_and_keeps_previous),
+		cmocka_unit_test(test_disk_with_room_for_one_checkpoint_says_so_with_sizes),
 		cmocka_unit_test(test_no_permission_is_reported_and_keeps_previous),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
