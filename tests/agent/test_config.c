@@ -11,6 +11,7 @@
 
 #include "addr.h"
 #include "config.h"
+#include "ftl/execute.h"
 
 static void test_addr_split_handles_v4_v6_and_names(void **state)
 {
@@ -100,6 +101,31 @@ static void test_env_numbers_are_checked(void **state)
 	assert_non_null(strstr(err, "FTL_INSECURE"));
 }
 
+static void test_checkpoint_choices_are_read_and_checked(void **state)
+{
+	ftl_training_config t;
+	char err[512];
+	ftl_training_config_default(&t);
+	assert_false(t.checkpoint_fresh);
+	assert_false(t.checkpoint_blake2b);
+	setenv("FTL_CHECKPOINT_FRESH", "1", 1);
+	setenv("FTL_CHECKPOINT_CHECKSUM", "blake2b", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_true(t.checkpoint_fresh && t.checkpoint_blake2b);
+	setenv("FTL_CHECKPOINT_FRESH", "yes", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
+	assert_string_equal(err, "FTL_CHECKPOINT_FRESH=yes: expected 0 or 1");
+	setenv("FTL_CHECKPOINT_FRESH", "0", 1);
+	setenv("FTL_CHECKPOINT_CHECKSUM", "crc32", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
+	assert_string_equal(err, "FTL_CHECKPOINT_CHECKSUM=crc32: expected xxh3 or blake2b");
+	setenv("FTL_CHECKPOINT_CHECKSUM", "xxh3", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_false(t.checkpoint_fresh || t.checkpoint_blake2b);
+	unsetenv("FTL_CHECKPOINT_FRESH");
+	unsetenv("FTL_CHECKPOINT_CHECKSUM");
+}
+
 extern char **environ;
 
 int main(void)
@@ -119,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_addr_numeric_round_trip),
 		cmocka_unit_test(test_bad_settings_name_the_variable),
 		cmocka_unit_test(test_env_numbers_are_checked),
+		cmocka_unit_test(test_checkpoint_choices_are_read_and_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
