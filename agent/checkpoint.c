@@ -154,7 +154,7 @@ static bool is_on_disk(const ftl_training *t)
 
 void ftl_checkpoint_final(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
 {
-	if (!t->ckpt || !t->has_state || stepping_here != t)
+	if (stepping_here != t || !t->ckpt || !t->has_state) /* the thread first: the rest is that thread's */
 		return;
 	ftl_ckpt_writer_flush(t->ckpt); /* a write in progress finishes first: its staging buffer is needed */
 	ftl_ckpt_writer_stats s;
