@@ -331,6 +331,28 @@ static void run_to(fake_job *j, uint64_t steps)
 	ftl_ckpt_writer_flush(j->t.ckpt);
 }
 
+static fake_job *new_fake_job(const char *dir)
+{
+	fake_job *j = calloc(1, sizeof(*j));
+	assert_non_null(j);
+	job_init(j, dir);
+	return j;
+}
+
+static void fake_job_free(fake_job *j)
+{
+	ftl_checkpoint_teardown(&j->t);
+	free(j);
+}
+
+/* Whether err contains every one of parts (a NULL-ended list); fails the test naming the missing one. */
+static void expect_parts(const char *err, const char *const *parts)
+{
+	for (; *parts; parts++)
+		if (!strstr(err, *parts))
+			fail_msg("expected '%s' in the error: %s", *parts, err);
+}
+
 static void corrupt(const char *dir, uint64_t job_id, uint64_t step, off_t at)
 {
 	char name[FTL_CKPT_NAME_MAX], path[1100];
@@ -423,52 +445,43 @@ static void register_one_more_buffer(fake_job *j)
 static void test_resume_with_one_more_buffer_stops_naming_dir_file_and_setting(void **state)
 {
 	char *dir = temp_dir();
-	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	job_init(a, dir);
+	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	snapshot before;
 	take(&before, dir, a->t.job_id);
-	job_init(b, dir);
+	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
 	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_ERR_INVALID);
 	char newest[FTL_CKPT_NAME_MAX];
 	ftl_ckpt_file_name(30, a->t.job_id, newest, sizeof(newest));
-	const char *err = b->t.last_error;
-	if (!strstr(err, dir) || !strstr(err, newest) || !strstr(err, "shape mismatch: 2 buffers in the file, 3 registered") ||
-	    !strstr(err, "FTL_CHECKPOINT_FRESH=1"))
-		fail_msg("the error should name the directory, %s, what differs and the setting: %s", newest, err);
+	expect_parts(b->t.last_error, (const char *const[]){dir, newest, "shape mismatch: 2 buffers in the file, 3 registered",
+							     "FTL_CHECKPOINT_FRESH=1", NULL});
 	assert_false(b->t.has_state);
 	assert_int_equal(b->t.step, 0);
 	assert_true(b->params[0] == 0.0f);
 	expect_unchanged(&before, dir, a->t.job_id);
-	ftl_checkpoint_teardown(&a->t);
-	ftl_checkpoint_teardown(&b->t);
-	free(a);
-	free(b);
+	fake_job_free(a);
+	fake_job_free(b);
 	remove_dir(dir);
 }
 
 static void test_all_corrupt_stops_and_keeps_files(void **state)
 {
 	char *dir = temp_dir();
-	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	job_init(a, dir);
+	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	for (uint64_t step = 10; step <= 30; step += 10)
 		corrupt(dir, a->t.job_id, step, 300);
 	snapshot before;
 	take(&before, dir, a->t.job_id);
-	job_init(b, dir);
+	fake_job *b = new_fake_job(dir);
 	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_ERR_INVALID);
-	if (!strstr(b->t.last_error, "none of the 3 checkpoint(s)") || !strstr(b->t.last_error, "checksum mismatch") ||
-	    !strstr(b->t.last_error, "FTL_CHECKPOINT_FRESH=1"))
-		fail_msg("unexpected error: %s", b->t.last_error);
+	expect_parts(b->t.last_error, (const char *const[]){"none of the 3 checkpoint(s)", dir, "checksum mismatch",
+							     "FTL_CHECKPOINT_FRESH=1", NULL});
 	assert_int_equal(b->t.step, 0);
 	expect_unchanged(&before, dir, a->t.job_id);
-	ftl_checkpoint_teardown(&a->t);
-	ftl_checkpoint_teardown(&b->t);
-	free(a);
-	free(b);
+	fake_job_free(a);
+	fake_job_free(b);
 	remove_dir(dir);
 }
 
@@ -478,12 +491,11 @@ static void test_all_corrupt_stops_and_keeps_files(void **state)
 static void test_fresh_start_never_deletes_nor_overwrites_another_jobs_files(void **state)
 {
 	char *dir = temp_dir();
-	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b)), *c = calloc(1, sizeof(*c));
-	job_init(a, dir);
+	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	snapshot before;
 	take(&before, dir, a->t.job_id);
-	job_init(b, dir);
+	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
 	b->t.cfg.checkpoint_fresh = true;
 	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_OK);
@@ -499,17 +511,14 @@ static void test_fresh_start_never_deletes_nor_overwrites_another_jobs_files(voi
 	assert_null(f); /* its own old ones do go */
 	assert_non_null(f = file_bytes(dir, b->t.job_id, 40, &len));
 	free(f);
-	job_init(c, dir);
+	fake_job *c = new_fake_job(dir);
 	register_one_more_buffer(c);
 	assert_int_equal(ftl_checkpoint_resume(&c->t), FTL_OK);
 	assert_true(c->t.has_state && c->t.job_id == b->t.job_id);
 	assert_int_equal(c->t.step, 60);
-	ftl_checkpoint_teardown(&a->t);
-	ftl_checkpoint_teardown(&b->t);
-	ftl_checkpoint_teardown(&c->t);
-	free(a);
-	free(b);
-	free(c);
+	fake_job_free(a);
+	fake_job_free(b);
+	fake_job_free(c);
 	remove_dir(dir);
 }
 
