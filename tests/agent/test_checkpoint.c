@@ -454,8 +454,9 @@ static void test_resume_with_one_more_buffer_stops_naming_dir_file_and_setting(v
 	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_ERR_INVALID);
 	char newest[FTL_CKPT_NAME_MAX];
 	ftl_ckpt_file_name(30, a->t.job_id, newest, sizeof(newest));
-	expect_parts(b->t.last_error, (const char *const[]){dir, newest, "shape mismatch: 2 buffers in the file, 3 registered",
-							     "FTL_CHECKPOINT_FRESH=1", NULL});
+	expect_parts(b->t.last_error,
+		     (const char *const[]){dir, newest, "shape mismatch: 2 buffers in the file, 3 registered",
+					   "FTL_CHECKPOINT_FRESH=1", NULL});
 	assert_false(b->t.has_state);
 	assert_int_equal(b->t.step, 0);
 	assert_true(b->params[0] == 0.0f);
