@@ -14,6 +14,7 @@
 
 #include "addr.h"
 #include "agent_meta.h"
+#include "checkpoint.h"
 #include "log.h"
 #include "run_dir.h"
 
@@ -390,6 +391,7 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
 		return -1;
+	ftl_checkpoint_before_leaving(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += timeout_ms / 1000;

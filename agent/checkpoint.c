@@ -2,14 +2,30 @@
  *
  * Save: after a completed step whose number is a multiple of FTL_CHECKPOINT_EVERY, rank 0 copies the
  * registered buffers and the save callback's bytes into the writer's staging buffer, behind the header;
- * that copy is all the step pays (the writer thread faults the buffer in during the steps before). Resume: rank 0 of a view in which nobody has live state (rank 0 is the
- * oldest survivor, so a rank 0 with no state means no member has any) loads the newest file that verifies,
+ * that copy is all the step pays (the writer thread faults the buffer in during the steps before).
+ *
+ * Resume: rank 0 of a view in which nobody has live state (rank 0 is the oldest survivor, so a rank 0 with
+ * no state means no member has any) loads the newest file that verifies and has the registered shape,
  * then the ordinary state sync hands it to everyone. A file is read whole and verified before a single
- * byte of it reaches the registered state, so a bad file can only be skipped, never half-loaded. */
+ * byte of it reaches the registered state, so a bad file can only be skipped, never half-loaded. When
+ * the directory holds checkpoints and not one of them loads (another program's shape, all corrupt),
+ * starting from step 0 would throw the job's progress away without a word, and its writes would then sit
+ * beside files it cannot use: that is an error that stops the job, unless FTL_CHECKPOINT_FRESH=1 says to
+ * start over. Either way no file is deleted: retention only ever removes files of this job's id.
+ *
+ * The job id: a rank 0 that starts with nothing to resume draws a random one; resuming takes the file's;
+ * every other rank gets it with the state sync. So every checkpoint a job writes, whichever worker was
+ * rank 0 and however often it was restarted, carries one id, and no other job's file does.
+ *
+ * Leaving: a rank 0 that leaves (ftl_agent_leave, `ftlctl leave`) with steps done since the last
+ * checkpoint writes one more and waits for it (ftl_checkpoint_final). Only the thread that runs the steps
+ * sees a consistent state, between steps; it is the thread that last took a checkpoint of this job. */
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +33,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errfmt.h"
 #include "log.h"
+
+/* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that
+ * thread may stage a final checkpoint, since only it knows no step is half way. */
+static _Thread_local const ftl_training *stepping_here;
 
 static int64_t mono_us(void)
 {
@@ -42,10 +63,23 @@ void ftl_checkpoint_teardown(ftl_training *t)
 	t->ckpt = NULL;
 }
 
+static uint64_t new_job_id(void)
+{
+	uint64_t id = 0;
+	if (sodium_init() < 0)
+		abort(); /* cannot happen once the writer started: it initialised libsodium */
+	while (id == 0)
+		randombytes_buf(&id, sizeof(id));
+	return id;
+}
+
 /* The registered buffers as a header (names and sizes), with the job position. */
 static void header_of(const ftl_training *t, ftl_ckpt_header *h)
 {
 	memset(h, 0, sizeof(*h));
+	h->version = FTL_CKPT_VERSION;
+	h->sum_kind = t->cfg.checkpoint_blake2b ? FTL_CKPT_SUM_BLAKE2B : FTL_CKPT_SUM_XXH3;
+	h->job_id = t->job_id;
 	h->step = t->step;
 	h->data_epoch = t->data_epoch;
 	h->sample_pos = t->sample_pos;
@@ -59,30 +93,27 @@ static void header_of(const ftl_training *t, ftl_ckpt_header *h)
 /* Room reserved for the save callback's bytes, which are known only when a checkpoint is due. */
 #define SAVE_BYTES_SLACK (1u << 20)
 
-void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+/* Copies the state into the writer's staging buffer and hands it over. -1 when nothing was handed over
+ * (the writer is busy in skip mode, or a copy failed: logged). */
+static int stage(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
 {
-	if (!t->ckpt || t->cfg.checkpoint_every <= 0)
-		return;
-	ftl_ckpt_header h;
-	if (t->step % (uint64_t)t->cfg.checkpoint_every != 0) {
-		header_of(t, &h); /* get the staging buffer ready while the steps that are not due run */
-		ftl_ckpt_writer_reserve(t->ckpt, ftl_ckpt_file_bytes(&h) + SAVE_BYTES_SLACK);
-		return;
-	}
 	int64_t start = mono_us();
+	if (!t->job_id)
+		t->job_id = new_job_id(); /* a job that never went through resume (tests, benchmarks) */
+	ftl_ckpt_header h;
 	header_of(t, &h);
 	h.view_epoch = view_epoch;
 	h.world_size = world_size;
 	h.save_len = t->save ? t->save(t->cb_ctx, NULL, 0) : 0;
 	uint8_t *image = ftl_ckpt_writer_begin(t->ckpt, t->step, ftl_ckpt_file_bytes(&h));
 	if (!image)
-		return;
+		return -1;
 	ftl_ckpt_encode_header(&h, image);
 	char why[256];
 	for (uint32_t i = 0; i < h.n_buffers; i++) {
 		if (ftl_buffer_copy_out(&t->buffers[i], image + ftl_ckpt_payload_offset(&h, i), why, sizeof(why)) != 0) {
 			ftl_ckpt_writer_cancel(t->ckpt, why);
-			return;
+			return -1;
 		}
 	}
 	if (h.save_len) {
@@ -91,10 +122,56 @@ void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t wo
 			snprintf(why, sizeof(why), "the save callback wrote %zu bytes after asking for %llu", got,
 				 (unsigned long long)h.save_len);
 			ftl_ckpt_writer_cancel(t->ckpt, why);
-			return;
+			return -1;
 		}
 	}
 	ftl_ckpt_writer_submit(t->ckpt, mono_us() - start);
+	return 0;
+}
+
+void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+{
+	if (!t->ckpt || t->cfg.checkpoint_every <= 0)
+		return;
+	stepping_here = t;
+	if (t->step % (uint64_t)t->cfg.checkpoint_every != 0) {
+		ftl_ckpt_header h;
+		header_of(t, &h); /* get the staging buffer ready while the steps that are not due run */
+		ftl_ckpt_writer_reserve(t->ckpt, ftl_ckpt_file_bytes(&h) + SAVE_BYTES_SLACK);
+		return;
+	}
+	stage(t, view_epoch, world_size);
+}
+
+/* Whether this job's checkpoint of its current step is already on disk (written by an earlier rank 0). */
+static bool is_on_disk(const ftl_training *t)
+{
+	char name[FTL_CKPT_NAME_MAX], path[FTL_CKPT_PATH_MAX + 8];
+	ftl_ckpt_file_name(t->step, t->job_id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", t->cfg.checkpoint_dir, name);
+	return access(path, F_OK) == 0;
+}
+
+void ftl_checkpoint_final(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+{
+	if (stepping_here != t || !t->ckpt || !t->has_state) /* the thread first: the rest is that thread's */
+		return;
+	ftl_ckpt_writer_flush(t->ckpt); /* a write in progress finishes first: its staging buffer is needed */
+	ftl_ckpt_writer_stats s;
+	ftl_ckpt_writer_get_stats(t->ckpt, &s);
+	if ((s.has_last && s.last_step == t->step) || is_on_disk(t))
+		return; /* nothing new since the last checkpoint */
+	char fields[96];
+	snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)t->step);
+	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "leaving as rank 0: writing a final checkpoint of step %llu",
+		(unsigned long long)t->step);
+	if (stage(t, view_epoch, world_size) != 0)
+		return;
+	ftl_ckpt_writer_flush(t->ckpt);
+	ftl_ckpt_writer_get_stats(t->ckpt, &s);
+	if (s.state == FTL_CKPT_WRITER_IDLE && s.has_last && s.last_step == t->step)
+		ftl_log(FTL_LOG_INFO, "checkpoint", fields, "final checkpoint durable before leaving: %s", s.last_file);
+	/* a failure was logged by the writer, with its reason */
 }
 
 static int read_at(int fd, uint8_t *buf, size_t len, off_t off)
@@ -125,7 +202,7 @@ static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt
 			close(fd);
 		return -1;
 	}
-	uint8_t head[FTL_CKPT_FIXED_BYTES + FTL_MAX_BUFFERS * FTL_CKPT_ENTRY_BYTES];
+	uint8_t head[FTL_CKPT_HEADER_MAX_BYTES];
 	size_t avail = (uint64_t)st.st_size < sizeof(head) ? (size_t)st.st_size : sizeof(head);
 	int rc = -1;
 	if (read_at(fd, head, avail, 0) != 0)
@@ -169,65 +246,99 @@ static void log_skip(const char *path, const char *why)
 	ftl_log(FTL_LOG_WARN, "checkpoint", fields, "skipping checkpoint %s: %s", path, why);
 }
 
-static bool load_one(ftl_training *t, const char *path, const ftl_ckpt_header *mine)
+/* Loads one file into the registered state; -1 with the reason (the state is untouched then). */
+static int load_one(ftl_training *t, const char *path, const ftl_ckpt_header *mine, char *why, size_t why_len)
 {
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	uint8_t *image;
-	char why[256];
-	if (read_verified(path, mine, &h, &image, why, sizeof(why)) != 0) {
-		log_skip(path, why);
-		return false;
-	}
-	int rc = apply(t, &h, image, why, sizeof(why));
+	if (read_verified(path, mine, &h, &image, why, why_len) != 0)
+		return -1;
+	int rc = apply(t, &h, image, why, why_len);
 	free(image);
-	if (rc != 0) {
-		log_skip(path, why);
-		return false;
-	}
+	if (rc != 0)
+		return -1;
+	t->job_id = h.job_id ? h.job_id : new_job_id(); /* a version 1 file belongs to no job: start one */
 	struct stat st;
 	int64_t written_ms = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 : 0;
 	ftl_ckpt_writer_note_loaded(t->ckpt, h.step, path, written_ms);
 	char fields[FTL_CKPT_PATH_MAX + 256];
-	snprintf(fields, sizeof(fields), "file=%s step=%llu data_epoch=%llu sample_pos=%llu written_in_epoch=%llu took_ms=%.1f",
-		 path, (unsigned long long)h.step, (unsigned long long)h.data_epoch, (unsigned long long)h.sample_pos,
-		 (unsigned long long)h.view_epoch, (double)(mono_us() - start) / 1000.0);
+	snprintf(fields, sizeof(fields),
+		 "file=%s step=%llu data_epoch=%llu sample_pos=%llu written_in_epoch=%llu job=%016llx took_ms=%.1f", path,
+		 (unsigned long long)h.step, (unsigned long long)h.data_epoch, (unsigned long long)h.sample_pos,
+		 (unsigned long long)h.view_epoch, (unsigned long long)t->job_id, (double)(mono_us() - start) / 1000.0);
 	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "resuming from checkpoint at step %llu", (unsigned long long)h.step);
-	return true;
+	return 0;
 }
 
-bool ftl_checkpoint_resume(ftl_training *t)
+static ftl_err resume_failed(ftl_training *t, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ftl_err resume_failed(ftl_training *t, ftl_err err, const char *fmt, ...)
 {
-	if (!t->ckpt)
-		return false;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
+	va_end(ap);
+	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", t->last_error);
+	return err;
+}
+
+static void start_fresh(ftl_training *t) { t->job_id = new_job_id(); }
+
+ftl_err ftl_checkpoint_resume(ftl_training *t)
+{
+	if (!t->ckpt) {
+		start_fresh(t);
+		return FTL_OK;
+	}
 	const char *dir = t->cfg.checkpoint_dir;
 	int temps = ftl_ckpt_remove_temps(dir);
 	if (temps)
 		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "removed %d unfinished checkpoint temp file(s) from %s", temps, dir);
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
-	if (ftl_ckpt_list(dir, &names, &n) != 0) {
-		ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "cannot read FTL_CHECKPOINT_DIR=%s: %s; starting from the initial state",
-			dir, strerror(errno));
-		return false;
-	}
+	if (ftl_ckpt_list(dir, &names, &n) != 0)
+		return resume_failed(t, FTL_ERR_SYSTEM,
+				     "ftl: cannot read FTL_CHECKPOINT_DIR=%s: %s; not starting over without knowing "
+				     "what it holds",
+				     dir, strerror(errno));
 	ftl_ckpt_header mine;
 	header_of(t, &mine);
-	size_t i = 0;
+	char newest[FTL_CKPT_NAME_MAX] = "", newest_why[256] = "";
 	bool is_loaded = false;
-	for (; i < n && !is_loaded; i++) {
-		char path[FTL_CKPT_PATH_MAX + 8];
+	for (size_t i = 0; i < n && !is_loaded; i++) {
+		char path[FTL_CKPT_PATH_MAX + 8], why[256];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		is_loaded = load_one(t, path, &mine);
+		is_loaded = load_one(t, path, &mine, why, sizeof(why)) == 0;
+		if (is_loaded)
+			break;
+		log_skip(path, why);
+		if (i == 0) {
+			snprintf(newest, sizeof(newest), "%s", names[i]);
+			snprintf(newest_why, sizeof(newest_why), "%s", why);
+		}
 	}
 	free(names);
-	if (!is_loaded && n == 0)
+	if (is_loaded) {
+		t->has_state = true;
+		return FTL_OK;
+	}
+	if (n == 0) {
 		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "no checkpoint in %s yet: starting from the initial state", dir);
-	else if (!is_loaded)
+	} else if (t->cfg.checkpoint_fresh) {
 		ftl_log(FTL_LOG_WARN, "checkpoint", NULL,
-			"none of the %zu checkpoints in %s verifies (each skipped above): starting from the initial state", n,
-			dir);
-	return is_loaded;
+			"none of the %zu checkpoint(s) in %s can be loaded (the newest, %s: %s): starting from the "
+			"initial state as FTL_CHECKPOINT_FRESH=1 asks; those files are kept",
+			n, dir, newest, newest_why);
+	} else {
+		return resume_failed(t, FTL_ERR_INVALID,
+				     "ftl: cannot resume: none of the %zu checkpoint(s) in FTL_CHECKPOINT_DIR=%s can be "
+				     "loaded (each is logged above); the newest, %s: %s. Run the program that wrote "
+				     "them, or set FTL_CHECKPOINT_FRESH=1 to start from the initial state (the files "
+				     "are kept)",
+				     n, dir, newest, newest_why);
+	}
+	start_fresh(t);
+	return FTL_OK;
 }
 
 json_t *ftl_checkpoint_status_json(ftl_training *t)

@@ -1,7 +1,13 @@
 /* The checkpoint directory: names, listing newest first, retention, and the temp files a writer that died
- * mid-write leaves behind. Finished files are ckpt-<step as 20 digits>.ftl, so name order is step order
- * and a listing needs no file to be opened; temps are .ckpt-<step>.tmp-<pid> and never match that
- * pattern, so a loader cannot pick one up. */
+ * mid-write leaves behind. Finished files are ckpt-<step as 20 digits>-<job id as 16 hex digits>.ftl
+ * (ckpt-<step>.ftl before job ids), so name order is step order and a listing needs no file to be opened;
+ * temps are .ckpt-<step>.tmp-<pid> and never match that pattern, so a loader cannot pick one up.
+ *
+ * Whose files may be deleted: only a job's own. The job id in the name is the one in the header (the
+ * writer builds both from the staged image), so retention knows a file's job without opening it. Two
+ * jobs that share a directory (a new program started over an old one's checkpoints with
+ * FTL_CHECKPOINT_FRESH=1, or a second run of the same program) never delete nor overwrite each other's
+ * files, even at equal steps; files without a job id (version 1) are never deleted. */
 #include "checkpoint.h"
 
 #include <dirent.h>
@@ -15,27 +21,48 @@
 #define PREFIX "ckpt-"
 #define SUFFIX ".ftl"
 #define STEP_DIGITS 20
+#define JOB_DIGITS 16
 #define TEMP_PREFIX ".ckpt-"
 
-void ftl_ckpt_file_name(uint64_t step, char *out, size_t len)
+void ftl_ckpt_file_name(uint64_t step, uint64_t job_id, char *out, size_t len)
 {
-	snprintf(out, len, PREFIX "%0*llu" SUFFIX, STEP_DIGITS, (unsigned long long)step);
+	if (job_id)
+		snprintf(out, len, PREFIX "%0*llu-%0*llx" SUFFIX, STEP_DIGITS, (unsigned long long)step, JOB_DIGITS,
+			 (unsigned long long)job_id);
+	else
+		snprintf(out, len, PREFIX "%0*llu" SUFFIX, STEP_DIGITS, (unsigned long long)step);
 }
 
-bool ftl_ckpt_parse_file_name(const char *name, uint64_t *step)
+/* `digits` characters of p in base 10 or 16 (lower case, as written); false on any other character. */
+static bool parse_digits(const char *p, int digits, int base, uint64_t *out)
 {
-	size_t pre = strlen(PREFIX), suf = strlen(SUFFIX);
-	if (strlen(name) != pre + STEP_DIGITS + suf || strncmp(name, PREFIX, pre) != 0 ||
-	    strcmp(name + pre + STEP_DIGITS, SUFFIX) != 0)
-		return false;
 	uint64_t v = 0;
-	for (size_t i = pre; i < pre + STEP_DIGITS; i++) {
-		if (name[i] < '0' || name[i] > '9')
+	for (int i = 0; i < digits; i++) {
+		int d = -1;
+		if (p[i] >= '0' && p[i] <= '9')
+			d = p[i] - '0';
+		else if (base == 16 && p[i] >= 'a' && p[i] <= 'f')
+			d = p[i] - 'a' + 10;
+		if (d < 0)
 			return false;
-		v = v * 10 + (uint64_t)(name[i] - '0');
+		v = v * (uint64_t)base + (uint64_t)d;
 	}
-	*step = v;
+	*out = v;
 	return true;
+}
+
+bool ftl_ckpt_parse_file_name(const char *name, uint64_t *step, uint64_t *job_id)
+{
+	size_t pre = strlen(PREFIX), suf = strlen(SUFFIX), len = strlen(name);
+	if (strncmp(name, PREFIX, pre) != 0 || !parse_digits(name + pre, STEP_DIGITS, 10, step))
+		return false;
+	const char *rest = name + pre + STEP_DIGITS;
+	*job_id = 0;
+	if (len == pre + STEP_DIGITS + suf)
+		return strcmp(rest, SUFFIX) == 0;
+	return len == pre + STEP_DIGITS + 1 + JOB_DIGITS + suf && rest[0] == '-' &&
+	       parse_digits(rest + 1, JOB_DIGITS, 16, job_id) && *job_id != 0 &&
+	       strcmp(rest + 1 + JOB_DIGITS, SUFFIX) == 0;
 }
 
 static int newest_first(const void *x, const void *y) { return -strcmp((const char *)x, (const char *)y); }
@@ -49,9 +76,9 @@ int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 		return -1;
 	size_t cap = 0;
 	struct dirent *e;
-	uint64_t step;
+	uint64_t step, job_id;
 	while ((e = readdir(d))) {
-		if (!ftl_ckpt_parse_file_name(e->d_name, &step))
+		if (!ftl_ckpt_parse_file_name(e->d_name, &step, &job_id))
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
@@ -65,7 +92,7 @@ int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 			}
 			*names = grown;
 		}
-		ftl_ckpt_file_name(step, (*names)[(*n)++], FTL_CKPT_NAME_MAX); /* the same name, rebuilt */
+		ftl_ckpt_file_name(step, job_id, (*names)[(*n)++], FTL_CKPT_NAME_MAX); /* the same name, rebuilt */
 	}
 	closedir(d);
 	if (*n)
@@ -73,14 +100,17 @@ int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 	return 0;
 }
 
-int ftl_ckpt_retain(const char *dir, int keep)
+int ftl_ckpt_retain(const char *dir, uint64_t job_id, int keep)
 {
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
-	int deleted = 0;
-	if (ftl_ckpt_list(dir, &names, &n) != 0)
+	int deleted = 0, mine = 0;
+	if (job_id == 0 || ftl_ckpt_list(dir, &names, &n) != 0)
 		return 0;
-	for (size_t i = (size_t)keep; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
+		uint64_t step, file_job;
+		if (!ftl_ckpt_parse_file_name(names[i], &step, &file_job) || file_job != job_id || ++mine <= keep)
+			continue;
 		char path[FTL_CKPT_PATH_MAX + 8];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		deleted += unlink(path) == 0;

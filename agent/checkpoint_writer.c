@@ -1,11 +1,16 @@
 /* The checkpoint writer: one thread and one staging buffer, so that a training step pays only for copying
  * its state into memory. The thread then makes the file durable and atomic:
- *   write .ckpt-<step>.tmp-<pid> while a helper thread computes the checksum, asking the kernel to start
- *   writing each chunk back at once (sync_file_range); append the checksum; fsync;
+ *   write .ckpt-<step>.tmp-<pid> chunk by chunk, asking the kernel to start writing each chunk back at once
+ *   (sync_file_range), with the checksum computed alongside; append the checksum; fsync;
  *   rename to ckpt-<step>.ftl; fsync the directory; only then delete all but the newest `keep`.
  * A crash at any point leaves either the previous set of files or the new one, plus at most a temp that no
  * loader reads. A failed write (full disk, I/O error, no permission) removes its temp, is reported in the
- * log and the stats, and leaves every older checkpoint as it was; training goes on.
+ * log and the stats, and leaves every older checkpoint as it was; training goes on. Because the new file
+ * is whole before an old one goes, the disk needs room for keep + 1 checkpoints: one that has room for
+ * one but not two never gets a second, so a write that finds too little room fails before it starts (or
+ * on ENOSPC) with the sizes and the free space in its message.
+ * The file's name, checksum kind and job id come from the staged image's header: the writer writes
+ * exactly what the training thread described.
  * While a write runs the staging buffer is the thread's: the next checkpoint is skipped (default) or waits
  * for it (is_waiting). Lock order: this writer's lock only; it never takes the agent's. */
 #include "checkpoint.h"
@@ -19,9 +24,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include "errfmt.h"
 #include "log.h"
 
 /* Write granularity, and how often the kernel is told to start writing back. */
@@ -87,41 +96,78 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* The checksum is computed on a second thread while this one writes: the image is all in memory, so
- * the two need not wait for each other, and a checkpoint costs max(hash, write) instead of their sum. */
+/* Writes [off, off + n) of the image and asks the kernel to start writing it back (a hint: fsync decides). */
+static int write_chunk(int fd, const uint8_t *image, size_t off, size_t n)
+{
+	if (write_all(fd, image + off, n) != 0)
+		return -1;
+	sync_file_range(fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
+/* XXH3 (~18 GB/s) hashes each chunk right after write() read it, while it is still in the cache: a few
+ * percent of the write, and no second pass over the image competing for memory bandwidth. */
+static int write_hashed_inline(int fd, const uint8_t *image, size_t body)
+{
+	XXH3_state_t *st = XXH3_createState();
+	if (!st || XXH3_128bits_reset(st) != XXH_OK) {
+		XXH3_freeState(st);
+		errno = ENOMEM;
+		return -1;
+	}
+	int rc = 0;
+	for (size_t off = 0; off < body && rc == 0; off += CHUNK_BYTES) {
+		size_t n = body - off < CHUNK_BYTES ? body - off : CHUNK_BYTES;
+		rc = write_chunk(fd, image, off, n);
+		if (rc == 0)
+			XXH3_128bits_update(st, image + off, n);
+	}
+	XXH128_canonical_t sum; /* the stored form, as ftl_ckpt_checksum writes it */
+	XXH128_canonicalFromHash(&sum, XXH3_128bits_digest(st));
+	XXH3_freeState(st);
+	return rc == 0 ? write_all(fd, sum.digest, sizeof(sum.digest)) : -1;
+}
+
+/* BLAKE2b (~0.8 GB/s) is slower than the disk: it runs on a second thread while this one writes (the image
+ * is all in memory, so neither waits for the other), and a checkpoint costs max(hash, write). */
 typedef struct hash_job {
+	ftl_ckpt_sum_kind kind;
 	const uint8_t *data;
 	size_t len;
-	uint8_t sum[FTL_CKPT_SUM_BYTES];
+	uint8_t sum[FTL_CKPT_SUM_MAX_BYTES];
 } hash_job;
 
 static void *hash_main(void *arg)
 {
 	hash_job *h = arg;
-	ftl_ckpt_checksum(h->data, h->len, h->sum);
+	ftl_ckpt_checksum(h->kind, h->data, h->len, h->sum);
 	return NULL;
 }
 
-/* Writes the image, then its checksum; the kernel starts writing each chunk back at once. */
-static int write_sealed(int fd, const uint8_t *image, size_t len)
+static int write_hashed_aside(int fd, ftl_ckpt_sum_kind kind, const uint8_t *image, size_t body)
 {
-	hash_job h = {.data = image, .len = len - FTL_CKPT_SUM_BYTES};
+	hash_job h = {.kind = kind, .data = image, .len = body};
 	pthread_t hasher;
 	bool is_threaded = pthread_create(&hasher, NULL, hash_main, &h) == 0; /* inherits our blocked signals */
 	int rc = 0;
-	for (size_t off = 0; off < h.len && rc == 0; off += CHUNK_BYTES) {
-		size_t n = h.len - off < CHUNK_BYTES ? h.len - off : CHUNK_BYTES;
-		rc = write_all(fd, image + off, n);
-		if (rc == 0)
-			sync_file_range(fd, (off64_t)off, (off64_t)n, SYNC_FILE_RANGE_WRITE); /* a hint: fsync decides */
-	}
+	for (size_t off = 0; off < body && rc == 0; off += CHUNK_BYTES)
+		rc = write_chunk(fd, image, off, body - off < CHUNK_BYTES ? body - off : CHUNK_BYTES);
 	int saved = errno;
 	if (is_threaded)
 		pthread_join(hasher, NULL);
 	else
 		hash_main(&h);
 	errno = saved;
-	return rc == 0 ? write_all(fd, h.sum, sizeof(h.sum)) : -1;
+	return rc == 0 ? write_all(fd, h.sum, ftl_ckpt_sum_bytes(kind)) : -1;
+}
+
+/* Writes the image, then its checksum (the kind its header names). */
+static int write_sealed(int fd, const ftl_ckpt_header *hdr, const uint8_t *image, size_t len)
+{
+	size_t body = len - ftl_ckpt_sum_bytes(hdr->sum_kind);
+	if (hdr->sum_kind == FTL_CKPT_SUM_XXH3)
+		return write_hashed_inline(fd, image, body);
+	return write_hashed_aside(fd, hdr->sum_kind, image, body);
 }
 
 static int fsync_dir(const char *dir)
@@ -136,29 +182,86 @@ static int fsync_dir(const char *dir)
 	return rc;
 }
 
+static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
+
+/* Bytes free to us on dir's file system; -1 when it cannot be asked. */
+static int64_t free_bytes(const char *dir)
+{
+	struct statvfs fs;
+	return statvfs(dir, &fs) == 0 ? (int64_t)((uint64_t)fs.f_bavail * fs.f_frsize) : -1;
+}
+
+/* The finished checkpoints in dir (any job's): how many, how many bytes. */
+static void kept_files(const char *dir, size_t *n, uint64_t *bytes)
+{
+	char(*names)[FTL_CKPT_NAME_MAX];
+	*bytes = 0;
+	if (ftl_ckpt_list(dir, &names, n) != 0) {
+		*n = 0;
+		return;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		char path[FTL_CKPT_PATH_MAX + 8];
+		struct stat st;
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		if (stat(path, &st) == 0)
+			*bytes += (uint64_t)st.st_size;
+	}
+	free(names);
+}
+
+/* The message for a disk without room for one more checkpoint: the sizes, the free space, and why the
+ * previous checkpoint's room does not count. -1. */
+static int fail_no_room(const ftl_ckpt_writer *w, uint64_t step, size_t len, int64_t avail, char *err, size_t err_len)
+{
+	size_t n;
+	uint64_t kept;
+	kept_files(w->dir, &n, &kept);
+	snprintf(err, err_len,
+		 "no room for the checkpoint of step %llu in %s: it needs %.1f MiB, the file system has %.1f MiB free "
+		 "beside the %zu checkpoint(s) already there (%.1f MiB); a checkpoint is written in full next to the "
+		 "previous ones before the oldest is deleted, so the disk needs room for FTL_CHECKPOINT_KEEP + 1 = %d "
+		 "checkpoints (%.1f MiB)",
+		 (unsigned long long)step, w->dir, mib(len), avail < 0 ? -1.0 : mib((uint64_t)avail), n, mib(kept),
+		 w->keep + 1, mib((uint64_t)len * (uint64_t)(w->keep + 1)));
+	return -1;
+}
+
 /* temp, write, fsync, rename, fsync dir. -1 with the reason; the temp is gone then. */
-static int write_durably(const ftl_ckpt_writer *w, uint64_t step, const uint8_t *image, size_t len, char *final,
-			 size_t final_len, char *err, size_t err_len)
+static int write_durably(const ftl_ckpt_writer *w, const ftl_ckpt_header *h, const uint8_t *image, size_t len,
+			 char *final, size_t final_len, char *err, size_t err_len)
 {
 	char name[FTL_CKPT_NAME_MAX], tmp[FTL_CKPT_PATH_MAX + 32];
-	ftl_ckpt_file_name(step, name, sizeof(name));
+	ftl_ckpt_file_name(h->step, h->job_id, name, sizeof(name));
 	snprintf(final, final_len, "%s/%s", w->dir, name);
-	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%llu.tmp-%ld", w->dir, (unsigned long long)step, (long)getpid());
+	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%llu.tmp-%ld", w->dir, (unsigned long long)h->step, (long)getpid());
+	int64_t avail = free_bytes(w->dir);
+	if (avail >= 0 && (uint64_t)avail < len)
+		return fail_no_room(w, h->step, len, avail, err, err_len);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return fail_io(err, err_len, "cannot create", tmp);
-	int rc = 0;
-	if (write_sealed(fd, image, len) != 0)
-		rc = fail_io(err, err_len, "cannot write", tmp);
+	const char *failed = NULL, *what = tmp; /* what failed, on which path; cause says why */
+	if (write_sealed(fd, h, image, len) != 0)
+		failed = "cannot write";
 	else if (fsync(fd) != 0)
-		rc = fail_io(err, err_len, "cannot fsync", tmp);
-	if (close(fd) != 0 && rc == 0)
-		rc = fail_io(err, err_len, "cannot close", tmp);
-	if (rc == 0 && rename(tmp, final) != 0)
-		rc = fail_io(err, err_len, "cannot rename to", final);
-	if (rc != 0) {
+		failed = "cannot fsync";
+	int cause = errno;
+	if (close(fd) != 0 && !failed) {
+		failed = "cannot close";
+		cause = errno;
+	}
+	if (!failed && rename(tmp, final) != 0) {
+		failed = "cannot rename to";
+		what = final;
+		cause = errno;
+	}
+	if (failed) {
 		unlink(tmp);
-		return -1;
+		if (cause == ENOSPC)
+			return fail_no_room(w, h->step, len, free_bytes(w->dir), err, err_len);
+		errno = cause;
+		return fail_io(err, err_len, failed, what);
 	}
 	if (fsync_dir(w->dir) != 0)
 		return fail_io(err, err_len, "cannot fsync the directory", w->dir);
@@ -169,11 +272,18 @@ static void write_job(ftl_ckpt_writer *w)
 {
 	uint64_t step = w->step;
 	size_t len = w->len;
-	char final[FTL_CKPT_PATH_MAX + 8], err[FTL_CKPT_PATH_MAX + 128], fields[FTL_CKPT_PATH_MAX + 256];
+	char final[FTL_CKPT_PATH_MAX + 8], err[FTL_CKPT_ERROR_MAX], fields[FTL_CKPT_PATH_MAX + 256];
 	int64_t start = mono_us();
-	int rc = write_durably(w, step, w->buf, len, final, sizeof(final), err, sizeof(err));
+	ftl_ckpt_header h;
+	char malformed[256] = "another step in its header";
+	int rc = ftl_ckpt_parse_header(w->buf, len, len, &h, malformed, sizeof(malformed));
+	if (rc != 0 || h.step != step) /* the training thread staged something other than it said */
+		rc = ftl_errf(err, sizeof(err), "the staged image of step %llu is malformed: %s", (unsigned long long)step,
+			      malformed);
+	else
+		rc = write_durably(w, &h, w->buf, len, final, sizeof(final), err, sizeof(err));
 	int64_t took = mono_us() - start;
-	int deleted = rc == 0 ? ftl_ckpt_retain(w->dir, w->keep) : 0;
+	int deleted = rc == 0 ? ftl_ckpt_retain(w->dir, h.job_id, w->keep) : 0;
 
 	pthread_mutex_lock(&w->lock);
 	ftl_ckpt_writer_stats *s = &w->stats;

@@ -371,9 +371,10 @@ static ftl_err set_up_view(ftl_agent *a, const work_view *w)
 	if (t->synced_seq == w->seq)
 		return FTL_OK;
 	/* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died, or the
-	 * job is new). The newest checkpoint that verifies becomes the state to sync. */
-	if (w->rank == 0 && !t->has_state && ftl_checkpoint_resume(t))
-		t->has_state = true;
+	 * job is new). The newest checkpoint that loads becomes the state to sync; checkpoints that exist but
+	 * cannot load (another program's shape, all corrupt) stop the job (ftl_checkpoint_resume says why). */
+	if (w->rank == 0 && !t->has_state && (e = ftl_checkpoint_resume(t)) != FTL_OK)
+		return e;
 	uint64_t steps_before = t->has_state ? t->step : 0;
 	int64_t sync_start = ftl_agent_now_us(a);
 	if ((e = ftl_state_sync(a, w->rank)) != FTL_OK)
@@ -460,5 +461,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		abandon(a, &w, &ab, SAME_VIEW_GRACE_US);
 	}
 	free(w.members);
+	if (e != FTL_OK && ftl_agent_has_left(a))
+		ftl_checkpoint_before_leaving(a); /* rank 0's steps since the last checkpoint must not leave with it */
 	return e;
 }

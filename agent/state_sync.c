@@ -1,7 +1,7 @@
 /* State sync: after a view change or a failed step, every member takes rank 0's state by broadcast.
- * First a header (step, data epoch, sample position, the save callback's length, each buffer's size) so
- * that a shape mismatch is an error with a message rather than garbage; then every registered buffer,
- * then the save/load bytes. Sizes are in bytes; they travel as i64 words plus a padded tail. */
+ * First a header (step, data epoch, sample position, the save callback's length, the job's checkpoint id,
+ * each buffer's size) so that a shape mismatch is an error with a message rather than garbage; then every
+ * registered buffer, then the save/load bytes. Sizes are in bytes; they travel as i64 words plus a padded tail. */
 #include "agent_internal.h"
 
 #include <stdio.h>
@@ -10,7 +10,7 @@
 
 #include "log.h"
 
-#define HDR_FIXED 4
+#define HDR_FIXED 5
 
 static ftl_err bcast_bytes(ftl_agent *a, void *buf, size_t len)
 {
@@ -46,6 +46,7 @@ ftl_err ftl_state_sync(ftl_agent *a, int rank)
 	hdr[1] = (int64_t)t->data_epoch;
 	hdr[2] = (int64_t)t->sample_pos;
 	hdr[3] = (int64_t)saved_len;
+	hdr[4] = (int64_t)t->job_id;
 	for (int i = 0; i < t->n_buffers; i++)
 		hdr[HDR_FIXED + i] = (int64_t)t->buffers[i].bytes;
 	int64_t mine[HDR_FIXED + FTL_MAX_BUFFERS];
@@ -74,6 +75,7 @@ ftl_err ftl_state_sync(ftl_agent *a, int rank)
 		t->step = (uint64_t)hdr[0];
 		t->data_epoch = (uint64_t)hdr[1];
 		t->sample_pos = (uint64_t)hdr[2];
+		t->job_id = (uint64_t)hdr[4];
 	}
 	return e;
 }

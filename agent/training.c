@@ -31,7 +31,19 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->checkpoint_keep = 3;
 }
 
-/* FTL_CHECKPOINT_DIR, FTL_CHECKPOINT_EVERY, FTL_CHECKPOINT_KEEP, FTL_CHECKPOINT_BUSY. */
+/* One of two words (false, true) from the environment into *dst; unset leaves it. -1 naming the variable. */
+static int env_choice(const char *var, const char *no, const char *yes, bool *dst, char *err, size_t len)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return 0;
+	if (strcmp(v, no) != 0 && strcmp(v, yes) != 0)
+		return ftl_errf(err, len, "%s=%s: expected %s or %s", var, v, no, yes);
+	*dst = strcmp(v, yes) == 0;
+	return 0;
+}
+
+/* FTL_CHECKPOINT_DIR, _EVERY, _KEEP, _BUSY, _FRESH, _CHECKSUM. */
 static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 {
 	int64_t every = t->checkpoint_every, keep = t->checkpoint_keep;
@@ -42,15 +54,16 @@ static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 	char dir[sizeof(t->checkpoint_dir)] = "";
 	if (ftl_env_str("FTL_CHECKPOINT_DIR", dir, sizeof(dir), err, len))
 		return -1;
-	const char *busy = getenv("FTL_CHECKPOINT_BUSY");
-	if (busy && strcmp(busy, "skip") != 0 && strcmp(busy, "wait") != 0) {
-		snprintf(err, len, "FTL_CHECKPOINT_BUSY=%s: expected skip or wait", busy);
+	bool wait = t->checkpoint_wait, fresh = t->checkpoint_fresh, blake2b = t->checkpoint_blake2b;
+	if (env_choice("FTL_CHECKPOINT_BUSY", "skip", "wait", &wait, err, len) ||
+	    env_choice("FTL_CHECKPOINT_FRESH", "0", "1", &fresh, err, len) ||
+	    env_choice("FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b, err, len))
 		return -1;
-	}
 	if (dir[0])
 		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
-	if (busy)
-		t->checkpoint_wait = strcmp(busy, "wait") == 0;
+	t->checkpoint_wait = wait;
+	t->checkpoint_fresh = fresh;
+	t->checkpoint_blake2b = blake2b;
 	t->checkpoint_every = every;
 	t->checkpoint_keep = (int)keep;
 	return 0;

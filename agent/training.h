@@ -70,6 +70,9 @@ typedef struct ftl_training {
 	uint64_t sampler_seed;
 	uint64_t *indices;               /* [batch_per_rank] */
 	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
+	uint64_t job_id;                 /* the job's checkpoint identity (checkpoint.h): drawn by a rank 0 that
+					  * starts with nothing to resume, read from the checkpoint it resumes,
+					  * synced from rank 0 with the state; 0 = none yet */
 	char last_error[512];
 
 	struct ftl_ckpt_writer *ckpt;    /* when checkpoints are on; set before the agent starts, then fixed */

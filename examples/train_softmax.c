@@ -36,11 +36,13 @@
  *     the samples the job used in step S are the indices of the attempts of S in the view epoch of the
  *     step line that reports S (the latest, if several do).
  *   at the end: {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"}
- * SIGTERM or SIGINT: the worker finishes its step, leaves the cluster gracefully and exits 0, so the
- * others go on at once instead of waiting to detect a failure. After `ftlctl leave` (a Kubernetes
- * preStop hook) it exits 0 too, as soon as its step is cut short. Exit 1 when training cannot go on, 2 for
- * a bad setting. */
+ * SIGTERM or SIGINT, or `ftlctl leave` (a Kubernetes preStop hook): the worker leaves the cluster
+ * gracefully, so the others go on at once instead of waiting to detect a failure, and exits 0 as soon as
+ * its step is done or cut short. If it was rank 0 and FTL_CHECKPOINT_DIR is set, ftl_execute first
+ * writes a checkpoint of the steps since the last one, so scaling the job to zero loses nothing.
+ * Exit 1 when training cannot go on, 2 for a bad setting. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdbool.h>
@@ -289,8 +291,29 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	return a;
 }
 
-/* SIGTERM and SIGINT are blocked in every thread (the agent's threads inherit the mask) and picked up
- * between steps, so a stop never interrupts a step half way. */
+/* SIGTERM and SIGINT are blocked in every thread (the agent's threads inherit the mask) and taken by one
+ * watcher thread, which makes the agent leave. Not polled between steps: a training thread blocked in
+ * ftl_execute (waiting for a view when the others already left, as in a scale to zero) would not see the
+ * signal; the leave wakes it, and ftl_execute returns "left" once no step is half way. */
+typedef struct stop_watcher {
+	sigset_t signals;
+	ftl_agent *agent;
+	const char *name;
+	pthread_t thread;
+} stop_watcher;
+
+static void *watch_stop_signals(void *arg)
+{
+	stop_watcher *w = arg;
+	int sig;
+	if (sigwait(&w->signals, &sig) == 0) {
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* never cancelled holding the agent's lock */
+		fprintf(stderr, "train_softmax: %s: %s: leaving the job\n", w->name, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		ftl_agent_leave(w->agent, 5000);
+	}
+	return NULL;
+}
+
 static void block_stop_signals(sigset_t *set)
 {
 	sigemptyset(set);
@@ -300,29 +323,16 @@ static void block_stop_signals(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 }
 
-static bool is_stop_requested(const sigset_t *set)
-{
-	struct timespec now = {0, 0};
-	int sig = sigtimedwait(set, NULL, &now);
-	return sig == SIGTERM || sig == SIGINT;
-}
-
-/* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done, stopped by a
- * signal or made to leave by `ftlctl leave` (then this worker has left), 1 when training cannot go on. */
-static int train(trainer *t, const sigset_t *stop_signals)
+/* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done, or when this worker
+ * left (a stop signal or `ftlctl leave`), 1 when training cannot go on. */
+static int train(trainer *t)
 {
 	ftl_job_status job;
 	for (ftl_get_job_status(t->agent, &job); job.step < t->cfg.steps; ftl_get_job_status(t->agent, &job)) {
-		if (is_stop_requested(stop_signals)) {
-			fprintf(stderr, "train_softmax: %s: stopping after step %llu: leaving the job\n", t->name,
-				(unsigned long long)job.step);
-			ftl_agent_leave(t->agent, 5000);
-			return 0;
-		}
 		if (ftl_execute(t->agent, train_step, t) != FTL_OK) {
-			if (ftl_agent_has_left(t->agent)) { /* `ftlctl leave`, e.g. a Kubernetes preStop hook */
-				fprintf(stderr, "train_softmax: %s: left the job after step %llu (ftlctl leave)\n",
-					t->name, (unsigned long long)job.step);
+			if (ftl_agent_has_left(t->agent)) {
+				fprintf(stderr, "train_softmax: %s: left the job after step %llu\n", t->name,
+					(unsigned long long)job.step);
 				return 0;
 			}
 			fprintf(stderr, "train_softmax: %s: %s\n", t->name, ftl_last_error(t->agent));
@@ -360,14 +370,19 @@ int main(void)
 	}
 	t.agent = agent_for(&t, &cfg);
 	t.name = cfg.name;
-	sigset_t stop_signals;
-	block_stop_signals(&stop_signals);
+	stop_watcher watcher = {.agent = t.agent, .name = t.name};
+	block_stop_signals(&watcher.signals);
 	char err[512];
 	int status = 1;
-	if (ftl_agent_start(t.agent, err, sizeof(err)) == 0)
-		status = train(&t, &stop_signals);
-	else
+	if (ftl_agent_start(t.agent, err, sizeof(err)) != 0) {
 		fprintf(stderr, "train_softmax: %s\n", err);
+	} else if (pthread_create(&watcher.thread, NULL, watch_stop_signals, &watcher) != 0) {
+		fprintf(stderr, "train_softmax: cannot start the signal watcher thread\n");
+	} else {
+		status = train(&t);
+		pthread_cancel(watcher.thread); /* sigwait is a cancellation point */
+		pthread_join(watcher.thread, NULL);
+	}
 	trainer_free(&t);
 	return status;
 }

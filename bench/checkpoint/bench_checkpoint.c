@@ -178,7 +178,7 @@ static int bench_size(const char *dir, size_t mb)
 	       mb, idle * 1e3, busy * 1e3, busy / idle);
 	fflush(stdout);
 	ftl_checkpoint_teardown(&j.t);
-	ftl_ckpt_retain(dir, 0);
+	ftl_ckpt_retain(dir, j.t.job_id, 0);
 	free(j.state);
 	return 0;
 }

@@ -75,7 +75,10 @@ FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t 
 FTL_API int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
 /* Called on the agent's thread for every membership change. Set before ftl_agent_start. */
 FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
-/* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out. */
+/* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out.
+ * Called between steps from the thread that runs ftl_execute, on the job's rank 0 with checkpoints on,
+ * it first writes a checkpoint of the steps since the last one and waits until it is durable (timeout_ms
+ * does not bound that write). */
 FTL_API int ftl_agent_leave(ftl_agent *a, int timeout_ms);
 /* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
 FTL_API bool ftl_agent_has_left(ftl_agent *a);

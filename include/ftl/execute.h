@@ -8,7 +8,9 @@
  *  3. if the view changed since the last successful step, brings every member to rank 0's state by
  *     broadcast: the registered buffers, the step counter, the sampler position, the save/load bytes;
  *     when no member has live state (a new job, or every worker died), rank 0 first loads the newest
- *     checkpoint that verifies (checkpoint_dir below), skipping, with a log line, any that does not;
+ *     checkpoint that verifies and has the registered shape (checkpoint_dir below), skipping, with a log
+ *     line, any that does not; when the directory holds checkpoints but none of them can be loaded, it
+ *     returns an error naming the directory, the file and what differs (unless checkpoint_fresh);
  *  4. runs step(ctx, info);
  *  5. when a collective inside the step fails because a peer is gone (peer lost, timed out, aborted by a
  *     view change), waits for the next view and runs the step again, up to max_retries times. Only such
@@ -21,6 +23,9 @@
  *     (the only cost to the step: the file is written, fsynced and renamed by the writer's thread).
  * It returns an error when the job cannot continue: fewer than min_workers for longer than
  * below_min_timeout, retries exhausted, or an error that is not about a peer (the message says which).
+ * When this worker has left (ftl_agent_leave, `ftlctl leave`) it returns an error too; if it was rank 0
+ * and its state is newer than the last checkpoint, it first writes one and waits until it is durable
+ * (ftl_agent_leave does the same when called from the thread that runs ftl_execute).
  *
  * THE STEP CONTRACT: a step may be run more than once for the same step number (after a failure). It must
  * change the registered state only after every collective of the step returned FTL_OK, and must return
@@ -82,6 +87,12 @@ typedef struct ftl_training_config {
 	int checkpoint_keep;           /* [FTL_CHECKPOINT_KEEP] newest files kept; default 3 */
 	bool checkpoint_wait;          /* [FTL_CHECKPOINT_BUSY=skip|wait] when the previous write still runs:
 					* skip this checkpoint (default) or wait for it */
+	bool checkpoint_fresh;         /* [FTL_CHECKPOINT_FRESH=0|1] when the directory holds checkpoints but
+					* none can be loaded (another shape, all corrupt): start from the initial
+					* state (1) instead of stopping with an error (0, default); the files are
+					* kept either way */
+	bool checkpoint_blake2b;       /* [FTL_CHECKPOINT_CHECKSUM=xxh3|blake2b] the checksum new files carry:
+					* XXH3-128 (default, fast) or BLAKE2b-256; files of either kind load */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);

@@ -4,6 +4,7 @@ checkpoint files themselves (read here independently of the C code, from the lay
 Same runner as test_training.py (its helpers, its time limit, its seed printing):
     python3 test_checkpoint.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
+import ctypes
 import glob
 import hashlib
 import os
@@ -19,31 +20,46 @@ import tempfile
 import test_training as tt
 from workers import digest_problems, final_groups
 
-SUM = 32
+class XXH128(ctypes.Structure):
+    _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]
+
+
+_xxhash = ctypes.CDLL("libxxhash.so.0")
+_xxhash.XXH3_128bits.restype = XXH128
+_xxhash.XXH3_128bits.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+
+
+def checksum(kind, data):
+    """The file's checksum: 1 BLAKE2b-256, 2 XXH3-128 in canonical (big-endian) form (libxxhash itself)."""
+    if kind == 1:
+        return hashlib.blake2b(data, digest_size=32).digest()
+    h = _xxhash.XXH3_128bits(data, len(data))
+    return struct.pack(">QQ", h.high64, h.low64)
 
 
 def read_checkpoint(path):
-    """{"step", "data_epoch", "sample_pos", "buffers": {name: bytes}} of a file that verifies, else the
-    reason it does not (a string)."""
+    """{"step", "data_epoch", "sample_pos", "job_id", "buffers": {name: bytes}} of a file that verifies,
+    else the reason it does not (a string)."""
     with open(path, "rb") as f:
         data = f.read()
-    if len(data) < 64 + SUM:
+    if len(data) < 80:
         return "truncated"
-    magic, version, n, step, view_epoch, data_epoch, pos, world, _, save_len = struct.unpack_from(
-        "<8sIIQQQQIIQ", data)
-    if magic != b"FTLCKPT\0" or version != 1:
-        return "bad magic or version"
-    entries = [struct.unpack_from("<64sQ", data, 64 + 72 * i) for i in range(n)]
-    off = 64 + 72 * n
-    if len(data) != off + sum(size for _, size in entries) + save_len + SUM:
+    magic, version, n, step, view_epoch, data_epoch, pos, world, kind, save_len, job_id = struct.unpack_from(
+        "<8sIIQQQQIIQQ", data)
+    if magic != b"FTLCKPT\0" or version != 2 or kind not in (1, 2):
+        return "bad magic, version or checksum kind"
+    sum_len = 32 if kind == 1 else 16
+    entries = [struct.unpack_from("<64sQ", data, 80 + 72 * i) for i in range(n)]
+    off = 80 + 72 * n
+    if len(data) != off + sum(size for _, size in entries) + save_len + sum_len:
         return "truncated or corrupt"
-    if hashlib.blake2b(data[:-SUM], digest_size=SUM).digest() != data[-SUM:]:
+    if checksum(kind, data[:-sum_len]) != data[-sum_len:]:
         return "checksum mismatch"
     buffers = {}
     for name, size in entries:
         buffers[name.rstrip(b"\0").decode()] = data[off:off + size]
         off += size
-    return dict(step=step, data_epoch=data_epoch, sample_pos=pos, buffers=buffers)
+    return dict(step=step, data_epoch=data_epoch, sample_pos=pos, job_id=job_id, buffers=buffers)
 
 
 def digest_of(ckpt):
@@ -215,7 +231,11 @@ def scenario_write_fails(train, ctl):
         job.wait_step(failing_from + 25, 30)  # training goes on
         m = re.search(r'msg="(checkpoint of step \d+ failed: [^"]*)"', log_of(job))
         print(f"rank 0 logged: {m.group(1)}")
-        assert "No space left on device" in m.group(1) or "File too large" in m.group(1)
+        if mounted:  # room for one checkpoint, not two: the message gives the sizes and the free space
+            assert re.search(r"no room for the checkpoint of step \d+ in .*: it needs 1\.\d MiB, the file system "
+                             r"has \d+\.\d MiB free beside the 1 checkpoint\(s\) already there", m.group(1)), m.group(1)
+        else:
+            assert "File too large" in m.group(1)
         status = job.status(job.agents["w0"])["checkpoint"]
         print(f"ftlctl status: writer {status['writer']!r}, written {status['written']}, failed {status['failed']}")
         assert status["writer"].startswith("failed: ") and status["failed"] >= 2
@@ -266,6 +286,144 @@ def scenario_crash_mid_write(train, ctl):
     print(f"every finished checkpoint verifies; a fresh set resumed from step {newest}")
     kill_all(second)
     shutil.rmtree(d)
+
+
+def snapshot(d):
+    """{file name: bytes} of every finished checkpoint in d."""
+    return {os.path.basename(p): open(p, "rb").read() for p in checkpoints(d)}
+
+
+def job_with_checkpoints(train, ctl, d, env, count):
+    """A first job that trains until `count` checkpoints exist, then is killed: the files to protect."""
+    first = tt.new_job(train, ctl, FTL_STEPS=100000, **env)
+    tt.start_job(first, 2)
+    first.wait(f"{count} checkpoints", lambda: len(checkpoints(d)) >= count, 40)
+    kill_all(first)
+    return snapshot(d)
+
+
+def expect_stop(train, ctl, env, says):
+    """Starts 2 workers over the checkpoints: every worker exits 1 without a single step, and rank 0's
+    error (the one that stopped it) contains each of `says`. Rank 1 stops too, but how depends on the view
+    rules once rank 0 is gone (no quorum without it): its waits are bounded short here."""
+    job = tt.new_job(train, ctl, FTL_STEPS=100000, **{**env, "FTL_MAX_RETRIES": 2, "FTL_BELOW_MIN_TIMEOUT_MS": 5000})
+    for i in range(2):
+        job.add(f"w{i}")
+    codes = job.wait_exit(45)
+    steps = [r["step"] for w in job.workers() for r in w.steps()]
+    assert not steps, f"the job trained (steps {steps[:5]}...) instead of stopping"
+    assert all(c == 1 for c in codes.values()), f"exit codes {codes}, expected 1 from every worker"
+    text = "".join(w.log_text() for w in job.workers())
+    m = re.search(r"train_softmax: w\d: (ftl: cannot resume: [^\n]*)", text)
+    assert m, "no worker exited with the 'cannot resume' error"
+    for part in says:
+        assert part in m.group(1), f"{part!r} is not in the error: {m.group(1)}"
+    print(f"every worker exited 1 without a step: {m.group(1)}")
+
+
+def scenario_shape_mismatch_stops_and_keeps_files(train, ctl):
+    """The program registers one more buffer than the checkpoints hold: the job stops with an error that
+    names the directory, the newest file, what differs and FTL_CHECKPOINT_FRESH; no file changes. With
+    FTL_CHECKPOINT_FRESH=1 it starts from step 0 and writes and rotates its own files, past
+    FTL_CHECKPOINT_KEEP, without deleting or altering one of the old job's."""
+    d = ckpt_dir()
+    env = job_env(d, FTL_CHECKPOINT_EVERY=10, FTL_CHECKPOINT_KEEP=3, FTL_MIN_WORKERS=1)
+    old = job_with_checkpoints(train, ctl, d, env, 3)
+    newest = sorted(old)[-1]
+    print(f"the old job's checkpoints: {sorted(old)}")
+    bigger = {**env, "FTL_EXTRA_STATE_MB": 1}  # registers "ballast" too: 3 buffers, the files hold 2
+    expect_stop(train, ctl, bigger, [f"FTL_CHECKPOINT_DIR={d}", newest,
+                                     "shape mismatch: 2 buffers in the file, 3 registered", "FTL_CHECKPOINT_FRESH=1"])
+    assert snapshot(d) == old, f"the checkpoints changed: {sorted(snapshot(d))}"
+
+    fresh = tt.new_job(train, ctl, FTL_STEPS=100000, FTL_CHECKPOINT_FRESH=1, **bigger)
+    tt.start_job(fresh, 2)
+    assert first_step_line(fresh)["step"] == 0, "FTL_CHECKPOINT_FRESH=1 did not start from step 0"
+    assert "starting from the initial state as FTL_CHECKPOINT_FRESH=1 asks" in log_of(fresh)
+    mine = lambda: sorted(set(snapshot(d)) - set(old))
+    fresh.wait("5 checkpoints of the fresh job (FTL_CHECKPOINT_KEEP=3)",
+               lambda: fresh.progress() >= 51 and len(mine()) == 3, 40)
+    kill_all(fresh)
+    now = snapshot(d)
+    assert {k: now.get(k) for k in old} == old, "a checkpoint of the old job was deleted or altered"
+    ids = {read_checkpoint(os.path.join(d, k))["job_id"] for k in mine()}
+    old_ids = {read_checkpoint(os.path.join(d, k))["job_id"] for k in old}
+    assert len(ids) == 1 and not ids & old_ids, f"job ids: fresh {ids}, old {old_ids}"
+    print(f"FTL_CHECKPOINT_FRESH=1 trained to step {fresh.progress()}, kept its newest {mine()}, and left the "
+          f"old job's {len(old)} files as they were")
+    shutil.rmtree(d)
+
+
+def scenario_all_corrupt_stops(train, ctl):
+    """Every checkpoint fails to verify (a bit flipped in each): the job stops with an error naming the
+    directory, the newest file, the reason and FTL_CHECKPOINT_FRESH; no file is deleted."""
+    d = ckpt_dir()
+    env = job_env(d, FTL_CHECKPOINT_EVERY=10, FTL_CHECKPOINT_KEEP=3, FTL_MIN_WORKERS=1)
+    job_with_checkpoints(train, ctl, d, env, 3)
+    for path in checkpoints(d):
+        at = tt.rng.randrange(200, os.path.getsize(path))
+        with open(path, "r+b") as f:
+            f.seek(at)
+            b = f.read(1)
+            f.seek(at)
+            f.write(bytes([b[0] ^ (1 << tt.rng.randrange(8))]))
+        print(f"flipped a bit of byte {at} of {os.path.basename(path)}")
+    corrupt = snapshot(d)
+    expect_stop(train, ctl, env, [f"FTL_CHECKPOINT_DIR={d}", sorted(corrupt)[-1], "checksum mismatch",
+                                  "FTL_CHECKPOINT_FRESH=1"])
+    assert snapshot(d) == corrupt, "the corrupt checkpoints changed"
+    shutil.rmtree(d)
+
+
+def leave_all(how):
+    """Makes every worker of a job leave the way `how` says, all at once (a scale to zero)."""
+    def run(job):
+        for w in job.running():
+            if how == "sigterm":
+                w.signal(signal.SIGTERM)
+            else:
+                subprocess.Popen([job.ctl_bin, "--socket", w.socket, "leave"], stdout=subprocess.DEVNULL)
+    return run
+
+
+def written_on_leave(train, ctl, how):
+    """Scale to zero with no checkpoint due (FTL_CHECKPOINT_EVERY far away): rank 0 writes one of the very
+    step it reached before it exits 0, with the parameters it printed, and a fresh set resumes there."""
+    d = ckpt_dir()
+    env = job_env(d, FTL_CHECKPOINT_EVERY=1000000, FTL_MIN_WORKERS=2)
+    job = tt.new_job(train, ctl, FTL_STEPS=100000, **env)
+    tt.start_job(job, 2)
+    job.wait_step(tt.rng.randint(20, 60), 30)
+    assert not checkpoints(d)
+    leave_all(how)(job)
+    codes = job.wait_exit(40)
+    assert all(c == 0 for c in codes.values()), f"exit codes after leaving: {codes}"
+    files = checkpoints(d)
+    assert len(files) == 1, f"expected rank 0's final checkpoint, found {files}"
+    ckpt = read_checkpoint(files[0])
+    assert isinstance(ckpt, dict), f"the final checkpoint does not verify: {ckpt}"
+    w0 = job.agents["w0"]
+    last = w0.steps()[-1]
+    assert ckpt["step"] == last["step"] + 1, f"checkpoint of step {ckpt['step']}, w0's last step was {last['step']}"
+    assert digest_of(ckpt) == last["digest"], "the final checkpoint is not the state w0 printed last"
+    assert "final checkpoint durable before leaving" in w0.log_text()
+    print(f"{how}: rank 0 wrote the checkpoint of step {ckpt['step']} (its last step + 1, digest {last['digest']}) "
+          f"and every worker exited 0")
+    again = tt.new_job(train, ctl, FTL_STEPS=100000, **env)
+    tt.start_job(again, 2)
+    assert resumed_step(again) == (ckpt["step"], files[0]), f"did not resume from {files[0]}: {resumed_step(again)}"
+    kill_all(again)
+    shutil.rmtree(d)
+
+
+def scenario_written_on_leave(train, ctl):
+    """`ftlctl leave` on every worker (a Kubernetes preStop of a scale to zero)."""
+    written_on_leave(train, ctl, "ftlctl")
+
+
+def scenario_written_on_sigterm(train, ctl):
+    """SIGTERM to every worker at once."""
+    written_on_leave(train, ctl, "sigterm")
 
 
 if __name__ == "__main__":

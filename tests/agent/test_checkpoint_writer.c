@@ -40,25 +40,35 @@ static void remove_dir(char *dir)
 }
 
 /* Stages a checkpoint of `step` with one buffer of `bytes` (filled from the step) and submits it. */
-static bool write_step(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
+#define JOB 0x5eed5eed5eed5eedULL
+
+static bool write_step_summed(ftl_ckpt_writer *w, uint64_t step, size_t bytes, ftl_ckpt_sum_kind kind)
 {
-	ftl_ckpt_header h = {.step = step, .n_buffers = 1, .sizes = {bytes}};
+	ftl_ckpt_header h = {.version = FTL_CKPT_VERSION, .sum_kind = kind, .job_id = JOB, .step = step,
+			     .n_buffers = 1, .sizes = {bytes}};
 	snprintf(h.names[0], sizeof(h.names[0]), "params");
 	size_t len = ftl_ckpt_file_bytes(&h);
 	uint8_t *image = ftl_ckpt_writer_begin(w, step, len);
 	if (!image)
 		return false;
 	ftl_ckpt_encode_header(&h, image);
-	memset(image + ftl_ckpt_payload_offset(&h, 0), (int)step, bytes);
+	uint8_t *payload = image + ftl_ckpt_payload_offset(&h, 0);
+	for (size_t i = 0; i < bytes; i++)
+		payload[i] = (uint8_t)(step + i * 7 + (i >> 13)); /* every chunk differs */
 	ftl_ckpt_writer_submit(w, 0);
 	return true;
+}
+
+static bool write_step(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
+{
+	return write_step_summed(w, step, bytes, FTL_CKPT_SUM_XXH3);
 }
 
 /* Whether dir's checkpoint of `step` exists and verifies; its step is checked too. */
 static bool verifies(const char *dir, uint64_t step)
 {
 	char name[FTL_CKPT_NAME_MAX], path[1100];
-	ftl_ckpt_file_name(step, name, sizeof(name));
+	ftl_ckpt_file_name(step, JOB, name, sizeof(name));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	FILE *f = fopen(path, "rb");
 	if (!f)
@@ -109,7 +119,23 @@ static void test_written_checkpoint_is_durable_whole_and_alone(void **state)
 	assert_int_equal(s.state, FTL_CKPT_WRITER_IDLE);
 	assert_int_equal(s.written, 1);
 	assert_int_equal(s.last_step, 100);
-	assert_non_null(strstr(s.last_file, "ckpt-00000000000000000100.ftl"));
+	assert_non_null(strstr(s.last_file, "ckpt-00000000000000000100-5eed5eed5eed5eed.ftl"));
+	ftl_ckpt_writer_delete(w);
+	remove_dir(dir);
+}
+
+/* Files of several write chunks (8 MiB) and an odd tail verify with either checksum: the one computed
+ * alongside the write is the one a reader computes over the whole file. */
+static void test_multi_chunk_files_verify_with_either_checksum(void **state)
+{
+	char *dir = temp_dir();
+	ftl_ckpt_writer *w = writer(dir, 3, true);
+	size_t bytes = (17u << 20) + 12345;
+	assert_true(write_step_summed(w, 1, bytes, FTL_CKPT_SUM_XXH3));
+	assert_true(write_step_summed(w, 2, bytes, FTL_CKPT_SUM_BLAKE2B));
+	ftl_ckpt_writer_flush(w);
+	assert_true(verifies(dir, 1));
+	assert_true(verifies(dir, 2));
 	ftl_ckpt_writer_delete(w);
 	remove_dir(dir);
 }
@@ -272,7 +298,45 @@ static void test_full_disk_is_reported_and_keeps_previous(void **state)
 		remove_dir(dir);
 		skip();
 	}
-	expect_failed_write_keeps_previous(dir, nothing, 512 * 1024, "No space left on device");
+	expect_failed_write_keeps_previous(dir, nothing, 512 * 1024, "no room for the checkpoint of step 2");
+	umount(dir);
+	remove_dir(dir);
+}
+
+/* A disk with room for one checkpoint but not two: the first is written, every later one fails (the new
+ * file must be whole beside the old before the old goes), and the error says so with the sizes and the
+ * free space, so the operator knows what to give it. */
+static void test_disk_with_room_for_one_checkpoint_says_so_with_sizes(void **state)
+{
+	char *dir = temp_dir();
+	if (mount("tmpfs", dir, "tmpfs", 0, "size=1536k") != 0) {
+		print_message("skipped: cannot mount a tmpfs here (%s)\n", strerror(errno));
+		remove_dir(dir);
+		skip();
+	}
+	ftl_ckpt_writer *w = writer(dir, 3, true);
+	assert_true(write_step(w, 1, 1 << 20));
+	ftl_ckpt_writer_flush(w);
+	assert_true(verifies(dir, 1));
+	for (uint64_t step = 2; step <= 3; step++) {
+		assert_true(write_step(w, step, 1 << 20));
+		ftl_ckpt_writer_flush(w);
+	}
+	ftl_ckpt_writer_stats s;
+	ftl_ckpt_writer_get_stats(w, &s);
+	assert_int_equal(s.state, FTL_CKPT_WRITER_FAILED);
+	assert_int_equal(s.written, 1);
+	assert_int_equal(s.failed, 2);
+	print_message("writer: %s\n", s.last_error);
+	static const char *const says[] = {"no room for the checkpoint of step 3", "it needs 1.0 MiB",
+					   "MiB free beside the 1 checkpoint(s) already there (1.0 MiB)",
+					   "room for FTL_CHECKPOINT_KEEP + 1 = 4 checkpoints (4.0 MiB)"};
+	for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
+		if (!strstr(s.last_error, says[i]))
+			fail_msg("expected '%s' in '%s'", says[i], s.last_error);
+	ftl_ckpt_writer_delete(w);
+	assert_true(verifies(dir, 1));
+	assert_int_equal(count_entries(dir), 1);
 	umount(dir);
 	remove_dir(dir);
 }
@@ -295,12 +359,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_written_checkpoint_is_durable_whole_and_alone),
+		cmocka_unit_test(test_multi_chunk_files_verify_with_either_checksum),
 		cmocka_unit_test(test_retention_keeps_exactly_k_newest),
 		cmocka_unit_test(test_delete_finishes_the_write_in_progress),
 		cmocka_unit_test(test_busy_writer_skips_the_next_checkpoint_in_skip_mode),
 		cmocka_unit_test(test_busy_writer_makes_the_next_checkpoint_wait_in_wait_mode),
 		cmocka_unit_test(test_file_too_large_is_reported_and_keeps_previous),
 		cmocka_unit_test(test_full_disk_is_reported_and_keeps_previous),
+		cmocka_unit_test(test_disk_with_room_for_one_checkpoint_says_so_with_sizes),
 		cmocka_unit_test(test_no_permission_is_reported_and_keeps_previous),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -107,6 +107,31 @@ static void test_env_numbers_are_checked(void **state)
 	assert_non_null(strstr(err, "FTL_INSECURE"));
 }
 
+static void test_checkpoint_choices_are_read_and_checked(void **state)
+{
+	ftl_training_config t;
+	char err[512];
+	ftl_training_config_default(&t);
+	assert_false(t.checkpoint_fresh);
+	assert_false(t.checkpoint_blake2b);
+	setenv("FTL_CHECKPOINT_FRESH", "1", 1);
+	setenv("FTL_CHECKPOINT_CHECKSUM", "blake2b", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_true(t.checkpoint_fresh && t.checkpoint_blake2b);
+	setenv("FTL_CHECKPOINT_FRESH", "yes", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
+	assert_string_equal(err, "FTL_CHECKPOINT_FRESH=yes: expected 0 or 1");
+	setenv("FTL_CHECKPOINT_FRESH", "0", 1);
+	setenv("FTL_CHECKPOINT_CHECKSUM", "crc32", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
+	assert_string_equal(err, "FTL_CHECKPOINT_CHECKSUM=crc32: expected xxh3 or blake2b");
+	setenv("FTL_CHECKPOINT_CHECKSUM", "xxh3", 1);
+	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_false(t.checkpoint_fresh || t.checkpoint_blake2b);
+	unsetenv("FTL_CHECKPOINT_FRESH");
+	unsetenv("FTL_CHECKPOINT_CHECKSUM");
+}
+
 /* ---- every FTL_* setting's bad values ---- */
 
 static const char valid_key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
@@ -209,6 +234,10 @@ static const setting_case setting_cases[] = {
 	{"FTL_CHECKPOINT_EVERY", true, {"0", "1000000001"}, NULL},
 	{"FTL_CHECKPOINT_KEEP", true, {"0", "1001"}, NULL},
 	{"FTL_CHECKPOINT_BUSY", false, {"", "later", "-1"}, NULL},
+	{"FTL_CHECKPOINT_FRESH", false, {"", "yes", "-1", "2"}, NULL},
+	{"FTL_CHECKPOINT_CHECKSUM", false, {"", "crc32", "XXH3"}, NULL},
+	{"FTL_EXPECTED_WORKERS", true, {"5000"}, NULL},
+	{"FTL_EXPECTED_WAIT_MS", true, {"86400001"}, NULL},
 };
 
 static void test_every_setting_refuses_its_bad_values_by_name(void **state)
@@ -367,6 +396,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_gossip_key_and_key_file_both_set_are_refused),
 		cmocka_unit_test(test_gossip_key_file_readable_by_others_warns),
 		cmocka_unit_test(test_unknown_setting_warns_with_closest_name),
+		cmocka_unit_test(test_checkpoint_choices_are_read_and_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,22 @@
+/* Leaving and checkpoints. A worker that leaves (the program's SIGTERM handling calls ftl_agent_leave; a
+ * Kubernetes preStop runs `ftlctl leave`) takes no more steps. When it was rank 0 and the job is scaled
+ * to zero, or every worker leaves at once, the steps since the last checkpoint would leave with it: so
+ * rank 0 writes one more before it goes, and waits until it is durable.
+ * Only the thread that runs the steps sees a consistent state (between two steps), so the checkpoint is
+ * taken there and nowhere else: by ftl_execute when it finds the agent has left, and by ftl_agent_leave
+ * when that very thread calls it between steps (ftl_checkpoint_final checks the thread). A leave asked
+ * from another thread while a step runs is picked up by the next ftl_execute, which returns "left". */
+#include "agent_internal.h"
+#include "checkpoint.h"
+
+void ftl_checkpoint_before_leaving(ftl_agent *a)
+{
+	ftl_training *t = &a->train;
+	if (!t->is_enabled || !t->ckpt)
+		return;
+	pthread_mutex_lock(&a->lock);
+	ftl_job_status last = t->status; /* the view this worker last stepped in, as its training thread left it */
+	pthread_mutex_unlock(&a->lock);
+	if (last.rank == 0 && last.world_size > 0)
+		ftl_checkpoint_final(t, last.view_epoch, (uint32_t)last.world_size);
+}
