@@ -292,7 +292,8 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 }
 
 /* SIGTERM and SIGINT are blocked in every thread (the agent's threads inherit the mask) and taken by one
- * watcher thread, which makes the agent leave. Not polled between steps: a training thread blocked in
+ * watcher thread, which makes the agent leave. SIGUSR2, blocked the same way, is how main stops the watcher
+ * at the end (pthread_kill; no cancellation, which leaves the thread's stack poisoned under ASan). Not polled between steps: a training thread blocked in
  * ftl_execute (waiting for a view when the others already left, as in a scale to zero) would not see the
  * signal; the leave wakes it, and ftl_execute returns "left" once no step is half way. */
 typedef struct stop_watcher {
@@ -306,8 +307,7 @@ static void *watch_stop_signals(void *arg)
 {
 	stop_watcher *w = arg;
 	int sig;
-	if (sigwait(&w->signals, &sig) == 0) {
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL); /* never cancelled holding the agent's lock */
+	if (sigwait(&w->signals, &sig) == 0 && sig != SIGUSR2) {
 		fprintf(stderr, "train_softmax: %s: %s: leaving the job\n", w->name, sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		ftl_agent_leave(w->agent, 5000);
 	}
@@ -319,6 +319,7 @@ static void block_stop_signals(sigset_t *set)
 	sigemptyset(set);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGINT);
+	sigaddset(set, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 }
@@ -380,7 +381,7 @@ int main(void)
 		fprintf(stderr, "train_softmax: cannot start the signal watcher thread\n");
 	} else {
 		status = train(&t);
-		pthread_cancel(watcher.thread); /* sigwait is a cancellation point */
+		pthread_kill(watcher.thread, SIGUSR2); /* done, or already gone after a stop signal: harmless */
 		pthread_join(watcher.thread, NULL);
 	}
 	trainer_free(&t);
