@@ -14,10 +14,12 @@ import tempfile
 import time
 
 import exposition
+import re
 import test_training as tt
 from cluster import free_port, wait_until
 
 STEPS = 1000000  # the job never finishes by itself: close() kills it
+K8S = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "k8s")
 
 
 def metrics_env(name):
@@ -47,7 +49,8 @@ def histogram_count(families, name):
 def scenario_scrape_while_training_and_after_kill9(train, ctl):
     """Three workers: the metrics parse, the world is 3 and steps grow; after a kill -9 the survivors show
     the view change by death, a world of 2, a recovery-time observation, and steps growing again."""
-    job = tt.new_job(train, ctl, FTL_STEPS=STEPS, **tt.JOB)
+    job = tt.new_job(train, ctl, FTL_STEPS=STEPS, FTL_CHECKPOINT_EVERY=20, **tt.JOB)
+    job.job_env["FTL_CHECKPOINT_DIR"] = os.path.join(job.dir, "checkpoints")  # the dashboard shows them
     tt.start_job(job, 3, env_of=metrics_env)
     print("promtool:", "installed, each scrape is checked" if exposition.promtool_check("") is not None
           else "not installed, the exposition parser alone checks the format")
@@ -62,6 +65,7 @@ def scenario_scrape_while_training_and_after_kill9(train, ctl):
         assert value(m, "ftl_view_phase", phase="training") == 1
         assert histogram_count(m, "ftl_allreduce_duration_seconds") > 0
         assert value(m, "ftl_gossip_packets_total", direction="received") > 0
+    check_dashboard_queries(scrape(job.workers()[0]))
     victim = job.workers()[tt.rng.randrange(1, 3)]
     job.kill(victim.name)
     print(f"kill -9 {victim.name}")
@@ -78,6 +82,31 @@ def scenario_scrape_while_training_and_after_kill9(train, ctl):
               f"{value(m, 'ftl_members', state='alive')}")
         before = value(m, "ftl_training_steps_total")
         job.wait(f"{w.name} steps again", lambda: value(scrape(w), "ftl_training_steps_total") > before, 20)
+
+
+def check_dashboard_queries(families):
+    """Every metric deploy/k8s/grafana-dashboard.json queries is one a worker serves."""
+    with open(os.path.join(K8S, "grafana-dashboard.json")) as f:
+        queried = set(re.findall(r"\bftl_[a-z_]+", f.read())) - {"ftl_training_job"}
+    served = set(families) | {f"{n}{s}" for n, f in families.items() if f.type == "histogram"
+                              for s in ("_bucket", "_sum", "_count")}
+    missing = sorted(queried - served)
+    assert not missing, f"the dashboard queries metrics no worker serves: {missing}"
+    print(f"the dashboard's {len(queried)} metrics are all served")
+
+
+def scenario_k8s_metrics_port_agrees(train, ctl):
+    """worker.env's FTL_METRICS_ADDR port is the Deployment's `metrics` port, its scrape annotation, and the
+    PodMonitor's port name."""
+    with open(os.path.join(K8S, "worker.env")) as f:
+        port = re.search(r"^FTL_METRICS_ADDR=[0-9.]+:(\d+)$", f.read(), re.M).group(1)
+    with open(os.path.join(K8S, "deployment.yaml")) as f:
+        deployment = f.read()
+    assert f'prometheus.io/port: "{port}"' in deployment, "the scrape annotation's port differs"
+    assert re.search(rf"- name: metrics\b.*\n\s+containerPort: {port}\n", deployment), "no `metrics` port " + port
+    with open(os.path.join(K8S, "monitoring", "podmonitor.yaml")) as f:
+        assert re.search(r"- port: metrics$", f.read(), re.M), "the PodMonitor does not scrape the `metrics` port"
+    print(f"metrics port {port}: worker.env, deployment.yaml (port and annotation) and the PodMonitor agree")
 
 
 def raw_request(addr, data, hold=False):
