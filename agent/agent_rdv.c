@@ -346,6 +346,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 			"without them; never while they may still be alive on the other side of a partition"));
 	}
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
+	ftl_train_metrics_status_locked(&t->metrics, j);
 	pthread_mutex_unlock(&a->lock);
 	return j;
 }

@@ -52,7 +52,8 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 		m->steps++;
 		ftl_histogram_observe(&m->step_seconds, (double)(now - start) / 1e6);
 		if (m->disrupted_at_us) {
-			ftl_histogram_observe(&m->recovery_seconds, (double)(now - m->disrupted_at_us) / 1e6);
+			m->last_recovery_us = now - m->disrupted_at_us;
+			ftl_histogram_observe(&m->recovery_seconds, (double)m->last_recovery_us / 1e6);
 			m->disrupted_at_us = 0;
 		}
 	} else {
@@ -100,6 +101,14 @@ ftl_err ftl_train_metrics_state_sync(ftl_agent *a, int rank)
 	ftl_histogram_observe(&a->train.metrics.sync_seconds, took);
 	pthread_mutex_unlock(&a->lock);
 	return e;
+}
+
+void ftl_train_metrics_status_locked(const ftl_train_metrics *m, json_t *view)
+{
+	json_object_set_new(view, "recoveries", json_integer((json_int_t)m->recovery_seconds.count));
+	json_object_set_new(view, "last_recovery_ms", m->recovery_seconds.count
+							      ? json_real((double)m->last_recovery_us / 1000.0)
+							      : json_null());
 }
 
 static bool has_member(const ftl_rdv_member *members, uint32_t n, const char *name)

@@ -6,6 +6,7 @@
 #ifndef FTL_AGENT_TRAIN_METRICS_H
 #define FTL_AGENT_TRAIN_METRICS_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,7 @@ typedef struct ftl_train_metrics {
 	uint64_t sync_bytes;             /* bytes moved by completed state syncs */
 	uint64_t views[FTL_VIEW_CAUSE_MAX];
 	int64_t disrupted_at_us;         /* the first failure sign not yet followed by a completed step; 0: none */
+	int64_t last_recovery_us;        /* the latest recovery time observed (0: none yet) */
 	ftl_histogram step_seconds;
 	ftl_histogram allreduce_seconds;
 	ftl_histogram sync_seconds;
@@ -54,6 +56,8 @@ ftl_err ftl_train_metrics_state_sync(struct ftl_agent *a, int rank);
 void ftl_train_metrics_note_sync(struct ftl_training *t, uint64_t saved_bytes);
 
 /* Loop thread, under the lock. */
+/* Adds "recoveries" and "last_recovery_ms" (null before the first) to the status's view object. */
+void ftl_train_metrics_status_locked(const ftl_train_metrics *m, json_t *view);
 void ftl_train_metrics_disrupted_locked(ftl_train_metrics *m, int64_t now_us);
 /* Before the view in t is replaced by v: counts the change by cause (swim: to tell a death from a leave). */
 void ftl_train_metrics_view_locked(struct ftl_agent *a, const ftl_rdv_view *v);
