@@ -36,7 +36,7 @@ typedef struct http_conn {
 	bool is_closing;
 	char *reply;
 	size_t len;
-	char req[REQUEST_MAX];
+	char req[REQUEST_MAX];           /* the request head; after the reply, input to discard */
 } http_conn;
 
 typedef struct ftl_metrics_http {
@@ -164,9 +164,8 @@ static void answer(http_conn *c)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	http_conn *c = h->data;
-	static char discard[4096]; /* loop thread only: input after the reply */
-	if (c->is_replied)
-		*buf = uv_buf_init(discard, sizeof(discard));
+	if (c->is_replied) /* the request is answered: its buffer takes what follows, to be discarded */
+		*buf = uv_buf_init(c->req, sizeof(c->req));
 	else
 		*buf = uv_buf_init(c->req + c->len, (unsigned)(REQUEST_MAX - 1 - c->len));
 }

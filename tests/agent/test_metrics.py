@@ -5,6 +5,7 @@ refused by name. One scenario per run, under test_training.py's harness (hard li
     python3 test_metrics.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -16,7 +17,8 @@ import time
 import exposition
 import re
 import test_training as tt
-from cluster import free_port, wait_until
+import urllib.parse
+from cluster import _die_with_parent, free_port, wait_until
 
 STEPS = 1000000  # the job never finishes by itself: close() kills it
 K8S = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "k8s")
@@ -107,6 +109,74 @@ def scenario_k8s_metrics_port_agrees(train, ctl):
     with open(os.path.join(K8S, "monitoring", "podmonitor.yaml")) as f:
         assert re.search(r"- port: metrics$", f.read(), re.M), "the PodMonitor does not scrape the `metrics` port"
     print(f"metrics port {port}: worker.env, deployment.yaml (port and annotation) and the PodMonitor agree")
+
+
+class Prometheus:
+    """A real Prometheus server on loopback scraping targets every second, asked through its HTTP API."""
+
+    def __init__(self, job, targets):
+        self.dir = os.path.join(job.dir, "prometheus")
+        os.makedirs(self.dir)
+        config = os.path.join(self.dir, "prometheus.yml")
+        with open(config, "w") as f:  # YAML is a superset of JSON
+            json.dump({"global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+                       "scrape_configs": [{"job_name": "ftl", "static_configs": [{"targets": targets}]}]}, f)
+        self.addr = f"127.0.0.1:{free_port()}"
+        with open(os.path.join(self.dir, "log"), "wb") as log:
+            self.proc = subprocess.Popen([shutil.which("prometheus"), f"--config.file={config}",
+                                          f"--storage.tsdb.path={self.dir}/data", f"--web.listen-address={self.addr}"],
+                                         stdout=log, stderr=log, preexec_fn=_die_with_parent)
+        wait_until("Prometheus is ready", lambda: self._ready(), 30, step=0.2)
+
+    def _ready(self):
+        assert self.proc.poll() is None, f"prometheus exited: see {self.dir}/log"
+        try:
+            return exposition.scrape(self.addr, "/-/ready")[0] == 200
+        except OSError:
+            return False
+
+    def query(self, promql):
+        """An instant query: the value of its single series, or None when it has none."""
+        status, _, body = exposition.scrape(self.addr, "/api/v1/query?query=" + urllib.parse.quote(promql))
+        assert status == 200, f"{promql}: {status} {body}"
+        result = json.loads(body)["data"]["result"]
+        assert len(result) <= 1, f"{promql}: more than one series: {result}"
+        return float(result[0]["value"][1]) if result else None
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def scenario_prometheus_server_sees_a_kill9(train, ctl):
+    """A Prometheus server (Debian's `prometheus`) scrapes three workers every second; after a kill -9 its
+    query API returns the world size dropping from 3 to 2, a view change by death and a recovery time."""
+    if not shutil.which("prometheus"):
+        print("SKIP: prometheus is not installed (Debian: apt-get install prometheus)")
+        return
+    job = tt.new_job(train, ctl, FTL_STEPS=STEPS, **tt.JOB)
+    tt.start_job(job, 3, env_of=metrics_env)
+    victim = job.workers()[tt.rng.randrange(1, 3)]
+    survivor = job.agents["w0"].env["FTL_METRICS_ADDR"]
+    prom = Prometheus(job, [w.env["FTL_METRICS_ADDR"] for w in job.workers()])
+    try:
+        job.wait("Prometheus sees a world of 3 on every worker",
+                 lambda: prom.query("min(ftl_view_world_size)") == 3 and prom.query("count(up == 1)") == 3, 30)
+        job.kill(victim.name)
+        print(f"kill -9 {victim.name}")
+        world = f'ftl_view_world_size{{instance="{survivor}"}}'
+        victim_up = f'up{{instance="{victim.env["FTL_METRICS_ADDR"]}"}}'
+        job.wait("Prometheus has the drop from 3 to 2, the death, a recovery and the victim down",
+                 lambda: (prom.query(world) == 2 and prom.query(f"max_over_time({world}[5m])") == 3
+                          and (prom.query('sum(ftl_view_changes_total{cause="death"})') or 0) >= 1
+                          and (prom.query("sum(ftl_training_recovery_duration_seconds_count)") or 0) >= 1
+                          and prom.query(victim_up) == 0), 40)
+        recovery = prom.query("max(ftl_training_recovery_duration_seconds_sum / ftl_training_recovery_duration_seconds_count)")
+        p90 = prom.query("histogram_quantile(0.9, sum by (le) (ftl_training_recovery_duration_seconds_bucket))")
+        print(f"Prometheus: world size 3 -> 2, view change by death, recovery {recovery:.3f} s "
+              f"(p90 bucket bound {p90:.3f} s)")
+    finally:
+        prom.close()
 
 
 def raw_request(addr, data, hold=False):
