@@ -51,7 +51,9 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 	if (e == FTL_OK) {
 		m->steps++;
 		ftl_histogram_observe(&m->step_seconds, (double)(now - start) / 1e6);
-		if (m->disrupted_at_us) {
+		/* A step that began before the failure sign does not end the recovery: it may have finished
+		 * its collectives just before a peer died, and the failure is still to be felt. */
+		if (m->disrupted_at_us && start >= m->disrupted_at_us) {
 			m->last_recovery_us = now - m->disrupted_at_us;
 			ftl_histogram_observe(&m->recovery_seconds, (double)m->last_recovery_us / 1e6);
 			m->disrupted_at_us = 0;
