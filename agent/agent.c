@@ -16,6 +16,7 @@
 #include "agent_meta.h"
 #include "checkpoint.h"
 #include "log.h"
+#include "metrics.h"
 #include "run_dir.h"
 
 int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
@@ -80,6 +81,7 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 	ftl_log(ev->type == FTL_EVENT_DEAD ? FTL_LOG_WARN : FTL_LOG_INFO, "membership", fields, "member %s",
 		ftl_swim_event_type_strs[ev->type]);
 	ftl_agent_control_event(a, ev);
+	a->events_seen[ev->type]++;
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT)
 		ftl_agent_rdv_member_gone(a, ev->name);
 	if (a->event_cb) {
@@ -347,6 +349,11 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 		uv_run(&a->loop, UV_RUN_DEFAULT);
 		return -1;
 	}
+	if (ftl_metrics_http_start(a, err, len) != 0) {
+		close_all(a);
+		uv_run(&a->loop, UV_RUN_DEFAULT);
+		return -1;
+	}
 	if (a->set.is_insecure)
 		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
 	char fields[1024];
@@ -380,6 +387,7 @@ static void close_all(ftl_agent *a)
 {
 	ftl_agent_tcp_close_all(a);
 	ftl_agent_check_close_all(a);
+	ftl_metrics_http_close(a);
 	if (a->control) {
 		ftl_control_close(a->control);
 		a->control = NULL;

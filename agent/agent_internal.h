@@ -43,6 +43,8 @@ struct ftl_agent {
 	int n_leave_clients;
 	bool is_started;
 	uint8_t recv_buf[65536];
+	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
+	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
 
 	ftl_agent_event_cb event_cb;
 	void *event_ctx;

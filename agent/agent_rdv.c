@@ -135,6 +135,7 @@ void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name)
 	if (a->train.comm && ftl_agent_rank_of(a, name) >= 0) {
 		char why[128];
 		snprintf(why, sizeof(why), "member %s of the view is gone", name);
+		ftl_train_metrics_disrupted_locked(&a->train.metrics, ftl_agent_now_us(a));
 		abort_comm_locked(a, why);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -202,6 +203,7 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 	pthread_mutex_lock(&a->lock);
 	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
 	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
+	ftl_train_metrics_view_locked(a, v);
 	free(t->view.members);
 	t->view.members = copy;
 	t->view.seq++;
@@ -344,6 +346,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 			"without them; never while they may still be alive on the other side of a partition"));
 	}
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
+	ftl_train_metrics_status_locked(&t->metrics, j);
 	pthread_mutex_unlock(&a->lock);
 	return j;
 }

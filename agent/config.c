@@ -48,6 +48,7 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 	    ftl_env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir), err, len) ||
 	    ftl_env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level), err, len) ||
 	    ftl_env_str("FTL_META", c->meta, sizeof(c->meta), err, len) ||
+	    ftl_env_str("FTL_METRICS_ADDR", c->metrics_addr, sizeof(c->metrics_addr), err, len) ||
 	    ftl_env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000, err, len) ||
@@ -177,6 +178,11 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 				c->bind);
 	if (check_seeds(c->seeds, err, len) != 0)
 		return -1;
+	if (c->metrics_addr[0] && (ftl_addr_parse_numeric(c->metrics_addr, &out->metrics) != 0 || port_of(&out->metrics) == 0))
+		return ftl_errf(err, len,
+				"FTL_METRICS_ADDR=%s: expected a numeric ip:port with a port that is not 0, such as "
+				"0.0.0.0:9464 (where Prometheus scrapes GET /metrics), or unset for no metrics",
+				c->metrics_addr);
 	const char *adv = c->advertise[0] ? c->advertise : c->bind;
 	struct sockaddr_storage a;
 	if (ftl_addr_parse_numeric(adv, &a) != 0)

@@ -17,6 +17,7 @@ typedef struct ftl_agent_settings {
 	ftl_swim_config swim;
 	bool is_insecure;
 	uint8_t key[FTL_KEY_SIZE];
+	struct sockaddr_storage metrics; /* when cfg.metrics_addr is set */
 } ftl_agent_settings;
 
 /* Checks every setting; -1 with a message naming the bad one (FTL_* variable) and what is expected. */

@@ -269,7 +269,7 @@ ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t c
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_comm_allreduce(current(a), sendbuf, recvbuf, count, dtype, op));
+	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op));
 }
 
 ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root)
@@ -377,7 +377,7 @@ static ftl_err set_up_view(ftl_agent *a, const work_view *w)
 		return e;
 	uint64_t steps_before = t->has_state ? t->step : 0;
 	int64_t sync_start = ftl_agent_now_us(a);
-	if ((e = ftl_state_sync(a, w->rank)) != FTL_OK)
+	if ((e = ftl_train_metrics_state_sync(a, w->rank)) != FTL_OK)
 		return e;
 	t->synced_seq = w->seq;
 	t->has_state = true;
@@ -440,7 +440,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 			info.n_indices = ftl_sampler_slice(t->dataset_size, t->sampler_seed, t->data_epoch, t->sample_pos,
 							  w.rank, t->batch_per_rank, t->indices);
 		}
-		e = step(ctx, &info);
+		e = ftl_train_metrics_step(a, step, ctx, &info);
 		if (e == FTL_OK) {
 			advance(t, (int)w.n);
 			publish_status(a, &w, false);

@@ -76,6 +76,7 @@ ftl_err ftl_state_sync(ftl_agent *a, int rank)
 		t->data_epoch = (uint64_t)hdr[1];
 		t->sample_pos = (uint64_t)hdr[2];
 		t->job_id = (uint64_t)hdr[4];
+		ftl_train_metrics_note_sync(t, (uint64_t)hdr[3]);
 	}
 	return e;
 }

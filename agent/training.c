@@ -132,6 +132,7 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 		return -1;
 	}
 	a->train.cfg = *t;
+	ftl_train_metrics_create(&a->train.metrics);
 	if (ftl_checkpoint_setup(&a->train, err, len) != 0)
 		return -1;
 	a->train.is_enabled = true;

@@ -10,6 +10,7 @@
 
 #include "ftl/execute.h"
 #include "rendezvous.h"
+#include "train_metrics.h"
 
 #define FTL_MAX_BUFFERS 64
 
@@ -52,6 +53,7 @@ typedef struct ftl_training {
 	char coordinator[FTL_NAME_MAX];
 	ftl_job_status status;
 	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
+	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
 
 	/* training thread */
 	uint64_t comm_seq;               /* the view (seq) the communicator was built for */

@@ -8,14 +8,13 @@ enum { COLUMNS = 7, CELL = 128 };
 static const char *const column_titles[COLUMNS] = {"NAME",       "ADDRESS",    "STATUS", "INCARNATION",
 						   "GENERATION", "LAST-HEARD", "RANK"};
 
-static const char *text(const json_t *obj, const char *key)
+const char *ctl_render_text(const json_t *obj, const char *key)
 {
 	const char *s = json_string_value(json_object_get(obj, key));
 	return s != NULL ? s : "?";
 }
 
-/* An integer field as text: "?" when missing, none_text when null. */
-static void number(const json_t *obj, const char *key, const char *none_text, char *out, size_t out_len)
+void ctl_render_number(const json_t *obj, const char *key, const char *none_text, char *out, size_t out_len)
 {
 	const json_t *v = json_object_get(obj, key);
 	if (json_is_integer(v))
@@ -24,7 +23,7 @@ static void number(const json_t *obj, const char *key, const char *none_text, ch
 		snprintf(out, out_len, "%s", json_is_null(v) ? none_text : "?");
 }
 
-static long long count_of(const json_t *obj, const char *key)
+long long ctl_render_integer(const json_t *obj, const char *key)
 {
 	return (long long)json_integer_value(json_object_get(obj, key));
 }
@@ -47,13 +46,13 @@ void ctl_format_last_heard(const json_t *ms, char *out, size_t out_len)
 
 static void member_cells(const json_t *member, char cells[COLUMNS][CELL])
 {
-	snprintf(cells[0], CELL, "%s", text(member, "name"));
-	snprintf(cells[1], CELL, "%s", text(member, "addr"));
-	snprintf(cells[2], CELL, "%s", text(member, "status"));
-	number(member, "incarnation", "-", cells[3], CELL);
-	number(member, "generation", "-", cells[4], CELL);
+	snprintf(cells[0], CELL, "%s", ctl_render_text(member, "name"));
+	snprintf(cells[1], CELL, "%s", ctl_render_text(member, "addr"));
+	snprintf(cells[2], CELL, "%s", ctl_render_text(member, "status"));
+	ctl_render_number(member, "incarnation", "-", cells[3], CELL);
+	ctl_render_number(member, "generation", "-", cells[4], CELL);
 	ctl_format_last_heard(json_object_get(member, "last_heard_ms"), cells[5], CELL);
-	number(member, "rank", "-", cells[6], CELL);
+	ctl_render_number(member, "rank", "-", cells[6], CELL);
 }
 
 static void print_row(FILE *out, const char *const cells[COLUMNS], const int widths[COLUMNS])
@@ -95,13 +94,13 @@ static void render_view(FILE *out, const json_t *view)
 		fprintf(out, "view         none yet\n");
 		return;
 	}
-	number(view, "epoch", "-", epoch, sizeof epoch);
-	number(view, "world_size", "-", world, sizeof world);
-	number(view, "step", "-", step, sizeof step);
+	ctl_render_number(view, "epoch", "-", epoch, sizeof epoch);
+	ctl_render_number(view, "world_size", "-", world, sizeof world);
+	ctl_render_number(view, "step", "-", step, sizeof step);
 	fprintf(out, "view         epoch %s, %s, coordinator %s, world size %s, step %s\n", epoch,
-		text(view, "phase"), text(view, "coordinator"), world, step);
+		ctl_render_text(view, "phase"), ctl_render_text(view, "coordinator"), world, step);
 	if (json_is_string(json_object_get(view, "missing")))
-		fprintf(out, "missing      %s\nto resolve   %s\n", text(view, "missing"), text(view, "resolve"));
+		fprintf(out, "missing      %s\nto resolve   %s\n", ctl_render_text(view, "missing"), ctl_render_text(view, "resolve"));
 }
 
 static void render_health(FILE *out, const json_t *health)
@@ -131,8 +130,8 @@ static void render_traffic(FILE *out, const json_t *counters)
 	if (!json_is_object(counters))
 		return;
 	fprintf(out, "traffic      sent %lld packets (%lld bytes), received %lld (%lld bytes), dropped %lld\n",
-		count_of(counters, "packets_sent"), count_of(counters, "bytes_sent"),
-		count_of(counters, "packets_received"), count_of(counters, "bytes_received"),
+		ctl_render_integer(counters, "packets_sent"), ctl_render_integer(counters, "bytes_sent"),
+		ctl_render_integer(counters, "packets_received"), ctl_render_integer(counters, "bytes_received"),
 		sum_of(json_object_get(counters, "dropped")));
 }
 
@@ -144,9 +143,9 @@ static void render_timing(FILE *out, const json_t *timing)
 	fprintf(out,
 		"timing       probe every %lld ms (timeout %lld ms), gossip every %lld ms, suspicion up to %lld ms;\n"
 		"             a crash is detected within %lld ms\n",
-		count_of(timing, "probe_interval_ms"), count_of(timing, "probe_timeout_ms"),
-		count_of(timing, "gossip_interval_ms"), count_of(timing, "suspicion_max_ms"),
-		count_of(timing, "detection_bound_ms"));
+		ctl_render_integer(timing, "probe_interval_ms"), ctl_render_integer(timing, "probe_timeout_ms"),
+		ctl_render_integer(timing, "gossip_interval_ms"), ctl_render_integer(timing, "suspicion_max_ms"),
+		ctl_render_integer(timing, "detection_bound_ms"));
 }
 
 /* The last checkpoint and the writer, when the agent checkpoints (an optional field). */
@@ -156,12 +155,12 @@ static void render_checkpoint(FILE *out, const json_t *ckpt)
 		return;
 	const json_t *age = json_object_get(ckpt, "age_s");
 	if (json_is_integer(json_object_get(ckpt, "last_step")))
-		fprintf(out, "checkpoint   step %lld, %.1f s ago, %s\n", count_of(ckpt, "last_step"),
-			json_number_value(age), text(ckpt, "last_file"));
+		fprintf(out, "checkpoint   step %lld, %.1f s ago, %s\n", ctl_render_integer(ckpt, "last_step"),
+			json_number_value(age), ctl_render_text(ckpt, "last_file"));
 	else
-		fprintf(out, "checkpoint   none yet in %s\n", text(ckpt, "dir"));
-	fprintf(out, "             writer %s; %lld written, %lld skipped (busy), %lld failed\n", text(ckpt, "writer"),
-		count_of(ckpt, "written"), count_of(ckpt, "skipped"), count_of(ckpt, "failed"));
+		fprintf(out, "checkpoint   none yet in %s\n", ctl_render_text(ckpt, "dir"));
+	fprintf(out, "             writer %s; %lld written, %lld skipped (busy), %lld failed\n", ctl_render_text(ckpt, "writer"),
+		ctl_render_integer(ckpt, "written"), ctl_render_integer(ckpt, "skipped"), ctl_render_integer(ckpt, "failed"));
 }
 
 void ctl_render_status(FILE *out, const json_t *status)
@@ -170,14 +169,14 @@ void ctl_render_status(FILE *out, const json_t *status)
 	const json_t *counts = json_object_get(status, "counts");
 	char generation[32], incarnation[32];
 
-	number(self, "generation", "-", generation, sizeof generation);
-	number(self, "incarnation", "-", incarnation, sizeof incarnation);
-	fprintf(out, "cluster      %s (profile %s)\n", text(status, "cluster"), text(status, "profile"));
-	fprintf(out, "self         %s at %s, generation %s, incarnation %s\n", text(self, "name"),
-		text(self, "addr"), generation, incarnation);
+	ctl_render_number(self, "generation", "-", generation, sizeof generation);
+	ctl_render_number(self, "incarnation", "-", incarnation, sizeof incarnation);
+	fprintf(out, "cluster      %s (profile %s)\n", ctl_render_text(status, "cluster"), ctl_render_text(status, "profile"));
+	fprintf(out, "self         %s at %s, generation %s, incarnation %s\n", ctl_render_text(self, "name"),
+		ctl_render_text(self, "addr"), generation, incarnation);
 	render_view(out, json_object_get(status, "view"));
-	fprintf(out, "members      %lld alive, %lld suspect, %lld dead, %lld left\n", count_of(counts, "alive"),
-		count_of(counts, "suspect"), count_of(counts, "dead"), count_of(counts, "left"));
+	fprintf(out, "members      %lld alive, %lld suspect, %lld dead, %lld left\n", ctl_render_integer(counts, "alive"),
+		ctl_render_integer(counts, "suspect"), ctl_render_integer(counts, "dead"), ctl_render_integer(counts, "left"));
 	render_health(out, json_object_get(status, "health"));
 	render_traffic(out, json_object_get(status, "counters"));
 	render_timing(out, json_object_get(status, "timing"));
@@ -189,11 +188,11 @@ void ctl_render_status(FILE *out, const json_t *status)
 void ctl_render_event(FILE *out, const json_t *event)
 {
 	char generation[32], incarnation[32];
-	number(event, "generation", "-", generation, sizeof generation);
-	number(event, "incarnation", "-", incarnation, sizeof incarnation);
-	fprintf(out, "%s  %-7s  %s  %s  generation %s  incarnation %s", text(event, "time"), text(event, "event"),
-		text(event, "name"), text(event, "addr"), generation, incarnation);
+	ctl_render_number(event, "generation", "-", generation, sizeof generation);
+	ctl_render_number(event, "incarnation", "-", incarnation, sizeof incarnation);
+	fprintf(out, "%s  %-7s  %s  %s  generation %s  incarnation %s", ctl_render_text(event, "time"), ctl_render_text(event, "event"),
+		ctl_render_text(event, "name"), ctl_render_text(event, "addr"), generation, incarnation);
 	if (json_is_string(json_object_get(event, "reason")))
-		fprintf(out, "  (%s, by %s)", text(event, "reason"), text(event, "from"));
+		fprintf(out, "  (%s, by %s)", ctl_render_text(event, "reason"), ctl_render_text(event, "from"));
 	fputc('\n', out);
 }

@@ -13,6 +13,12 @@ void ctl_render_status(FILE *out, const json_t *status);
 void ctl_render_members(FILE *out, const json_t *members);
 /* One event as one line. */
 void ctl_render_event(FILE *out, const json_t *event);
+/* A string field, "?" when missing or not a string. */
+const char *ctl_render_text(const json_t *obj, const char *key);
+/* An integer field as text: "?" when missing, none_text when null. */
+void ctl_render_number(const json_t *obj, const char *key, const char *none_text, char *out, size_t out_len);
+/* An integer field, 0 when missing or not an integer (for counts). */
+long long ctl_render_integer(const json_t *obj, const char *key);
 /* "0.12s", "12.3s", "125s" for a last_heard_ms value; "-" when absent. */
 void ctl_format_last_heard(const json_t *ms, char *out, size_t out_len);
 

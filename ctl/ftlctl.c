@@ -8,6 +8,7 @@
 #include "member_filter.h"
 #include "readiness.h"
 #include "socket_choice.h"
+#include "top.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -15,7 +16,10 @@
 #include <sodium.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #define KEY_BYTES 32
 
@@ -33,6 +37,8 @@ static const char usage_text[] =
 	"  ready                        exit 0 if this worker holds a rank in a committed view with\n"
 	"                               quorum, 1 if not; prints why (a readiness probe)\n"
 	"  events --follow [--json]     print membership events as they happen, until interrupted\n"
+	"  top [--once]                 a live view, redrawn every second: the view, steps and their rate,\n"
+	"                               the last recovery time, the members; --once prints one frame\n"
 	"  keygen                       print a new random cluster key (32 bytes, base64); no agent needed\n"
 	"  keys list [--json]           the agent's keys, primary first\n"
 	"  keys install KEY             add KEY on every member (the agent spreads it by gossip)\n"
@@ -57,6 +63,7 @@ enum {
 	OPT_FOLLOW = 1u << 1,
 	OPT_STATUS = 1u << 2,
 	OPT_NAME_FILTER = 1u << 3,
+	OPT_ONCE = 1u << 4,
 };
 
 typedef struct ctl_options {
@@ -239,6 +246,73 @@ static int run_events(const ctl_options *opts, char **args, int nargs)
 	return rc;
 }
 
+enum { TOP_INTERVAL_MS = 1000 };
+
+/* One frame of `top`. On a terminal it is drawn over the last one: cursor home, each line cleared to its
+ * end, the rest of the screen cleared (no blank flash between frames); elsewhere frames follow each other. */
+static void draw_top(const json_t *now, const json_t *before, double elapsed_s, bool is_tty)
+{
+	char *frame = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&frame, &len);
+	if (mem == NULL)
+		return;
+	ctl_top_render(mem, now, before, elapsed_s);
+	fclose(mem);
+	if (!is_tty) {
+		fputs(frame, stdout);
+	} else {
+		fputs("\033[H", stdout);
+		for (char *line = frame, *end; *line; line = end + 1) {
+			end = strchr(line, '\n');
+			if (end == NULL)
+				break;
+			fprintf(stdout, "%.*s\033[K\n", (int)(end - line), line);
+		}
+		fputs("\033[J", stdout);
+	}
+	fflush(stdout);
+	free(frame);
+}
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+/* `top`: the status every TOP_INTERVAL_MS until interrupted (or the agent stops answering: its exit
+ * status); --once takes two samples an interval apart, for the step rate, and prints one plain frame. */
+static int run_top(const ctl_options *opts, char **args, int nargs)
+{
+	bool is_once = (opts->given & OPT_ONCE) != 0, is_tty = !is_once && isatty(STDOUT_FILENO);
+	json_t *before = NULL;
+	struct timespec before_at = {0};
+	const struct timespec interval = {TOP_INTERVAL_MS / 1000, (TOP_INTERVAL_MS % 1000) * 1000000L};
+	if (is_tty)
+		fputs("\033[2J", stdout);
+	for (;;) {
+		json_t *now;
+		struct timespec at;
+		int rc = call_once(opts, json_pack("{s:s}", "cmd", "status"), CTL_REPLY_TIMEOUT_MS, &now);
+		if (rc != CTL_EXIT_OK) {
+			json_decref(before);
+			return rc;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		if (!is_once || before != NULL)
+			draw_top(now, before, before ? seconds_between(&before_at, &at) : 0, is_tty);
+		bool is_done = is_once && before != NULL;
+		json_decref(before);
+		before = now;
+		before_at = at;
+		if (is_done)
+			break;
+		nanosleep(&interval, NULL);
+	}
+	json_decref(before);
+	return CTL_EXIT_OK;
+}
+
 static int run_keygen(const ctl_options *opts, char **args, int nargs)
 {
 	unsigned char key[KEY_BYTES];
@@ -325,6 +399,7 @@ static const command commands[] = {
 	{"leave", run_leave, 0, 0, 0, "leave"},
 	{"ready", run_ready, 0, 0, 0, "ready"},
 	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
+	{"top", run_top, 0, 0, OPT_ONCE, "top [--once]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
 	{"keys", run_keys, 1, 2, OPT_JSON, "keys list [--json] | keys install|use|remove KEY"},
 	{"quorum", run_quorum, 1, 1, 0, "quorum reset"},
@@ -332,13 +407,14 @@ static const command commands[] = {
 
 /* ---- command line ---- */
 
-enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP };
+enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE };
 
 static const struct option long_options[] = {
 	{"socket", required_argument, NULL, LONG_SOCKET},  {"name", required_argument, NULL, LONG_NAME},
 	{"run-dir", required_argument, NULL, LONG_RUN_DIR}, {"json", no_argument, NULL, LONG_JSON},
 	{"status", required_argument, NULL, LONG_STATUS},   {"follow", no_argument, NULL, LONG_FOLLOW},
-	{"help", no_argument, NULL, LONG_HELP},             {NULL, 0, NULL, 0},
+	{"help", no_argument, NULL, LONG_HELP},             {"once", no_argument, NULL, LONG_ONCE},
+	{NULL, 0, NULL, 0},
 };
 
 /* Parses options in argv (argv[0] is the program or the command). cmd is NULL before the command. */
@@ -377,6 +453,9 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 		case LONG_FOLLOW:
 			opts->given |= OPT_FOLLOW;
 			break;
+		case LONG_ONCE:
+			opts->given |= OPT_ONCE;
+			break;
 		case 'h':
 		case LONG_HELP:
 			fputs(usage_text, stdout);
@@ -388,8 +467,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
 		return usage_error("an option given does not apply to `%s`; usage: ftlctl %s", cmd->name,
 				   cmd->synopsis);
-	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW)))
-		return usage_error("--status and --follow go after the command");
+	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE)))
+		return usage_error("--status, --follow and --once go after the command");
 	return CTL_EXIT_OK;
 }
 

@@ -44,6 +44,7 @@ typedef struct ftl_agent_config {
 	char log_level[8];        /* [FTL_LOG_LEVEL] debug, info (default), warn, error */
 	uint64_t generation;      /* 0 = microseconds since the epoch at start: larger on every restart */
 	char meta[256];           /* [FTL_META] node metadata gossiped with this member (text, up to 255 bytes) */
+	char metrics_addr[128];   /* [FTL_METRICS_ADDR] numeric ip:port serving GET /metrics (Prometheus); "" = off */
 } ftl_agent_config;
 
 typedef enum ftl_agent_event_type {

@@ -222,6 +222,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_RUN_DIR", false, {"", LONG_300}, NULL},
 	{"FTL_LOG_LEVEL", false, {"", "loud", "-1"}, NULL},
 	{"FTL_META", false, {"", LONG_300}, NULL},
+	{"FTL_METRICS_ADDR", false, {"garbage", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:99999", "localhost:9464", LONG_300}, NULL},
 	{"FTL_MIN_WORKERS", true, {"0", "4097"}, NULL},
 	{"FTL_MAX_WORKERS", true, {"0", "4097"}, NULL},
 	{"FTL_SETTLE_MS", true, {"600001"}, NULL},

@@ -31,11 +31,11 @@ def new_job(train, ctl, **env):
     return job
 
 
-def start_job(job, n):
+def start_job(job, n, env_of=lambda name: {}):
     """Starts n workers and waits until they train together (the first views may be smaller while the
-    workers are still finding each other)."""
+    workers are still finding each other). env_of(name) gives a worker's own extra settings."""
     for i in range(n):
-        job.add(f"w{i}")
+        job.add(f"w{i}", **env_of(f"w{i}"))
     took = job.wait_step(0, 10 + job.start_timeout)
     together = job.wait(f"a step with all {n} workers", lambda: any(
         r["world"] == n for w in job.workers() for r in w.steps()), 10 + job.start_timeout)

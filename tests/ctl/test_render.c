@@ -14,6 +14,7 @@
 #include "ctl_render.h"
 #include "member_filter.h"
 #include "run_dir.h"
+#include "top.h"
 
 static const char status_with_view[] =
 	"{\"ok\":true,\"cluster\":\"prod\",\"profile\":\"lan\","
@@ -108,6 +109,38 @@ static void test_status_shows_the_last_checkpoint_and_the_writer(void **state)
 	json_decref(status);
 }
 
+/* `ftlctl top`: two samples 2 s apart give the step rate; the last recovery and the member table show. */
+static void test_top_frame_shows_view_step_rate_recovery_and_members(void **state)
+{
+	json_t *before = parse(status_with_view), *now = parse(status_with_view);
+	json_t *view = json_object_get(now, "view");
+	json_object_set_new(view, "step", json_integer(1300));
+	json_object_set_new(view, "rank", json_integer(0));
+	json_object_set_new(view, "retries", json_integer(1));
+	json_object_set_new(view, "recoveries", json_integer(2));
+	json_object_set_new(view, "last_recovery_ms", json_real(1234.5));
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	ctl_top_render(out, now, before, 2.0);
+	fclose(out);
+	assert_contains(text, "ftl top      a at 10.0.0.1:7946, cluster prod\n");
+	assert_contains(text, "view         epoch 4, training, world size 2, coordinator a, this worker's rank 0\n");
+	assert_contains(text, "steps        step 1300, 50.0 steps/s, 1 retries\n");
+	assert_contains(text, "recovery     last 1.23 s (failure to the next step), 2 in all\n");
+	assert_contains(text, "members      2 alive, 0 suspect, 0 dead, 1 left; health 2\n");
+	assert_contains(text, "long-worker-name");
+	free(text);
+	out = open_memstream(&text, &len); /* no earlier sample, or an older agent without the fields */
+	ctl_top_render(out, before, NULL, 0);
+	fclose(out);
+	assert_contains(text, "steps        step 1200, -, 0 retries\n");
+	assert_contains(text, "recovery     none yet\n");
+	free(text);
+	json_decref(before);
+	json_decref(now);
+}
+
 static void test_last_heard_is_seconds_with_sensible_precision(void **state)
 {
 	static const struct {
@@ -184,6 +217,7 @@ int main(void)
 		cmocka_unit_test(test_member_table_columns_line_up),
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
 		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
+		cmocka_unit_test(test_top_frame_shows_view_step_rate_recovery_and_members),
 		cmocka_unit_test(test_last_heard_is_seconds_with_sensible_precision),
 		cmocka_unit_test(test_member_filter_by_status_set_and_name_part),
 		cmocka_unit_test(test_run_dir_prefers_explicit_then_env_then_xdg_then_tmp),

@@ -1,0 +1,56 @@
+/* /metrics: what the agent knows, in the Prometheus text exposition format (version 0.0.4).
+ *
+ * A snapshot is taken on the loop thread (which owns the membership core) with the training side copied
+ * under the agent's lock; the text is then built from the snapshot alone, a pure function that the unit
+ * test drives with made-up snapshots. metrics_http.c serves it. Names follow Prometheus conventions: the
+ * ftl_ prefix, base units in the name (_seconds, _bytes), _total on counters, histograms with cumulative
+ * _bucket{le=...} series ending at +Inf, then _sum and _count. */
+#ifndef FTL_AGENT_METRICS_H
+#define FTL_AGENT_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "checkpoint.h"
+#include "keyring.h"
+#include "rendezvous.h"
+#include "swim.h"
+#include "train_metrics.h"
+
+typedef struct ftl_metrics_snapshot {
+	char name[64];
+	char cluster[64];
+	/* membership, as this agent sees it */
+	uint64_t members[FTL_MEMBER_STATE_MAX];
+	ftl_swim_stats swim;
+	ftl_keyring_stats keyring;
+	uint64_t events[FTL_EVENT_TYPE_MAX];  /* membership events handed out here, by type */
+	int health;                           /* Lifeguard local health: 0 is healthy, higher is worse */
+	uint64_t tcp_timeouts;
+	/* training (is_training false: a bare agent, the rest is not shown) */
+	bool is_training;
+	uint64_t view_epoch;
+	int rank;                             /* -1: not a member of the newest view */
+	uint32_t world_size;
+	ftl_rdv_phase phase;
+	uint64_t retries;
+	ftl_train_metrics train;
+	/* checkpoints (has_checkpoints false: off) */
+	bool has_checkpoints;
+	ftl_ckpt_writer_stats ckpt;
+} ftl_metrics_snapshot;
+
+struct ftl_agent;
+
+/* Loop thread. */
+void ftl_metrics_snapshot_take(struct ftl_agent *a, ftl_metrics_snapshot *out);
+/* The exposition text (NUL-terminated, *len without the NUL), malloc'd; NULL when out of memory. */
+char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len);
+
+/* metrics_http.c: the listener on FTL_METRICS_ADDR (no-op when unset); -1 with a message naming it. */
+int ftl_metrics_http_start(struct ftl_agent *a, char *err, size_t len);
+/* Closes the listener and every open connection through their own path (before the loop's other handles). */
+void ftl_metrics_http_close(struct ftl_agent *a);
+
+#endif

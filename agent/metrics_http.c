@@ -1,0 +1,258 @@
+/* GET /metrics over HTTP/1.1, served by the agent's own libuv loop.
+ *
+ * Why not an HTTP library: the only client is a Prometheus scraper asking for one path, the loop and its
+ * TCP handling are already here, and a dependency (libmicrohttpd) would bring its own threads into every
+ * process that embeds the agent. So this file answers exactly one request per connection and closes it:
+ * GET /metrics gives 200 with the text of metrics.c, another path 404, another method 405, a request line
+ * that does not parse 400, a request whose head does not end within REQUEST_MAX bytes 413. A connection
+ * that does not finish its request within REQUEST_TIMEOUT_MS is closed, at most MAX_CONNS are open at
+ * once (more are closed on accept), and after a reply the write side is shut down and what the client
+ * still sends is read and discarded for a moment, so that it reads the reply instead of a reset. */
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "agent_internal.h"
+#include "log.h"
+
+#define REQUEST_MAX 8192
+#define REQUEST_TIMEOUT_MS 5000
+#define LINGER_MS 1000
+#define MAX_CONNS 16
+#define HEAD_FORMAT "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n"
+
+typedef struct http_conn {
+	uv_tcp_t tcp;
+	uv_timer_t timer;                /* request deadline, then the linger after the reply */
+	uv_write_t write;
+	uv_shutdown_t shutdown;
+	struct ftl_metrics_http *srv;
+	struct http_conn *next, *prev;
+	int open_handles;                /* freed when both handles have closed */
+	bool is_replied;                 /* from then on, input is discarded */
+	bool is_closing;
+	char *reply;
+	size_t len;
+	char req[REQUEST_MAX];           /* the request head; after the reply, input to discard */
+} http_conn;
+
+typedef struct ftl_metrics_http {
+	uv_tcp_t listener;
+	ftl_agent *agent;
+	http_conn *conns;
+	int n_conns;
+} ftl_metrics_http;
+
+/* ---- closing ---- */
+
+static void on_conn_closed(uv_handle_t *h)
+{
+	http_conn *c = h->data;
+	if (--c->open_handles > 0)
+		return;
+	free(c->reply);
+	free(c);
+}
+
+static void conn_close(http_conn *c)
+{
+	if (c->is_closing)
+		return;
+	c->is_closing = true;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->srv->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->srv->n_conns--;
+	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+}
+
+static void on_timeout(uv_timer_t *t) { conn_close(t->data); }
+
+/* ---- the reply ---- */
+
+static void on_shutdown(uv_shutdown_t *req, int status) {}
+
+static void on_written(uv_write_t *req, int status)
+{
+	http_conn *c = req->data;
+	if (status != 0 || c->is_closing) {
+		conn_close(c);
+		return;
+	}
+	c->shutdown.data = c;
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+		conn_close(c);
+	else
+		uv_timer_start(&c->timer, on_timeout, LINGER_MS, 0);
+}
+
+static void reply(http_conn *c, const char *status, const char *extra_headers, const char *body, size_t body_len,
+		  const char *content_type)
+{
+	c->is_replied = true;
+	int head = snprintf(NULL, 0, HEAD_FORMAT, status, content_type, body_len, extra_headers);
+	c->reply = malloc((size_t)head + body_len + 1);
+	if (!c->reply) {
+		conn_close(c);
+		return;
+	}
+	snprintf(c->reply, (size_t)head + 1, HEAD_FORMAT, status, content_type, body_len, extra_headers);
+	memcpy(c->reply + head, body, body_len);
+	uv_buf_t buf = uv_buf_init(c->reply, (unsigned)((size_t)head + body_len));
+	c->write.data = c;
+	if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
+		conn_close(c);
+}
+
+static void reply_error(http_conn *c, const char *status, const char *extra_headers, const char *why)
+{
+	reply(c, status, extra_headers, why, strlen(why), "text/plain; charset=utf-8");
+}
+
+static void reply_metrics(http_conn *c)
+{
+	ftl_metrics_snapshot snap;
+	ftl_metrics_snapshot_take(c->srv->agent, &snap);
+	size_t len;
+	char *text = ftl_metrics_render(&snap, &len);
+	if (!text) {
+		reply_error(c, "500 Internal Server Error", "", "out of memory\n");
+		return;
+	}
+	reply(c, "200 OK", "", text, len, "text/plain; version=0.0.4; charset=utf-8");
+	free(text);
+}
+
+/* The head is complete (c->req up to the blank line): answers from its request line. */
+static void answer(http_conn *c)
+{
+	char method[16], target[256], version[16];
+	char line[512];
+	size_t n = strcspn(c->req, "\r\n");
+	if (n >= sizeof(line)) {
+		reply_error(c, "400 Bad Request", "", "request line too long\n");
+		return;
+	}
+	memcpy(line, c->req, n);
+	line[n] = 0;
+	char tail;
+	if (sscanf(line, "%15s %255s %15s%c", method, target, version, &tail) != 3 || strncmp(version, "HTTP/1.", 7) != 0) {
+		reply_error(c, "400 Bad Request", "", "expected a request line such as: GET /metrics HTTP/1.1\n");
+		return;
+	}
+	if (strcmp(method, "GET") != 0) {
+		reply_error(c, "405 Method Not Allowed", "Allow: GET\r\n", "only GET is served\n");
+		return;
+	}
+	target[strcspn(target, "?")] = 0; /* a scraper may add parameters; there are none to honour */
+	if (strcmp(target, "/metrics") != 0) {
+		reply_error(c, "404 Not Found", "", "only /metrics is served here\n");
+		return;
+	}
+	reply_metrics(c);
+}
+
+/* ---- reading ---- */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	http_conn *c = h->data;
+	if (c->is_replied) /* the request is answered: its buffer takes what follows, to be discarded */
+		*buf = uv_buf_init(c->req, sizeof(c->req));
+	else
+		*buf = uv_buf_init(c->req + c->len, (unsigned)(REQUEST_MAX - 1 - c->len));
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	http_conn *c = s->data;
+	if (n < 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->is_replied || n == 0)
+		return;
+	c->len += (size_t)n;
+	c->req[c->len] = 0;
+	if (memchr(c->req, 0, c->len))
+		reply_error(c, "400 Bad Request", "", "NUL byte in the request\n");
+	else if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n"))
+		answer(c);
+	else if (c->len == REQUEST_MAX - 1)
+		reply_error(c, "413 Payload Too Large", "", "request head too large\n");
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+	ftl_metrics_http *srv = listener->data;
+	if (status != 0)
+		return;
+	http_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->srv = srv;
+	uv_tcp_init(listener->loop, &c->tcp);
+	uv_timer_init(listener->loop, &c->timer);
+	c->tcp.data = c->timer.data = c;
+	c->open_handles = 2;
+	c->next = srv->conns;
+	if (srv->conns)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->n_conns++;
+	if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 || srv->n_conns > MAX_CONNS) {
+		conn_close(c);
+		return;
+	}
+	uv_timer_start(&c->timer, on_timeout, REQUEST_TIMEOUT_MS, 0);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+		conn_close(c);
+}
+
+/* ---- the listener ---- */
+
+int ftl_metrics_http_start(ftl_agent *a, char *err, size_t len)
+{
+	if (!a->cfg.metrics_addr[0])
+		return 0;
+	ftl_metrics_http *srv = calloc(1, sizeof(*srv));
+	if (!srv) {
+		snprintf(err, len, "FTL_METRICS_ADDR=%s: out of memory", a->cfg.metrics_addr);
+		return -1;
+	}
+	srv->agent = a;
+	uv_tcp_init(&a->loop, &srv->listener);
+	srv->listener.data = srv;
+	a->metrics_http = srv;
+	int rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&a->set.metrics, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&srv->listener, 64, on_connection);
+	if (rc != 0) {
+		snprintf(err, len, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr, uv_strerror(rc));
+		return -1; /* the caller closes every handle, this listener included */
+	}
+	char fields[160];
+	snprintf(fields, sizeof(fields), "addr=%s", a->cfg.metrics_addr);
+	ftl_log(FTL_LOG_INFO, "metrics", fields, "serving GET /metrics (Prometheus text format)");
+	return 0;
+}
+
+static void on_listener_closed(uv_handle_t *h) { free(h->data); }
+
+void ftl_metrics_http_close(ftl_agent *a)
+{
+	ftl_metrics_http *srv = a->metrics_http;
+	if (!srv)
+		return;
+	a->metrics_http = NULL;
+	while (srv->conns)
+		conn_close(srv->conns);
+	uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+}
