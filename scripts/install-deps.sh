@@ -7,6 +7,7 @@ packages=(
   libuv1-dev libsodium-dev libmsgpack-dev libjansson-dev libcmocka-dev libxxhash-dev
   iproute2 procps python3 python3-venv
   libopenmpi-dev openmpi-bin
+  prometheus tmux
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -20,4 +21,11 @@ sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -q
+# prometheus is here for promtool and a server the metrics tests start themselves: its package must not
+# start a daemon of its own (a policy-rc.d that says no, for the time of the install, where none exists).
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
