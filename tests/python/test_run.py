@@ -104,6 +104,12 @@ def test_names_ports_seeds_and_key_are_filled_in_and_distinct():
     assert "FTL_NAME from the environment is replaced" in result.stderr
 
 
+def test_each_worker_gets_its_own_metrics_port():
+    workers = settings_of_workers(run_ftlrun("--nproc", 2, "--name-prefix", "mx", HERE, "env",
+                                             env=launcher_env(FTL_METRICS_ADDR="127.0.0.1:9500")))
+    assert [workers[n]["FTL_METRICS_ADDR"] for n in ("mx-0", "mx-1")] == ["127.0.0.1:9500", "127.0.0.1:9501"]
+
+
 def test_each_launch_makes_a_fresh_key():
     keys = {settings_of_workers(run_ftlrun("--name-prefix", "f", HERE, "env"))["f-0"]["key_file_text"]
             for _ in range(2)}

@@ -20,6 +20,7 @@ What each worker gets (the launcher owns these; values already in the environmen
                    addresses: every worker can find the others whichever starts first
   FTL_CUDA_DEVICE  <i>, the local index: one GPU per worker under FTL_COMM=nccl (pick the GPUs with
                    CUDA_VISIBLE_DEVICES)
+  FTL_METRICS_ADDR only when the environment sets it to host:P: worker i serves /metrics on host:P+i
 and, unless the environment already has them (then they pass through untouched, like every other FTL_*):
   FTL_GOSSIP_KEY_FILE  a fresh key (32 random bytes, base64, as `ftlctl keygen` makes) in a private
                    directory, unless FTL_GOSSIP_KEY, FTL_GOSSIP_KEY_FILE or FTL_INSECURE=1 is set;
@@ -120,6 +121,14 @@ def host_address(text, flag):
         return ipaddress.ip_address(text)
     except ValueError:
         raise Refusal(f"{flag} {text}: expected a numeric IP address such as 127.0.0.1 or 10.0.0.5")
+
+
+def metrics_addr(base, i):
+    """FTL_METRICS_ADDR for local worker i: the given host, the given port + i (one listener each)."""
+    host, sep, port = base.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) + i < 65536:
+        raise Refusal(f"FTL_METRICS_ADDR={base}: expected host:port, the first worker's; worker i gets port + i")
+    return f"{host}:{int(port) + i}"
 
 
 def join_host_port(host, port):
@@ -228,6 +237,8 @@ class Plan:
             worker_env.update(FTL_NAME=name, FTL_BIND=join_host_port(host, port), FTL_CUDA_DEVICE=str(i))
             if advertise:
                 worker_env["FTL_ADVERTISE"] = join_host_port(advertise, port)
+            if env.get("FTL_METRICS_ADDR"):
+                worker_env["FTL_METRICS_ADDR"] = metrics_addr(env["FTL_METRICS_ADDR"], i)
             self.envs.append(worker_env)
         self.run_dir = shared["FTL_RUN_DIR"]
 
