@@ -4,7 +4,8 @@
 # with kill -9 partway, a new one joining later, a summary at the end. Arguments go to demo.py
 # (--help lists them). Exit status non-zero if a worker failed or the ranks' parameters differed.
 # --torch: the workers run examples/torch_digits.py (PyTorch) on libftl.so, with the Python of
-# FTL_PYTHON (the CMake setting's, else python3), which needs torch and scikit-learn.
+# FTL_PYTHON if set, else the venv scripts/install-python-deps.sh makes (torch, scikit-learn; the first
+# time it downloads them from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${FTL_BUILD_DIR:-build}"
@@ -16,8 +17,7 @@ targets=(ftl-train-example ftlctl)
 python=python3
 if [[ " $* " == *" --torch "* ]]; then
   targets+=(ftl)
-  python="${FTL_PYTHON:-$(sed -n 's/^FTL_PYTHON:FILEPATH=//p' "$build/CMakeCache.txt")}"
-  [ -x "$python" ] || python=python3
+  python="${FTL_PYTHON:-$(scripts/install-python-deps.sh)}"
   export FTL_LIBRARY="$PWD/$build/lib/libftl.so" PYTHONPATH="$PWD/python/src${PYTHONPATH:+:$PYTHONPATH}"
 fi
 cmake --build "$build" --target "${targets[@]}" -j"$(nproc)" >"$build/demo-build.log" 2>&1 \
