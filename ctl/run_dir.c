@@ -50,18 +50,18 @@ static void describe_uid(uid_t uid, char *out, size_t len)
 }
 
 static int untrusted(const char *what, const char *path, const struct stat *st, const char *why,
-		     const char *todo, char *err, size_t len)
+		     const char *remedy, char *err, size_t len)
 {
 	char owner[96], me[96];
 	describe_uid(st->st_uid, owner, sizeof(owner));
 	describe_uid(geteuid(), me, sizeof(me));
 	snprintf(err, len, "%s %s is not safe to use: %s (owner %s, mode %04o; this user is %s), so another user "
 		 "could put a socket of their own there; %s",
-		 what, path, why, owner, (unsigned)(st->st_mode & 07777), me, todo);
+		 what, path, why, owner, (unsigned)(st->st_mode & 07777), me, remedy);
 	return -1;
 }
 
-static const char run_dir_todo[] =
+static const char run_dir_remedy[] =
 	"remove it (or have its owner remove it), or set FTL_RUN_DIR to a directory of your own with mode 0700";
 
 int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len)
@@ -76,7 +76,7 @@ int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len)
 		return -1;
 	}
 	if (st.st_uid != geteuid())
-		return untrusted("the run directory", dir, &st, "another user owns it", run_dir_todo, err, err_len);
+		return untrusted("the run directory", dir, &st, "another user owns it", run_dir_remedy, err, err_len);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return untrusted("the run directory", dir, &st, "group or others can write it",
 				 "chmod 700 it, or set FTL_RUN_DIR to a directory of your own with mode 0700", err,
@@ -108,9 +108,9 @@ int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len)
 	if (stat(dir, &st) != 0)
 		return 0;
 	if (st.st_uid != geteuid() && st.st_uid != 0)
-		return untrusted("the socket's directory", dir, &st, "another user owns it", run_dir_todo, err, err_len);
+		return untrusted("the socket's directory", dir, &st, "another user owns it", run_dir_remedy, err, err_len);
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
 		return untrusted("the socket's directory", dir, &st, "group or others can write it (and it is not sticky)",
-				 run_dir_todo, err, err_len);
+				 run_dir_remedy, err, err_len);
 	return 0;
 }

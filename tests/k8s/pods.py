@@ -315,6 +315,22 @@ class PodJob(TrainingJob):
         for pod in self.pods():
             self.net.set_side(pod.netns, 0)
 
+    def run_test(self, body):
+        """Runs body(); PASS and the job's directory removed if it returns, each pod's last log lines if it
+        raises; the job is closed (and a pending alarm cancelled) either way. Returns the exit status."""
+        start = time.monotonic()
+        try:
+            body()
+            print(f"PASS in {time.monotonic() - start:.1f} s")
+            shutil.rmtree(self.dir, ignore_errors=True)
+            return 0
+        except BaseException:
+            self.print_last_logs()
+            raise
+        finally:
+            signal.alarm(0)
+            self.close()
+
     def print_last_logs(self, lines=25):
         """Each pod's exit status and last log lines: what a failed test shows."""
         for pod in self.agents.values():

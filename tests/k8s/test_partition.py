@@ -14,7 +14,6 @@ Exit 77 (ctest SKIP) where pods cannot run. FTL_TEST_SEED=<seed> replays which p
 import argparse
 import os
 import random
-import shutil
 import signal
 import sys
 import time
@@ -91,9 +90,9 @@ def main():
     signal.alarm(args.limit)
     job = PodJob(args.train, args.ctl, rng=rng, **{**JOB, "FTL_REAP_AFTER_MS": REAP_AFTER_MS})
     print(f"pods' logs and JSON lines in {job.dir} (removed if the test passes)")
-    start = time.monotonic()
     heal_times = []
-    try:
+
+    def body():
         n = cuts[0][0] + cuts[0][1]
         pods = job.scale_up(n)
         job.wait(f"a step with all {n} pods", lambda: any(r["world"] == n for p in pods for r in p.steps()), 60)
@@ -101,16 +100,7 @@ def main():
             for big, small, secs in cuts:
                 heal_times.append((f"{big}|{small} {secs:g} s", one_cut(job, rng, big, small, secs, args.heal_limit)))
         print("heal-to-training times: " + "; ".join(f"{k}: {v:.2f} s" for k, v in heal_times))
-        print(f"PASS in {time.monotonic() - start:.1f} s")
-        shutil.rmtree(job.dir, ignore_errors=True)
-        return 0
-    except BaseException:
-        job.print_last_logs()
-        raise
-    finally:
-        signal.alarm(0)
-        job.close()
-
+    return job.run_test(body)
 
 if __name__ == "__main__":
     sys.exit(main())

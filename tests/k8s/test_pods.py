@@ -17,7 +17,6 @@ replays the random choices (pod names, which pod is cut)."""
 import argparse
 import os
 import random
-import shutil
 import signal
 import sys
 import time
@@ -214,19 +213,7 @@ def main():
     signal.alarm(args.limit)
     job = PodJob(args.train, args.ctl, rng=rng, **JOB)
     print(f"pods' logs and JSON lines in {job.dir} (removed if the test passes)")
-    start = time.monotonic()
-    try:
-        run_scenario(job, rng)
-        print(f"PASS in {time.monotonic() - start:.1f} s")
-        shutil.rmtree(job.dir, ignore_errors=True)
-        return 0
-    except BaseException:
-        job.print_last_logs()
-        raise
-    finally:
-        signal.alarm(0)
-        job.close()
-
+    return job.run_test(lambda: run_scenario(job, rng))
 
 if __name__ == "__main__":
     sys.exit(main())
