@@ -4,7 +4,6 @@ is installed; bad requests answered with 400/405/404/413 while serving goes on; 
 refused by name. One scenario per run, under test_training.py's harness (hard limit, logs on failure):
     python3 test_metrics.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
-import argparse
 import json
 import os
 import shutil
@@ -250,14 +249,7 @@ def scenario_bad_metrics_addr_is_refused_by_name(train, ctl):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--train", required=True, help="the ftl-train-example binary")
-    p.add_argument("--ctl", required=True)
-    p.add_argument("--limit", type=int, default=120, help="hard time limit in seconds")
-    p.add_argument("scenario")
-    args = p.parse_args()
-    return tt.run(args.scenario, globals()["scenario_" + args.scenario], args.train, args.ctl, args.limit)
-
+    return tt.main_of(globals(), limit=120)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,7 +4,6 @@ the member turns dead, a recovery time appears); `top --once` prints one plain f
 Under test_training.py's harness (hard limit, logs on failure); skipped when tmux is not installed:
     python3 test_top.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
-import argparse
 import os
 import re
 import shutil
@@ -67,14 +66,7 @@ def scenario_top_shows_a_kill_as_it_happens(train, ctl):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--train", required=True, help="the ftl-train-example binary")
-    p.add_argument("--ctl", required=True)
-    p.add_argument("--limit", type=int, default=120, help="hard time limit in seconds")
-    p.add_argument("scenario")
-    args = p.parse_args()
-    return tt.run(args.scenario, globals()["scenario_" + args.scenario], args.train, args.ctl, args.limit)
-
+    return tt.main_of(globals(), limit=120)
 
 if __name__ == "__main__":
     sys.exit(main())

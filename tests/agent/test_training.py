@@ -406,14 +406,20 @@ def run(name, scenario, train, ctl, limit):
     return 0
 
 
-def main():
+def main_of(scope, limit=140):
+    """The command line of a scenario file: --train, --ctl, --limit and a scenario, run as scope's
+    scenario_<name> (test_metrics.py and test_top.py use it too)."""
     p = argparse.ArgumentParser()
     p.add_argument("--train", required=True, help="the ftl-train-example binary")
     p.add_argument("--ctl", required=True)
-    p.add_argument("--limit", type=int, default=140, help="hard time limit in seconds")
+    p.add_argument("--limit", type=int, default=limit, help="hard time limit in seconds")
     p.add_argument("scenario")
     args = p.parse_args()
-    return run(args.scenario, globals()["scenario_" + args.scenario], args.train, args.ctl, args.limit)
+    return run(args.scenario, scope["scenario_" + args.scenario], args.train, args.ctl, args.limit)
+
+
+def main():
+    return main_of(globals())
 
 
 if __name__ == "__main__":
