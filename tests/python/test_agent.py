@@ -166,3 +166,20 @@ def test_library_not_found_is_one_sentence():
 
 def test_versions_agree():
     assert ftl.library_version() == ftl.__version__
+
+
+def test_async_allreduces_complete_in_order_with_the_sums(pair):
+    a, b = pair
+    sizes = [10, 100000, 3, 5000]
+
+    def worker(agent, r):
+        xs = [np.full(n, float(r + 1 + i), dtype=np.float32) for i, n in enumerate(sizes)]
+
+        def step(info):
+            reqs = [agent.allreduce_async(x) for x in xs]
+            done_before = reqs[-1].wait() is xs[-1]
+            assert all(q.done() for q in reqs), "a later request completed before an earlier one"
+            return done_before and all(q.wait() is x for q, x in zip(reqs, xs))
+        return agent.execute(step)
+
+    assert on_threads(lambda: worker(a, 0), lambda: worker(b, 1)) == [True, True]
