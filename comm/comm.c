@@ -4,7 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdlib.h>
+
 #include "comm.h"
+#include "comm_compress.h"
 
 static const char *backend_name(ftl_comm_backend backend)
 {
@@ -74,6 +77,8 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	comm->peer_reset_cb = cfg->peer_reset_cb;
 	comm->peer_reset_arg = cfg->peer_reset_arg;
 	comm->async = NULL;
+	comm->wire = NULL;
+	comm->wire_cap = 0;
 }
 
 int ftl_comm_backend_is_available(ftl_comm_backend backend)
@@ -209,6 +214,44 @@ ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	return ftl_comm_async_call(comm, &call);
 }
 
+ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual)
+{
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_allreduce(comm, "allreduce_bf16", sendbuf, recvbuf, count, FTL_F32, op);
+	if (err || count == 0)
+		return err;
+	if (comm->backend != FTL_COMM_TCP) /* the wire buffer is host memory */
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "allreduce_bf16: the %s backend has no compressed allreduce yet",
+				     backend_name(comm->backend));
+	size_t bytes = count * sizeof(float);
+	if (residual != NULL && op != FTL_SUM && op != FTL_AVG)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: error feedback is for sum and avg, not %s", ftl_reduce_op_strs[op]);
+	if (residual != NULL && (overlaps(residual, bytes, sendbuf, bytes) || overlaps(residual, bytes, recvbuf, bytes)))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: the residual overlaps the send or receive buffer");
+	if (comm->wire_cap < count * sizeof(uint16_t)) { /* grown once: no page faults per call */
+		void *grown = realloc(comm->wire, count * sizeof(uint16_t));
+		if (grown == NULL)
+			return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false,
+					     "allreduce_bf16: out of memory for %zu elements", count);
+		comm->wire = grown;
+		comm->wire_cap = count * sizeof(uint16_t);
+	}
+	uint16_t *wire = comm->wire;
+	ftl_comm_compress_bf16(sendbuf, residual, wire, count);
+	/* avg: sum in bf16, divide once in f32 (one rounding fewer than dividing in bf16) */
+	ftl_reduce_op wire_op = op == FTL_AVG ? FTL_SUM : op;
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, wire_op, 0};
+	err = ftl_comm_async_call(comm, &call);
+	if (err == FTL_OK)
+		ftl_comm_expand_bf16(wire, recvbuf, count, op == FTL_AVG ? comm->world_size : 1);
+	return err;
+}
+
 ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req)
 {
@@ -324,6 +367,7 @@ void ftl_comm_destroy(ftl_comm *comm)
 	if (comm == NULL)
 		return;
 	ftl_comm_async_destroy(comm);
+	free(comm->wire);
 	comm->ops->destroy(comm);
 }
 

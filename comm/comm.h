@@ -55,6 +55,8 @@ struct ftl_comm {
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
+	void *wire;                           /* ftl_comm_allreduce_bf16's bf16 buffer, kept between calls */
+	size_t wire_cap;                      /* ... its size in bytes */
 };
 
 /* One collective call with its validated arguments: what a queued request or a blocking call runs. */

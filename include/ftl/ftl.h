@@ -136,6 +136,19 @@ FTL_API ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *re
 /* Returns once every rank has entered the barrier. */
 FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
 
+/* A compressed f32 allreduce: bf16 on the wire (half the bytes), every addition done in f32 and each
+ * partial sum rounded to bf16 for the next hop, the result widened back to f32 (avg divides in f32). For
+ * sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over ranks of |sendbuf[i]| (bf16's
+ * unit roundoff, once per partial sum plus the input; with error feedback, of |sendbuf[i] + residual[i]|
+ * against the exact sum of those); min and max return the bf16-rounded extreme. tcp only.
+ * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
+ * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
+ * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
+ * must call this (not ftl_comm_allreduce) for the same collective. Keeps a buffer of count * 2 bytes (the
+ * largest count so far) until destroy. */
+FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual);
+
 /* Asynchronous collectives. ftl_comm_allreduce_async starts an allreduce and returns at once with a request
  * in *req; the buffers belong to the communicator until the request completes. Several may be outstanding:
  * a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
