@@ -4,7 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdlib.h>
+
 #include "comm.h"
+#include "comm_compress.h"
 
 static const char *backend_name(ftl_comm_backend backend)
 {
@@ -42,10 +45,12 @@ ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const c
 {
 	va_list ap;
 	va_start(ap, fmt);
+	ftl_comm_async_lock(comm); /* the progress thread and the caller may both have something to say */
 	format_error(comm->error, sizeof(comm->error), fmt, ap);
-	va_end(ap);
-	if (is_fatal)
+	if (is_fatal && comm->broken == FTL_OK)
 		comm->broken = err;
+	ftl_comm_async_unlock(comm);
+	va_end(ap);
 	return err;
 }
 
@@ -71,6 +76,9 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	comm->error[0] = '\0';
 	comm->peer_reset_cb = cfg->peer_reset_cb;
 	comm->peer_reset_arg = cfg->peer_reset_arg;
+	comm->async = NULL;
+	comm->wire = NULL;
+	comm->wire_cap = 0;
 }
 
 int ftl_comm_backend_is_available(ftl_comm_backend backend)
@@ -155,25 +163,111 @@ static bool overlaps(const void *a, size_t a_len, const void *b, size_t b_len)
 	return a_len > 0 && b_len > 0 && x < y + b_len && y < x + a_len;
 }
 
-ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   ftl_dtype dtype, ftl_reduce_op op)
+const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX] = {
+	[FTL_COMM_CALL_ALLREDUCE] = "allreduce",
+	[FTL_COMM_CALL_BROADCAST] = "broadcast",
+	[FTL_COMM_CALL_ALLGATHER] = "allgather",
+	[FTL_COMM_CALL_BARRIER] = "barrier",
+};
+
+ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
+{
+	switch (c->kind) {
+	case FTL_COMM_CALL_ALLREDUCE:
+		return comm->ops->allreduce(comm, c->sendbuf, c->recvbuf, c->count, c->dtype, c->op);
+	case FTL_COMM_CALL_BROADCAST:
+		return comm->ops->broadcast(comm, c->recvbuf, c->count, c->dtype, c->root);
+	case FTL_COMM_CALL_ALLGATHER:
+		return comm->ops->allgather(comm, c->sendbuf, c->recvbuf, c->count, c->dtype);
+	default:
+		return comm->ops->barrier(comm);
+	}
+}
+
+/* The allreduce checks, blocking or not. */
+static ftl_err check_allreduce(struct ftl_comm *comm, const char *what, const void *sendbuf, void *recvbuf,
+			       size_t count, ftl_dtype dtype, ftl_reduce_op op)
 {
 	size_t bytes;
-	if (comm == NULL)
-		return FTL_ERR_INVALID;
-	ftl_err err = check_call(comm, "allreduce", dtype, count, 1, &bytes);
+	ftl_err err = check_call(comm, what, dtype, count, 1, &bytes);
 	if (err)
 		return err;
 	if ((unsigned)op >= FTL_REDUCE_OP_MAX)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allreduce: unknown op %d", (int)op);
-	if (count == 0)
-		return FTL_OK;
-	if (sendbuf == NULL || recvbuf == NULL)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allreduce: NULL buffer with count %zu", count);
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: unknown op %d", what, (int)op);
+	if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: NULL buffer with count %zu", what, count);
 	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "allreduce: send and receive buffers overlap without being the same");
-	return comm->ops->allreduce(comm, sendbuf, recvbuf, count, dtype, op);
+				     "%s: send and receive buffers overlap without being the same", what);
+	return FTL_OK;
+}
+
+ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype, ftl_reduce_op op)
+{
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_allreduce(comm, "allreduce", sendbuf, recvbuf, count, dtype, op);
+	if (err || count == 0)
+		return err;
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+	return ftl_comm_async_call(comm, &call);
+}
+
+ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual)
+{
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_allreduce(comm, "allreduce_bf16", sendbuf, recvbuf, count, FTL_F32, op);
+	if (err || count == 0)
+		return err;
+	if (comm->backend != FTL_COMM_TCP) /* the wire buffer is host memory */
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "allreduce_bf16: the %s backend has no compressed allreduce yet",
+				     backend_name(comm->backend));
+	size_t bytes = count * sizeof(float);
+	if (residual != NULL && op != FTL_SUM && op != FTL_AVG)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: error feedback is for sum and avg, not %s", ftl_reduce_op_strs[op]);
+	if (residual != NULL && (overlaps(residual, bytes, sendbuf, bytes) || overlaps(residual, bytes, recvbuf, bytes)))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: the residual overlaps the send or receive buffer");
+	if (comm->wire_cap < count * sizeof(uint16_t)) { /* grown once: no page faults per call */
+		void *grown = realloc(comm->wire, count * sizeof(uint16_t));
+		if (grown == NULL)
+			return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false,
+					     "allreduce_bf16: out of memory for %zu elements", count);
+		comm->wire = grown;
+		comm->wire_cap = count * sizeof(uint16_t);
+	}
+	uint16_t *wire = comm->wire;
+	ftl_comm_compress_bf16(sendbuf, residual, wire, count);
+	/* avg: sum in bf16, divide once in f32 (one rounding fewer than dividing in bf16) */
+	ftl_reduce_op wire_op = op == FTL_AVG ? FTL_SUM : op;
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, wire_op, 0};
+	err = ftl_comm_async_call(comm, &call);
+	if (err == FTL_OK)
+		ftl_comm_expand_bf16(wire, recvbuf, count, op == FTL_AVG ? comm->world_size : 1);
+	return err;
+}
+
+ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req)
+{
+	if (comm == NULL || req == NULL)
+		return FTL_ERR_INVALID;
+	*req = NULL;
+	if (!comm->ops->is_async)
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "the %s backend has no asynchronous collectives yet; use ftl_comm_allreduce",
+				     backend_name(comm->backend));
+	ftl_err err = check_allreduce(comm, "allreduce_async", sendbuf, recvbuf, count, dtype, op);
+	if (err)
+		return err;
+	/* A zero count is queued too: its completion still says the calls before it have run. */
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+	return ftl_comm_async_submit(comm, &call, req);
 }
 
 ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
@@ -191,7 +285,8 @@ ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dt
 		return FTL_OK;
 	if (buf == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "broadcast: NULL buffer with count %zu", count);
-	return comm->ops->broadcast(comm, buf, count, dtype, root);
+	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root};
+	return ftl_comm_async_call(comm, &call);
 }
 
 ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -211,7 +306,8 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	if (sendbuf != own && overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
-	return comm->ops->allgather(comm, sendbuf, recvbuf, count, dtype);
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0};
+	return ftl_comm_async_call(comm, &call);
 }
 
 ftl_err ftl_comm_barrier(ftl_comm *comm)
@@ -222,7 +318,8 @@ ftl_err ftl_comm_barrier(ftl_comm *comm)
 	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
 	if (err)
 		return err;
-	return comm->ops->barrier(comm);
+	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0};
+	return ftl_comm_async_call(comm, &call);
 }
 
 ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out)
@@ -234,6 +331,10 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
 				     "the %s backend cannot shrink; build a new communicator with ftl_comm_create",
 				     backend_name(comm->backend));
+	int pending = ftl_comm_async_pending(comm);
+	if (pending > 0)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "shrink: %d asynchronous requests are still running; wait for them first", pending);
 	if (exclude_count < 0 || exclude_count >= comm->world_size || (exclude_count > 0 && exclude == NULL))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: %d excluded ranks of %d",
 				     exclude_count, comm->world_size);
@@ -263,8 +364,11 @@ void ftl_comm_abort(ftl_comm *comm)
 
 void ftl_comm_destroy(ftl_comm *comm)
 {
-	if (comm != NULL)
-		comm->ops->destroy(comm);
+	if (comm == NULL)
+		return;
+	ftl_comm_async_destroy(comm);
+	free(comm->wire);
+	comm->ops->destroy(comm);
 }
 
 int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)

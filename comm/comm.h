@@ -3,7 +3,11 @@
  * comm.c checks arguments, keeps the sticky error state and dispatches through ftl_comm_backend_ops;
  * a backend (comm_tcp*.c, comm_nccl.c) embeds struct ftl_comm as its first member and only moves bytes.
  * A backend never sees a bad argument, a zero count in allreduce/broadcast/allgather, or a call on a
- * broken communicator: comm.c answers those itself. */
+ * broken communicator: comm.c answers those itself.
+ *
+ * comm_async.c adds the asynchronous requests on top: a queue and a progress thread per communicator.
+ * A backend still sees one call at a time, but not always on the same thread: on the caller's thread when
+ * nothing is queued, on the progress thread otherwise (only for a backend whose ops say is_async). */
 #ifndef FTL_COMM_COMM_H
 #define FTL_COMM_COMM_H
 
@@ -31,7 +35,12 @@ struct ftl_comm_backend_ops {
 	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
 	void (*abort)(struct ftl_comm *comm);
 	void (*destroy)(struct ftl_comm *comm);
+	/* Calls may run on the communicator's progress thread (asynchronous requests); else those are
+	 * refused with FTL_ERR_UNSUPPORTED. */
+	bool is_async;
 };
+
+struct ftl_comm_async; /* comm_async.c */
 
 /* The part every backend shares. */
 struct ftl_comm {
@@ -41,11 +50,55 @@ struct ftl_comm {
 	int world_size;
 	int timeout_ms;                       /* deadline of each call */
 	atomic_int is_aborted;                /* set by ftl_comm_abort from any thread */
-	ftl_err broken;                       /* FTL_OK while usable; else the error every call returns */
-	char error[FTL_COMM_ERR_MAX];         /* the last diagnostic */
+	_Atomic ftl_err broken;               /* FTL_OK while usable; else the error every call returns */
+	char error[FTL_COMM_ERR_MAX];         /* the last diagnostic (written under async's lock, if any) */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
+	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
+	void *wire;                           /* ftl_comm_allreduce_bf16's bf16 buffer, kept between calls */
+	size_t wire_cap;                      /* ... its size in bytes */
 };
+
+/* One collective call with its validated arguments: what a queued request or a blocking call runs. */
+enum ftl_comm_call_kind {
+	FTL_COMM_CALL_ALLREDUCE,
+	FTL_COMM_CALL_BROADCAST,
+	FTL_COMM_CALL_ALLGATHER,
+	FTL_COMM_CALL_BARRIER,
+	FTL_COMM_CALL_KIND_MAX
+};
+
+extern const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX];
+
+struct ftl_comm_call {
+	enum ftl_comm_call_kind kind;
+	const void *sendbuf;
+	void *recvbuf;  /* broadcast: the buffer */
+	size_t count;
+	ftl_dtype dtype;
+	ftl_reduce_op op;
+	int root;
+};
+
+/* comm.c: runs the call through the backend's ops, on the calling thread. */
+ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *call);
+
+/* comm_async.c: a blocking call, in order with the outstanding requests: on the caller's thread when none
+ * is outstanding, else queued behind them and waited for. */
+ftl_err ftl_comm_async_call(struct ftl_comm *comm, const struct ftl_comm_call *call);
+
+/* comm_async.c: queues the call as a request (starting the progress thread the first time). */
+ftl_err ftl_comm_async_submit(struct ftl_comm *comm, const struct ftl_comm_call *call, ftl_comm_request **req);
+
+/* comm_async.c: requests made and not yet completed. */
+int ftl_comm_async_pending(struct ftl_comm *comm);
+
+/* comm_async.c: aborts what is still running, joins the progress thread, frees every request not waited. */
+void ftl_comm_async_destroy(struct ftl_comm *comm);
+
+/* comm_async.c: the lock that ftl_comm_fail takes around the diagnostic (no-op without requests). */
+void ftl_comm_async_lock(struct ftl_comm *comm);
+void ftl_comm_async_unlock(struct ftl_comm *comm);
 
 /* Fills the shared part from a validated config. */
 void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,

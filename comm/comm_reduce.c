@@ -68,15 +68,12 @@ uint16_t ftl_comm_f32_to_f16(float f)
 
 float ftl_comm_bf16_to_f32(uint16_t h)
 {
-	return f32_from_bits((uint32_t)h << 16);
+	return ftl_comm_bf16_widen(h);
 }
 
 uint16_t ftl_comm_f32_to_bf16(float f)
 {
-	uint32_t x = f32_bits(f);
-	if ((x & 0x7fffffffu) > 0x7f800000u)
-		return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+	return ftl_comm_bf16_round(f); /* NaN stays a quiet NaN */
 }
 
 #define FTL_SUM_OF(a, b) ((a) + (b))
@@ -132,7 +129,7 @@ FTL_NATIVE_KERNEL(max_i64, int64_t, FTL_MAX_OF(a[i], b[i]))
 FTL_HALF_KERNEL(sum_f16, ftl_comm_f16_to_f32, ftl_comm_f32_to_f16, x + y)
 FTL_HALF_PICK_KERNEL(min_f16, ftl_comm_f16_to_f32, <)
 FTL_HALF_PICK_KERNEL(max_f16, ftl_comm_f16_to_f32, >)
-FTL_HALF_KERNEL(sum_bf16, ftl_comm_bf16_to_f32, ftl_comm_f32_to_bf16, x + y)
+FTL_HALF_KERNEL(sum_bf16, ftl_comm_bf16_widen, ftl_comm_bf16_round, x + y)
 FTL_HALF_PICK_KERNEL(min_bf16, ftl_comm_bf16_to_f32, <)
 FTL_HALF_PICK_KERNEL(max_bf16, ftl_comm_bf16_to_f32, >)
 

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ftl/ftl.h"
 
@@ -23,5 +24,24 @@ float ftl_comm_f16_to_f32(uint16_t h);
 uint16_t ftl_comm_f32_to_f16(float f);
 float ftl_comm_bf16_to_f32(uint16_t h);
 uint16_t ftl_comm_f32_to_bf16(float f);
+
+/* The bf16 conversions inline and branch-free (a select for NaN), for the loops that do them per element
+ * (the bf16 sum kernel, the compressed allreduce): the same results as the functions above. */
+static inline float ftl_comm_bf16_widen(uint16_t h)
+{
+	uint32_t x = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &x, sizeof(f));
+	return f;
+}
+
+static inline uint16_t ftl_comm_bf16_round(float f)
+{
+	uint32_t x;
+	memcpy(&x, &f, sizeof(x));
+	uint16_t rounded = (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+	uint16_t quiet_nan = (uint16_t)((x >> 16) | 0x40);
+	return (x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
+}
 
 #endif /* FTL_COMM_REDUCE_H */

@@ -44,6 +44,7 @@ static const struct ftl_comm_backend_ops tcp_ops = {
 	.shrink = NULL,
 	.abort = tcp_abort,
 	.destroy = tcp_destroy,
+	.is_async = true,
 };
 
 ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len)

@@ -1,7 +1,8 @@
 /* bench_comm_tcp: allreduce busbw of the ftl tcp backend, N processes on loopback (the test harness
  * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm]
  * (auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
- * measured). Rank 0 times the loop between two barriers; one JSON line per size. */
+ * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
+ * effective busbw, f32 bytes over time). Rank 0 times the loop between two barriers; one JSON line per size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +13,29 @@
 
 enum { REP_FIGURE = 1 };
 
+struct mode {
+	enum ftl_comm_tcp_algo algo;
+	int compress; /* 0: f32; 1: bf16 on the wire; 2: bf16 with error feedback */
+};
+
+static ftl_err reduce(ftl_comm *comm, const struct mode *m, const float *send, float *recv, size_t count,
+		      float *residual)
+{
+	if (m->compress == 0)
+		return ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM);
+	return ftl_comm_allreduce_bf16(comm, send, recv, count, FTL_SUM, m->compress == 2 ? residual : NULL);
+}
+
 static int bench_child(struct harness_child *c)
 {
 	ftl_comm *comm = harness_comm_all(c, 1, 600000);
 	if (comm == NULL)
 		return 1;
-	ftl_comm_tcp_force_algo(comm, *(enum ftl_comm_tcp_algo *)c->arg);
+	const struct mode *m = c->arg;
+	ftl_comm_tcp_force_algo(comm, m->algo);
 	size_t max = bench_comm_sizes[BENCH_COMM_N_SIZES - 1];
-	float *send = malloc(max), *recv = malloc(max);
-	if (send == NULL || recv == NULL)
+	float *send = malloc(max), *recv = malloc(max), *residual = calloc(1, max);
+	if (send == NULL || recv == NULL || residual == NULL)
 		return 1;
 	for (size_t i = 0; i < max / 4; i++)
 		send[i] = (float)(i % 7);
@@ -29,11 +44,11 @@ static int bench_child(struct harness_child *c)
 		size_t bytes = bench_comm_sizes[s];
 		int iters = bench_comm_iters(bytes);
 		for (int i = 0; i < BENCH_COMM_WARMUP; i++)
-			ftl_comm_allreduce(comm, send, recv, bytes / 4, FTL_F32, FTL_SUM);
+			reduce(comm, m, send, recv, bytes / 4, residual);
 		ftl_err e = ftl_comm_barrier(comm);
 		int64_t t0 = harness_now_ns();
 		for (int i = 0; i < iters && e == FTL_OK; i++)
-			e = ftl_comm_allreduce(comm, send, recv, bytes / 4, FTL_F32, FTL_SUM);
+			e = reduce(comm, m, send, recv, bytes / 4, residual);
 		if (e == FTL_OK)
 			e = ftl_comm_barrier(comm);
 		int64_t ns = harness_now_ns() - t0;
@@ -46,6 +61,7 @@ static int bench_child(struct harness_child *c)
 	}
 	free(send);
 	free(recv);
+	free(residual);
 	ftl_comm_destroy(comm);
 	return 0;
 }
@@ -53,18 +69,24 @@ static int bench_child(struct harness_child *c)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2;
-	enum ftl_comm_tcp_algo algo = FTL_COMM_TCP_ALGO_AUTO;
-	for (int a = 0; argc > 2 && a < FTL_COMM_TCP_ALGO_MAX; a++)
-		if (strcmp(argv[2], ftl_comm_tcp_algo_strs[a]) == 0)
-			algo = (enum ftl_comm_tcp_algo)a;
-	if (n < 2 || n > HARNESS_MAX || (argc > 2 && strcmp(argv[2], ftl_comm_tcp_algo_strs[algo]) != 0)) {
-		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving]\n", argv[0], HARNESS_MAX);
+	struct mode m = {FTL_COMM_TCP_ALGO_AUTO, 0};
+	const char *name = argc > 2 ? argv[2] : "auto";
+	for (int a = 0; a < FTL_COMM_TCP_ALGO_MAX; a++)
+		if (strcmp(name, ftl_comm_tcp_algo_strs[a]) == 0)
+			m.algo = (enum ftl_comm_tcp_algo)a;
+	m.compress = strcmp(name, "bf16") == 0 ? 1 : strcmp(name, "bf16ef") == 0 ? 2 : 0;
+	if (n < 2 || n > HARNESS_MAX || (m.compress == 0 && strcmp(name, ftl_comm_tcp_algo_strs[m.algo]) != 0)) {
+		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving|bf16|bf16ef]\n", argv[0], HARNESS_MAX);
 		return 2;
 	}
 	char label[64];
-	snprintf(label, sizeof(label), algo == FTL_COMM_TCP_ALGO_AUTO ? "ftl_tcp" : "ftl_tcp_%s", ftl_comm_tcp_algo_strs[algo]);
+	if (m.compress)
+		snprintf(label, sizeof(label), "ftl_tcp_%s", name);
+	else
+		snprintf(label, sizeof(label), m.algo == FTL_COMM_TCP_ALGO_AUTO ? "ftl_tcp" : "ftl_tcp_%s",
+			 ftl_comm_tcp_algo_strs[m.algo]);
 	struct harness h;
-	if (harness_start(&h, n, 1800, bench_child, &algo) != 0)
+	if (harness_start(&h, n, 1800, bench_child, &m) != 0)
 		return 1;
 	struct harness_report rep;
 	for (size_t s = 0; s < BENCH_COMM_N_SIZES && harness_read(&h, &rep) == 0; s++)

@@ -116,6 +116,20 @@ FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype d
 FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_barrier(ftl_agent *a);
 
+/* Asynchronous allreduce on the current view's communicator, with ftl_comm_allreduce_async's rules (in
+ * order; a lost peer, a timeout or an abort fails every outstanding request at once; blocking collectives
+ * queue behind them). ftl_wait and ftl_test consume a completed request and set *req to NULL, like
+ * ftl_comm_wait and ftl_comm_test. A request belongs to the communicator it was made on: once a view
+ * change has replaced that communicator (the old one aborted its requests and freed them), ftl_wait and
+ * ftl_test refuse the request with FTL_ERR_INVALID, free what is left of it and set *req to NULL. Inside a
+ * step, wait for every request before returning; the step contract holds as for blocking calls (change
+ * the state only after every request completed with FTL_OK). tcp only; nccl answers FTL_ERR_UNSUPPORTED. */
+typedef struct ftl_request ftl_request;
+FTL_API ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count,
+				    ftl_dtype dtype, ftl_reduce_op op, ftl_request **req);
+FTL_API ftl_err ftl_wait(ftl_agent *a, ftl_request **req);
+FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
+
 /* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
  * backend and device memory with nccl (is_device). Register before the first ftl_execute. */
 FTL_API int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);

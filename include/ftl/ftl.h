@@ -87,9 +87,9 @@ FTL_API int ftl_comm_backend_is_available(ftl_comm_backend backend);
 
 typedef struct ftl_comm ftl_comm;
 
-/* "peer X connection reset": called on the thread that made the call, at the moment the comm sees a
- * neighbour's connection break (reset, close, TCP user timeout). Meant as a hint for membership, which
- * probes the peer at once. Must not block and must not call back into the communicator. */
+/* "peer X connection reset": called on the thread that runs the call (the caller's, or the progress thread
+ * for asynchronous requests), at the moment the comm sees a neighbour's connection break (reset, close,
+ * TCP user timeout). Meant as a hint for membership, which probes the peer at once. Must not block and must not call back into the communicator. */
 typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
 
 /* How to build a communicator. Start from ftl_comm_config_init() and set what you need. */
@@ -135,6 +135,44 @@ FTL_API ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *re
 
 /* Returns once every rank has entered the barrier. */
 FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
+
+/* A compressed f32 allreduce: bf16 on the wire (half the bytes), every addition done in f32 and each
+ * partial sum rounded to bf16 for the next hop, the result widened back to f32 (avg divides in f32). For
+ * sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over ranks of |sendbuf[i]| (bf16's
+ * unit roundoff, once per partial sum plus the input; with error feedback, of |sendbuf[i] + residual[i]|
+ * against the exact sum of those); min and max return the bf16-rounded extreme. tcp only.
+ * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
+ * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
+ * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
+ * must call this (not ftl_comm_allreduce) for the same collective. Keeps a buffer of count * 2 bytes (the
+ * largest count so far) until destroy. */
+FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual);
+
+/* Asynchronous collectives. ftl_comm_allreduce_async starts an allreduce and returns at once with a request
+ * in *req; the buffers belong to the communicator until the request completes. Several may be outstanding:
+ * a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
+ * them one after the other in the order they were made, so every rank must make them in the same order,
+ * as with blocking calls. A blocking call made while requests are outstanding queues behind them and
+ * returns when it has run, so the order of all calls is the order they were made.
+ *
+ * Failure keeps the blocking rules: when a peer dies, the deadline passes (it counts from the moment a
+ * request starts running) or ftl_comm_abort is called, the running request and every later outstanding one
+ * complete at once with the same sticky error, and ftl_comm_error says why.
+ *
+ * ftl_comm_wait blocks until *req completes, returns its result, frees it and sets *req to NULL.
+ * ftl_comm_test never blocks: *done = 0 (FTL_OK, *req kept) while it runs; else *done = 1 and it returns
+ * the result, frees it and sets *req to NULL, like wait. Every request must be waited (or tested done);
+ * ftl_comm_destroy aborts the ones still running and frees every one not yet waited (their handles are
+ * then invalid). A refused argument returns the error with *req = NULL and nothing started.
+ * Threads: like blocking calls, one thread at a time makes, waits and tests a communicator's requests.
+ * The peer_reset hook of an asynchronous request runs on the progress thread.
+ * Backends: tcp; nccl answers FTL_ERR_UNSUPPORTED (its collectives are stream-ordered already). */
+typedef struct ftl_comm_request ftl_comm_request;
+FTL_API ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req);
+FTL_API ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req);
+FTL_API ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done);
 
 /* A smaller communicator without the ranks in exclude (ranks renumbered in order), built from this one
  * without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers

@@ -166,3 +166,63 @@ def test_library_not_found_is_one_sentence():
 
 def test_versions_agree():
     assert ftl.library_version() == ftl.__version__
+
+
+def test_async_allreduces_complete_in_order_with_the_sums(pair):
+    a, b = pair
+    sizes = [10, 100000, 3, 5000]
+
+    def worker(agent, r):
+        xs = [np.full(n, float(r + 1 + i), dtype=np.float32) for i, n in enumerate(sizes)]
+
+        def step(info):
+            reqs = [agent.allreduce_async(x) for x in xs]
+            done_before = reqs[-1].wait() is xs[-1]
+            assert all(q.done() for q in reqs), "a later request completed before an earlier one"
+            return done_before and all(q.wait() is x for q, x in zip(reqs, xs))
+        return agent.execute(step)
+
+    assert on_threads(lambda: worker(a, 0), lambda: worker(b, 1)) == [True, True]
+
+
+def test_a_request_from_an_older_communicator_is_refused(run_dir):
+    """A request left outstanding in one view, waited for after a join replaced the communicator: refused
+    with one sentence (the old communicator aborted and freed it), never a crash or a hang."""
+    first = free_port()
+    common = dict(insecure=1, run_dir=run_dir, min_workers=1, settle_ms=100, log_level="warn",
+                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
+    a = ftl.Agent(name="o0", bind=f"127.0.0.1:{first}", **common).start()
+    b = ftl.Agent(name="o1", bind=f"127.0.0.1:{free_port()}", **common)
+    x = np.ones(1000, dtype=np.float32)
+    held = {}
+    alone = threading.Event()
+
+    def run_a():
+        a.execute(lambda info: held.setdefault("req", a.allreduce_async(x)))  # world of one, not waited
+        alone.set()
+
+        def step(info):
+            if info.world_size < 2:
+                return None
+            try:
+                held["req"].wait()
+                return "waited"
+            except ftl.Error as e:
+                return e
+        while True:
+            out = a.execute(step)
+            if out is not None:
+                return out
+
+    def run_b():
+        alone.wait(30)
+        b.start()
+        while b.execute(lambda info: info.world_size) < 2:
+            pass
+
+    try:
+        out, _ = on_threads(run_a, run_b, timeout=90)
+    finally:
+        b.close()
+        a.close()
+    assert isinstance(out, ftl.Error) and "older communicator" in str(out), out

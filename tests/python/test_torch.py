@@ -161,3 +161,50 @@ def test_a_few_steps_on_one_worker_and_a_joiner_loads_adam_state(agent, tmp_path
         assert torch.equal(joiner_opt.state[joiner_model[0].weight]["exp_avg"], opt.state[model[0].weight]["exp_avg"])
     finally:
         other.close()
+
+
+def test_overlapped_average_equals_the_plain_one_bit_for_bit(pair):
+    """Two workers; on each, one model averaged with overlap (allreduces started by the gradient hooks
+    during backward) and a copy averaged after backward: the gradients must be equal bit for bit, with
+    several buckets of two dtypes, a parameter without a gradient and unequal sample counts."""
+    import copy
+    from conftest import on_threads
+
+    def model_of(seed):
+        torch.manual_seed(seed)
+        return torch.nn.ModuleDict({"a": mlp(seed, hidden=64), "b": mlp(seed + 1, dtype=torch.float64),
+                                    "unused": torch.nn.Linear(3, 3)})
+    plain = [model_of(0), model_of(0)]   # same start everywhere, as after a state sync
+    overlapped = [copy.deepcopy(m) for m in plain]
+    torch.manual_seed(1)
+    inputs = [torch.randn(5, 8), torch.randn(3, 8)]
+    samples = [5, 3]
+    cap = 600 / 2**20  # ~600-byte buckets: several per dtype
+
+    def loss(model, x):
+        return (model["a"](x) ** 2).sum() + model["b"](x.double()).sum()
+
+    def worker(agent, r):
+        avg_o = ftl.torch.GradientAverager(agent, overlapped[r], bucket_cap_mb=cap, overlap=True)
+        avg_p = ftl.torch.GradientAverager(agent, plain[r], bucket_cap_mb=cap)
+        assert len(avg_o.buckets) > 3
+
+        def step(info):
+            avg_o.set_samples(samples[r])
+            loss(overlapped[r], inputs[r]).backward()
+            started = len(avg_o._requests)
+            total_o = avg_o.average(samples=samples[r])
+            loss(plain[r], inputs[r]).backward()
+            total_p = avg_p.average(samples=samples[r])
+            return started, total_o, total_p
+        return agent.execute(step)
+
+    results = on_threads(lambda: worker(pair[0], 0), lambda: worker(pair[1], 1), timeout=90)
+    for started, total_o, total_p in results:
+        assert started > 0, "no bucket started during backward"
+        assert total_o == total_p == 8.0
+    for r in range(2):
+        for (name, p), q in zip(overlapped[r].named_parameters(), plain[r].parameters()):
+            assert p.grad is not None and p.grad.dtype == q.grad.dtype, name
+            assert torch.equal(p.grad, q.grad), f"rank {r}: {name} differs"
+            assert torch.equal(p.grad, dict(overlapped[1 - r].named_parameters())[name].grad), name

@@ -57,6 +57,44 @@ def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
     return env
 
 
+class Request:
+    """An allreduce in flight (Agent.allreduce_async). wait() blocks with the GIL released (other Python
+    threads run meanwhile) and returns the reduced x, or raises the collective's error; done() never
+    blocks. Both may be called again once it is done: they answer from the recorded outcome."""
+
+    def __init__(self, agent: "Agent", x: Any, buf: Any, req: ctypes.c_void_p):
+        self._agent, self._x, self._buf, self._req = agent, x, buf, req
+        self._rc: Optional[int] = None
+        self._error = ""
+
+    def _finish(self, rc: int, handle: int) -> None:
+        self._rc, self._buf = rc, None  # the C request is consumed; the buffer is ours again
+        if rc != 0:
+            self._error = text(self._agent._lib.ftl_last_error(handle))
+
+    def _outcome(self) -> Any:
+        if self._rc:
+            raise from_code(self._rc, self._error)
+        return self._x
+
+    def done(self) -> bool:
+        """True once the allreduce has completed (or failed: wait() then raises)."""
+        if self._rc is None:
+            handle = self._agent._collective("Request.done")
+            flag = ctypes.c_int(0)
+            rc = self._agent._lib.ftl_test(handle, ctypes.byref(self._req), ctypes.byref(flag))
+            if flag.value or rc != 0:
+                self._finish(rc, handle)
+        return self._rc is not None
+
+    def wait(self) -> Any:
+        """Blocks until every rank has reduced x; returns x, or raises the collective's error."""
+        if self._rc is None:
+            handle = self._agent._collective("Request.wait")
+            self._finish(self._agent._lib.ftl_wait(handle, ctypes.byref(self._req)), handle)
+        return self._outcome()
+
+
 class Agent:
     """A worker of an elastic job. `with ftl.Agent() as agent:` starts it and, at the end, leaves the
     cluster gracefully (others go on at once, without waiting to detect a failure).
@@ -248,6 +286,20 @@ class Agent:
         self._check_backend(b, "allreduce")
         self._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op)), handle)
         return x
+
+    def allreduce_async(self, x: T, op: str = "sum") -> "Request":
+        """Starts x = op over every rank's x, in place, and returns at once with a Request: wait() returns x
+        once it is done, done() tells without blocking. Requests run in the order they were made (every
+        rank makes them in the same order), blocking collectives queue behind them; x must not be touched
+        until the request is done. A lost peer fails every outstanding request: wait() raises PeerLostError
+        (let it propagate, as with allreduce). Wait for every request inside the step that made it."""
+        handle = self._collective("allreduce_async")
+        b = _buffers.describe(x, "allreduce_async")
+        self._check_backend(b, "allreduce_async")
+        req = ctypes.c_void_p()
+        self._call(self._lib.ftl_allreduce_async(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op),
+                                                 ctypes.byref(req)), handle)
+        return Request(self, x, b, req)
 
     def broadcast(self, x: T, root: int = 0) -> T:
         """x on every rank = x on rank root, in place; returns x."""

@@ -12,6 +12,17 @@ unequal counts. Without counts every rank weighs 1: the plain average over the w
 
 A parameter that has no gradient on a rank counts as zeros there, and every rank then gets the same
 averaged gradient for it (zeros if no rank had one), so the optimizer makes the same update everywhere.
+
+Overlapped mode (overlap=True) hides the allreduces behind the backward pass, as DDP's hooks do: a hook
+on every parameter (register_post_accumulate_grad_hook) counts the gradients that have arrived; when a
+bucket is complete its gradients are copied in and its allreduce starts asynchronously while backward
+goes on with the earlier layers; average() starts what is left and waits for all. Buckets start in one
+fixed order on every rank (reverse model order, the order backward produces them: a bucket starts only
+after those before it), since every rank must make its collectives in the same order, even when a rank
+leaves some parameters without a gradient. The buckets, the copies and the reductions are the very same
+as without overlap, so the result is equal bit for bit. The weight must then be known before backward:
+set_samples(n) in the step before backward() (or pass samples to average() when no bucket filled early).
+One backward per average(); backward must run inside the step (the hooks make collectives).
 """
 from __future__ import annotations
 
@@ -28,6 +39,7 @@ class _Bucket:
     flat: torch.Tensor                                   # the fused buffer, allocated once
     slots: List[Tuple[torch.nn.Parameter, int, int]] = field(default_factory=list)  # (param, offset, numel)
     used: int = 0                                        # elements holding gradients (then maybe the weight)
+    ready: int = 0                                       # overlap: gradients arrived in this backward
 
 
 def _plan(params: List[torch.nn.Parameter], cap_bytes: int) -> List[Tuple[List[torch.nn.Parameter], Any]]:
@@ -53,10 +65,11 @@ class GradientAverager:
     """Averages the gradients of `model` (a Module, or an iterable of parameters) over the world.
 
     Call average() in the step after backward() and before optimizer.step(); it raises PeerLostError when
-    a peer is lost (let it propagate: the step runs again on the next view)."""
+    a peer is lost (let it propagate: the step runs again on the next view). With overlap=True the
+    allreduces start during backward (see the module's notes; call set_samples() before backward)."""
 
     def __init__(self, agent: Any, model: Union[torch.nn.Module, Iterable[torch.nn.Parameter]],
-                 bucket_cap_mb: float = 25):
+                 bucket_cap_mb: float = 25, overlap: bool = False):
         params = model.parameters() if isinstance(model, torch.nn.Module) else model
         params = [p for p in params if p.requires_grad]
         if bucket_cap_mb <= 0:
@@ -71,6 +84,81 @@ class GradientAverager:
             self.buckets.append(bucket)
             bucket.flat = torch.zeros(bucket.used, dtype=dtype, device=device)
         self._weight_at = self._weight_slot(params)
+        self.overlap = overlap
+        # Overlap: the start order (buckets with parameters in reverse, then a weight-only one), the next to
+        # start, the requests in flight, the weight the started buckets were scaled by.
+        self._order = [b for b in reversed(self.buckets) if b.slots] + [b for b in self.buckets if not b.slots]
+        self._next = 0
+        self._requests: List[Any] = []
+        self._weight: Optional[float] = None
+        self._hooks = []
+        if overlap:
+            for b in self.buckets:
+                for p, _, _ in b.slots:
+                    self._hooks.append(p.register_post_accumulate_grad_hook(
+                        lambda _p, b=b: self._on_gradient(b)))
+
+    def set_samples(self, samples: Optional[float]) -> None:
+        """Overlap: this rank's sample count for the coming backward (the weight the buckets are scaled by
+        as they start); None weighs 1."""
+        self._weight = 1.0 if samples is None else float(samples)
+
+    def _on_gradient(self, b: _Bucket) -> None:
+        if b.ready == len(b.slots):  # a second backward without average(): the first was abandoned
+            self.reset()
+        b.ready += 1
+        self._start_ready(everything=False)
+
+    def _start_ready(self, everything: bool) -> None:
+        """Starts the buckets whose turn it is: complete ones (or every one left, at average())."""
+        if self._weight is None:
+            self._weight = 1.0
+        while self._next < len(self._order):
+            b = self._order[self._next]
+            if not everything and (not b.slots or b.ready < len(b.slots)):
+                return
+            with torch.no_grad():
+                self._copy_in(b, self._weight)
+                if b is self._weight_at:
+                    b.flat[-1] = self._weight
+            self._next += 1
+            self._requests.append(self.agent.allreduce_async(b.flat, op="sum"))
+
+    def _average_overlapped(self, samples: Optional[float]) -> float:
+        try:
+            if samples is not None:
+                if self._next > 0 and self._weight != float(samples):
+                    raise ValueError(f"ftl.torch: average(samples={samples}) but the buckets started during "
+                                     f"backward were weighted {self._weight}: call set_samples() before backward()")
+                self._weight = float(samples)
+            self._start_ready(everything=True)
+            first = None
+            for r in self._requests:  # every one, even after a failure: each must be consumed
+                try:
+                    r.wait()
+                except Exception as e:  # noqa: BLE001 (re-raised below)
+                    first = first or e
+            if first is not None:
+                raise first
+            with torch.no_grad():
+                total = float(self._weight_at.flat[-1])
+                for b in self.buckets:
+                    self._copy_out(b, total)
+            return total
+        finally:
+            self.reset()
+
+    def reset(self) -> None:
+        """Overlap: forgets a backward whose average() will not come (the step failed before it): waits
+        for what it started, ignoring errors, so the next backward starts clean."""
+        for r in self._requests:
+            try:
+                r.wait()
+            except Exception:  # noqa: BLE001 (the step is being abandoned)
+                pass
+        self._requests, self._next, self._weight = [], 0, None
+        for b in self.buckets:
+            b.ready = 0
 
     def _weight_slot(self, params: List[torch.nn.Parameter]) -> _Bucket:
         """The bucket whose last element carries the rank's weight: the first float32/float64 one, grown by
@@ -89,6 +177,8 @@ class GradientAverager:
         count in the step, which may be 0) the average is weighted by the counts: the gradient of the mean
         loss over the global batch, when each rank's gradient is that of its own mean loss. Returns the
         summed weight: the global sample count, or the world size without counts."""
+        if self.overlap:
+            return self._average_overlapped(samples)
         weight = 1.0 if samples is None else float(samples)
         with torch.no_grad():
             for b in self.buckets:
