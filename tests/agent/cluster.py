@@ -23,11 +23,22 @@ def _die_with_parent():
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def ephemeral_low():
+    """The first port of the kernel's ephemeral range: ports below it are never handed out to
+    connect() or bind(0), so a port picked there cannot be taken between the pick and the agent's bind."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port(host="127.0.0.1"):
-    """A port free for both UDP and TCP on host (the agent binds both)."""
+    """A port free for both UDP and TCP on host (the agent binds both), below the ephemeral range."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    high = max(ephemeral_low() - 1, 12000)
     for _ in range(200):
-        port = random.randint(20000, 60000)
+        port = random.randint(10000, high)
         try:
             with socket.socket(family, socket.SOCK_DGRAM) as u, socket.socket(family, socket.SOCK_STREAM) as t:
                 u.bind((host, port))

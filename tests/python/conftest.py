@@ -1,8 +1,7 @@
 """Shared pieces of the Python tests: free loopback ports, and a pair of agents in one process (two
 workers of one job, each on its own thread) so that collectives between them need no second process."""
 import os
-import socket
-import tempfile
+import sys
 import threading
 
 import pytest
@@ -10,10 +9,8 @@ import pytest
 import ftl
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "agent"))
+from cluster import free_port  # noqa: E402  (below the ephemeral range: no race with other sockets)
 
 
 @pytest.fixture

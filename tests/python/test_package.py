@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -25,10 +27,7 @@ def test_pip_install_builds_and_bundles_libftl(tmp_path):
             "print(L.lib()._name)\n"
             "with ftl.Agent(bind='127.0.0.1:%d') as a:\n"
             "    print(a.execute(lambda info: info.world_size), ftl.library_version() == ftl.__version__)\n")
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     out = subprocess.run([sys.executable, "-c", code % port], env=env, cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
