@@ -244,6 +244,12 @@ static ftl_err build_comm(ftl_agent *a, const work_view *w)
 	int64_t start = ftl_agent_now_us(a);
 	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
 	free(text);
+	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
+	 * the members are not building the same view yet, a view change under way: retried like a lost peer,
+	 * within the setup-failure budget (is_setup_failure_counted), not fatal at once. The chaos soak lost
+	 * five workers that way after a burst of deaths. */
+	if (e == FTL_ERR_INVALID)
+		e = FTL_ERR_PEER_LOST;
 	if (e != FTL_OK)
 		return fail(a, e, "ftl: cannot build the communicator of view %llu: %s", (unsigned long long)w->epoch, err);
 	install_comm(a, comm, w->seq);
