@@ -145,6 +145,15 @@ static void membership(text *t, const ftl_metrics_snapshot *s)
 	single(t, "ftl_gossip_probes_total", "counter", "Probes (pings) this agent sent.", (double)s->swim.probes);
 	single(t, "ftl_gossip_probes_failed_total", "counter", "Probes that got no ack in time.",
 	       (double)s->swim.probes_failed);
+	/* Two counters rather than a summary: rate(rtt) / rate(acks) is the mean round trip over any window. */
+	single(t, "ftl_gossip_probe_rtt_seconds_total", "counter",
+	       "Round trips of this agent's direct probes (ping to ack), summed.", (double)s->swim.probe_rtt_sum_us / 1e6);
+	single(t, "ftl_gossip_probe_acks_total", "counter", "Direct acks of this agent's probes.",
+	       (double)s->swim.probe_acks);
+	single(t, "ftl_membership_suspicions_total", "counter",
+	       "Members that became suspect here (this agent's probes or others' rumors).", (double)s->swim.suspicions);
+	single(t, "ftl_membership_suspicions_refuted_total", "counter",
+	       "Suspected members that came back alive instead of dying.", (double)s->swim.suspicions_refuted);
 	single(t, "ftl_gossip_refutations_total", "counter",
 	       "Suspicions of this agent it refuted (its incarnation raised).", (double)s->swim.refutations);
 	single(t, "ftl_gossip_push_pulls_total", "counter", "Full-state push-pull merges.", (double)s->swim.push_pulls);

@@ -134,6 +134,9 @@ typedef struct ftl_swim_stats {
 	uint64_t packets_sent, bytes_sent;
 	uint64_t packets_received, bytes_received;
 	uint64_t probes, probes_failed;
+	uint64_t probe_acks, probe_rtt_sum_us; /* direct acks of our probes and their round trips, summed */
+	uint64_t suspicions;                  /* members that became suspect here (our probes or others' rumors) */
+	uint64_t suspicions_refuted;          /* ... and came back alive instead of dying */
 	uint64_t refutations;                 /* times we raised our incarnation */
 	uint64_t push_pulls;                  /* merges done */
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */

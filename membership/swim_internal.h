@@ -26,6 +26,7 @@ typedef struct ftl_proof {
 typedef struct ftl_probe {
 	bool is_active;
 	bool is_acked;
+	int64_t started_us;          /* when the direct ping went out: the round trip of its ack */
 	bool is_indirect_sent;
 	char target[FTL_NAME_MAX];
 	uint32_t seq;

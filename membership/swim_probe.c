@@ -51,6 +51,7 @@ void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
 	p->is_active = true;
 	strcpy(p->target, m->name);
 	p->seq = ++s->seq;
+	p->started_us = now_us;
 	p->direct_deadline_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_timeout_us);
 	p->end_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_interval_us);
 	s->next_probe_us = p->end_us;
@@ -217,8 +218,11 @@ void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
 	touch(s, ack->source, now_us);
 	ftl_probe *p = &s->probe;
 	if (p->is_active && ack->seq == p->seq) {
-		if (!p->is_indirect_sent)
+		if (!p->is_indirect_sent) {
 			ftl_awareness_apply(&s->health, -1);
+			s->stats.probe_acks++;
+			s->stats.probe_rtt_sum_us += (uint64_t)(now_us - p->started_us);
+		}
 		p->is_acked = true;
 		probe_done(s, now_us);
 		return;

@@ -39,12 +39,15 @@ static void change_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int
 {
 	ftl_member_state old = m->state;
 	if (old == FTL_MEMBER_SUSPECT && state != FTL_MEMBER_SUSPECT) {
+		s->stats.suspicions_refuted += state == FTL_MEMBER_ALIVE;
 		free(m->suspicion);
 		m->suspicion = NULL;
 		remove_suspect(s, m->name);
 	}
-	if (state == FTL_MEMBER_SUSPECT && old != FTL_MEMBER_SUSPECT)
+	if (state == FTL_MEMBER_SUSPECT && old != FTL_MEMBER_SUSPECT) {
 		add_suspect(s, m->name);
+		s->stats.suspicions++;
+	}
 	s->count[old]--;
 	s->count[state]++;
 	m->state = state;

@@ -66,6 +66,9 @@ def scenario_scrape_while_training_and_after_kill9(train, ctl):
         assert value(m, "ftl_view_phase", phase="training") == 1
         assert histogram_count(m, "ftl_allreduce_duration_seconds") > 0
         assert value(m, "ftl_gossip_packets_total", direction="received") > 0
+        acks, rtt = value(m, "ftl_gossip_probe_acks_total"), value(m, "ftl_gossip_probe_rtt_seconds_total")
+        assert acks > 0 and 0 < rtt / acks < 1.0, f"{w.name}: probe round trips {rtt} s over {acks} acks"
+        assert value(m, "ftl_membership_suspicions_total") >= value(m, "ftl_membership_suspicions_refuted_total")
     check_dashboard_queries(scrape(job.workers()[0]))
     victim = job.workers()[tt.rng.randrange(1, 3)]
     job.kill(victim.name)
