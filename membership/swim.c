@@ -75,6 +75,7 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	ftl_rng_seed(&s->rng, o->seed);
 	strcpy(s->name, o->name);
 	strcpy(s->addr, o->addr);
+	s->is_key_version_known = true; /* until a join: a node with no seeds starts the cluster's key history */
 	ftl_members_init(&s->members);
 	ftl_bcast_init(&s->bcast);
 	ftl_awareness_init(&s->health, s->cfg.awareness_max);
@@ -237,6 +238,8 @@ void ftl_swim_join(ftl_swim *s, const char *const *seed_addrs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(seed_addrs[i], s->addr) == 0 || strlen(seed_addrs[i]) >= FTL_ADDR_MAX)
 			continue;
+		if (s->stats.push_pulls == 0) /* key changes wait until a push-pull tells us the key version */
+			s->is_key_version_known = false;
 		ftl_swim_output *out = ftl_queue_push(&s->outputs);
 		if (!out)
 			return;

@@ -139,6 +139,8 @@ typedef struct ftl_swim_stats {
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
 	uint64_t key_ops_applied;             /* keyring changes applied (ours and the cluster's) */
 	uint64_t key_ops_failed;              /* keyring changes that could not apply here */
+	uint64_t key_ops_stale;               /* ... older than the cluster's key version (replays), or heard
+					       * before this node learned the version: never applied */
 	uint64_t checks;                      /* proof-of-death checks asked of the caller */
 	uint64_t checks_refused;              /* ... that ended in a refusal (a death declared at once) */
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */

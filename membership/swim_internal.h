@@ -79,6 +79,8 @@ struct ftl_swim {
 	int n_check_seqs;
 	uint64_t key_serials[FTL_SWIM_KEY_SERIALS];
 	int n_key_serials;
+	uint64_t key_version;      /* the newest key change applied or heard of by push-pull (swim_keys.c) */
+	bool is_key_version_known; /* false from a join until the first push-pull: key changes wait */
 	int64_t next_probe_us;
 	int64_t next_gossip_us;
 	int64_t last_push_pull_us;  /* the next is due a size-scaled interval after it */
@@ -136,6 +138,8 @@ void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m);
 
 /* swim_keys.c */
 void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);
+/* A peer's key version, from a push-pull that opened: ours becomes the larger of the two. */
+void ftl_swim_learn_key_version(ftl_swim *s, uint64_t version);
 
 /* swim_send.c */
 /* Sends one packet to (name, addr): primary message first, then `extra` when not NULL (the buddy
