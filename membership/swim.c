@@ -104,6 +104,7 @@ void ftl_swim_delete(ftl_swim *s)
 	if (!s)
 		return;
 	ftl_members_free(&s->members);
+	ftl_tombstones_free(&s->tombstones);
 	ftl_bcast_free(&s->bcast);
 	free(s->suspects);
 	free(s->outputs.items);
@@ -169,6 +170,7 @@ static void reap(ftl_swim *s, int64_t now_us)
 		if ((m->state == FTL_MEMBER_DEAD || m->state == FTL_MEMBER_LEFT) &&
 		    now_us - m->state_since_us >= s->cfg.reap_after_us && strcmp(m->name, s->name) != 0) {
 			ftl_swim_emit(s, now_us, FTL_EVENT_REAP, m);
+			ftl_tombstones_add(&s->tombstones, m->name, m->generation);
 			s->count[m->state]--;
 			ftl_members_remove(&s->members, &s->rng, m);
 		}

@@ -139,6 +139,9 @@ typedef struct ftl_swim_stats {
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
 	uint64_t key_ops_applied;             /* keyring changes applied (ours and the cluster's) */
 	uint64_t key_ops_failed;              /* keyring changes that could not apply here */
+	uint64_t alive_of_reaped;             /* alive rumors or push-pull entries for a reaped life: not
+					       * believed until that life acks a ping of ours (swim_revive.c) */
+	uint64_t revivals;                    /* ... that did: back after being reaped (a long partition) */
 	uint64_t key_ops_stale;               /* ... older than the cluster's key version (replays), or heard
 					       * before this node learned the version: never applied */
 	uint64_t checks;                      /* proof-of-death checks asked of the caller */

@@ -120,10 +120,95 @@ static void test_replayed_key_install_does_not_restore_a_removed_key(void **stat
 	ftl_keyring_delete(kc);
 }
 
+/* Counts s's events of one type (draining them all). */
+static int count_events(ftl_swim *s, ftl_swim_event_type type)
+{
+	int n = 0;
+	ftl_swim_event ev;
+	while (ftl_swim_next_event(s, &ev))
+		n += ev.type == type;
+	return n;
+}
+
+/* Ticks s in 100 ms steps (at most limit_s virtual seconds) until it raises an event of type. */
+static void tick_until(ftl_swim *s, int64_t *now_us, ftl_swim_event_type type, int limit_s)
+{
+	for (int i = 0; i < limit_s * 10; i++) {
+		*now_us += 100000;
+		ftl_swim_tick(s, *now_us);
+		ftl_swim_output out;
+		while (ftl_swim_next_output(s, &out))
+			;
+		if (count_events(s, type) > 0)
+			return;
+	}
+	fail_msg("no %s event within %d s", ftl_swim_event_type_strs[type], limit_s);
+}
+
+static void test_replayed_alive_of_a_reaped_member_is_ignored(void **state)
+{
+	const char *err;
+	ftl_keyring *ka = ftl_keyring_new("c", k1, &err), *kd = ftl_keyring_new("c", k1, &err);
+	ftl_swim *a = make("a", "10.0.0.1:1", ka, 1);
+	ftl_swim *d = make("d", "10.0.0.4:1", kd, 1);
+	add_known(a, "d", "10.0.0.4:1", 1);
+	add_known(d, "a", "10.0.0.1:1", 1);
+	int64_t now = 0, d_now = 0;
+
+	/* Captured while d lived: a datagram of d's (its alive rides on it) and its push-pull frame. */
+	captured alive = capture_to(d, &d_now, "10.0.0.1:1");
+	uint8_t *frame;
+	size_t frame_len;
+	assert_int_equal(ftl_swim_push_pull_encode(d, false, &frame, &frame_len), 0);
+	ftl_swim_delete(d);
+
+	/* d is gone: a declares it dead, then reaps it. */
+	count_events(a, FTL_EVENT_JOIN);
+	tick_until(a, &now, FTL_EVENT_DEAD, 120);
+	tick_until(a, &now, FTL_EVENT_REAP, 3600);
+	assert_null(ftl_swim_find(a, "d"));
+
+	/* The replays: no join, no entry, counted. */
+	ftl_swim_receive(a, now, alive.data, alive.len);
+	assert_int_equal(ftl_swim_push_pull_merge(a, now, frame, frame_len, NULL), 0);
+	assert_null(ftl_swim_find(a, "d"));
+	assert_int_equal(count_events(a, FTL_EVENT_JOIN), 0);
+	assert_true(ftl_swim_get_stats(a)->alive_of_reaped >= 2);
+	/* Nothing about d is gossiped on either; a asks d's address whether that life is there (a healed
+	 * partition would ack), and with nobody there nothing more happens. */
+	assert_int_equal(ftl_swim_count(a, FTL_MEMBER_ALIVE), 1);
+	ftl_swim_output out;
+	int asked = 0;
+	while (ftl_swim_next_output(a, &out))
+		asked += out.kind == FTL_OUTPUT_PACKET && strcmp(out.to_addr, "10.0.0.4:1") == 0;
+	assert_int_equal(asked, 1);
+	now += 10 * 1000000;
+	ftl_swim_tick(a, now);
+	assert_null(ftl_swim_find(a, "d"));
+	assert_int_equal(ftl_swim_get_stats(a)->revivals, 0);
+
+	/* A real restart of d (a new generation) joins. */
+	ftl_keyring *kd2 = ftl_keyring_new("c", k1, &err);
+	ftl_swim *d2 = make("d", "10.0.0.4:1", kd2, 2);
+	int64_t d2_now = now;
+	add_known(d2, "a", "10.0.0.1:1", 1);
+	captured restart = capture_to(d2, &d2_now, "10.0.0.1:1");
+	ftl_swim_receive(a, now, restart.data, restart.len);
+	assert_non_null(ftl_swim_find(a, "d"));
+	assert_int_equal(count_events(a, FTL_EVENT_JOIN), 1);
+	free(frame);
+	ftl_swim_delete(a);
+	ftl_swim_delete(d2);
+	ftl_keyring_delete(ka);
+	ftl_keyring_delete(kd);
+	ftl_keyring_delete(kd2);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replayed_key_install_does_not_restore_a_removed_key),
+		cmocka_unit_test(test_replayed_alive_of_a_reaped_member_is_ignored),
 	};
 	if (argc > 1)
 		cmocka_set_test_filter(argv[1]);
