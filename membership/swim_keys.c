@@ -1,7 +1,9 @@
 /* Cluster-wide keyring changes: a key op is applied where it is made and gossiped like a rumor; every
  * node applies each op once (by its serial) and passes it on. "use" installs the key first, so a node
  * that hears "use" before "install" still ends up right; "remove" of a key that is still primary here
- * fails and is counted (rotate in order and let each step reach everyone).
+ * fails and is counted (rotate in order and let each step reach everyone). Where an op is made, "use" of
+ * a key that is not installed there is refused before anything changes: sealing with a key the others
+ * lack would cut this node off (and the gossiped op with it).
  *
  * Replays. A captured op is still sealed with a key the cluster holds, and a node remembers only the
  * serials it has heard itself, so serials alone would let an old "install K2" put a removed K2 back at a
@@ -55,6 +57,16 @@ static void gossip_op(ftl_swim *s, const ftl_msg *msg)
 		ftl_bcast_push(&s->bcast, about, buf, len);
 }
 
+static bool is_installed(const ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
+{
+	uint8_t keys[FTL_KEYRING_MAX_KEYS][FTL_KEY_SIZE];
+	size_t n = ftl_keyring_list(kr, keys, FTL_KEYRING_MAX_KEYS);
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(keys[i], key, FTL_KEY_SIZE) == 0)
+			return true;
+	return false;
+}
+
 int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
 		    const char **err)
 {
@@ -64,6 +76,11 @@ int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8
 	}
 	if (!s->is_key_version_known) {
 		*err = "this node has not exchanged state with the cluster yet (no push-pull): try again once it has joined";
+		return -1;
+	}
+	if (op == FTL_KEY_USE && !ftl_keyring_is_insecure(s->keyring) && !is_installed(s->keyring, key)) {
+		*err = "that key is not installed: `ftlctl keys install KEY` first, and let it reach every member "
+		       "(`ftlctl keys list`) before `keys use`";
 		return -1;
 	}
 	if (apply(s, op, key, err) != 0)
