@@ -18,7 +18,7 @@ const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {
 };
 
 const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
-	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull",
+	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull", "bad_addr",
 };
 
 /* ---- queues: a growable FIFO that rewinds when drained, so steady state allocates nothing ---- */
@@ -72,6 +72,7 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	}
 	s->cfg = o->config;
 	s->keyring = o->keyring;
+	s->is_addr_valid = o->is_addr_valid;
 	ftl_rng_seed(&s->rng, o->seed);
 	strcpy(s->name, o->name);
 	strcpy(s->addr, o->addr);

@@ -66,6 +66,7 @@ typedef struct ftl_queue {
 struct ftl_swim {
 	ftl_swim_config cfg;
 	ftl_keyring *keyring;
+	bool (*is_addr_valid)(const char *addr); /* NULL: any */
 	ftl_rng rng;
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];

@@ -91,6 +91,10 @@ static void alive_about_self(ftl_swim *s, const ftl_msg_alive *a)
 
 void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 {
+	if (s->is_addr_valid && !s->is_addr_valid(a->addr)) {
+		s->stats.dropped[FTL_DROP_BAD_ADDR]++;
+		return;
+	}
 	if (strcmp(a->name, s->name) == 0) {
 		alive_about_self(s, a);
 		return;
