@@ -7,7 +7,7 @@
 #include <string.h>
 
 const char *const ftl_tcp_drop_strs[FTL_TCP_DROP_MAX] = {
-	"too_large", "unknown_kind", "bad_header", "not_announced", "too_many", "buffer_full",
+	"too_large", "empty", "unknown_kind", "bad_header", "not_announced", "too_many", "buffer_full",
 };
 
 static bool is_body_kind(uint8_t kind) { return kind == FTL_FRAME_PUSH_PULL || kind == FTL_FRAME_RENDEZVOUS; }
@@ -51,8 +51,10 @@ ftl_tcp_step ftl_tcp_read(ftl_tcp_reader *r, ftl_keyring *kr, const uint8_t *in,
 	uint32_t flen = ntohl(be);
 	if (r->is_announced && flen != r->want_len)
 		return drop(res, FTL_TCP_DROP_NOT_ANNOUNCED);
-	if (flen == 0 || flen > limit)
+	if (flen > limit)
 		return drop(res, FTL_TCP_DROP_TOO_LARGE);
+	if (flen < 2)
+		return drop(res, FTL_TCP_DROP_EMPTY);
 	if (len < 4 + (size_t)flen) {
 		res->need = 4 + (size_t)flen;
 		return FTL_TCP_NEED_MORE;

@@ -33,6 +33,7 @@
 /* Why a connection's input was dropped (counted: status counters.tcp_dropped). */
 typedef enum ftl_tcp_drop {
 	FTL_TCP_DROP_TOO_LARGE,      /* a frame over the limit for what the peer has proved */
+	FTL_TCP_DROP_EMPTY,          /* a frame with no body (a length under 2) */
 	FTL_TCP_DROP_UNKNOWN_KIND,
 	FTL_TCP_DROP_BAD_HEADER,     /* a header that does not open, or names a frame over FTL_TCP_FRAME_MAX */
 	FTL_TCP_DROP_NOT_ANNOUNCED,  /* the frame after a header is not the one it announced */
