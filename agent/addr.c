@@ -81,3 +81,13 @@ bool ftl_addr_is_wildcard(const struct sockaddr_storage *sa)
 		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 	return false;
 }
+
+bool ftl_addr_is_member(const char *hostport)
+{
+	struct sockaddr_storage sa;
+	if (ftl_addr_parse_numeric(hostport, &sa) != 0 || ftl_addr_is_wildcard(&sa))
+		return false;
+	uint16_t port = sa.ss_family == AF_INET ? ((struct sockaddr_in *)&sa)->sin_port
+						  : ((struct sockaddr_in6 *)&sa)->sin6_port;
+	return port != 0;
+}

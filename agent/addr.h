@@ -13,5 +13,8 @@ int ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out);
 /* Formats as host:port ([v6]:port for IPv6). */
 void ftl_addr_format(const struct sockaddr *sa, char *out, size_t len);
 bool ftl_addr_is_wildcard(const struct sockaddr_storage *sa);
+/* An address a member may advertise: a numeric IPv4 or IPv6 host, not a wildcard, port 1..65535. The
+ * membership core drops alive rumors whose address fails this (ftl_swim_options.is_addr_valid). */
+bool ftl_addr_is_member(const char *hostport);
 
 #endif

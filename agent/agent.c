@@ -276,6 +276,7 @@ static int make_swim(ftl_agent *a, char *err, size_t len)
 		.meta_len = (uint16_t)meta_len,
 		.config = a->set.swim,
 		.keyring = a->keyring,
+		.is_addr_valid = ftl_addr_is_member,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
 	};
 	const char *serr;

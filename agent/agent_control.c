@@ -68,7 +68,11 @@ static json_t *counters_json(ftl_agent *a)
 			 (json_int_t)st->probes, "probes_failed", (json_int_t)st->probes_failed, "refutations",
 			 (json_int_t)st->refutations, "push_pulls", (json_int_t)st->push_pulls, "key_ops_applied",
 			 (json_int_t)st->key_ops_applied, "key_ops_failed", (json_int_t)st->key_ops_failed);
+	json_object_set_new(j, "alive_of_reaped", json_integer((json_int_t)st->alive_of_reaped));
+	json_object_set_new(j, "revivals", json_integer((json_int_t)st->revivals));
+	json_object_set_new(j, "key_ops_stale", json_integer((json_int_t)st->key_ops_stale));
 	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
 	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
 	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));
 	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));

@@ -11,13 +11,11 @@
 #include "config.h"
 #include "control.h"
 #include "swim.h"
+#include "tcp_frame.h"
 #include "training.h"
 
-#define FTL_TCP_FRAME_MAX (64u << 20) /* a push-pull frame larger than this is refused */
 #define FTL_TCP_TIMEOUT_MS 5000
-#define FTL_FRAME_PUSH_PULL 'P'
 #define FTL_MAX_HINTS 8
-#define FTL_FRAME_RENDEZVOUS 'R'
 
 struct ftl_agent {
 	ftl_agent_config cfg;
@@ -38,6 +36,9 @@ struct ftl_agent {
 	uint64_t tcp_timeouts_logged;    /* how many of them the last WARN line had counted */
 	uint64_t tcp_timeout_logged_ms;  /* uv_now of that line: at most one per TCP_TIMEOUT_LOG_EVERY_MS */
 	void *conns;              /* open TCP exchanges (agent_tcp.c) */
+	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
+	int tcp_unauthed;                /* inbound exchanges that have proved nothing yet (<= FTL_TCP_UNAUTH_CONNS) */
+	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
 	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;

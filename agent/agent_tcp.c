@@ -1,9 +1,12 @@
 /* TCP between agents: push-pull (the full-state exchange of joins and anti-entropy) and rendezvous
  * messages. One connection per exchange. Push-pull: the initiator sends its sealed state, the other side
  * merges it and answers with its own, both close. Rendezvous: one sealed message, then close.
- * A frame is a 4-byte big-endian length, a kind byte ('P' push-pull, 'R' rendezvous) and the sealed
- * bytes; a length over FTL_TCP_FRAME_MAX, an unknown kind, or a connection that takes longer than
- * FTL_TCP_TIMEOUT_MS is dropped. */
+ * Frames are read by tcp_frame.c. The gossip port is open to anyone, so what a connection can make us
+ * hold is bounded three ways before anything in it is authenticated: a peer that proved nothing may send
+ * a frame of FTL_TCP_UNAUTH_MAX at most (larger ones need a sealed header first), at most
+ * FTL_TCP_UNAUTH_CONNS such connections are served at once, and all input buffers together never exceed
+ * FTL_TCP_BUFFERED_MAX. Whatever breaks a rule, or takes longer than FTL_TCP_TIMEOUT_MS, is dropped and
+ * counted by reason. */
 #include "agent_internal.h"
 
 #include <arpa/inet.h>
@@ -30,7 +33,17 @@ typedef struct pp_conn {
 	size_t out_len;
 	uint8_t *in;           /* what we receive */
 	size_t in_len, in_cap;
+	size_t in_need;        /* what the frame being read may still make us hold (the reader says) */
+	ftl_tcp_reader reader;
+	bool is_unauthed;      /* inbound and has proved nothing yet: counted in a->tcp_unauthed */
 } pp_conn;
+
+static void set_authed(pp_conn *c)
+{
+	if (c->is_unauthed)
+		c->a->tcp_unauthed--;
+	c->is_unauthed = false;
+}
 
 static void conn_free(uv_handle_t *h)
 {
@@ -43,6 +56,8 @@ static void conn_free(uv_handle_t *h)
 		c->a->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	set_authed(c);
+	c->a->tcp_buffered -= c->in_cap;
 	free(c->out);
 	free(c->in);
 	free(c);
@@ -62,6 +77,9 @@ static void conn_close(pp_conn *c)
  * counted (status: counters.tcp_timeouts) and logged at most once per TCP_TIMEOUT_LOG_EVERY_MS, so a
  * flood of them cannot flood the log. */
 #define TCP_TIMEOUT_LOG_EVERY_MS 10000
+#define FTL_TCP_UNAUTH_CONNS 32              /* 32 x 256 KiB: 8 MiB for everyone who has no key */
+#define FTL_TCP_BUFFERED_MAX (48u << 20)     /* one largest authenticated frame, and the small ones beside it */
+#define TCP_FIRST_BUFFER 4096
 
 static void on_timeout(uv_timer_t *t)
 {
@@ -95,21 +113,14 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 	uv_timer_init(&a->loop, &c->timer);
 	c->tcp.data = c->timer.data = c;
 	c->open_handles = 2;
+	c->in_need = FTL_TCP_PREFIX + FTL_TCP_UNAUTH_MAX;
 	uv_timer_start(&c->timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
 	return c;
 }
 
 static int prepare_frame(pp_conn *c, char kind, const uint8_t *body, size_t len)
 {
-	c->out = malloc(len + 5);
-	if (!c->out)
-		return -1;
-	uint32_t be = htonl((uint32_t)(len + 1));
-	memcpy(c->out, &be, 4);
-	c->out[4] = (uint8_t)kind;
-	memcpy(c->out + 5, body, len);
-	c->out_len = len + 5;
-	return 0;
+	return ftl_tcp_frame_encode(c->a->keyring, (uint8_t)kind, body, len, &c->out, &c->out_len);
 }
 
 static int prepare_state(pp_conn *c, bool is_join)
@@ -138,16 +149,41 @@ static void send_state(pp_conn *c)
 		conn_close(c);
 }
 
+/* Drops are counted; the first of each reason and then every power of two is logged, so a flood of them
+ * cannot flood the log. */
+static void drop(pp_conn *c, ftl_tcp_drop why)
+{
+	uint64_t n = ++c->a->tcp_dropped[why];
+	if ((n & (n - 1)) == 0)
+		ftl_log(FTL_LOG_WARN, "transport", NULL,
+			"dropped TCP input from %s: %s (%llu so far; counters.tcp_dropped in ftlctl status counts them)",
+			c->peer, ftl_tcp_drop_strs[why], (unsigned long long)n);
+	conn_close(c);
+}
+
+/* Grows the input buffer by doubling, never past what the frame being read may need, and never past
+ * FTL_TCP_BUFFERED_MAX for all connections together. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	pp_conn *c = h->data;
-	if (c->in_cap - c->in_len < 65536) {
-		size_t cap = c->in_cap ? c->in_cap * 2 : 65536;
-		uint8_t *in = realloc(c->in, cap);
-		if (!in) {
-			*buf = uv_buf_init(NULL, 0);
+	ftl_agent *a = c->a;
+	*buf = uv_buf_init(NULL, 0); /* libuv then reports UV_ENOBUFS: the read callback closes */
+	if (c->is_done)
+		return;
+	if (c->in_len == c->in_cap) {
+		size_t cap = c->in_cap ? c->in_cap * 2 : TCP_FIRST_BUFFER;
+		if (cap > c->in_need)
+			cap = c->in_need;
+		if (cap <= c->in_cap)
+			return;
+		if (a->tcp_buffered + (cap - c->in_cap) > FTL_TCP_BUFFERED_MAX) {
+			drop(c, FTL_TCP_DROP_BUFFER_FULL);
 			return;
 		}
+		uint8_t *in = realloc(c->in, cap);
+		if (!in)
+			return;
+		a->tcp_buffered += cap - c->in_cap;
 		c->in = in;
 		c->in_cap = cap;
 	}
@@ -176,37 +212,46 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 	ftl_agent_flush(a);
 }
 
+static void on_frame(pp_conn *c, uint8_t kind, const uint8_t *body, size_t len)
+{
+	uv_read_stop((uv_stream_t *)&c->tcp);
+	if (kind == FTL_FRAME_PUSH_PULL) {
+		on_push_pull(c, body, len);
+	} else if (!c->is_initiator) {
+		ftl_agent_rdv_receive(c->a, body, len);
+		conn_close(c);
+	} else {
+		drop(c, FTL_TCP_DROP_UNKNOWN_KIND); /* a rendezvous message is never an answer */
+	}
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	pp_conn *c = s->data;
-	if (n < 0) {
+	if (n < 0 || c->is_done) {
 		conn_close(c);
 		return;
 	}
 	c->in_len += (size_t)n;
-	if (c->in_len < 4)
-		return;
-	uint32_t be;
-	memcpy(&be, c->in, 4);
-	uint32_t len = ntohl(be);
-	if (len > FTL_TCP_FRAME_MAX) {
-		ftl_log(FTL_LOG_WARN, "transport", NULL, "push-pull frame of %u bytes from %s is over the limit", len,
-			c->peer);
-		conn_close(c);
-		return;
-	}
-	if (c->in_len < 4 + (size_t)len || len < 1)
-		return;
-	uv_read_stop((uv_stream_t *)&c->tcp);
-	uint8_t kind = c->in[4];
-	if (kind == FTL_FRAME_PUSH_PULL) {
-		on_push_pull(c, c->in + 5, len - 1);
-	} else if (kind == FTL_FRAME_RENDEZVOUS && !c->is_initiator) {
-		ftl_agent_rdv_receive(c->a, c->in + 5, len - 1);
-		conn_close(c);
-	} else {
-		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a frame of unknown kind %u from %s", kind, c->peer);
-		conn_close(c);
+	for (;;) {
+		ftl_tcp_result r;
+		switch (ftl_tcp_read(&c->reader, c->a->keyring, c->in, c->in_len, &r)) {
+		case FTL_TCP_NEED_MORE:
+			c->in_need = r.need;
+			return;
+		case FTL_TCP_SKIP: /* a sealed header opened: this peer holds the key */
+			set_authed(c);
+			memmove(c->in, c->in + r.used, c->in_len - r.used);
+			c->in_len -= r.used;
+			continue;
+		case FTL_TCP_DROP:
+			drop(c, r.why);
+			return;
+		case FTL_TCP_FRAME:
+			set_authed(c); /* it reads no more: no longer holds a place among the unauthenticated */
+			on_frame(c, r.kind, c->in + FTL_TCP_PREFIX, r.body_len);
+			return;
+		}
 	}
 }
 
@@ -226,6 +271,12 @@ static void on_connection(uv_stream_t *server, int status)
 	int plen = sizeof(peer);
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0)
 		ftl_addr_format((struct sockaddr *)&peer, c->peer, sizeof(c->peer));
+	if (a->tcp_unauthed >= FTL_TCP_UNAUTH_CONNS) {
+		drop(c, FTL_TCP_DROP_TOO_MANY);
+		return;
+	}
+	c->is_unauthed = true;
+	a->tcp_unauthed++;
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 

@@ -34,8 +34,9 @@ static const char usage_text[] =
 	"                               member rows, only those with a status in S (alive, suspect,\n"
 	"                               dead, left) and a name containing SUBSTR\n"
 	"  leave                        leave the cluster gracefully (waits up to 30 s for the gossip)\n"
-	"  ready                        exit 0 if this worker holds a rank in a committed view with\n"
-	"                               quorum, 1 if not; prints why (a readiness probe)\n"
+	"  ready [--spares]             exit 0 if this worker holds a rank in a committed view with\n"
+	"                               quorum, 1 if not; prints why (a readiness probe); --spares: a\n"
+	"                               hot spare of such a view is ready too (for a PodDisruptionBudget)\n"
 	"  events --follow [--json]     print membership events as they happen, until interrupted\n"
 	"  top [--once]                 a live view, redrawn every second: the view, steps and their rate,\n"
 	"                               the last recovery time, the members; --once prints one frame\n"
@@ -64,6 +65,7 @@ enum {
 	OPT_STATUS = 1u << 2,
 	OPT_NAME_FILTER = 1u << 3,
 	OPT_ONCE = 1u << 4,
+	OPT_SPARES = 1u << 5,
 };
 
 typedef struct ctl_options {
@@ -215,7 +217,7 @@ static int run_ready(const ctl_options *opts, char **args, int nargs)
 	int rc = call_once(opts, json_pack("{s:s}", "cmd", "status"), CTL_REPLY_TIMEOUT_MS, &reply);
 	if (rc != CTL_EXIT_OK)
 		return rc;
-	bool is_ready = ctl_readiness(reply, reason, sizeof reason);
+	bool is_ready = ctl_readiness(reply, (opts->given & OPT_SPARES) != 0, reason, sizeof reason);
 	printf("%s\n", reason);
 	json_decref(reply);
 	return is_ready ? CTL_EXIT_OK : CTL_EXIT_FAILED;
@@ -397,7 +399,7 @@ static const command commands[] = {
 	{"members", run_members, 0, 0, OPT_JSON | OPT_STATUS | OPT_NAME_FILTER,
 	 "members [--status S[,S...]] [--name SUBSTR] [--json]"},
 	{"leave", run_leave, 0, 0, 0, "leave"},
-	{"ready", run_ready, 0, 0, 0, "ready"},
+	{"ready", run_ready, 0, 0, OPT_SPARES, "ready [--spares]"},
 	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
 	{"top", run_top, 0, 0, OPT_ONCE, "top [--once]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
@@ -407,13 +409,14 @@ static const command commands[] = {
 
 /* ---- command line ---- */
 
-enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE };
+enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE, LONG_SPARES };
 
 static const struct option long_options[] = {
 	{"socket", required_argument, NULL, LONG_SOCKET},  {"name", required_argument, NULL, LONG_NAME},
 	{"run-dir", required_argument, NULL, LONG_RUN_DIR}, {"json", no_argument, NULL, LONG_JSON},
 	{"status", required_argument, NULL, LONG_STATUS},   {"follow", no_argument, NULL, LONG_FOLLOW},
 	{"help", no_argument, NULL, LONG_HELP},             {"once", no_argument, NULL, LONG_ONCE},
+	{"spares", no_argument, NULL, LONG_SPARES},
 	{NULL, 0, NULL, 0},
 };
 
@@ -456,6 +459,9 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 		case LONG_ONCE:
 			opts->given |= OPT_ONCE;
 			break;
+		case LONG_SPARES:
+			opts->given |= OPT_SPARES;
+			break;
 		case 'h':
 		case LONG_HELP:
 			fputs(usage_text, stdout);
@@ -467,8 +473,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
 		return usage_error("an option given does not apply to `%s`; usage: ftlctl %s", cmd->name,
 				   cmd->synopsis);
-	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE)))
-		return usage_error("--status, --follow and --once go after the command");
+	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE | OPT_SPARES)))
+		return usage_error("--status, --follow, --once and --spares go after the command");
 	return CTL_EXIT_OK;
 }
 

@@ -24,7 +24,10 @@ static json_int_t self_rank(const json_t *status)
 	return -1;
 }
 
-bool ctl_readiness(const json_t *status, char *reason, size_t reason_len)
+/* What the rendezvous calls a member above FTL_MAX_WORKERS that waits for a rank. */
+static const char hot_spare[] = "hot spare";
+
+bool ctl_readiness(const json_t *status, bool is_spare_ready, char *reason, size_t reason_len)
 {
 	const json_t *view = json_object_get(status, "view");
 	const char *phase = json_string_value(json_object_get(view, "phase"));
@@ -41,6 +44,11 @@ bool ctl_readiness(const json_t *status, char *reason, size_t reason_len)
 	if (epoch <= 0) {
 		snprintf(reason, reason_len, "not ready: no view committed yet (%s)", phase);
 		return false;
+	}
+	if (rank < 0 && is_spare_ready && strcmp(phase, hot_spare) == 0) {
+		snprintf(reason, reason_len, "ready: hot spare of view %lld (world size %lld; --spares)", (long long)epoch,
+			 (long long)world);
+		return true;
 	}
 	if (rank < 0) {
 		snprintf(reason, reason_len, "not ready: not a member of view %lld (%s)", (long long)epoch, phase);

@@ -105,9 +105,12 @@ typedef enum ftl_key_op_kind {
 extern const char *const ftl_key_op_strs[FTL_KEY_OP_MAX];
 
 /* A keyring change for the whole cluster. It travels sealed with the current cluster key, so only
- * members can send one; serial makes each change apply once however often it is heard. */
+ * members can send one; serial makes each change apply once however often it is heard, and version
+ * (one more than the cluster's key version where it was made) makes an older change never apply after a
+ * newer one, even at a node that never heard either (push-pull carries the version). */
 typedef struct ftl_msg_key_op {
 	uint64_t serial;
+	uint64_t version;                 /* 0 from agents before key versions */
 	uint32_t op;                      /* ftl_key_op_kind */
 	char from[FTL_NAME_MAX];
 	uint16_t key_len;                 /* must be 32 (FTL_KEY_SIZE) to be applied */
@@ -143,6 +146,7 @@ typedef struct ftl_push_pull {
 	bool is_join;            /* sent by a joining node: the peer answers with its own state */
 	char source[FTL_NAME_MAX];
 	uint32_t count;          /* members that follow */
+	uint64_t key_version;    /* the sender's key version (swim_keys.c); 0 from agents before it */
 } ftl_push_pull;
 
 #endif

@@ -18,7 +18,7 @@ const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {
 };
 
 const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
-	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull",
+	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull", "bad_addr",
 };
 
 /* ---- queues: a growable FIFO that rewinds when drained, so steady state allocates nothing ---- */
@@ -72,9 +72,11 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	}
 	s->cfg = o->config;
 	s->keyring = o->keyring;
+	s->is_addr_valid = o->is_addr_valid;
 	ftl_rng_seed(&s->rng, o->seed);
 	strcpy(s->name, o->name);
 	strcpy(s->addr, o->addr);
+	s->is_key_version_known = true; /* until a join: a node with no seeds starts the cluster's key history */
 	ftl_members_init(&s->members);
 	ftl_bcast_init(&s->bcast);
 	ftl_awareness_init(&s->health, s->cfg.awareness_max);
@@ -103,6 +105,7 @@ void ftl_swim_delete(ftl_swim *s)
 	if (!s)
 		return;
 	ftl_members_free(&s->members);
+	ftl_tombstones_free(&s->tombstones);
 	ftl_bcast_free(&s->bcast);
 	free(s->suspects);
 	free(s->outputs.items);
@@ -168,6 +171,7 @@ static void reap(ftl_swim *s, int64_t now_us)
 		if ((m->state == FTL_MEMBER_DEAD || m->state == FTL_MEMBER_LEFT) &&
 		    now_us - m->state_since_us >= s->cfg.reap_after_us && strcmp(m->name, s->name) != 0) {
 			ftl_swim_emit(s, now_us, FTL_EVENT_REAP, m);
+			ftl_tombstones_add(&s->tombstones, m->name, m->generation);
 			s->count[m->state]--;
 			ftl_members_remove(&s->members, &s->rng, m);
 		}
@@ -237,6 +241,8 @@ void ftl_swim_join(ftl_swim *s, const char *const *seed_addrs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(seed_addrs[i], s->addr) == 0 || strlen(seed_addrs[i]) >= FTL_ADDR_MAX)
 			continue;
+		if (s->stats.push_pulls == 0) /* key changes wait until a push-pull tells us the key version */
+			s->is_key_version_known = false;
 		ftl_swim_output *out = ftl_queue_push(&s->outputs);
 		if (!out)
 			return;

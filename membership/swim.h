@@ -54,6 +54,9 @@ typedef struct ftl_swim_options {
 	uint16_t meta_len;
 	ftl_swim_config config;
 	ftl_keyring *keyring;         /* borrowed, must outlive the instance */
+	/* Whether a member's advertised address is one the caller can send to; alive rumors (and push-pull
+	 * entries) with any other are dropped and counted (FTL_DROP_BAD_ADDR). NULL accepts any. */
+	bool (*is_addr_valid)(const char *addr);
 	uint64_t seed;                /* seeds the protocol's random choices */
 } ftl_swim_options;
 
@@ -121,6 +124,7 @@ typedef enum ftl_swim_drop {
 	FTL_DROP_WRONG_TARGET,  /* a ping meant for another node (stale address) */
 	FTL_DROP_UNKNOWN_SEQ,   /* an ack or nack for no probe in flight (late) */
 	FTL_DROP_PUSH_PULL,     /* a push-pull frame that failed to open or decode */
+	FTL_DROP_BAD_ADDR,      /* an alive whose address the caller cannot use (999.1.1.1:99999) */
 	FTL_DROP_MAX
 } ftl_swim_drop;
 
@@ -142,6 +146,11 @@ typedef struct ftl_swim_stats {
 	uint64_t events_lost;                 /* events dropped because the caller did not drain them */
 	uint64_t key_ops_applied;             /* keyring changes applied (ours and the cluster's) */
 	uint64_t key_ops_failed;              /* keyring changes that could not apply here */
+	uint64_t alive_of_reaped;             /* alive rumors or push-pull entries for a reaped life: not
+					       * believed until that life acks a ping of ours (swim_revive.c) */
+	uint64_t revivals;                    /* ... that did: back after being reaped (a long partition) */
+	uint64_t key_ops_stale;               /* ... older than the cluster's key version (replays), or heard
+					       * before this node learned the version: never applied */
 	uint64_t checks;                      /* proof-of-death checks asked of the caller */
 	uint64_t checks_refused;              /* ... that ended in a refusal (a death declared at once) */
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */

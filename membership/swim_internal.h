@@ -7,12 +7,21 @@
 #include "broadcast.h"
 #include "rng.h"
 #include "swim.h"
+#include "tombstones.h"
 
 #define FTL_SWIM_MAX_EVENTS 4096 /* undrained events beyond this are dropped and counted */
 #define FTL_SWIM_MAX_RELAYS 64   /* ping-reqs we are serving at once; more are ignored */
 #define FTL_SWIM_KEY_SERIALS 64  /* recent keyring changes remembered, so each applies once */
 #define FTL_SWIM_CHECK_SEQS 16   /* recent check pings, whose acks are expected */
 #define FTL_SWIM_MAX_PROOFS 16   /* proof-of-death checks outstanding at once; more are not asked */
+#define FTL_SWIM_REVIVALS 8      /* reaped lives asked to prove they are alive, at once */
+
+/* An alive for a reaped life, held until that life acks our ping (swim_revive.c). */
+typedef struct ftl_revival {
+	ftl_msg_alive alive;
+	uint32_t seq;
+	int64_t expires_us;        /* free once past */
+} ftl_revival;
 
 /* A proof-of-death check the caller is doing for us: whose life, at which address, until when. */
 typedef struct ftl_proof {
@@ -58,10 +67,13 @@ typedef struct ftl_queue {
 struct ftl_swim {
 	ftl_swim_config cfg;
 	ftl_keyring *keyring;
+	bool (*is_addr_valid)(const char *addr); /* NULL: any */
 	ftl_rng rng;
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
 	ftl_members members;
+	ftl_tombstones tombstones; /* reaped lives: their alive rumors must prove themselves */
+	ftl_revival revivals[FTL_SWIM_REVIVALS];
 	uint32_t count[FTL_MEMBER_STATE_MAX];
 	char (*suspects)[FTL_NAME_MAX]; /* names of the members in state suspect: their timers */
 	uint32_t n_suspects;
@@ -80,6 +92,8 @@ struct ftl_swim {
 	int n_check_seqs;
 	uint64_t key_serials[FTL_SWIM_KEY_SERIALS];
 	int n_key_serials;
+	uint64_t key_version;      /* the newest key change applied or heard of by push-pull (swim_keys.c) */
+	bool is_key_version_known; /* false from a join until the first push-pull: key changes wait */
 	int64_t next_probe_us;
 	int64_t next_gossip_us;
 	int64_t last_push_pull_us;  /* the next is due a size-scaled interval after it */
@@ -135,8 +149,14 @@ int64_t ftl_swim_relay_deadline(const ftl_swim *s);
 /* Asks the caller to check m's address (at most one check per life at a time). */
 void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m);
 
+/* swim_revive.c: an alive for a reaped life pings it; its ack (true when it was one) lets it back. */
+void ftl_swim_revive_ask(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
+bool ftl_swim_revive_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack);
+
 /* swim_keys.c */
 void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);
+/* A peer's key version, from a push-pull that opened: ours becomes the larger of the two. */
+void ftl_swim_learn_key_version(ftl_swim *s, uint64_t version);
 
 /* swim_send.c */
 /* Sends one packet to (name, addr): primary message first, then `extra` when not NULL (the buddy

@@ -1,7 +1,18 @@
 /* Cluster-wide keyring changes: a key op is applied where it is made and gossiped like a rumor; every
  * node applies each op once (by its serial) and passes it on. "use" installs the key first, so a node
  * that hears "use" before "install" still ends up right; "remove" of a key that is still primary here
- * fails and is counted (rotate in order and let each step reach everyone). */
+ * fails and is counted (rotate in order and let each step reach everyone). Where an op is made, "use" of
+ * a key that is not installed there is refused before anything changes: sealing with a key the others
+ * lack would cut this node off (and the gossiped op with it).
+ *
+ * Replays. A captured op is still sealed with a key the cluster holds, and a node remembers only the
+ * serials it has heard itself, so serials alone would let an old "install K2" put a removed K2 back at a
+ * node started after the removal. Key state therefore has a cluster-wide version: each op carries one more
+ * than the version where it was made, push-pull carries every node's version (the larger wins), and an op
+ * older than the version a node holds never applies (counted as key_ops_stale). A node that joins through
+ * seeds applies no op before its first push-pull has told it the version. Ops from agents before versions
+ * (version 0) apply only while the cluster has none. Replaying the newest op itself redoes what every
+ * node already did. */
 #include "swim_internal.h"
 
 #include <stdio.h>
@@ -46,6 +57,16 @@ static void gossip_op(ftl_swim *s, const ftl_msg *msg)
 		ftl_bcast_push(&s->bcast, about, buf, len);
 }
 
+static bool is_installed(const ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
+{
+	uint8_t keys[FTL_KEYRING_MAX_KEYS][FTL_KEY_SIZE];
+	size_t n = ftl_keyring_list(kr, keys, FTL_KEYRING_MAX_KEYS);
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(keys[i], key, FTL_KEY_SIZE) == 0)
+			return true;
+	return false;
+}
+
 int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
 		    const char **err)
 {
@@ -53,9 +74,19 @@ int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8
 		*err = "unknown key operation";
 		return -1;
 	}
+	if (!s->is_key_version_known) {
+		*err = "this node has not exchanged state with the cluster yet (no push-pull): try again once it has joined";
+		return -1;
+	}
+	if (op == FTL_KEY_USE && !ftl_keyring_is_insecure(s->keyring) && !is_installed(s->keyring, key)) {
+		*err = "that key is not installed: `ftlctl keys install KEY` first, and let it reach every member "
+		       "(`ftlctl keys list`) before `keys use`";
+		return -1;
+	}
 	if (apply(s, op, key, err) != 0)
 		return -1;
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};
+	msg.u.key_op.version = ++s->key_version;
 	msg.u.key_op.serial = ftl_rng_next(&s->rng);
 	msg.u.key_op.op = (uint32_t)op;
 	strcpy(msg.u.key_op.from, s->name);
@@ -66,10 +97,33 @@ int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8
 	return 0;
 }
 
+/* Whether an op of this version may apply here (see the top of this file). */
+static bool is_current(const ftl_swim *s, uint64_t version)
+{
+	if (!s->is_key_version_known)
+		return false;
+	return version == 0 ? s->key_version == 0 : version >= s->key_version;
+}
+
+void ftl_swim_learn_key_version(ftl_swim *s, uint64_t version)
+{
+	if (version > s->key_version)
+		s->key_version = version;
+	s->is_key_version_known = true;
+}
+
 void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k)
 {
-	if (k->key_len != FTL_KEY_SIZE || k->op >= FTL_KEY_OP_MAX || is_seen(s, k->serial))
+	if (k->key_len != FTL_KEY_SIZE || k->op >= FTL_KEY_OP_MAX)
 		return;
+	if (!is_current(s, k->version)) {
+		s->stats.key_ops_stale++;
+		return;
+	}
+	if (is_seen(s, k->serial))
+		return;
+	if (k->version > s->key_version)
+		s->key_version = k->version;
 	const char *err;
 	apply(s, (ftl_key_op_kind)k->op, k->key, &err);
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};

@@ -237,6 +237,8 @@ void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
 			return;
 		}
 	}
+	if (ftl_swim_revive_ack(s, now_us, ack))
+		return;
 	if (!is_check_seq(s, ack->seq)) /* a check ping's ack only brings its piggybacked news */
 		s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
 }

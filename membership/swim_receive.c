@@ -76,7 +76,7 @@ int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t
 		if (m->meta_len)
 			memcpy(arr[i].meta, m->meta, m->meta_len);
 	}
-	ftl_push_pull hdr = {.is_join = is_join, .count = n};
+	ftl_push_pull hdr = {.is_join = is_join, .count = n, .key_version = s->key_version};
 	strcpy(hdr.source, s->name);
 	uint8_t *plain = NULL;
 	size_t plain_len = 0;
@@ -137,6 +137,7 @@ int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, 
 	const char *err;
 	if (!arr || ftl_wire_decode_push_pull(plain, plain_len, &hdr, arr, max, &err) != 0)
 		goto out;
+	ftl_swim_learn_key_version(s, hdr.key_version);
 	for (uint32_t i = 0; i < hdr.count; i++)
 		merge_member(s, now_us, &arr[i], hdr.source);
 	if (is_join)

@@ -91,11 +91,20 @@ static void alive_about_self(ftl_swim *s, const ftl_msg_alive *a)
 
 void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 {
+	if (s->is_addr_valid && !s->is_addr_valid(a->addr)) {
+		s->stats.dropped[FTL_DROP_BAD_ADDR]++;
+		return;
+	}
 	if (strcmp(a->name, s->name) == 0) {
 		alive_about_self(s, a);
 		return;
 	}
 	ftl_member *m = ftl_members_find(&s->members, a->name);
+	if (!m && ftl_tombstones_buried(&s->tombstones, a->name, a->generation)) {
+		s->stats.alive_of_reaped++; /* a replay, or back from a long partition: ask it */
+		ftl_swim_revive_ask(s, now_us, a);
+		return;
+	}
 	if (!m) {
 		m = ftl_swim_add_member(s, a->name, a->addr, now_us);
 		if (!m || take_alive(m, a) != 0)

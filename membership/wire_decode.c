@@ -65,6 +65,7 @@ static const char *read_value(const wire_field *f, const msgpack_object *v, void
 			*(uint32_t *)dst = (uint32_t)u;
 		return why;
 	case WIRE_KIND_U64:
+	case WIRE_KIND_OPT_U64:
 		return read_uint(v, UINT64_MAX, NULL, dst);
 	case WIRE_KIND_STATE:
 		if ((why = read_uint(v, FTL_MEMBER_STATE_MAX - 1, "state out of range", &u)) == NULL)
@@ -146,7 +147,8 @@ int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *
 		found_fields |= UINT64_C(1) << index;
 	}
 	for (size_t i = 0; i < s->count; i++) {
-		if (!(found_fields & (UINT64_C(1) << i)) && s->fields[i].kind != WIRE_KIND_META) {
+		if (!(found_fields & (UINT64_C(1) << i)) && s->fields[i].kind != WIRE_KIND_META &&
+		    s->fields[i].kind != WIRE_KIND_OPT_U64) {
 			*err = "missing field";
 			return -1;
 		}

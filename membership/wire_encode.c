@@ -44,6 +44,8 @@ static uint16_t meta_len_of(const wire_field *f, const void *base)
 
 static bool is_omitted(const wire_field *f, const void *base)
 {
+	if (f->kind == WIRE_KIND_OPT_U64)
+		return *(const uint64_t *)field_at(base, f->offset) == 0;
 	return f->kind == WIRE_KIND_META && meta_len_of(f, base) == 0;
 }
 
@@ -62,6 +64,7 @@ static int pack_value(msgpack_packer *pk, const wire_field *f, const void *base)
 	case WIRE_KIND_U32:
 		return msgpack_pack_uint32(pk, *(const uint32_t *)value);
 	case WIRE_KIND_U64:
+	case WIRE_KIND_OPT_U64:
 		return msgpack_pack_uint64(pk, *(const uint64_t *)value);
 	case WIRE_KIND_BOOL:
 		return *(const bool *)value ? msgpack_pack_true(pk) : msgpack_pack_false(pk);

@@ -25,9 +25,11 @@
  *   17   serial        uint64                         key_op
  *   18   op            uint32, ftl_key_op_kind        key_op
  *   19   key           bin <= 256                     key_op (applied only when 32 bytes)
+ *   20   key_version   uint64, optional (absent = 0)  key_op, push-pull header: the cluster's key state
  *
  * A name is a non-empty string shorter than FTL_NAME_MAX with no NUL, an addr the same under FTL_ADDR_MAX.
- * Every field is required except meta (absent means empty; the encoder omits empty meta).
+ * Every field is required except meta (absent means empty; the encoder omits empty meta) and the optional
+ * integers (absent means 0; the encoder omits 0), which newer versions add.
  *
  * The message type numbers and member state numbers on the wire are the C enum values; the assertions
  * below pin them so that reordering an enum breaks the build instead of the protocol. */
@@ -94,11 +96,13 @@ static const wire_field key_op_fields[] = {
 	FIELD(18, WIRE_KIND_U32, ftl_msg_key_op, op),
 	FIELD(12, WIRE_KIND_NAME, ftl_msg_key_op, from),
 	BIN_FIELD(19, ftl_msg_key_op, key, key_len),
+	FIELD(20, WIRE_KIND_OPT_U64, ftl_msg_key_op, version),
 };
 
 static const wire_field pp_header_fields[] = {
 	FIELD(4, WIRE_KIND_NAME, ftl_push_pull, source),
 	FIELD(14, WIRE_KIND_BOOL, ftl_push_pull, is_join),
+	FIELD(20, WIRE_KIND_OPT_U64, ftl_push_pull, key_version),
 };
 
 static const wire_field pp_member_fields[] = {

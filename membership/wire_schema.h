@@ -21,6 +21,7 @@
 typedef enum wire_kind {
 	WIRE_KIND_U32,   /* unsigned integer that fits uint32_t */
 	WIRE_KIND_U64,   /* unsigned integer */
+	WIRE_KIND_OPT_U64, /* unsigned integer, optional: absent means 0 and 0 is not sent */
 	WIRE_KIND_BOOL,  /* true or false */
 	WIRE_KIND_NAME,  /* str, 1..FTL_NAME_MAX-1 bytes, no NUL */
 	WIRE_KIND_ADDR,  /* str, 1..FTL_ADDR_MAX-1 bytes, no NUL */

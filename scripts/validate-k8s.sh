@@ -3,7 +3,7 @@
 # every object the kustomizations build from against the Kubernetes OpenAPI schemas (kubernetes-validate,
 # strict: unknown fields are errors), and, where kubectl is installed, the objects `kubectl apply -k` would
 # send: deploy/k8s rendered by `kubectl kustomize` as shipped and with every optional component on (the
-# patches of checkpoints/ and torch/ applied). Both tools come from PyPI into a virtual environment under
+# patches of checkpoints/, torch/ and gpu/ applied), and the Job form deploy/k8s-job. Both tools come from PyPI into a virtual environment under
 # the build folder, so the system Python is left alone; once installed, the check runs offline (the schemas
 # ship inside kubernetes-validate; kubectl kustomize needs no cluster).
 #   scripts/validate-k8s.sh
@@ -20,9 +20,10 @@ if [ ! -x "$venv/bin/kubernetes-validate" ] || [ ! -x "$venv/bin/yamllint" ]; th
 fi
 
 echo "== yamllint deploy/k8s"
-"$venv/bin/yamllint" -s -c deploy/k8s/.yamllint.yaml deploy/k8s
+"$venv/bin/yamllint" -s -c deploy/k8s/.yamllint.yaml deploy/k8s deploy/k8s-job
 
-mapfile -t manifests < <("$venv/bin/python" scripts/k8s_resources.py deploy/k8s)
+mapfile -t manifests < <("$venv/bin/python" scripts/k8s_resources.py deploy/k8s;
+                         "$venv/bin/python" scripts/k8s_resources.py deploy/k8s-job | grep -v '^deploy/k8s/')
 if command -v kubectl >/dev/null; then
   # A copy with a throwaway key: kustomize reads the Secret's file, and deploy/k8s is left as it is.
   rendered="$(mktemp -d)"
@@ -31,10 +32,12 @@ if command -v kubectl >/dev/null; then
   head -c 32 /dev/urandom | base64 >"$rendered/shipped/gossip-key"
   cp -r "$rendered/shipped" "$rendered/all-components"
   "$venv/bin/python" scripts/k8s_resources.py --enable-components "$rendered/all-components"
-  for variant in shipped all-components; do
-    echo "== kubectl kustomize deploy/k8s ($variant)"
-    kubectl kustomize "$rendered/$variant" >"$rendered/$variant.yaml"
-    manifests+=("$rendered/$variant.yaml")
+  # The Job form builds on deploy/k8s as a sibling folder (k8s-job/ -> ../k8s), as in the tree.
+  mkdir "$rendered/job" && cp -r "$rendered/shipped" "$rendered/job/k8s" && cp -r deploy/k8s-job "$rendered/job/"
+  for variant in shipped all-components job/k8s-job; do
+    echo "== kubectl kustomize ($variant)"
+    kubectl kustomize "$rendered/$variant" >"$rendered/${variant//\//-}.yaml"
+    manifests+=("$rendered/${variant//\//-}.yaml")
   done
 else
   echo "== kubectl not found: the rendered kustomizations are not checked (the files they build from are)"

@@ -255,6 +255,19 @@ def scenario_key_rotation(c):
         assert 'msg="member dead"' not in a.log_text(), f"{a.name} saw a death during rotation"
 
 
+def scenario_keys_use_of_a_key_not_installed_is_refused(c):
+    start_cluster(c, 4)
+    before = {a.name: keys_of(c, a) for a in c.running()}
+    w0 = c.agents["w0"]
+    r = c.ctl(w0, "keys", "use", c.keygen())
+    print(f"keys use of a key not installed: exit {r.returncode}: {(r.stdout + r.stderr).strip()}")
+    assert r.returncode != 0, "keys use of a key no one holds was accepted"
+    assert "not installed" in r.stdout + r.stderr, r.stdout + r.stderr
+    time.sleep(2.0)
+    assert {a.name: keys_of(c, a) for a in c.running()} == before, "a keyring changed"
+    assert converged(c, 4)(), "a member was cut off"
+
+
 def scenario_restart(c):
     start_cluster(c)
     old_gen = c.view(c.agents["w0"])["w6"][1]

@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -141,18 +142,106 @@ def scenario_tcp_timeouts_are_counted_not_each_logged(a, d):
         while time.monotonic() < deadline and timeouts < 40:
             r = subprocess.run([a.ctl, "--socket", sock, "status", "--json"], capture_output=True, text=True,
                                timeout=10)
-            timeouts = json.loads(r.stdout)["counters"]["tcp_timeouts"]
+            counters = json.loads(r.stdout)["counters"]
+            # beyond 32 unauthenticated connections at once, the rest are closed at once (too_many)
+            timeouts = counters["tcp_timeouts"] + counters["tcp_dropped"]["too_many"]
             time.sleep(0.5)
         with open(log_path) as f:
             lines = [line for line in f if "timed out" in line]
-        print(f"{timeouts} TCP timeouts counted, {len(lines)} WARN line(s) written")
-        assert timeouts >= 40, f"counters.tcp_timeouts is {timeouts}"
+        print(f"{timeouts} TCP timeouts or refusals counted, {len(lines)} WARN line(s) written")
+        assert timeouts >= 40, f"counters.tcp_timeouts + tcp_dropped.too_many is {timeouts}"
         assert len(lines) <= 2, f"{len(lines)} lines for 40 timeouts"
     finally:
         for c in idle:
             c.close()
         agent.kill()
         agent.wait()
+
+
+TCP_RSS_BOUND_MIB = 32  # idle ~6 MiB, plus at most 32 unauthenticated connections x 256 KiB
+
+
+def flood_gossip_port(port, conns, declared, send, hold):
+    """conns connections to the gossip port, each declaring a frame of `declared` bytes and sending up to
+    `send` bytes of it (errors, such as the agent closing on us, end that connection's part). Returns the
+    sockets still open when hold is true."""
+    socks = []
+    for _ in range(conns):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=2)
+            s.setblocking(False)
+            socks.append([s, struct.pack(">I", declared) + b"P", send])
+        except OSError:
+            pass
+    chunk = b"\xab" * (1 << 20)
+    sent = 0
+    deadline = time.monotonic() + 20
+    while any(left > 0 for _, _, left in socks) and time.monotonic() < deadline:
+        for item in socks:
+            sock, prefix, left = item
+            if left <= 0:
+                continue
+            data = prefix or chunk[:min(len(chunk), left)]
+            try:
+                n = sock.send(data)
+                sent += n
+                if prefix:
+                    item[1] = prefix[n:]
+                else:
+                    item[2] = left - n
+            except BlockingIOError:
+                continue
+            except OSError:
+                item[2] = 0
+    if not hold:
+        for sock, _, _ in socks:
+            sock.close()
+        return sent, []
+    return sent, [sock for sock, _, _ in socks]
+
+
+def scenario_unauthenticated_tcp_memory_is_bounded(a, d):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cluster import Cluster, wait_until
+    c = Cluster(a.agent, a.ctl)
+    held = []
+    try:
+        w0, w1, w2 = c.add("w0"), c.add("w1"), c.add("w2")
+        wait_until("three members alive at w0",
+                   lambda: (c.view(w0) or {}) and all(st == "alive" for st, _ in c.view(w0).values())
+                   and len(c.view(w0)) == 3, 30)
+        before = peak_rss_mib(w0.proc.pid)
+        # The attack as reported: 60 connections each sending a 63 MiB frame, with no key.
+        sent, _ = flood_gossip_port(w0.port, 60, 63 << 20, 63 << 20, hold=False)
+        took = status_answered_within(a, w0.socket, 10)
+        print(f"60 x 63 MiB: {sent / 2**20:.1f} MiB taken before the agent closed them; status in "
+              f"{took * 1000:.0f} ms")
+        # Then the most a keyless peer may make it hold: 60 connections each sending all but the last byte
+        # of the largest frame allowed without a key, kept open while a member is killed.
+        sent, held = flood_gossip_port(w0.port, 60, 256 << 10, (256 << 10) - 1, hold=True)
+        took = status_answered_within(a, w0.socket, 10)
+        w2.signal(9)
+        detect = wait_until("w0 declares the killed w2 dead during the flood",
+                            lambda: (c.view(w0) or {}).get("w2", ("",))[0] == "dead", 30)
+        took = max(took, status_answered_within(a, w0.socket, 10))
+        peak = peak_rss_mib(w0.proc.pid)
+        dropped = c.status(w0)["counters"]["tcp_dropped"]
+        print(f"agent peak RSS (VmHWM) {before:.1f} -> {peak:.1f} MiB (bound {TCP_RSS_BOUND_MIB}); w2 declared "
+              f"dead in {detect:.2f} s during the flood; status answered in {took * 1000:.0f} ms at most; "
+              f"tcp_dropped {dropped}")
+        assert peak < TCP_RSS_BOUND_MIB, f"peak RSS {peak:.1f} MiB"
+        assert took < 5.0, f"status took {took:.2f} s during the flood"
+        assert dropped["too_large"] >= 1 and dropped["too_many"] >= 1, dropped
+        # A push-pull between members still works afterwards (a join of a new member through w0).
+        for sock in held:
+            sock.close()
+        held = []
+        w3 = c.add("w3", seed=w0.addr)
+        wait_until("w3 joins through w0", lambda: (c.view(w3) or {}).get("w1", ("",))[0] == "alive", 30)
+    finally:
+        for sock in held:
+            sock.close()
+        c.close()
 
 
 def main():

@@ -1,14 +1,15 @@
 /* Writes the seed corpus of every fuzz target from valid encodings, so that the corpus follows the
  * codec as it changes instead of going stale in git. Run at build time (target fuzz_corpus):
  *   fuzz_seedgen OUTDIR   ->   OUTDIR/fuzz_wire_packet/, OUTDIR/fuzz_wire_push_pull/, OUTDIR/fuzz_keyring_open/,
- *                              OUTDIR/fuzz_rdv_msg/
+ *                              OUTDIR/fuzz_rdv_msg/, OUTDIR/fuzz_tcp_frame/
  * Seeds: packets of every message type (short and at their caps), an empty packet, a packet with an
  * unknown key and an unknown message type, push-pull frames of 0, 1 and several members, each packet
  * seed sealed with the fixture key and in insecure mode, and rendezvous messages of every type (short and
- * at their caps). */
+ * at their caps), and TCP connection streams (small frames, a large one behind its sealed header). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include <msgpack.h>
@@ -16,6 +17,7 @@
 #include "fuzz_fixture.h"
 #include "keyring.h"
 #include "rdv_samples.h"
+#include "tcp_frame.h"
 #include "wire.h"
 #include "wire_samples.h"
 
@@ -158,10 +160,42 @@ static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
 	return rc;
 }
 
+/* Connection streams for fuzz_tcp_frame: small frames of each kind, and the start of a large frame behind
+ * its sealed header (cut to the replay's input size), under the secure and the insecure fixture ring. */
+static int write_tcp_frame_seeds(const char *dir)
+{
+	static uint8_t body[300u << 10];
+	const char *err;
+	uint8_t key[FTL_KEY_SIZE];
+	fuzz_fixture_key(key);
+	ftl_keyring *rings[2] = {ftl_keyring_new(FUZZ_CLUSTER, key, &err), ftl_keyring_new_insecure(FUZZ_CLUSTER, &err)};
+	if (rings[0] == NULL || rings[1] == NULL)
+		return -1;
+	memset(body, 0x5a, sizeof body);
+	static const struct { uint8_t kind; size_t len; } frames[] = {
+		{FTL_FRAME_PUSH_PULL, 60}, {FTL_FRAME_RENDEZVOUS, 200}, {FTL_FRAME_PUSH_PULL, sizeof body}};
+	int rc = 0;
+	for (size_t r = 0; r < 2 && rc == 0; r++) {
+		for (size_t i = 0; i < sizeof frames / sizeof frames[0] && rc == 0; i++) {
+			uint8_t *out;
+			size_t len;
+			char name[32];
+			snprintf(name, sizeof name, "%s-%zu", r == 0 ? "sealed" : "plain", i);
+			if (ftl_tcp_frame_encode(rings[r], frames[i].kind, body, frames[i].len, &out, &len) != 0)
+				return -1;
+			rc = write_seed(dir, "fuzz_tcp_frame", name, out, len < 4096 ? len : 4096);
+			free(out);
+		}
+	}
+	ftl_keyring_delete(rings[0]);
+	ftl_keyring_delete(rings[1]);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const targets[] = {"fuzz_wire_packet", "fuzz_wire_push_pull", "fuzz_keyring_open",
-					      "fuzz_rdv_msg"};
+					      "fuzz_rdv_msg", "fuzz_tcp_frame"};
 	static seed packets[PACKET_SEEDS];
 	char path[4096];
 
@@ -188,7 +222,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	if (write_push_pull_seeds(argv[1]) != 0 || write_keyring_seeds(argv[1], packets, PACKET_SEEDS) != 0 ||
-	    write_rdv_seeds(argv[1]) != 0) {
+	    write_rdv_seeds(argv[1]) != 0 || write_tcp_frame_seeds(argv[1]) != 0) {
 		fprintf(stderr, "%s: could not write the seeds\n", argv[0]);
 		return 1;
 	}

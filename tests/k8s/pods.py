@@ -36,7 +36,7 @@ SERVICE = "ftl-workers"        # service.yaml's name, the host part of FTL_SEEDS
 GOSSIP_PORT = 7946
 GRACE_S = 60                   # deployment.yaml's terminationGracePeriodSeconds
 PRESTOP = ("leave",)           # deployment.yaml's preStop: ftlctl leave
-READINESS = ("ready",)         # deployment.yaml's readinessProbe: ftlctl ready
+READINESS = ("ready", "--spares")  # deployment.yaml's readinessProbe: ftlctl ready --spares
 NETNS_DIR = "/etc/netns"
 
 
