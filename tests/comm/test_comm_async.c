@@ -195,9 +195,10 @@ static int loop_child(struct harness_child *c)
 			harness_report(c, REP_LOOPING, 0, 0);
 		started = harness_now_ns();
 		e = ftl_comm_wait(comm, &req[slot]);
+		/* The break may come between this wait and the next request: then the request is refused at
+		 * once with the sticky error, which is this rank's failure like any other. */
 		if (e == FTL_OK)
-			rc |= ftl_comm_allreduce_async(comm, send[slot], recv[slot], sc->count, FTL_F32, FTL_SUM,
-						       &req[slot]) != FTL_OK;
+			e = ftl_comm_allreduce_async(comm, send[slot], recv[slot], sc->count, FTL_F32, FTL_SUM, &req[slot]);
 	}
 	int64_t op_ms = (harness_now_ns() - started) / 1000000;
 	/* The rest must be done already, with the same error: the sticky one. */
