@@ -212,3 +212,19 @@ ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeou
 		members[i] = i;
 	return harness_comm(c, members, c->n, comm_id, timeout_ms);
 }
+
+void harness_sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+void *harness_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL) {
+		fprintf(stderr, "out of memory (%zu bytes)\n", n);
+		exit(3);
+	}
+	return p;
+}

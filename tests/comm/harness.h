@@ -71,4 +71,8 @@ ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_member
 /* In a child: the communicator over all ranks. */
 ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeout_ms);
 
+/* Small helpers of the test programs: sleep, and malloc that exits 3 when memory runs out. */
+void harness_sleep_ms(int ms);
+void *harness_xmalloc(size_t n);
+
 #endif

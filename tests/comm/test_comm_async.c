@@ -26,21 +26,6 @@ enum { REP_LOOPING = 1, REP_FAILED, REP_ABORT_US };
 
 #define WINDOW 6 /* requests a failure test keeps outstanding */
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	nanosleep(&ts, NULL);
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (p == NULL) {
-		fprintf(stderr, "out of memory (%zu bytes)\n", n);
-		exit(3);
-	}
-	return p;
-}
 
 /* --- order --- */
 
@@ -76,8 +61,8 @@ static int order_child(struct harness_child *c)
 		for (size_t i = 0; i < N_ORDER; i++) {
 			const struct order_case *k = &order_cases[i];
 			size_t bytes = k->count * ftl_dtype_size(k->dtype);
-			send[i] = xmalloc(bytes);
-			recv[i] = k->is_in_place ? send[i] : xmalloc(bytes);
+			send[i] = harness_xmalloc(bytes);
+			recv[i] = k->is_in_place ? send[i] : harness_xmalloc(bytes);
 			ref_fill(send[i], k->dtype, 100 + i + (size_t)round, c->rank, k->count);
 			ftl_err e = ftl_comm_allreduce_async(comm, send[i], recv[i], k->count, k->dtype, k->op, &req[i]);
 			if (e != FTL_OK || req[i] == NULL) {
@@ -124,7 +109,7 @@ static int order_child(struct harness_child *c)
 			} else if (round == 1) { /* poll */
 				int done = 0;
 				while ((e = ftl_comm_test(comm, &req[i], &done)) == FTL_OK && !done)
-					sleep_ms(1);
+					harness_sleep_ms(1);
 			} else {
 				e = ftl_comm_wait(comm, &req[i]);
 			}
@@ -178,8 +163,8 @@ static int loop_child(struct harness_child *c)
 	float *send[WINDOW], *recv[WINDOW];
 	ftl_comm_request *req[WINDOW] = {0};
 	for (int i = 0; i < WINDOW; i++) {
-		send[i] = xmalloc(sc->count * 4);
-		recv[i] = xmalloc(sc->count * 4);
+		send[i] = harness_xmalloc(sc->count * 4);
+		recv[i] = harness_xmalloc(sc->count * 4);
 		ref_fill(send[i], FTL_F32, 5, c->rank, sc->count);
 	}
 	ftl_err e = FTL_OK;
@@ -229,7 +214,7 @@ static int loop_child(struct harness_child *c)
 		free(recv[i]);
 	}
 	if (e == FTL_ERR_TIMEOUT)
-		sleep_ms(500); /* neighbours still waiting for their own deadline */
+		harness_sleep_ms(500); /* neighbours still waiting for their own deadline */
 	ftl_comm_destroy(comm);
 	return rc;
 }
@@ -246,7 +231,7 @@ static int failure_test(int n, int sig, ftl_err want)
 	const char *name = sig == SIGSTOP ? "async_sigstop" : "async_kill9";
 	while (failed < n - 1 && harness_read(&h, &rep) == 0) {
 		if (rep.kind == REP_LOOPING && ++looping == n) {
-			sleep_ms(150);
+			harness_sleep_ms(150);
 			t_sig = harness_now_ns();
 			harness_signal(&h, sc.victim, sig);
 		} else if (rep.kind == REP_FAILED) {
@@ -276,7 +261,7 @@ static int failure_test(int n, int sig, ftl_err want)
 
 static void *abort_later(void *p)
 {
-	sleep_ms(300);
+	harness_sleep_ms(300);
 	int64_t *t = malloc(sizeof(*t));
 	*t = harness_now_ns();
 	ftl_comm_abort(p);
@@ -289,7 +274,7 @@ static int abort_child(struct harness_child *c)
 	if (comm == NULL)
 		return 1;
 	size_t count = 1u << 18;
-	float *buf = xmalloc(count * 4 * WINDOW);
+	float *buf = harness_xmalloc(count * 4 * WINDOW);
 	ref_fill(buf, FTL_F32, 9, c->rank, count * WINDOW);
 	int rc = 0;
 	if (c->rank == 0) { /* rank 1 is not there yet: the first request blocks; another thread aborts */
@@ -317,7 +302,7 @@ static int abort_child(struct harness_child *c)
 		rc |= ftl_comm_allreduce_async(comm, buf, buf, count, FTL_F32, FTL_SUM, &more) != FTL_ERR_ABORTED;
 		rc |= ftl_comm_barrier(comm) != FTL_ERR_ABORTED;
 	} else {
-		sleep_ms(800);
+		harness_sleep_ms(800);
 		ftl_err e = ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM);
 		fprintf(stderr, "rank 1: %s: %s\n", ftl_strerror(e), ftl_comm_error(comm));
 		rc |= e != FTL_ERR_PEER_LOST;

@@ -38,21 +38,6 @@ struct scenario {
 	size_t count;   /* f32 elements per allreduce */
 };
 
-static void sleep_ms(int ms)
-{
-	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-	nanosleep(&ts, NULL);
-}
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (p == NULL) {
-		fprintf(stderr, "out of memory (%zu bytes)\n", n);
-		exit(3);
-	}
-	return p;
-}
 
 /* --- the correctness suite, also used to check rebuilt communicators --- */
 
@@ -67,7 +52,7 @@ static int check_allreduce(ftl_comm *comm, ftl_dtype dt, ftl_reduce_op op, size_
 {
 	int rank = ftl_comm_rank(comm), n = ftl_comm_world_size(comm);
 	size_t bytes = count * ftl_dtype_size(dt);
-	char *send = xmalloc(bytes), *recv = is_in_place ? send : xmalloc(bytes);
+	char *send = harness_xmalloc(bytes), *recv = is_in_place ? send : harness_xmalloc(bytes);
 	char why[256];
 	ref_fill(send, dt, seed, rank, count);
 	ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op);
@@ -86,7 +71,7 @@ static int check_broadcast(ftl_comm *comm, ftl_dtype dt, size_t count, int root,
 {
 	int rank = ftl_comm_rank(comm);
 	size_t bytes = count * ftl_dtype_size(dt);
-	char *buf = xmalloc(bytes), why[256];
+	char *buf = harness_xmalloc(bytes), why[256];
 	if (rank == root)
 		ref_fill(buf, dt, seed, root, count);
 	else
@@ -105,7 +90,7 @@ static int check_allgather(ftl_comm *comm, ftl_dtype dt, size_t count, int is_in
 {
 	int rank = ftl_comm_rank(comm), n = ftl_comm_world_size(comm);
 	size_t bytes = count * ftl_dtype_size(dt);
-	char *recv = xmalloc(bytes * (size_t)n), *send = is_in_place ? recv + (size_t)rank * bytes : xmalloc(bytes);
+	char *recv = harness_xmalloc(bytes * (size_t)n), *send = is_in_place ? recv + (size_t)rank * bytes : harness_xmalloc(bytes);
 	char why[256];
 	memset(recv, 0x5a, bytes * (size_t)n);
 	ref_fill(send, dt, seed, rank, count);
@@ -193,7 +178,7 @@ static int check_algos_at(ftl_comm *comm, ftl_dtype dt, ftl_reduce_op op, size_t
 						       FTL_COMM_TCP_ALGO_HALVING, FTL_COMM_TCP_ALGO_AUTO};
 	int rank = ftl_comm_rank(comm), n = ftl_comm_world_size(comm), rc = 0;
 	size_t bytes = count * ftl_dtype_size(dt);
-	char *send = xmalloc(bytes), *first = xmalloc(bytes), *recv = xmalloc(bytes), why[256];
+	char *send = harness_xmalloc(bytes), *first = harness_xmalloc(bytes), *recv = harness_xmalloc(bytes), why[256];
 	ref_fill(send, dt, seed, rank, count);
 	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && rc == 0; a++) {
 		ftl_comm_tcp_force_algo(comm, algos[a]);
@@ -279,7 +264,7 @@ static int loop_child(struct harness_child *c)
 	ftl_comm *comm = harness_comm_all(c, 1, sc->timeout_ms);
 	if (comm == NULL)
 		return 1;
-	float *send = xmalloc(sc->count * 4), *recv = xmalloc(sc->count * 4);
+	float *send = harness_xmalloc(sc->count * 4), *recv = harness_xmalloc(sc->count * 4);
 	ref_fill(send, FTL_F32, 5, c->rank, sc->count);
 	ftl_err e = FTL_OK;
 	int64_t started = 0;
@@ -298,7 +283,7 @@ static int loop_child(struct harness_child *c)
 	/* After a timeout, stay a moment before leaving: the ranks started the call a few ms apart, and a
 	 * neighbour still waiting for its own deadline would see our close as "peer lost". */
 	if (e == FTL_ERR_TIMEOUT)
-		sleep_ms(500);
+		harness_sleep_ms(500);
 	ftl_comm_destroy(comm);
 	return rebuild_without(c, sc->victim);
 }
@@ -317,7 +302,7 @@ static int failure_test(int n, int sig, ftl_err want, size_t count)
 		switch (rep.kind) {
 		case REP_LOOPING:
 			if (++looping == n) {
-				sleep_ms(150);
+				harness_sleep_ms(150);
 				t_sig = harness_now_ns();
 				harness_signal(&h, sc.victim, sig);
 			}
@@ -379,7 +364,7 @@ struct abort_arg {
 static void *abort_later(void *p)
 {
 	struct abort_arg *a = p;
-	sleep_ms(300);
+	harness_sleep_ms(300);
 	int64_t *t = malloc(sizeof(*t));
 	*t = harness_now_ns();
 	ftl_comm_abort(a->comm);
@@ -392,7 +377,7 @@ static int abort_child(struct harness_child *c)
 	if (comm == NULL)
 		return 1;
 	size_t count = 1u << 20;
-	float *send = xmalloc(count * 4), *recv = xmalloc(count * 4);
+	float *send = harness_xmalloc(count * 4), *recv = harness_xmalloc(count * 4);
 	ref_fill(send, FTL_F32, 9, c->rank, count);
 	int rc = 0;
 	if (c->rank == 0) { /* blocks: rank 1 is not there yet; another thread aborts */
@@ -411,7 +396,7 @@ static int abort_child(struct harness_child *c)
 		/* Broken for good: the next call says so at once. */
 		rc |= ftl_comm_barrier(comm) != FTL_ERR_ABORTED;
 	} else {
-		sleep_ms(800);
+		harness_sleep_ms(800);
 		int64_t t0 = harness_now_ns();
 		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM);
 		int64_t us = (harness_now_ns() - t0) / 1000;
