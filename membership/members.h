@@ -21,13 +21,13 @@ typedef struct ftl_member {
 	char *name;                   /* owned: one block "name\0addr\0" */
 	char *addr;                   /* points into the name block */
 	uint8_t *meta;                /* owned; NULL when meta_len is 0 */
-	uint16_t meta_len;
 	ftl_key_fps *key_fps;         /* owned; NULL when it advertises no key fingerprints (key_census.h) */
 	uint64_t generation;
 	uint64_t incarnation;
 	int64_t state_since_us;       /* when state last changed (for reaping and gossip to the dead) */
 	int64_t last_heard_us;        /* last direct ack or message from it (for ftlctl) */
 	ftl_suspicion *suspicion;     /* owned; set only while state is suspect */
+	uint16_t meta_len;            /* beside state: the two small fields share one word */
 	ftl_member_state state;
 } ftl_member;
 
