@@ -1,5 +1,5 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
- * events and keys, built from the membership core's state on the loop thread. */
+ * events and keys (agent_keys.c), built from the membership core's state on the loop thread. */
 #include "agent_internal.h"
 
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "checkpoint.h"
 #include "log.h"
 
-static json_t *error_reply(const char *msg)
+json_t *ftl_agent_error_reply(const char *msg)
 {
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
@@ -111,47 +111,12 @@ static json_t *status_json(ftl_agent *a)
 	return j;
 }
 
-static json_t *keys_json(ftl_agent *a, const json_t *req)
-{
-	const char *op = json_string_value(json_object_get(req, "op"));
-	if (!op)
-		return error_reply("keys needs \"op\": list, install, use or remove");
-	if (strcmp(op, "list") == 0) {
-		uint8_t keys[FTL_KEYRING_MAX_KEYS][FTL_KEY_SIZE];
-		size_t n = ftl_keyring_list(a->keyring, keys, FTL_KEYRING_MAX_KEYS);
-		json_t *arr = json_array();
-		for (size_t i = 0; i < n && i < FTL_KEYRING_MAX_KEYS; i++) {
-			char b64[64];
-			ftl_key_to_base64(keys[i], b64, sizeof(b64));
-			json_array_append_new(arr, json_string(b64));
-		}
-		return json_pack("{s:b, s:o}", "ok", 1, "keys", arr);
-	}
-	int kind = -1;
-	for (int i = 0; i < FTL_KEY_OP_MAX; i++)
-		if (strcmp(op, ftl_key_op_strs[i]) == 0)
-			kind = i;
-	if (kind < 0)
-		return error_reply("unknown keys op: expected list, install, use or remove");
-	const char *text = json_string_value(json_object_get(req, "key"));
-	uint8_t key[FTL_KEY_SIZE];
-	if (!text || ftl_key_from_base64(text, key) != 0)
-		return error_reply("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
-	const char *err;
-	int rc = ftl_swim_key_op(a->swim, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key, &err);
-	ftl_agent_flush(a);
-	if (rc != 0)
-		return error_reply(err);
-	ftl_log(FTL_LOG_INFO, "keys", NULL, "key %s applied here and gossiped to the cluster", op);
-	return json_pack("{s:b}", "ok", 1);
-}
-
 json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const json_t *req, bool *is_stream)
 {
 	ftl_agent *a = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
 	if (!cmd)
-		return error_reply("request needs \"cmd\": status, members, leave, events, keys or quorum-reset");
+		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
 	if (strcmp(cmd, "members") == 0)
@@ -161,25 +126,25 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		return json_pack("{s:b}", "ok", 1);
 	}
 	if (strcmp(cmd, "keys") == 0)
-		return keys_json(a, req);
+		return ftl_agent_keys_json(a, req);
 	if (strcmp(cmd, "quorum-reset") == 0) {
 		char err[256];
 		if (ftl_agent_rdv_waive_quorum(a, err, sizeof(err)) != 0)
-			return error_reply(err);
+			return ftl_agent_error_reply(err);
 		return json_pack("{s:b}", "ok", 1);
 	}
 	if (strcmp(cmd, "leave") == 0) {
 		if (ftl_swim_leave_done(a->swim))
 			return json_pack("{s:b}", "ok", 1);
 		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
-			return error_reply("too many leave requests waiting; try again in a moment");
+			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");
 		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
 		ftl_log(FTL_LOG_INFO, "agent", NULL, "leaving the cluster (requested over the control socket)");
 		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
 		return NULL;
 	}
-	return error_reply("unknown cmd: expected status, members, leave, events, keys or quorum-reset");
+	return ftl_agent_error_reply("unknown cmd: expected status, members, leave, events, keys or quorum-reset");
 }
 
 void ftl_agent_control_left(ftl_agent *a)

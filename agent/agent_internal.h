@@ -1,7 +1,7 @@
 /* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, timer), agent_tcp.c
- * (push-pull over TCP), agent_seeds.c (DNS seeds and the rejoin rule) and agent_control.c (the control
- * socket's requests). Everything here is touched on the loop thread only, except the fields under
- * `lock`. */
+ * (push-pull over TCP), agent_seeds.c (DNS seeds and the rejoin rule), agent_control.c and agent_keys.c
+ * (the control socket's requests). Everything here is touched on the loop thread only, except the fields
+ * under `lock`. */
 #ifndef FTL_AGENT_INTERNAL_H
 #define FTL_AGENT_INTERNAL_H
 
@@ -109,5 +109,10 @@ void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev);
 void ftl_agent_control_left(ftl_agent *a);
 /* Publishes an event of the agent's own (not membership's) to `ftlctl events`; takes fields. */
 void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields);
+/* {"ok":false,"error":msg}, the shape of every refusal. */
+json_t *ftl_agent_error_reply(const char *msg);
+
+/* agent_keys.c: {"cmd":"keys",...} */
+json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req);
 
 #endif

@@ -10,7 +10,8 @@
  *   {"cmd":"members"}                      the member rows only
  *   {"cmd":"leave"}                        graceful leave; replies once the leave has been gossiped
  *   {"cmd":"events"}                       stream of events
- *   {"cmd":"keys","op":"list"}             installed keys, primary first
+ *   {"cmd":"keys","op":"list"}             installed keys, primary first, and the key census: per key
+ *                                          how many live members hold it and seal with it (agent_keys.c)
  *   {"cmd":"keys","op":"install"|"use"|"remove","key":"<base64>"}   applied here and gossiped
  * A request line longer than FTL_CONTROL_MAX_LINE is refused and the connection closed. */
 #ifndef FTL_AGENT_CONTROL_H

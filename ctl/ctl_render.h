@@ -11,6 +11,9 @@
 void ctl_render_status(FILE *out, const json_t *status);
 /* The aligned table NAME ADDRESS STATUS INCARNATION GENERATION LAST-HEARD RANK. */
 void ctl_render_members(FILE *out, const json_t *members);
+/* `keys list`: per key, how many live members hold it and seal with it (N/M) and who lacks it; the bare
+ * list, primary marked, from an agent without the census. */
+void ctl_render_keys(FILE *out, const json_t *reply);
 /* One event as one line. */
 void ctl_render_event(FILE *out, const json_t *event);
 /* A string field, "?" when missing or not a string. */

@@ -41,10 +41,12 @@ static const char usage_text[] =
 	"  top [--once]                 a live view, redrawn every second: the view, steps and their rate,\n"
 	"                               the last recovery time, the members; --once prints one frame\n"
 	"  keygen                       print a new random cluster key (32 bytes, base64); no agent needed\n"
-	"  keys list [--json]           the agent's keys, primary first\n"
+	"  keys list [--json]           the agent's keys, primary first, each with how many live members hold\n"
+	"                               it and seal with it (N/M, from gossiped key fingerprints)\n"
 	"  keys install KEY             add KEY on every member (the agent spreads it by gossip)\n"
-	"  keys use KEY                 make KEY the primary (encrypting) key on every member\n"
-	"  keys remove KEY              remove KEY from every member\n"
+	"  keys use KEY                 make KEY the primary (encrypting) key on every member; refused unless\n"
+	"                               every live member holds it (`keys list` shows M/M)\n"
+	"  keys remove KEY              remove KEY from every member; refused while a member seals with it\n"
 	"  quorum reset                 waiting for quorum: go on with the survivors, treating the missing\n"
 	"                               members of the view as gone for good (on any one survivor; unsafe\n"
 	"                               if they may be alive on the other side of a partition)\n"
@@ -342,8 +344,7 @@ static bool is_valid_key(const char *text)
 
 static int keys_list(const ctl_options *opts)
 {
-	json_t *reply, *key;
-	size_t i;
+	json_t *reply;
 	int rc = call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS,
 			   &reply);
 	if (rc != CTL_EXIT_OK)
@@ -351,9 +352,7 @@ static int keys_list(const ctl_options *opts)
 	if (opts->is_json)
 		print_json(reply, JSON_INDENT(2));
 	else
-		json_array_foreach(json_object_get(reply, "keys"), i, key)
-			printf("%s%s\n", json_string_value(key) ? json_string_value(key) : "?",
-			       i == 0 ? "  (primary)" : "");
+		ctl_render_keys(stdout, reply);
 	json_decref(reply);
 	return CTL_EXIT_OK;
 }

@@ -30,6 +30,7 @@ struct ftl_keyring {
 	bool is_insecure;
 	size_t key_count;                             /* 1..FTL_KEYRING_MAX_KEYS when secure, else 0 */
 	uint8_t keys[FTL_KEYRING_MAX_KEYS][FTL_KEY_SIZE]; /* keys[0] is the primary */
+	uint64_t changes;                             /* successful installs, uses and removes */
 	ftl_keyring_stats stats;
 };
 
@@ -111,6 +112,7 @@ int ftl_keyring_install(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 	if (kr->key_count == FTL_KEYRING_MAX_KEYS)
 		return -1;
 	memcpy(kr->keys[kr->key_count++], key, FTL_KEY_SIZE);
+	kr->changes++;
 	return 0;
 }
 
@@ -125,6 +127,7 @@ int ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 	memmove(kr->keys[1], kr->keys[0], (size_t)at * FTL_KEY_SIZE);
 	memcpy(kr->keys[0], primary, FTL_KEY_SIZE);
 	sodium_memzero(primary, sizeof primary);
+	kr->changes += at != 0;
 	return 0;
 }
 
@@ -136,6 +139,7 @@ int ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 	memmove(kr->keys[at], kr->keys[at + 1], (kr->key_count - (size_t)at - 1) * FTL_KEY_SIZE);
 	kr->key_count--;
 	sodium_memzero(kr->keys[kr->key_count], FTL_KEY_SIZE);
+	kr->changes++;
 	return 0;
 }
 
@@ -144,6 +148,18 @@ size_t ftl_keyring_list(const ftl_keyring *kr, uint8_t keys[][FTL_KEY_SIZE], siz
 	for (size_t i = 0; i < kr->key_count && i < max; i++)
 		memcpy(keys[i], kr->keys[i], FTL_KEY_SIZE);
 	return kr->key_count;
+}
+
+void ftl_keyring_fingerprints(const ftl_keyring *kr, ftl_key_fps *out)
+{
+	memset(out, 0, sizeof *out);
+	for (size_t i = 0; i < kr->key_count; i++)
+		ftl_key_fingerprint(kr->keys[i], out->fp[out->count++]);
+}
+
+uint64_t ftl_keyring_changes(const ftl_keyring *kr)
+{
+	return kr->changes;
 }
 
 int ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "key_fingerprint.h"
+
 #define FTL_KEY_SIZE 32
 #define FTL_KEYRING_MAX_KEYS 8
 #define FTL_CLUSTER_MAX 64
@@ -56,6 +58,11 @@ int ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
 int ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
 /* Copies up to max keys out; returns how many are installed. The primary is keys[0]. */
 size_t ftl_keyring_list(const ftl_keyring *kr, uint8_t keys[][FTL_KEY_SIZE], size_t max);
+/* The fingerprints of the installed keys (key_fingerprint.h), the primary first; none when insecure. */
+void ftl_keyring_fingerprints(const ftl_keyring *kr, ftl_key_fps *out);
+/* How many times install, use or remove has changed the ring: a reader that remembers the number knows
+ * when its copy of the fingerprints is stale. */
+uint64_t ftl_keyring_changes(const ftl_keyring *kr);
 
 /* Seals plaintext pt into out. Returns 0 and sets *out_len, or -1 if cap is too small. */
 int ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,

@@ -18,6 +18,7 @@ static void free_member(ftl_member *m)
 {
 	free(m->name);
 	free(m->meta);
+	free(m->key_fps);
 	free(m->suspicion);
 }
 
@@ -175,6 +176,20 @@ int ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len)
 	free(m->meta);
 	m->meta = copy;
 	m->meta_len = len;
+	return 0;
+}
+
+int ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps)
+{
+	ftl_key_fps *copy = NULL;
+	if (fps->count > 0) {
+		copy = malloc(sizeof(*copy));
+		if (!copy)
+			return -1;
+		*copy = *fps;
+	}
+	free(m->key_fps);
+	m->key_fps = copy;
 	return 0;
 }
 

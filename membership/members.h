@@ -5,7 +5,8 @@
  * index is valid only until the next ftl_members_add or ftl_members_remove. The probe order is a
  * shuffled array of indices, reshuffled at the end of every round (SWIM's round-robin probing keeps the
  * time between probes of any member bounded); a new member is inserted at a random point of the round
- * and a removal reshuffles. Memory: about 100 bytes per member plus its name, address and metadata. */
+ * and a removal reshuffles. Memory: about 100 bytes per member plus its name, address, metadata and
+ * key fingerprints (65 bytes, only for a member that advertises them). */
 #ifndef FTL_MEMBERSHIP_MEMBERS_H
 #define FTL_MEMBERSHIP_MEMBERS_H
 
@@ -20,12 +21,13 @@ typedef struct ftl_member {
 	char *name;                   /* owned: one block "name\0addr\0" */
 	char *addr;                   /* points into the name block */
 	uint8_t *meta;                /* owned; NULL when meta_len is 0 */
-	uint16_t meta_len;
+	ftl_key_fps *key_fps;         /* owned; NULL when it advertises no key fingerprints (key_census.h) */
 	uint64_t generation;
 	uint64_t incarnation;
 	int64_t state_since_us;       /* when state last changed (for reaping and gossip to the dead) */
 	int64_t last_heard_us;        /* last direct ack or message from it (for ftlctl) */
 	ftl_suspicion *suspicion;     /* owned; set only while state is suspect */
+	uint16_t meta_len;            /* beside state: the two small fields share one word */
 	ftl_member_state state;
 } ftl_member;
 
@@ -51,6 +53,8 @@ void ftl_members_remove(ftl_members *t, ftl_rng *rng, ftl_member *m);
 /* Replaces address and metadata; -1 on OOM (the member is unchanged). */
 int ftl_members_set_addr(ftl_member *m, const char *addr);
 int ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len);
+/* Replaces the key fingerprints it advertises (count 0: none); -1 on OOM (the member is unchanged). */
+int ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps);
 /* The next member of the probe round, or NULL when the round is over (the order is then reshuffled
  * and the caller may ask again). */
 ftl_member *ftl_members_next_in_round(ftl_members *t, ftl_rng *rng);

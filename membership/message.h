@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "key_fingerprint.h"
+
 #define FTL_NAME_MAX 64  /* bytes including the NUL: a Kubernetes pod name fits */
 #define FTL_ADDR_MAX 64  /* "host:port" or "[v6]:port", including the NUL */
 #define FTL_META_MAX 256 /* opaque node metadata set by the embedding program */
@@ -85,6 +87,7 @@ typedef struct ftl_msg_alive {
 	char addr[FTL_ADDR_MAX];
 	uint16_t meta_len;
 	uint8_t meta[FTL_META_MAX];
+	ftl_key_fps key_fps;              /* the keys it holds, by fingerprint; optional (older agents send none) */
 } ftl_msg_alive;
 
 /* suspect, dead and left share one shape: who, which life, and who says so. */
@@ -139,6 +142,7 @@ typedef struct ftl_pp_member {
 	ftl_member_state state;
 	uint16_t meta_len;
 	uint8_t meta[FTL_META_MAX];
+	ftl_key_fps key_fps;     /* as in ftl_msg_alive */
 } ftl_pp_member;
 
 /* Push-pull header; the members travel in a caller-owned array. */

@@ -84,7 +84,7 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	s->events.item_size = sizeof(ftl_swim_event);
 	s->seq = (uint32_t)ftl_rng_next(&s->rng);
 	ftl_member *self = ftl_swim_add_member(s, o->name, o->addr, now_us);
-	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != 0) {
+	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != 0 || ftl_swim_take_key_fps(s) != 0) {
 		ftl_swim_delete(s);
 		*err = "out of memory";
 		return NULL;
@@ -201,6 +201,7 @@ static int64_t next_push_pull(const ftl_swim *s)
 
 void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 {
+	ftl_swim_sync_key_fps(s);
 	ftl_swim_probe_tick(s, now_us);
 	ftl_swim_relay_tick(s, now_us);
 	ftl_swim_expire_suspicions(s, now_us);

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "key_census.h"
 #include "keyring.h"
 #include "members.h"
 #include "message.h"
@@ -197,9 +198,13 @@ int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t
 
 /* A keyring change for the whole cluster: applied here at once, then gossiped so every member applies it
  * (once: each change carries a random serial). Rotate by install, then use, then remove, letting each
- * step reach everyone first (ftlctl keys ...). -1 if it cannot be applied here (the reason in *err). */
+ * step reach everyone first (ftlctl keys ...). -1 if it cannot be applied here (the reason in *err, valid
+ * until the next call). Refused before anything changes: `use` of a key that some live member does not
+ * hold, and `remove` of a key that some live member still seals with (both would cut members off). */
 int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
 		    const char **err);
+/* Which live members hold which keys, as their gossiped fingerprints say (key_census.h). */
+void ftl_swim_key_census(ftl_swim *s, ftl_key_census *out);
 
 /* Learns a member without gossiping it or raising an event: for a node that starts from a member list
  * it already trusts (the simulator starting converged, an agent restoring a cached list). */

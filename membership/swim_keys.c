@@ -1,9 +1,11 @@
 /* Cluster-wide keyring changes: a key op is applied where it is made and gossiped like a rumor; every
  * node applies each op once (by its serial) and passes it on. "use" installs the key first, so a node
  * that hears "use" before "install" still ends up right; "remove" of a key that is still primary here
- * fails and is counted (rotate in order and let each step reach everyone). Where an op is made, "use" of
- * a key that is not installed there is refused before anything changes: sealing with a key the others
- * lack would cut this node off (and the gossiped op with it).
+ * fails and is counted (rotate in order and let each step reach everyone).
+ *
+ * Where an op is made, what would cut members off is refused before anything changes: "use" of a key that
+ * is not installed here, and what the key census forbids (swim_key_census.c: "use" of a key some live
+ * member lacks, "remove" of a key some live member still seals with).
  *
  * Replays. A captured op is still sealed with a key the cluster holds, and a node remembers only the
  * serials it has heard itself, so serials alone would let an old "install K2" put a removed K2 back at a
@@ -40,9 +42,10 @@ static int apply(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE
 		*err = "the key could not be installed (keyring full)";
 	else if (op == FTL_KEY_REMOVE && (rc = ftl_keyring_remove(kr, key)) != 0)
 		*err = "that key is the primary or is not installed: `use` another key first";
-	if (rc == 0)
+	if (rc == 0) {
 		s->stats.key_ops_applied++;
-	else
+		ftl_swim_sync_key_fps(s);
+	} else
 		s->stats.key_ops_failed++;
 	return rc;
 }
@@ -83,6 +86,8 @@ int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8
 		       "(`ftlctl keys list`) before `keys use`";
 		return -1;
 	}
+	if (ftl_swim_key_op_cuts_off(s, op, key, err))
+		return -1;
 	if (apply(s, op, key, err) != 0)
 		return -1;
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};

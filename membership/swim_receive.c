@@ -75,6 +75,8 @@ int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t
 		arr[i].meta_len = m->meta_len;
 		if (m->meta_len)
 			memcpy(arr[i].meta, m->meta, m->meta_len);
+		if (m->key_fps)
+			arr[i].key_fps = *m->key_fps;
 	}
 	ftl_push_pull hdr = {.is_join = is_join, .count = n, .key_version = s->key_version};
 	strcpy(hdr.source, s->name);
@@ -107,6 +109,7 @@ static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, c
 		a->incarnation = pm->incarnation;
 		a->meta_len = pm->meta_len;
 		memcpy(a->meta, pm->meta, pm->meta_len);
+		a->key_fps = pm->key_fps;
 		ftl_swim_on_alive(s, now_us, a);
 		return;
 	}

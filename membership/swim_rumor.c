@@ -48,6 +48,8 @@ void ftl_swim_broadcast_alive(ftl_swim *s, const ftl_member *m)
 	msg.u.alive.meta_len = m->meta_len;
 	if (m->meta_len)
 		memcpy(msg.u.alive.meta, m->meta, m->meta_len);
+	if (m->key_fps)
+		msg.u.alive.key_fps = *m->key_fps;
 	queue_msg(s, m->name, &msg);
 }
 
@@ -73,7 +75,8 @@ static bool same_meta(const ftl_member *m, const ftl_msg_alive *a)
 
 static int take_alive(ftl_member *m, const ftl_msg_alive *a)
 {
-	if (ftl_members_set_addr(m, a->addr) != 0 || ftl_members_set_meta(m, a->meta, a->meta_len) != 0)
+	if (ftl_members_set_addr(m, a->addr) != 0 || ftl_members_set_meta(m, a->meta, a->meta_len) != 0 ||
+	    ftl_members_set_key_fps(m, &a->key_fps) != 0)
 		return -1;
 	m->generation = a->generation;
 	m->incarnation = a->incarnation;
@@ -125,8 +128,15 @@ void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 		ftl_swim_broadcast_alive(s, m);
 		return;
 	}
-	if (a->incarnation <= m->incarnation)
+	if (a->incarnation < m->incarnation)
 		return;
+	if (a->incarnation == m->incarnation) {
+		/* Old news, perhaps first relayed by an older agent that drops the key fingerprints it does not
+		 * know: take the fingerprints we lack, nothing else. */
+		if (!m->key_fps && a->key_fps.count > 0)
+			ftl_members_set_key_fps(m, &a->key_fps);
+		return;
+	}
 	bool is_changed = strcmp(m->addr, a->addr) != 0 || !same_meta(m, a);
 	if (take_alive(m, a) != 0)
 		return;

@@ -90,6 +90,16 @@ static const char *read_value(const wire_field *f, const msgpack_object *v, void
 		memcpy(field_at(base, f->len_offset), &len, sizeof len);
 		return NULL;
 	}
+	case WIRE_KIND_KEY_FPS: {
+		ftl_key_fps *fps = dst;
+		if (v->type != MSGPACK_OBJECT_BIN)
+			return "wrong type";
+		if (v->via.bin.size % FTL_KEY_FP_SIZE != 0 || v->via.bin.size > sizeof fps->fp)
+			return "bad key fingerprints";
+		fps->count = (uint8_t)(v->via.bin.size / FTL_KEY_FP_SIZE);
+		memcpy(fps->fp, v->via.bin.ptr, v->via.bin.size);
+		return NULL;
+	}
 	}
 	return "unknown field kind";
 }
@@ -148,7 +158,7 @@ int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *
 	}
 	for (size_t i = 0; i < s->count; i++) {
 		if (!(found_fields & (UINT64_C(1) << i)) && s->fields[i].kind != WIRE_KIND_META &&
-		    s->fields[i].kind != WIRE_KIND_OPT_U64) {
+		    s->fields[i].kind != WIRE_KIND_OPT_U64 && s->fields[i].kind != WIRE_KIND_KEY_FPS) {
 			*err = "missing field";
 			return -1;
 		}

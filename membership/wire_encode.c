@@ -4,7 +4,8 @@
  * overflow), so building a UDP packet never allocates. Push-pull frames can be large and go to a growing
  * msgpack_sbuffer handed to the caller. Both walk the field tables of wire_schema.c (the key numbering is
  * documented there), and both refuse a struct that the decoder would refuse (empty or unterminated name,
- * meta_len over FTL_META_MAX, unknown type or state), so whatever we send, a peer of our version accepts. */
+ * meta_len over FTL_META_MAX, more key fingerprints than FTL_KEY_FPS_MAX, unknown type or state), so
+ * whatever we send, a peer of our version accepts. */
 #include <assert.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ static bool is_omitted(const wire_field *f, const void *base)
 {
 	if (f->kind == WIRE_KIND_OPT_U64)
 		return *(const uint64_t *)field_at(base, f->offset) == 0;
+	if (f->kind == WIRE_KIND_KEY_FPS)
+		return ((const ftl_key_fps *)field_at(base, f->offset))->count == 0;
 	return f->kind == WIRE_KIND_META && meta_len_of(f, base) == 0;
 }
 
@@ -83,6 +86,12 @@ static int pack_value(msgpack_packer *pk, const wire_field *f, const void *base)
 		if ((unsigned)state >= FTL_MEMBER_STATE_MAX)
 			return -1;
 		return msgpack_pack_uint8(pk, (uint8_t)state);
+	}
+	case WIRE_KIND_KEY_FPS: {
+		const ftl_key_fps *fps = value;
+		if (fps->count > FTL_KEY_FPS_MAX)
+			return -1;
+		return msgpack_pack_bin_with_body(pk, fps->fp, (size_t)fps->count * FTL_KEY_FP_SIZE);
 	}
 	}
 	assert(!"unknown wire_kind in a schema");

@@ -26,10 +26,13 @@
  *   18   op            uint32, ftl_key_op_kind        key_op
  *   19   key           bin <= 256                     key_op (applied only when 32 bytes)
  *   20   key_version   uint64, optional (absent = 0)  key_op, push-pull header: the cluster's key state
+ *   21   key_fps       bin, n * 8 bytes (n <= 8),     alive, push-pull member: fingerprints of the keys the
+ *                      optional (absent = none)       member holds, primary first (key_fingerprint.h)
  *
  * A name is a non-empty string shorter than FTL_NAME_MAX with no NUL, an addr the same under FTL_ADDR_MAX.
- * Every field is required except meta (absent means empty; the encoder omits empty meta) and the optional
- * integers (absent means 0; the encoder omits 0), which newer versions add.
+ * Every field is required except meta (absent means empty; the encoder omits empty meta), key_fps (absent
+ * means none; omitted when none) and the optional integers (absent means 0; the encoder omits 0), which
+ * newer versions add.
  *
  * The message type numbers and member state numbers on the wire are the C enum values; the assertions
  * below pin them so that reordering an enum breaks the build instead of the protocol. */
@@ -82,6 +85,7 @@ static const wire_field alive_fields[] = {
 	FIELD(9, WIRE_KIND_U64, ftl_msg_alive, incarnation),
 	FIELD(10, WIRE_KIND_ADDR, ftl_msg_alive, addr),
 	META_FIELD(11, ftl_msg_alive),
+	FIELD(21, WIRE_KIND_KEY_FPS, ftl_msg_alive, key_fps),
 };
 
 static const wire_field rumor_fields[] = {
@@ -112,6 +116,7 @@ static const wire_field pp_member_fields[] = {
 	FIELD(10, WIRE_KIND_ADDR, ftl_pp_member, addr),
 	META_FIELD(11, ftl_pp_member),
 	FIELD(13, WIRE_KIND_STATE, ftl_pp_member, state),
+	FIELD(21, WIRE_KIND_KEY_FPS, ftl_pp_member, key_fps),
 };
 
 const wire_schema wire_msg_schemas[FTL_MSG_TYPE_MAX] = {

@@ -27,6 +27,8 @@ typedef enum wire_kind {
 	WIRE_KIND_ADDR,  /* str, 1..FTL_ADDR_MAX-1 bytes, no NUL */
 	WIRE_KIND_META,  /* bin, 0..FTL_META_MAX bytes, optional (absent = empty); length kept at len_offset */
 	WIRE_KIND_STATE, /* unsigned integer < FTL_MEMBER_STATE_MAX, kept as ftl_member_state */
+	WIRE_KIND_KEY_FPS, /* bin of count * FTL_KEY_FP_SIZE bytes, count <= FTL_KEY_FPS_MAX, kept as ftl_key_fps;
+			    * optional (absent = none; none is not sent) */
 } wire_kind;
 
 typedef struct wire_field {

@@ -10,7 +10,12 @@ cd "$(dirname "$0")/.."
 
 seconds="${1:-30}"
 build="${FTL_FUZZ_BUILD_DIR:-build-fuzz}"
-targets=(fuzz_wire_packet fuzz_wire_push_pull fuzz_keyring_open fuzz_rdv_msg)
+# Every target tests/fuzz/CMakeLists.txt builds (its ftl_fuzz_targets list), so a new one is fuzzed here too.
+read -r -a targets <<<"$(sed -n 's/^set(ftl_fuzz_targets \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt)"
+if ((${#targets[@]} == 0)); then
+  echo "fuzz.sh: no ftl_fuzz_targets list found in tests/fuzz/CMakeLists.txt" >&2
+  exit 1
+fi
 
 CC=clang cmake -S . -B "$build" -DFTL_FUZZ=ON -DFTL_SANITIZE=ON >"$build.configure.log" 2>&1 \
   || { cat "$build.configure.log"; exit 1; }

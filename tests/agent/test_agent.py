@@ -236,23 +236,129 @@ def keys_of(c, a):
     return json.loads(r.stdout)["keys"] if r.returncode == 0 else None
 
 
+def census_of(c, a):
+    """`keys list --json` on a as (M, {fingerprint: row}), or None when it does not answer."""
+    import json
+    r = c.ctl(a, "keys", "list", "--json")
+    if r.returncode != 0:
+        return None
+    reply = json.loads(r.stdout)
+    return reply["members"], {row["fingerprint"]: row for row in reply["census"]}
+
+
+def fingerprint_of(c, a, key):
+    return next(fp for fp, row in census_of(c, a)[1].items() if row["key"] == key)
+
+
+def everyone_counts(c, want, field="holders"):
+    """Every running agent's census shows want = {fingerprint: (N, M)} (N in the given field)."""
+    def check():
+        for a in c.running():
+            got = census_of(c, a)
+            if got is None:
+                return False
+            members, rows = got
+            if any(members != m or rows.get(fp, {}).get(field) != n for fp, (n, m) in want.items()):
+                return False
+        return True
+    return check
+
+
+def wait_for_key_ops_to_settle(c, quiet_s=1.0, timeout=15):
+    """Until no agent has received a key op for quiet_s (dozens of gossip intervals): each has passed the
+    op on as often as any rumor, so a member that joins now hears of it only through a new op."""
+    def heard():
+        return sum(c.status(a)["counters"]["received"]["key_op"] for a in c.running())
+    start = quiet_since = time.monotonic()
+    last = heard()
+    while time.monotonic() - quiet_since < quiet_s:
+        assert time.monotonic() - start < timeout, f"key ops still gossiped after {timeout} s"
+        time.sleep(0.1)
+        now = heard()
+        if now != last:
+            last, quiet_since = now, time.monotonic()
+    return time.monotonic() - start
+
+
 def scenario_key_rotation(c):
+    """install, use, remove from w0, each step let reach every member as `keys list` shows it (N/N
+    holding the new key before `use`, the new key primary on N/N before `remove`): no member is lost."""
     start_cluster(c)
-    old = keys_of(c, c.agents["w0"])[0]
-    new = c.keygen()
     w0 = c.agents["w0"]
-    for step, check in (("install", lambda k: k is not None and new in k),
-                        ("use", lambda k: k is not None and k[0] == new),
-                        ("remove", lambda k: k is not None and old not in k)):
+    old = keys_of(c, w0)[0]
+    new = c.keygen()
+    fp_old = fingerprint_of(c, w0, old)
+    steps = (("install", lambda k: k is not None and new in k, "holders"),
+             ("use", lambda k: k is not None and k[0] == new, "primary_of"),
+             ("remove", lambda k: k is not None and old not in k, None))
+    for step, check, field in steps:
         r = c.ctl(w0, "keys", step, old if step == "remove" else new)
         assert r.returncode == 0, f"keys {step}: {r.stdout}{r.stderr}"
         took = wait_until(f"keys {step} reaches every agent",
                           lambda: all(check(keys_of(c, a)) for a in c.running()), 10)
+        if field:
+            fp_new = fingerprint_of(c, w0, new)
+            took = wait_until(f"keys list shows keys {step} on {N}/{N} everywhere",
+                              everyone_counts(c, {fp_new: (N, N)}, field), 10)
         print(f"keys {step}: on every agent after {took:.2f} s")
+    assert fp_old not in census_of(c, w0)[1], "the removed key is still counted"
     time.sleep(1.0)
     assert converged(c, N)(), "a member was lost during rotation"
     for a in c.agents.values():
         assert 'msg="member dead"' not in a.log_text(), f"{a.name} saw a death during rotation"
+
+
+def scenario_keys_list_counts_members_that_hold_each_key(c):
+    """`keys list` shows N/M per key on every member. A key installed before w4 joined is held by 4 of 5
+    (every agent says so and names w4, w4 included); `keys use` of it is refused cluster-wide and changes
+    nothing; installed again it reaches w4, shows 5/5, and can be used."""
+    start_cluster(c, 4)
+    w0 = c.agents["w0"]
+    old, new = keys_of(c, w0)[0], c.keygen()
+    fp_old = fingerprint_of(c, w0, old)
+    assert c.ctl(w0, "keys", "install", new).returncode == 0
+    fp_new = fingerprint_of(c, w0, new)
+    took = wait_until("every agent counts the new key 4/4",
+                      everyone_counts(c, {fp_old: (4, 4), fp_new: (4, 4)}), 15)
+    print(f"keys install on 4 agents: 4/4 everywhere after {took:.2f} s")
+
+    took = wait_for_key_ops_to_settle(c)
+    print(f"the install stopped being gossiped after {took:.2f} s")
+    c.add("w4")  # started with the cluster's first key alone, after the install: it never hears of it
+    wait_until("5 agents see 5 alive", converged(c, 5), 30)
+    took = wait_until("every agent counts the old key 5/5 and the new 4/5",
+                      everyone_counts(c, {fp_old: (5, 5), fp_new: (4, 5)}), 15)
+    print(f"w4 joined: old key 5/5, new key 4/5 on every agent after {took:.2f} s")
+    for a in c.running():
+        rows = census_of(c, a)[1]
+        assert rows[fp_new]["lacking"] == ["w4"], f"{a.name}: {rows[fp_new]}"
+        assert (rows[fp_new]["key"] is None) == (a.name == "w4"), f"{a.name}: {rows[fp_new]}"
+        assert rows[fp_old]["primary_of"] == 5 and rows[fp_new]["primary_of"] == 0, f"{a.name}: {rows}"
+    text = c.ctl(c.agents["w2"], "keys", "list").stdout
+    print(text, end="")
+    assert f"{new}  {fp_new}  4/5" in text and "lacking: w4" in text, text
+    at_w4 = [line.split() for line in c.ctl(c.agents["w4"], "keys", "list").stdout.splitlines() if fp_new in line]
+    assert at_w4 and at_w4[0][:6] == ["(not", "installed", "here)", fp_new, "4/5", "0/5"], at_w4
+
+    before = {a.name: keys_of(c, a) for a in c.running()}
+    r = c.ctl(c.agents["w1"], "keys", "use", new)
+    print(f"keys use at 4/5: exit {r.returncode}: {(r.stdout + r.stderr).strip()}")
+    assert r.returncode != 0 and "held by 4 of 5 live members (lacking: w4)" in r.stderr, r.stdout + r.stderr
+    time.sleep(1.0)
+    assert {a.name: keys_of(c, a) for a in c.running()} == before, "a keyring changed"
+
+    assert c.ctl(c.agents["w3"], "keys", "install", new).returncode == 0
+    took = wait_until("every agent counts the new key 5/5",
+                      everyone_counts(c, {fp_old: (5, 5), fp_new: (5, 5)}), 15)
+    print(f"keys install again: 5/5 everywhere after {took:.2f} s")
+    r = c.ctl(w0, "keys", "use", new)
+    assert r.returncode == 0, r.stdout + r.stderr
+    took = wait_until("the new key is primary on 5/5 everywhere",
+                      everyone_counts(c, {fp_new: (5, 5)}, "primary_of"), 15)
+    print(f"keys use at 5/5: primary on 5/5 everywhere after {took:.2f} s")
+    assert converged(c, 5)(), "a member was cut off"
+    for a in c.agents.values():
+        assert 'msg="member dead"' not in a.log_text(), f"{a.name} saw a death"
 
 
 def scenario_keys_use_of_a_key_not_installed_is_refused(c):

@@ -141,6 +141,39 @@ static void test_top_frame_shows_view_step_rate_recovery_and_members(void **stat
 	json_decref(now);
 }
 
+static const char keys_with_census[] =
+	"{\"ok\":true,\"keys\":[\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\","
+	"\"ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=\"],\"members\":20,\"unreported\":1,\"truncated\":false,"
+	"\"census\":["
+	"{\"key\":\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\",\"fingerprint\":\"77d3b84c9cfe7cb2\","
+	"\"holders\":19,\"primary_of\":19,\"lacking\":[\"old-agent\"]},"
+	"{\"key\":\"ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=\",\"fingerprint\":\"0123456789abcdef\","
+	"\"holders\":2,\"primary_of\":0,\"lacking\":[\"w2\",\"w3\"]},"
+	"{\"key\":null,\"fingerprint\":\"fedcba9876543210\",\"holders\":1,\"primary_of\":1,\"lacking\":[]}]}";
+
+static void test_keys_list_shows_how_many_members_hold_each_key(void **state)
+{
+	json_t *reply = parse(keys_with_census);
+	char *text = render_to_string(ctl_render_keys, reply);
+	assert_contains(text, "KEY                                           FINGERPRINT       HELD BY  PRIMARY ON\n");
+	assert_contains(text, "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=  77d3b84c9cfe7cb2  19/20    19/20       "
+			      "primary here  lacking: old-agent\n");
+	/* the agent lists up to 16 names; the rest is counted from N/M */
+	assert_contains(text, "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=  0123456789abcdef  2/20     0/20        "
+			      "lacking: w2, w3 and 16 more\n");
+	assert_contains(text, "(not installed here)                          fedcba9876543210  1/20     1/20        "
+			      "lacking: 19 more\n");
+	assert_contains(text, "1 live member(s) report no keys");
+	free(text);
+	json_decref(reply);
+	/* An agent from before the census: its keys, the primary marked. */
+	reply = parse("{\"ok\":true,\"keys\":[\"a2V5MQ==\",\"a2V5Mg==\"]}");
+	text = render_to_string(ctl_render_keys, reply);
+	assert_string_equal(text, "a2V5MQ==  (primary)\na2V5Mg==\n");
+	free(text);
+	json_decref(reply);
+}
+
 static void test_last_heard_is_seconds_with_sensible_precision(void **state)
 {
 	static const struct {
@@ -218,6 +251,7 @@ int main(void)
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
 		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
 		cmocka_unit_test(test_top_frame_shows_view_step_rate_recovery_and_members),
+		cmocka_unit_test(test_keys_list_shows_how_many_members_hold_each_key),
 		cmocka_unit_test(test_last_heard_is_seconds_with_sensible_precision),
 		cmocka_unit_test(test_member_filter_by_status_set_and_name_part),
 		cmocka_unit_test(test_run_dir_prefers_explicit_then_env_then_xdg_then_tmp),

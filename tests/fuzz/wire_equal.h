@@ -14,6 +14,12 @@ static inline bool wire_meta_equal(uint16_t a_len, const uint8_t *a, uint16_t b_
 	return a_len == b_len && a_len <= FTL_META_MAX && memcmp(a, b, a_len) == 0;
 }
 
+static inline bool wire_key_fps_equal(const ftl_key_fps *a, const ftl_key_fps *b)
+{
+	return a->count == b->count && a->count <= FTL_KEY_FPS_MAX &&
+	       memcmp(a->fp, b->fp, (size_t)a->count * FTL_KEY_FP_SIZE) == 0;
+}
+
 static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 {
 	if (a->type != b->type)
@@ -39,7 +45,8 @@ static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 		       a->u.alive.generation == b->u.alive.generation &&
 		       a->u.alive.incarnation == b->u.alive.incarnation &&
 		       !strcmp(a->u.alive.addr, b->u.alive.addr) &&
-		       wire_meta_equal(a->u.alive.meta_len, a->u.alive.meta, b->u.alive.meta_len, b->u.alive.meta);
+		       wire_meta_equal(a->u.alive.meta_len, a->u.alive.meta, b->u.alive.meta_len, b->u.alive.meta) &&
+		       wire_key_fps_equal(&a->u.alive.key_fps, &b->u.alive.key_fps);
 	case FTL_MSG_SUSPECT:
 	case FTL_MSG_DEAD:
 	case FTL_MSG_LEFT:
@@ -61,7 +68,8 @@ static inline bool wire_pp_member_equal(const ftl_pp_member *a, const ftl_pp_mem
 {
 	return !strcmp(a->name, b->name) && a->generation == b->generation && a->incarnation == b->incarnation &&
 	       !strcmp(a->addr, b->addr) && a->state == b->state &&
-	       wire_meta_equal(a->meta_len, a->meta, b->meta_len, b->meta);
+	       wire_meta_equal(a->meta_len, a->meta, b->meta_len, b->meta) &&
+	       wire_key_fps_equal(&a->key_fps, &b->key_fps);
 }
 
 static inline bool wire_push_pull_equal(const ftl_push_pull *a, const ftl_pp_member *am, const ftl_push_pull *b,

@@ -53,6 +53,9 @@ static inline ftl_msg sample_msg(ftl_msg_type type, bool is_max)
 		m.u.alive.meta_len = is_max ? FTL_META_MAX : 0;
 		for (size_t i = 0; i < m.u.alive.meta_len; i++)
 			m.u.alive.meta[i] = (uint8_t)i; /* includes NUL bytes: meta is binary */
+		m.u.alive.key_fps.count = is_max ? FTL_KEY_FPS_MAX : 1;
+		for (size_t i = 0; i < m.u.alive.key_fps.count; i++)
+			memset(m.u.alive.key_fps.fp[i], 0xf0 + (int)i, FTL_KEY_FP_SIZE);
 		break;
 	case FTL_MSG_SUSPECT:
 	case FTL_MSG_DEAD:
@@ -76,7 +79,8 @@ static inline ftl_msg sample_msg(ftl_msg_type type, bool is_max)
 	return m;
 }
 
-/* A push-pull header and n members in every state, with meta from full to empty. */
+/* A push-pull header and n members in every state, with meta from full to empty and from none to a full
+ * keyring of key fingerprints. */
 static inline void sample_push_pull(ftl_push_pull *hdr, ftl_pp_member *m, uint32_t n)
 {
 	memset(hdr, 0, sizeof *hdr);
@@ -92,6 +96,9 @@ static inline void sample_push_pull(ftl_push_pull *hdr, ftl_pp_member *m, uint32
 		m[i].state = (ftl_member_state)(i % FTL_MEMBER_STATE_MAX);
 		m[i].meta_len = (uint16_t)(i == 0 ? FTL_META_MAX : (i * 3) % FTL_META_MAX);
 		memset(m[i].meta, 'm' + (int)(i % 8), m[i].meta_len);
+		m[i].key_fps.count = (uint8_t)(i % (FTL_KEY_FPS_MAX + 1)); /* none to a full keyring */
+		for (uint8_t k = 0; k < m[i].key_fps.count; k++)
+			memset(m[i].key_fps.fp[k], k, FTL_KEY_FP_SIZE);
 	}
 }
 

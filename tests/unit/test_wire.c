@@ -232,6 +232,69 @@ static void test_unknown_key_inside_a_message_is_ignored(void **state)
 	assert_string_equal(out[0].u.ack.source, "w1");
 }
 
+/* An alive map; with fps_len >= 0, key 21 carries fps_len bytes of key fingerprints. */
+static void raw_alive(raw *r, int fps_len)
+{
+	static const uint8_t fps[2 * FTL_KEY_FPS_MAX * FTL_KEY_FP_SIZE] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+	msgpack_pack_map(&r->pk, fps_len >= 0 ? 6 : 5);
+	raw_uint(r, 0, FTL_MSG_ALIVE);
+	raw_str(r, 7, "w1", 2);
+	raw_uint(r, 8, 1);
+	raw_uint(r, 9, 2);
+	raw_str(r, 10, "10.0.0.1:7946", 13);
+	if (fps_len >= 0) {
+		msgpack_pack_uint64(&r->pk, 21);
+		msgpack_pack_bin_with_body(&r->pk, fps, (size_t)fps_len);
+	}
+}
+
+/* A packet of one alive (raw_alive) that must decode. */
+static ftl_msg decoded_alive(int fps_len)
+{
+	raw r;
+	ftl_msg out[1];
+	size_t n = 0;
+	const char *err;
+	raw_begin(&r, FTL_WIRE_VERSION, 1);
+	raw_alive(&r, fps_len);
+	assert_int_equal(raw_decode(&r, out, 1, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(out[0].u.alive.name, "w1");
+	return out[0];
+}
+
+static void test_alive_from_an_agent_before_key_fingerprints_decodes_with_none(void **state)
+{
+	assert_int_equal(decoded_alive(-1).u.alive.key_fps.count, 0);
+	/* and one with fingerprints, as this version sends it: 8 bytes each, in order */
+	ftl_msg m = decoded_alive(2 * FTL_KEY_FP_SIZE);
+	assert_int_equal(m.u.alive.key_fps.count, 2);
+	assert_int_equal(m.u.alive.key_fps.fp[0][0], 1);
+	assert_int_equal(m.u.alive.key_fps.fp[1][0], 9);
+}
+
+static void test_key_fingerprints_of_a_bad_length_are_rejected(void **state)
+{
+	raw r;
+	const int bad[] = {FTL_KEY_FP_SIZE - 1, FTL_KEY_FP_SIZE + 1, (FTL_KEY_FPS_MAX + 1) * FTL_KEY_FP_SIZE};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		raw_begin(&r, FTL_WIRE_VERSION, 1);
+		raw_alive(&r, bad[i]);
+		assert_rejected(&r, "bad key fingerprints");
+	}
+	/* an empty bin is no fingerprints, as an absent key is */
+	assert_int_equal(decoded_alive(0).u.alive.key_fps.count, 0);
+}
+
+static void test_encoder_refuses_more_key_fingerprints_than_a_keyring_holds(void **state)
+{
+	uint8_t enc[FTL_WIRE_MSG_MAX];
+	size_t len;
+	ftl_msg m = sample_msg(FTL_MSG_ALIVE, false);
+	m.u.alive.key_fps.count = FTL_KEY_FPS_MAX + 1;
+	assert_int_equal(ftl_wire_encode_msg(&m, enc, sizeof enc, &len), -1);
+}
+
 static void test_unknown_message_type_is_skipped_and_the_rest_delivered(void **state)
 {
 	raw r;
@@ -665,6 +728,9 @@ int main(void)
 		cmocka_unit_test(test_compound_packet_refuses_more_than_max_msgs),
 		cmocka_unit_test(test_empty_packet_decodes_to_no_messages),
 		cmocka_unit_test(test_unknown_key_inside_a_message_is_ignored),
+		cmocka_unit_test(test_alive_from_an_agent_before_key_fingerprints_decodes_with_none),
+		cmocka_unit_test(test_key_fingerprints_of_a_bad_length_are_rejected),
+		cmocka_unit_test(test_encoder_refuses_more_key_fingerprints_than_a_keyring_holds),
 		cmocka_unit_test(test_unknown_message_type_is_skipped_and_the_rest_delivered),
 		cmocka_unit_test(test_missing_required_key_is_rejected),
 		cmocka_unit_test(test_duplicate_key_is_rejected),
