@@ -1,4 +1,4 @@
-/* The checkpoint file format and directory (agent/checkpoint_format.c, checkpoint_dir.c), and resume
+/* The checkpoint file format and directory (train/checkpoint_format.c, checkpoint_dir.c), and resume
  * through the registered state (checkpoint.c): a file loads only when it is whole and unaltered, and a
  * resume skips what does not verify and loads the newest that does. */
 #include <stdarg.h>
