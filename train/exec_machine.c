@@ -41,11 +41,14 @@ static void enter(ftl_exec *m, ftl_exec_state s)
 
 static bool is_peer_error(ftl_err e) { return e == FTL_ERR_PEER_LOST || e == FTL_ERR_TIMEOUT || e == FTL_ERR_ABORTED; }
 
-static void fail(ftl_exec *m, ftl_err e)
+/* The call ends with e (its message in last_error), said in the log unless whoever failed said it already
+ * (a checkpoint that cannot resume) or it is the step's own error, which the program reports. */
+static void fail(ftl_exec *m, ftl_err e, bool is_logged)
 {
 	m->result = e;
 	enter(m, FTL_EXEC_FAILED);
-	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", m->last_error);
+	if (is_logged)
+		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", m->last_error);
 }
 
 static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -55,7 +58,7 @@ static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m->last_error, sizeof(m->last_error), fmt, ap);
 	va_end(ap);
-	fail(m, e);
+	fail(m, e, true);
 }
 
 void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg)
@@ -126,7 +129,7 @@ static bool is_setup_failure_counted(ftl_exec *m)
 static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 {
 	if (!is_peer_error(e)) {
-		fail(m, e);
+		fail(m, e, kind == FAILED_SETUP);
 		return;
 	}
 	bool is_counted = kind == FAILED_STEP || is_setup_failure_counted(m);
@@ -154,7 +157,7 @@ static void wait_for_view(ftl_exec *m)
 {
 	ftl_err e = m->feed->wait(m->feed_ctx, &m->abandoned, &m->view, m->last_error, sizeof(m->last_error));
 	if (e != FTL_OK)
-		fail(m, e);
+		fail(m, e, true);
 	else
 		enter(m, after_wait(m));
 }
@@ -206,7 +209,7 @@ static void sync_state(ftl_exec *m)
 {
 	ftl_err e = resume_if_needed(m);
 	if (e != FTL_OK) {
-		fail(m, e);
+		fail(m, e, false); /* the checkpoint code said why, file by file */
 		return;
 	}
 	uint64_t steps_before = m->reg->has_state ? m->reg->step : 0, bytes = 0;

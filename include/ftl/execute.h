@@ -131,7 +131,11 @@ FTL_API ftl_err ftl_wait(ftl_agent *a, ftl_request **req);
 FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
 
 /* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
- * backend and device memory with nccl (is_device). Register before the first ftl_execute. */
+ * backend and device memory with nccl (is_device): nccl broadcasts them in place, and control data (sizes,
+ * the step, the sampler position, the save/load bytes) travels over a tcp comm built beside it. Register
+ * after ftl_set_training and before the first ftl_execute. -1 with the reason in ftl_last_error: a host
+ * buffer under nccl, a device buffer under tcp (where the build has CUDA, nccl jobs ask CUDA about the
+ * pointer), an odd-sized device buffer, a full table (64), a bad name. */
 FTL_API int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
 /* Anything else: save writes up to cap bytes and returns how many (or the size needed if larger than
  * cap, then it is called again with enough room); load gets them back on the other ranks. */
