@@ -23,9 +23,11 @@
  *     (the only cost to the step: the file is written, fsynced and renamed by the writer's thread).
  * It returns an error when the job cannot continue: fewer than min_workers for longer than
  * below_min_timeout, retries exhausted, or an error that is not about a peer (the message says which).
- * When this worker has left (ftl_agent_leave, `ftlctl leave`) it returns an error too; if it was rank 0
- * and its state is newer than the last checkpoint, it first writes one and waits until it is durable
- * (ftl_agent_leave does the same when called from the thread that runs ftl_execute).
+ * `ftlctl status` shows where it stands (execute: idle, waiting_for_view, building_comm, syncing, running,
+ * backing_off after a failure, failed). When this worker has left (ftl_agent_leave, `ftlctl leave`) it
+ * returns an error too; if it was rank 0 and its state is newer than the last checkpoint, it first writes
+ * one and waits until it is durable (ftl_agent_leave does the same when called from the thread that runs
+ * ftl_execute).
  *
  * THE STEP CONTRACT: a step may be run more than once for the same step number (after a failure). It must
  * change the registered state only after every collective of the step returned FTL_OK, and must return
