@@ -237,7 +237,13 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t len)
 		return NULL;
 	}
 	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->changed, NULL);
+	/* on the monotonic clock: the training thread's waits (train/exec_agent_feed.c) and leave's deadline
+	 * must not move with the wall clock */
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->changed, &attr);
+	pthread_condattr_destroy(&attr);
 	return a;
 }
 
@@ -402,7 +408,7 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 		return -1;
 	ftl_checkpoint_before_leaving(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until); /* the clock of a->changed */
 	until.tv_sec += timeout_ms / 1000;
 	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {

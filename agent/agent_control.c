@@ -107,7 +107,8 @@ static json_t *status_json(ftl_agent *a)
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
 			 counters_json(a));
 	json_object_set_new(j, "timing", timing_json(a));
-	json_object_set_new(j, "checkpoint", ftl_checkpoint_status_json(&a->train));
+	json_object_set_new(j, "checkpoint", ftl_checkpoint_status_json(&a->train.ckpt));
+	json_object_set_new(j, "execute", ftl_training_execute_json(&a->train));
 	return j;
 }
 

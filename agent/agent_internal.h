@@ -93,13 +93,6 @@ void ftl_agent_rdv_wake(ftl_agent *a);
 int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len);
 int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -1 if not */
 
-/* state_sync.c */
-ftl_err ftl_state_sync(ftl_agent *a, int rank);
-
-/* training.c */
-int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len);
-void ftl_training_free(ftl_training *t);
-
 /* agent_seeds.c */
 void ftl_agent_seeds_start(ftl_agent *a);
 

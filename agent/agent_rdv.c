@@ -125,7 +125,7 @@ static void abort_comm_locked(ftl_agent *a, const char *why)
 {
 	if (a->train.comm) {
 		ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives in progress: %s", why);
-		ftl_comm_abort(a->train.comm);
+		ftl_training_abort_comms_locked(&a->train);
 	}
 }
 

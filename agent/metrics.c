@@ -36,9 +36,9 @@ void ftl_metrics_snapshot_take(ftl_agent *a, ftl_metrics_snapshot *out)
 	out->retries = t->status.retries;
 	out->train = t->metrics;
 	pthread_mutex_unlock(&a->lock);
-	out->has_checkpoints = t->ckpt != NULL;
-	if (t->ckpt)
-		ftl_ckpt_writer_get_stats(t->ckpt, &out->ckpt);
+	out->has_checkpoints = t->ckpt.writer != NULL;
+	if (t->ckpt.writer)
+		ftl_ckpt_writer_get_stats(t->ckpt.writer, &out->ckpt);
 }
 
 /* ---- the text ---- */

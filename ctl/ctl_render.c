@@ -103,6 +103,13 @@ static void render_view(FILE *out, const json_t *view)
 		fprintf(out, "missing      %s\nto resolve   %s\n", ctl_render_text(view, "missing"), ctl_render_text(view, "resolve"));
 }
 
+/* Where ftl_execute stands on this worker (an optional field: agents without training omit it). */
+static void render_execute(FILE *out, const json_t *execute)
+{
+	if (json_is_object(execute))
+		fprintf(out, "execute      %s\n", ctl_render_text(execute, "state"));
+}
+
 static void render_health(FILE *out, const json_t *health)
 {
 	long long score = (long long)json_integer_value(health);
@@ -175,6 +182,7 @@ void ctl_render_status(FILE *out, const json_t *status)
 	fprintf(out, "self         %s at %s, generation %s, incarnation %s\n", ctl_render_text(self, "name"),
 		ctl_render_text(self, "addr"), generation, incarnation);
 	render_view(out, json_object_get(status, "view"));
+	render_execute(out, json_object_get(status, "execute"));
 	fprintf(out, "members      %lld alive, %lld suspect, %lld dead, %lld left\n", ctl_render_integer(counts, "alive"),
 		ctl_render_integer(counts, "suspect"), ctl_render_integer(counts, "dead"), ctl_render_integer(counts, "left"));
 	render_health(out, json_object_get(status, "health"));

@@ -82,7 +82,10 @@ static void fill(uint8_t *p, size_t len)
 }
 
 typedef struct bench_job {
-	ftl_training t;
+	ftl_training_config cfg;
+	ftl_state_registry r;
+	ftl_checkpoints c;
+	char last_error[512];
 	uint8_t *state;
 	size_t bytes;
 } bench_job;
@@ -95,15 +98,15 @@ static int job_init(bench_job *j, const char *dir, size_t bytes)
 	if (!j->state)
 		return -1;
 	fill(j->state, bytes);
-	ftl_training_config_default(&j->t.cfg);
-	snprintf(j->t.cfg.checkpoint_dir, sizeof(j->t.cfg.checkpoint_dir), "%s", dir);
-	j->t.cfg.checkpoint_every = 2; /* as in training: a step that is not due first, which reserves */
-	j->t.cfg.checkpoint_keep = 1;
-	j->t.cfg.checkpoint_wait = true;
-	j->t.buffers[0] = (ftl_buffer_reg){.name = "state", .ptr = j->state, .bytes = bytes};
-	j->t.n_buffers = 1;
+	ftl_training_config_default(&j->cfg);
+	snprintf(j->cfg.checkpoint_dir, sizeof(j->cfg.checkpoint_dir), "%s", dir);
+	j->cfg.checkpoint_every = 2; /* as in training: a step that is not due first, which reserves */
+	j->cfg.checkpoint_keep = 1;
+	j->cfg.checkpoint_wait = true;
+	j->r.buffers[0] = (ftl_buffer_reg){.name = "state", .ptr = j->state, .bytes = bytes};
+	j->r.n_buffers = 1;
 	char err[512];
-	if (ftl_checkpoint_setup(&j->t, err, sizeof(err)) != 0) {
+	if (ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_checkpoint: %s\n", err);
 		return -1;
 	}
@@ -113,18 +116,18 @@ static int job_init(bench_job *j, const char *dir, size_t bytes)
 /* One checkpoint through the training-thread path; its stall and its write time (seconds). */
 static int checkpoint_once(bench_job *j, double *stall, double *write_s)
 {
-	j->t.step++;
-	ftl_checkpoint_after_step(&j->t, 1, 1); /* not due: the writer gets its staging buffer ready */
-	ftl_ckpt_writer_flush(j->t.ckpt);
-	j->t.step++;
+	j->r.step++;
+	ftl_checkpoint_after_step(&j->c, &j->r, 1, 1); /* not due: the writer gets its staging buffer ready */
+	ftl_ckpt_writer_flush(j->c.writer);
+	j->r.step++;
 	double start = now_s();
-	ftl_checkpoint_after_step(&j->t, 1, 1);
+	ftl_checkpoint_after_step(&j->c, &j->r, 1, 1);
 	*stall = now_s() - start;
-	ftl_ckpt_writer_flush(j->t.ckpt);
+	ftl_ckpt_writer_flush(j->c.writer);
 	ftl_ckpt_writer_stats s;
-	ftl_ckpt_writer_get_stats(j->t.ckpt, &s);
+	ftl_ckpt_writer_get_stats(j->c.writer, &s);
 	*write_s = (double)s.last_write_us / 1e6;
-	return s.state == FTL_CKPT_WRITER_IDLE && s.last_step == j->t.step ? 0 : -1;
+	return s.state == FTL_CKPT_WRITER_IDLE && s.last_step == j->r.step ? 0 : -1;
 }
 
 /* Mean compute-step time with the writer idle, then while one checkpoint is being written. */
@@ -134,12 +137,12 @@ static void slowdown(bench_job *j, double *idle, double *busy)
 	for (int i = 0; i < 10; i++)
 		sum += compute_step();
 	*idle = sum / 10;
-	j->t.step += 2;
-	ftl_checkpoint_after_step(&j->t, 1, 1);
+	j->r.step += 2;
+	ftl_checkpoint_after_step(&j->c, &j->r, 1, 1);
 	int n = 0;
 	sum = 0;
 	for (ftl_ckpt_writer_stats s = {.state = FTL_CKPT_WRITER_WRITING}; s.state == FTL_CKPT_WRITER_WRITING;
-	     ftl_ckpt_writer_get_stats(j->t.ckpt, &s)) {
+	     ftl_ckpt_writer_get_stats(j->c.writer, &s)) {
 		sum += compute_step();
 		n++;
 	}
@@ -177,8 +180,8 @@ static int bench_size(const char *dir, size_t mb)
 	       "\"busy_step_ms\":%.2f,\"slowdown\":%.2f}\n",
 	       mb, idle * 1e3, busy * 1e3, busy / idle);
 	fflush(stdout);
-	ftl_checkpoint_teardown(&j.t);
-	ftl_ckpt_retain(dir, j.t.job_id, 0);
+	ftl_checkpoint_teardown(&j.c);
+	ftl_ckpt_retain(dir, j.r.job_id, 0);
 	free(j.state);
 	return 0;
 }

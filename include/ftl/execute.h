@@ -23,9 +23,11 @@
  *     (the only cost to the step: the file is written, fsynced and renamed by the writer's thread).
  * It returns an error when the job cannot continue: fewer than min_workers for longer than
  * below_min_timeout, retries exhausted, or an error that is not about a peer (the message says which).
- * When this worker has left (ftl_agent_leave, `ftlctl leave`) it returns an error too; if it was rank 0
- * and its state is newer than the last checkpoint, it first writes one and waits until it is durable
- * (ftl_agent_leave does the same when called from the thread that runs ftl_execute).
+ * `ftlctl status` shows where it stands (execute: idle, waiting_for_view, building_comm, syncing, running,
+ * backing_off after a failure, failed). When this worker has left (ftl_agent_leave, `ftlctl leave`) it
+ * returns an error too; if it was rank 0 and its state is newer than the last checkpoint, it first writes
+ * one and waits until it is durable (ftl_agent_leave does the same when called from the thread that runs
+ * ftl_execute).
  *
  * THE STEP CONTRACT: a step may be run more than once for the same step number (after a failure). It must
  * change the registered state only after every collective of the step returned FTL_OK, and must return
@@ -131,7 +133,11 @@ FTL_API ftl_err ftl_wait(ftl_agent *a, ftl_request **req);
 FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
 
 /* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
- * backend and device memory with nccl (is_device). Register before the first ftl_execute. */
+ * backend and device memory with nccl (is_device): nccl broadcasts them in place, and control data (sizes,
+ * the step, the sampler position, the save/load bytes) travels over a tcp comm built beside it. Register
+ * after ftl_set_training and before the first ftl_execute. -1 with the reason in ftl_last_error: a host
+ * buffer under nccl, a device buffer under tcp (where the build has CUDA, nccl jobs ask CUDA about the
+ * pointer), an odd-sized device buffer, a full table (64), a bad name. */
 FTL_API int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
 /* Anything else: save writes up to cap bytes and returns how many (or the size needed if larger than
  * cap, then it is called again with enough room); load gets them back on the other ranks. */

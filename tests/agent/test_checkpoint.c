@@ -1,4 +1,4 @@
-/* The checkpoint file format and directory (agent/checkpoint_format.c, checkpoint_dir.c), and resume
+/* The checkpoint file format and directory (train/checkpoint_format.c, checkpoint_dir.c), and resume
  * through the registered state (checkpoint.c): a file loads only when it is whole and unaltered, and a
  * resume skips what does not verify and loads the newest that does. */
 #include <stdarg.h>
@@ -278,7 +278,10 @@ static void test_listing_is_newest_first_and_retention_keeps_exactly_k(void **st
 /* ---- resume through the registered state ---- */
 
 typedef struct fake_job {
-	ftl_training t;
+	ftl_training_config cfg;
+	ftl_state_registry r;
+	ftl_checkpoints c;
+	char last_error[512];
 	float params[16];
 	double momentum[4];
 	char extra[32]; /* what the save/load callbacks carry */
@@ -302,33 +305,33 @@ static void load_extra(void *ctx, const void *buf, size_t len)
 static void job_init(fake_job *j, const char *dir)
 {
 	memset(j, 0, sizeof(*j));
-	ftl_training_config_default(&j->t.cfg);
-	snprintf(j->t.cfg.checkpoint_dir, sizeof(j->t.cfg.checkpoint_dir), "%s", dir);
-	j->t.cfg.checkpoint_every = 10;
-	j->t.cfg.checkpoint_wait = true;
-	j->t.buffers[0] = (ftl_buffer_reg){.name = "params", .ptr = j->params, .bytes = sizeof(j->params)};
-	j->t.buffers[1] = (ftl_buffer_reg){.name = "momentum", .ptr = j->momentum, .bytes = sizeof(j->momentum)};
-	j->t.n_buffers = 2;
-	j->t.save = save_extra;
-	j->t.load = load_extra;
-	j->t.cb_ctx = j;
+	ftl_training_config_default(&j->cfg);
+	snprintf(j->cfg.checkpoint_dir, sizeof(j->cfg.checkpoint_dir), "%s", dir);
+	j->cfg.checkpoint_every = 10;
+	j->cfg.checkpoint_wait = true;
+	j->r.buffers[0] = (ftl_buffer_reg){.name = "params", .ptr = j->params, .bytes = sizeof(j->params)};
+	j->r.buffers[1] = (ftl_buffer_reg){.name = "momentum", .ptr = j->momentum, .bytes = sizeof(j->momentum)};
+	j->r.n_buffers = 2;
+	j->r.save = save_extra;
+	j->r.load = load_extra;
+	j->r.cb_ctx = j;
 	char err[256];
-	assert_int_equal(ftl_checkpoint_setup(&j->t, err, sizeof(err)), 0);
+	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)), 0);
 }
 
 /* Steps the fake job to `steps`, checkpointing every 10; the state after step s is a function of s. */
 static void run_to(fake_job *j, uint64_t steps)
 {
-	while (j->t.step < steps) {
-		j->t.step++;
-		j->t.sample_pos = j->t.step * 64;
+	while (j->r.step < steps) {
+		j->r.step++;
+		j->r.sample_pos = j->r.step * 64;
 		for (int i = 0; i < 16; i++)
-			j->params[i] = (float)(j->t.step * 100 + (uint64_t)i);
-		j->momentum[0] = (double)j->t.step / 3.0;
-		snprintf(j->extra, sizeof(j->extra), "rng-state-%llu", (unsigned long long)j->t.step);
-		ftl_checkpoint_after_step(&j->t, 5, 4);
+			j->params[i] = (float)(j->r.step * 100 + (uint64_t)i);
+		j->momentum[0] = (double)j->r.step / 3.0;
+		snprintf(j->extra, sizeof(j->extra), "rng-state-%llu", (unsigned long long)j->r.step);
+		ftl_checkpoint_after_step(&j->c, &j->r, 5, 4);
 	}
-	ftl_ckpt_writer_flush(j->t.ckpt);
+	ftl_ckpt_writer_flush(j->c.writer);
 }
 
 static fake_job *new_fake_job(const char *dir)
@@ -341,7 +344,7 @@ static fake_job *new_fake_job(const char *dir)
 
 static void fake_job_free(fake_job *j)
 {
-	ftl_checkpoint_teardown(&j->t);
+	ftl_checkpoint_teardown(&j->c);
 	free(j);
 }
 
@@ -373,22 +376,22 @@ static void test_resume_loads_the_newest_that_verifies_with_step_sampler_and_cal
 	fake_job *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	job_init(a, dir);
 	run_to(a, 35); /* checkpoints at 10, 20, 30 */
-	corrupt(dir, a->t.job_id, 30, 300); /* a payload byte of the newest */
+	corrupt(dir, a->r.job_id, 30, 300); /* a payload byte of the newest */
 	job_init(b, dir);
-	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_OK);
-	assert_true(b->t.has_state);
-	assert_true(b->t.job_id == a->t.job_id); /* the job goes on under its id */
-	assert_int_equal(b->t.step, 20);
-	assert_int_equal(b->t.sample_pos, 20 * 64);
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_OK);
+	assert_true(b->r.has_state);
+	assert_true(b->r.job_id == a->r.job_id); /* the job goes on under its id */
+	assert_int_equal(b->r.step, 20);
+	assert_int_equal(b->r.sample_pos, 20 * 64);
 	assert_true(b->params[15] == 2015.0f);
 	assert_true(b->momentum[0] == 20 / 3.0);
 	assert_string_equal(b->extra, "rng-state-20");
-	json_t *st = ftl_checkpoint_status_json(&b->t);
+	json_t *st = ftl_checkpoint_status_json(&b->c);
 	assert_int_equal(json_integer_value(json_object_get(st, "last_step")), 20);
 	assert_string_equal(json_string_value(json_object_get(st, "writer")), "idle");
 	json_decref(st);
-	ftl_checkpoint_teardown(&a->t);
-	ftl_checkpoint_teardown(&b->t);
+	ftl_checkpoint_teardown(&a->c);
+	ftl_checkpoint_teardown(&b->c);
 	free(a);
 	free(b);
 	remove_dir(dir);
@@ -438,8 +441,8 @@ static float third_buffer[4];
 
 static void register_one_more_buffer(fake_job *j)
 {
-	j->t.buffers[2] = (ftl_buffer_reg){.name = "bias", .ptr = third_buffer, .bytes = sizeof(third_buffer)};
-	j->t.n_buffers = 3;
+	j->r.buffers[2] = (ftl_buffer_reg){.name = "bias", .ptr = third_buffer, .bytes = sizeof(third_buffer)};
+	j->r.n_buffers = 3;
 }
 
 static void test_resume_with_one_more_buffer_stops_naming_dir_file_and_setting(void **state)
@@ -448,19 +451,19 @@ static void test_resume_with_one_more_buffer_stops_naming_dir_file_and_setting(v
 	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	snapshot before;
-	take(&before, dir, a->t.job_id);
+	take(&before, dir, a->r.job_id);
 	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
-	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_ERR_INVALID);
 	char newest[FTL_CKPT_NAME_MAX];
-	ftl_ckpt_file_name(30, a->t.job_id, newest, sizeof(newest));
-	expect_parts(b->t.last_error,
+	ftl_ckpt_file_name(30, a->r.job_id, newest, sizeof(newest));
+	expect_parts(b->last_error,
 		     (const char *const[]){dir, newest, "shape mismatch: 2 buffers in the file, 3 registered",
 					   "FTL_CHECKPOINT_FRESH=1", NULL});
-	assert_false(b->t.has_state);
-	assert_int_equal(b->t.step, 0);
+	assert_false(b->r.has_state);
+	assert_int_equal(b->r.step, 0);
 	assert_true(b->params[0] == 0.0f);
-	expect_unchanged(&before, dir, a->t.job_id);
+	expect_unchanged(&before, dir, a->r.job_id);
 	fake_job_free(a);
 	fake_job_free(b);
 	remove_dir(dir);
@@ -472,15 +475,15 @@ static void test_all_corrupt_stops_and_keeps_files(void **state)
 	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	for (uint64_t step = 10; step <= 30; step += 10)
-		corrupt(dir, a->t.job_id, step, 300);
+		corrupt(dir, a->r.job_id, step, 300);
 	snapshot before;
-	take(&before, dir, a->t.job_id);
+	take(&before, dir, a->r.job_id);
 	fake_job *b = new_fake_job(dir);
-	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_ERR_INVALID);
-	expect_parts(b->t.last_error, (const char *const[]){"none of the 3 checkpoint(s)", dir, "checksum mismatch",
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_ERR_INVALID);
+	expect_parts(b->last_error, (const char *const[]){"none of the 3 checkpoint(s)", dir, "checksum mismatch",
 							     "FTL_CHECKPOINT_FRESH=1", NULL});
-	assert_int_equal(b->t.step, 0);
-	expect_unchanged(&before, dir, a->t.job_id);
+	assert_int_equal(b->r.step, 0);
+	expect_unchanged(&before, dir, a->r.job_id);
 	fake_job_free(a);
 	fake_job_free(b);
 	remove_dir(dir);
@@ -495,28 +498,28 @@ static void test_fresh_start_never_deletes_nor_overwrites_another_jobs_files(voi
 	fake_job *a = new_fake_job(dir);
 	run_to(a, 35);
 	snapshot before;
-	take(&before, dir, a->t.job_id);
+	take(&before, dir, a->r.job_id);
 	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
-	b->t.cfg.checkpoint_fresh = true;
-	assert_int_equal(ftl_checkpoint_resume(&b->t), FTL_OK);
-	assert_false(b->t.has_state);
-	assert_true(b->t.job_id != 0 && b->t.job_id != a->t.job_id);
+	b->cfg.checkpoint_fresh = true;
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_OK);
+	assert_false(b->r.has_state);
+	assert_true(b->r.job_id != 0 && b->r.job_id != a->r.job_id);
 	run_to(b, 25); /* checkpoints at 10, 20: the old job's steps, and newer files of the old job exist */
-	expect_unchanged(&before, dir, a->t.job_id);
-	take(&before, dir, a->t.job_id);
+	expect_unchanged(&before, dir, a->r.job_id);
+	take(&before, dir, a->r.job_id);
 	run_to(b, 60); /* 6 of its own, keep 3: retention runs */
-	expect_unchanged(&before, dir, a->t.job_id);
+	expect_unchanged(&before, dir, a->r.job_id);
 	size_t len;
-	char *f = file_bytes(dir, b->t.job_id, 20, &len);
+	char *f = file_bytes(dir, b->r.job_id, 20, &len);
 	assert_null(f); /* its own old ones do go */
-	assert_non_null(f = file_bytes(dir, b->t.job_id, 40, &len));
+	assert_non_null(f = file_bytes(dir, b->r.job_id, 40, &len));
 	free(f);
 	fake_job *c = new_fake_job(dir);
 	register_one_more_buffer(c);
-	assert_int_equal(ftl_checkpoint_resume(&c->t), FTL_OK);
-	assert_true(c->t.has_state && c->t.job_id == b->t.job_id);
-	assert_int_equal(c->t.step, 60);
+	assert_int_equal(ftl_checkpoint_resume(&c->c, &c->r, c->last_error, sizeof(c->last_error)), FTL_OK);
+	assert_true(c->r.has_state && c->r.job_id == b->r.job_id);
+	assert_int_equal(c->r.step, 60);
 	fake_job_free(a);
 	fake_job_free(b);
 	fake_job_free(c);

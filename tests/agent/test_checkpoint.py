@@ -1,6 +1,6 @@
 """Multi-process checkpoint tests: every worker of a job killed, a fresh set resumes from disk.
 Real ftl-train-example workers with FTL_CHECKPOINT_DIR, judged from their JSON lines, their logs and the
-checkpoint files themselves (read here independently of the C code, from the layout in agent/checkpoint.h).
+checkpoint files themselves (read here independently of the C code, from the layout in train/checkpoint.h).
 Same runner as test_training.py (its helpers, its time limit, its seed printing):
     python3 test_checkpoint.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 

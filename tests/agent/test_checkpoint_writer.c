@@ -1,4 +1,4 @@
-/* The checkpoint writer (agent/checkpoint_writer.c): files become durable under their final name only
+/* The checkpoint writer (train/checkpoint_writer.c): files become durable under their final name only
  * when whole, retention keeps exactly K, a busy writer skips or waits as configured, and a write that
  * fails (file too large, full disk, no permission) is reported and leaves the previous checkpoint intact.
  * A writer is made busy deterministically by a FIFO at the temp path it will open: it blocks there until

@@ -307,8 +307,10 @@ def scenario_quorum_loss_waits_and_says_what_is_missing(train, ctl):
         assert view["phase"] == "waiting for quorum", f"{w.name}: phase {view['phase']}"
         for v in victims:
             assert v in view.get("missing", ""), f"{w.name}'s status does not name {v} as missing: {view}"
+        assert s["execute"]["state"] == "waiting_for_view", f"{w.name}: ftl_execute is {s['execute']}"
         text = job.ctl(w, "status").stdout
         assert "quorum reset" in text and "missing" in text, f"{w.name}: ftlctl status says nothing to do:\n{text}"
+        assert "execute      waiting_for_view" in text, f"{w.name}: ftlctl status does not show ftl_execute's state:\n{text}"
         assert "waiting for quorum: members gone from view" in w.log_text(), f"{w.name} did not log what is missing"
     print(f"after {time.time() - t0:.0f} s both survivors wait; status: missing {view['missing']}")
     # On the survivor that is not the coordinator: the waiver reaches the coordinator in its readies.

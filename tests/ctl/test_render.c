@@ -109,6 +109,20 @@ static void test_status_shows_the_last_checkpoint_and_the_writer(void **state)
 	json_decref(status);
 }
 
+static void test_status_shows_where_ftl_execute_stands(void **state)
+{
+	json_t *status = parse("{\"ok\":true,\"view\":null,\"members\":[],\"execute\":{\"state\":\"backing_off\"}}");
+	char *text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "execute      backing_off\n");
+	free(text);
+	json_decref(status);
+	status = parse("{\"ok\":true,\"view\":null,\"members\":[],\"execute\":null}"); /* an agent without training */
+	text = render_to_string(ctl_render_status, status);
+	assert_null(strstr(text, "execute"));
+	free(text);
+	json_decref(status);
+}
+
 /* `ftlctl top`: two samples 2 s apart give the step rate; the last recovery and the member table show. */
 static void test_top_frame_shows_view_step_rate_recovery_and_members(void **state)
 {
@@ -250,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_member_table_columns_line_up),
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
 		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
+		cmocka_unit_test(test_status_shows_where_ftl_execute_stands),
 		cmocka_unit_test(test_top_frame_shows_view_step_rate_recovery_and_members),
 		cmocka_unit_test(test_keys_list_shows_how_many_members_hold_each_key),
 		cmocka_unit_test(test_last_heard_is_seconds_with_sensible_precision),

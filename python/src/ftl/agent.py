@@ -186,9 +186,9 @@ class Agent:
         worker gets rank 0's contents in place, and checkpoints hold it."""
         b = _buffers.describe(buf, f"register({name!r})")
         self._check_backend(b, f"register({name!r})")
-        if self._lib.ftl_register_buffer(self._handle(), name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
-            raise Error(f"ftl: register({name!r}) refused: register before start(), at most 64 buffers, "
-                        "names unique and under 64 bytes", INVALID)
+        handle = self._handle()
+        if self._lib.ftl_register_buffer(handle, name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
+            raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_last_error(handle))}", INVALID)
         self._keep.append(b.owner)
 
     def register_state(self, save: Callable[[], bytes], load: Callable[[bytes], None]) -> None:
@@ -213,9 +213,9 @@ class Agent:
     def set_sampler(self, dataset_size: int, batch_per_rank: int, seed: int = 0) -> None:
         """The elastic sampler: each step hands every rank its slice (StepInfo.indices) of a seeded
         permutation, so each sample is used once per data epoch at any world size."""
-        if self._lib.ftl_set_sampler(self._handle(), dataset_size, batch_per_rank, seed) != 0:
-            raise Error("ftl: set_sampler refused: dataset_size and batch_per_rank must be positive, "
-                        "before start()", INVALID)
+        handle = self._handle()
+        if self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0:
+            raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_last_error(handle))}", INVALID)
 
     # ---- steps ----
 

@@ -83,26 +83,10 @@ ftl_err ftl_train_metrics_allreduce(ftl_agent *a, ftl_comm *c, const void *sendb
 	return e;
 }
 
-void ftl_train_metrics_note_sync(ftl_training *t, uint64_t saved_bytes)
+void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64_t took_us)
 {
-	uint64_t bytes = saved_bytes;
-	for (int i = 0; i < t->n_buffers; i++)
-		bytes += t->buffers[i].bytes;
-	t->metrics.last_sync_bytes = bytes;
-}
-
-ftl_err ftl_train_metrics_state_sync(ftl_agent *a, int rank)
-{
-	int64_t start = ftl_agent_now_us(a);
-	ftl_err e = ftl_state_sync(a, rank);
-	if (e != FTL_OK)
-		return e;
-	double took = seconds_since(a, start);
-	pthread_mutex_lock(&a->lock);
-	a->train.metrics.sync_bytes += a->train.metrics.last_sync_bytes;
-	ftl_histogram_observe(&a->train.metrics.sync_seconds, took);
-	pthread_mutex_unlock(&a->lock);
-	return e;
+	m->sync_bytes += bytes;
+	ftl_histogram_observe(&m->sync_seconds, (double)took_us / 1e6);
 }
 
 void ftl_train_metrics_status_locked(const ftl_train_metrics *m, json_t *view)

@@ -1,5 +1,6 @@
 /* Training settings and registration: the FTL_* training variables, the comm (data) listener each worker
- * keeps across communicators, registered buffers and callbacks, the sampler, and the job status. */
+ * keeps across communicators, registered buffers and callbacks and the sampler (into the state registry),
+ * the job status, and the ftl_execute state machine's place in it. */
 #include "agent_internal.h"
 
 #include <arpa/inet.h>
@@ -15,6 +16,13 @@
 #include "addr.h"
 #include "errfmt.h"
 #include "checkpoint.h"
+#include "exec_feed.h"
+#include "log.h"
+
+/* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
+ * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */
+#define SAME_VIEW_GRACE_US (3 * 1000000LL)
+#define REBUILD_BACKOFF_US (250 * 1000LL)
 
 void ftl_training_config_default(ftl_training_config *t)
 {
@@ -131,12 +139,24 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 			 (long long)t->checkpoint_every, t->checkpoint_keep);
 		return -1;
 	}
-	a->train.cfg = *t;
-	ftl_train_metrics_create(&a->train.metrics);
-	if (ftl_checkpoint_setup(&a->train, err, len) != 0)
+	ftl_training *tr = &a->train;
+	tr->cfg = *t;
+	ftl_train_metrics_create(&tr->metrics);
+	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, err, len) != 0)
 		return -1;
-	a->train.is_enabled = true;
-	a->train.data_fd = -1;
+	tr->state.backend = t->backend;
+	ftl_exec_retry_policy policy = {
+		.max_retries = t->max_retries,
+		.setup_grace_us = (int64_t)t->collective_timeout_ms * 1000,
+		.step_failure_rebuild_us = SAME_VIEW_GRACE_US,
+		.setup_failure_rebuild_us = REBUILD_BACKOFF_US,
+	};
+	ftl_exec_create(&tr->exec, &policy, &tr->state);
+	ftl_exec_set_feed(&tr->exec, &ftl_exec_agent_feed, a);
+	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
+	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
+	tr->is_enabled = true;
+	tr->data_fd = -1;
 	return 0;
 }
 
@@ -174,49 +194,63 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 
 void ftl_training_free(ftl_training *t)
 {
-	ftl_checkpoint_teardown(t); /* a write in progress finishes first */
+	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
+	if (t->ctrl_comm != t->comm)
+		ftl_comm_destroy(t->ctrl_comm);
 	ftl_comm_destroy(t->comm);
-	t->comm = NULL;
+	t->comm = t->ctrl_comm = NULL;
 	if (t->data_fd >= 0 && t->is_enabled)
 		close(t->data_fd);
 	free(t->view.members);
-	free(t->indices);
+	ftl_exec_destroy(&t->exec);
+	ftl_state_free(&t->state);
+}
+
+void ftl_training_abort_comms_locked(ftl_training *t)
+{
+	if (t->comm)
+		ftl_comm_abort(t->comm);
+	if (t->ctrl_comm)
+		ftl_comm_abort(t->ctrl_comm);
+}
+
+json_t *ftl_training_execute_json(ftl_training *t)
+{
+	if (!t->is_enabled)
+		return json_null();
+	return json_pack("{s:s}", "state", ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]);
+}
+
+/* A refused registration: said in the log and kept for ftl_last_error. */
+static int refused(ftl_agent *a, int rc)
+{
+	if (rc != 0)
+		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train.exec.last_error);
+	return rc;
 }
 
 int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
 {
-	ftl_training *t = &a->train;
-	if (t->n_buffers == FTL_MAX_BUFFERS || !name || (!ptr && bytes))
-		return -1;
-	ftl_buffer_reg *b = &t->buffers[t->n_buffers++];
-	snprintf(b->name, sizeof(b->name), "%s", name);
-	b->ptr = ptr;
-	b->bytes = bytes;
-	b->is_device = is_device;
-	return 0;
+	char *err = a->train.exec.last_error;
+	size_t len = sizeof(a->train.exec.last_error);
+	if (!a->train.is_enabled)
+		return refused(a, ftl_errf(err, len, "ftl_register_buffer '%s': call ftl_set_training first (it says "
+					   "which memory the backend moves)", name ? name : "(null)"));
+	return refused(a, ftl_state_register_buffer(&a->train.state, name, ptr, bytes, is_device, err, len));
 }
 
 int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
 {
-	a->train.save = save;
-	a->train.load = load;
-	a->train.cb_ctx = ctx;
+	a->train.state.save = save;
+	a->train.state.load = load;
+	a->train.state.cb_ctx = ctx;
 	return 0;
 }
 
 int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
 {
-	ftl_training *t = &a->train;
-	if (dataset_size == 0 || batch_per_rank == 0)
-		return -1;
-	uint64_t *idx = realloc(t->indices, batch_per_rank * sizeof(*idx));
-	if (!idx)
-		return -1;
-	t->indices = idx;
-	t->dataset_size = dataset_size;
-	t->batch_per_rank = batch_per_rank;
-	t->sampler_seed = seed;
-	return 0;
+	return refused(a, ftl_state_set_sampler(&a->train.state, dataset_size, batch_per_rank, seed,
+						a->train.exec.last_error, sizeof(a->train.exec.last_error)));
 }
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
@@ -226,4 +260,4 @@ void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
 	pthread_mutex_unlock(&a->lock);
 }
 
-const char *ftl_last_error(ftl_agent *a) { return a->train.last_error; }
+const char *ftl_last_error(ftl_agent *a) { return a->train.exec.last_error; }

@@ -1,7 +1,9 @@
-/* Copies between a registered buffer and host memory, for checkpoints: memcpy for host buffers,
- * cudaMemcpy for device buffers when the build has CUDA (the nccl backend). A build without CUDA cannot
- * have device state (ftl_set_training refuses FTL_COMM=nccl there), so a device buffer is an error then. */
-#include "checkpoint.h"
+/* Registered buffers and CUDA, the one file that asks the runtime: copies between a registered buffer and
+ * host memory, for checkpoints (memcpy for host buffers, cudaMemcpy for device buffers when the build has
+ * CUDA, the nccl backend), and what kind of memory a pointer is, for registration. A build without CUDA
+ * cannot have device state (ftl_set_training refuses FTL_COMM=nccl there), so a device buffer is an error
+ * then. */
+#include "state_registry.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,4 +38,18 @@ int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t wh
 int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len)
 {
 	return copy(b->ptr, src, b, false, why, why_len);
+}
+
+int ftl_buffer_is_device_memory(const void *ptr)
+{
+#ifdef FTL_HAVE_NCCL
+	struct cudaPointerAttributes attr;
+	if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+		cudaGetLastError(); /* no driver or no device: clear the sticky error, and take the caller's word */
+		return -1;
+	}
+	return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+#else
+	return -1;
+#endif
 }

@@ -7,8 +7,9 @@
  *  - checkpoint_writer.c: the writer thread and its staging buffer; the training thread only copies the
  *    state into the staging buffer, the thread hashes, writes a temp file, fsyncs it, renames it, fsyncs
  *    the directory and only then deletes checkpoints older than the newest K;
- *  - checkpoint.c: the glue with ftl_training: stage the registered state after a step, resume from the
- *    newest file that verifies (or stop), the final checkpoint of a rank 0 that leaves, the status;
+ *  - checkpoint.c: the glue with the state registry (state_registry.h): stage the registered state after a
+ *    step, resume from the newest file that verifies (or stop), the final checkpoint of a rank 0 that
+ *    leaves, the status; it knows nothing of the agent or of ftl_execute;
  *  - checkpoint_leave.c: where leaving the cluster meets checkpoints (which thread, which rank).
  *
  * File image, format version 2 (all integers little-endian):
@@ -37,15 +38,16 @@
  * ~0.8 GB/s: BLAKE2b was slower than the disk and set the checkpoint's speed. An unkeyed hash of either
  * kind stops no one who can rewrite the file; FTL_CHECKPOINT_CHECKSUM=blake2b remains for those who want
  * a cryptographic digest to compare against a copy kept elsewhere. */
-#ifndef FTL_AGENT_CHECKPOINT_H
-#define FTL_AGENT_CHECKPOINT_H
+#ifndef FTL_TRAIN_CHECKPOINT_H
+#define FTL_TRAIN_CHECKPOINT_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "training.h"
+#include "exec_machine.h"
+#include "state_registry.h"
 
 #define FTL_CKPT_MAGIC "FTLCKPT"
 #define FTL_CKPT_VERSION 2u
@@ -172,31 +174,36 @@ void ftl_ckpt_writer_get_stats(ftl_ckpt_writer *w, ftl_ckpt_writer_stats *out);
 /* The job resumed from this file: it is the last checkpoint until the next one is written. */
 void ftl_ckpt_writer_note_loaded(ftl_ckpt_writer *w, uint64_t step, const char *file, int64_t written_ms);
 
-/* ---- checkpoint.c: with the registered state ---- */
+/* ---- checkpoint.c: with the state registry ---- */
 
-/* From ftl_set_training: starts the writer when cfg.checkpoint_dir is set. -1 with a message. */
-int ftl_checkpoint_setup(ftl_training *t, char *err, size_t err_len);
-void ftl_checkpoint_teardown(ftl_training *t);
+typedef struct ftl_checkpoints {
+	ftl_ckpt_writer *writer;           /* NULL: checkpoints are off */
+	const ftl_training_config *cfg;    /* dir, every, keep, busy, fresh, checksum */
+} ftl_checkpoints;
+
+/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg must outlive c). -1 with a
+ * message. */
+int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, char *err, size_t err_len);
+void ftl_checkpoint_teardown(ftl_checkpoints *c);
 /* After a completed step on rank 0: stage the state for the writer when the step is due. */
-void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t world_size);
+void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);
 /* Rank 0 of a view with no live state: load the newest checkpoint that verifies and has the registered
- * shape into the registered state (buffers, callbacks, step, sampler, job id; has_state), logging every
- * file skipped and why. FTL_OK when one loaded or there is none (a new job id then); an error, with its
- * message in t->last_error (directory, newest file, what differs, FTL_CHECKPOINT_FRESH), when the
- * directory cannot be read or none of its checkpoints loads, unless cfg.checkpoint_fresh. */
-ftl_err ftl_checkpoint_resume(ftl_training *t);
+ * shape into the registry (buffers, callbacks, step, sampler, job id; has_state), logging every file
+ * skipped and why. FTL_OK when one loaded or there is none (a new job id then); an error, with its message
+ * in err (directory, newest file, what differs, FTL_CHECKPOINT_FRESH), when the directory cannot be read
+ * or none of its checkpoints loads, unless cfg->checkpoint_fresh. */
+ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *err, size_t err_len);
 /* Rank 0 leaving: when the calling thread is the one that took this job's checkpoints and the state is
  * newer than the last checkpoint (of this process or on disk), writes one and waits until it is durable
  * (or failed: logged). No-op otherwise. */
-void ftl_checkpoint_final(ftl_training *t, uint64_t view_epoch, uint32_t world_size);
+void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);
+/* The hooks ftl_execute's state machine takes (exec_machine.h); ctx: an ftl_checkpoints. */
+extern const ftl_exec_checkpoint_ops ftl_checkpoint_exec_ops;
 /* checkpoint_leave.c: the agent is leaving; ftl_checkpoint_final when this worker was rank 0 of the view
  * it last stepped in. From ftl_execute (after it found the agent left) and ftl_agent_leave. */
-void ftl_checkpoint_before_leaving(ftl_agent *a);
+struct ftl_agent;
+void ftl_checkpoint_before_leaving(struct ftl_agent *a);
 /* The "checkpoint" object of the status (null when checkpoints are off); any thread. */
-json_t *ftl_checkpoint_status_json(ftl_training *t);
-
-/* Copies between a registered buffer and host memory (cudaMemcpy for device buffers). -1 with why. */
-int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t why_len);
-int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len);
+json_t *ftl_checkpoint_status_json(ftl_checkpoints *c);
 
 #endif

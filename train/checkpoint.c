@@ -38,7 +38,7 @@
 
 /* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that
  * thread may stage a final checkpoint, since only it knows no step is half way. */
-static _Thread_local const ftl_training *stepping_here;
+static _Thread_local const ftl_checkpoints *stepping_here;
 
 static int64_t mono_us(void)
 {
@@ -47,20 +47,20 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int ftl_checkpoint_setup(ftl_training *t, char *err, size_t err_len)
+int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, char *err, size_t err_len)
 {
-	ftl_checkpoint_teardown(t);
-	if (!t->cfg.checkpoint_dir[0])
+	ftl_checkpoint_teardown(c);
+	c->cfg = cfg;
+	if (!cfg->checkpoint_dir[0])
 		return 0;
-	t->ckpt = ftl_ckpt_writer_new(t->cfg.checkpoint_dir, t->cfg.checkpoint_keep, t->cfg.checkpoint_wait, err,
-				      err_len);
-	return t->ckpt ? 0 : -1;
+	c->writer = ftl_ckpt_writer_new(cfg->checkpoint_dir, cfg->checkpoint_keep, cfg->checkpoint_wait, err, err_len);
+	return c->writer ? 0 : -1;
 }
 
-void ftl_checkpoint_teardown(ftl_training *t)
+void ftl_checkpoint_teardown(ftl_checkpoints *c)
 {
-	ftl_ckpt_writer_delete(t->ckpt);
-	t->ckpt = NULL;
+	ftl_ckpt_writer_delete(c->writer);
+	c->writer = NULL;
 }
 
 static uint64_t new_job_id(void)
@@ -74,19 +74,19 @@ static uint64_t new_job_id(void)
 }
 
 /* The registered buffers as a header (names and sizes), with the job position. */
-static void header_of(const ftl_training *t, ftl_ckpt_header *h)
+static void header_of(const ftl_checkpoints *c, const ftl_state_registry *r, ftl_ckpt_header *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->version = FTL_CKPT_VERSION;
-	h->sum_kind = t->cfg.checkpoint_blake2b ? FTL_CKPT_SUM_BLAKE2B : FTL_CKPT_SUM_XXH3;
-	h->job_id = t->job_id;
-	h->step = t->step;
-	h->data_epoch = t->data_epoch;
-	h->sample_pos = t->sample_pos;
-	h->n_buffers = (uint32_t)t->n_buffers;
-	for (int i = 0; i < t->n_buffers; i++) {
-		snprintf(h->names[i], sizeof(h->names[i]), "%s", t->buffers[i].name);
-		h->sizes[i] = t->buffers[i].bytes;
+	h->sum_kind = c->cfg->checkpoint_blake2b ? FTL_CKPT_SUM_BLAKE2B : FTL_CKPT_SUM_XXH3;
+	h->job_id = r->job_id;
+	h->step = r->step;
+	h->data_epoch = r->data_epoch;
+	h->sample_pos = r->sample_pos;
+	h->n_buffers = (uint32_t)r->n_buffers;
+	for (int i = 0; i < r->n_buffers; i++) {
+		snprintf(h->names[i], sizeof(h->names[i]), "%s", r->buffers[i].name);
+		h->sizes[i] = r->buffers[i].bytes;
 	}
 }
 
@@ -95,81 +95,81 @@ static void header_of(const ftl_training *t, ftl_ckpt_header *h)
 
 /* Copies the state into the writer's staging buffer and hands it over. -1 when nothing was handed over
  * (the writer is busy in skip mode, or a copy failed: logged). */
-static int stage(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+static int stage(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
 {
 	int64_t start = mono_us();
-	if (!t->job_id)
-		t->job_id = new_job_id(); /* a job that never went through resume (tests, benchmarks) */
+	if (!r->job_id)
+		r->job_id = new_job_id(); /* a job that never went through resume (tests, benchmarks) */
 	ftl_ckpt_header h;
-	header_of(t, &h);
+	header_of(c, r, &h);
 	h.view_epoch = view_epoch;
 	h.world_size = world_size;
-	h.save_len = t->save ? t->save(t->cb_ctx, NULL, 0) : 0;
-	uint8_t *image = ftl_ckpt_writer_begin(t->ckpt, t->step, ftl_ckpt_file_bytes(&h));
+	h.save_len = r->save ? r->save(r->cb_ctx, NULL, 0) : 0;
+	uint8_t *image = ftl_ckpt_writer_begin(c->writer, r->step, ftl_ckpt_file_bytes(&h));
 	if (!image)
 		return -1;
 	ftl_ckpt_encode_header(&h, image);
 	char why[256];
 	for (uint32_t i = 0; i < h.n_buffers; i++) {
-		if (ftl_buffer_copy_out(&t->buffers[i], image + ftl_ckpt_payload_offset(&h, i), why, sizeof(why)) != 0) {
-			ftl_ckpt_writer_cancel(t->ckpt, why);
+		if (ftl_buffer_copy_out(&r->buffers[i], image + ftl_ckpt_payload_offset(&h, i), why, sizeof(why)) != 0) {
+			ftl_ckpt_writer_cancel(c->writer, why);
 			return -1;
 		}
 	}
 	if (h.save_len) {
-		size_t got = t->save(t->cb_ctx, image + ftl_ckpt_payload_offset(&h, h.n_buffers), h.save_len);
+		size_t got = r->save(r->cb_ctx, image + ftl_ckpt_payload_offset(&h, h.n_buffers), h.save_len);
 		if (got != h.save_len) {
 			snprintf(why, sizeof(why), "the save callback wrote %zu bytes after asking for %llu", got,
 				 (unsigned long long)h.save_len);
-			ftl_ckpt_writer_cancel(t->ckpt, why);
+			ftl_ckpt_writer_cancel(c->writer, why);
 			return -1;
 		}
 	}
-	ftl_ckpt_writer_submit(t->ckpt, mono_us() - start);
+	ftl_ckpt_writer_submit(c->writer, mono_us() - start);
 	return 0;
 }
 
-void ftl_checkpoint_after_step(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
 {
-	if (!t->ckpt || t->cfg.checkpoint_every <= 0)
+	if (!c->writer || c->cfg->checkpoint_every <= 0)
 		return;
-	stepping_here = t;
-	if (t->step % (uint64_t)t->cfg.checkpoint_every != 0) {
+	stepping_here = c;
+	if (r->step % (uint64_t)c->cfg->checkpoint_every != 0) {
 		ftl_ckpt_header h;
-		header_of(t, &h); /* get the staging buffer ready while the steps that are not due run */
-		ftl_ckpt_writer_reserve(t->ckpt, ftl_ckpt_file_bytes(&h) + SAVE_BYTES_SLACK);
+		header_of(c, r, &h); /* get the staging buffer ready while the steps that are not due run */
+		ftl_ckpt_writer_reserve(c->writer, ftl_ckpt_file_bytes(&h) + SAVE_BYTES_SLACK);
 		return;
 	}
-	stage(t, view_epoch, world_size);
+	stage(c, r, view_epoch, world_size);
 }
 
 /* Whether this job's checkpoint of its current step is already on disk (written by an earlier rank 0). */
-static bool is_on_disk(const ftl_training *t)
+static bool is_on_disk(const ftl_checkpoints *c, const ftl_state_registry *r)
 {
 	char name[FTL_CKPT_NAME_MAX], path[FTL_CKPT_PATH_MAX + 8];
-	ftl_ckpt_file_name(t->step, t->job_id, name, sizeof(name));
-	snprintf(path, sizeof(path), "%s/%s", t->cfg.checkpoint_dir, name);
+	ftl_ckpt_file_name(r->step, r->job_id, name, sizeof(name));
+	snprintf(path, sizeof(path), "%s/%s", c->cfg->checkpoint_dir, name);
 	return access(path, F_OK) == 0;
 }
 
-void ftl_checkpoint_final(ftl_training *t, uint64_t view_epoch, uint32_t world_size)
+void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
 {
-	if (stepping_here != t || !t->ckpt || !t->has_state) /* the thread first: the rest is that thread's */
+	if (stepping_here != c || !c->writer || !r->has_state) /* the thread first: the rest is that thread's */
 		return;
-	ftl_ckpt_writer_flush(t->ckpt); /* a write in progress finishes first: its staging buffer is needed */
+	ftl_ckpt_writer_flush(c->writer); /* a write in progress finishes first: its staging buffer is needed */
 	ftl_ckpt_writer_stats s;
-	ftl_ckpt_writer_get_stats(t->ckpt, &s);
-	if ((s.has_last && s.last_step == t->step) || is_on_disk(t))
+	ftl_ckpt_writer_get_stats(c->writer, &s);
+	if ((s.has_last && s.last_step == r->step) || is_on_disk(c, r))
 		return; /* nothing new since the last checkpoint */
 	char fields[96];
-	snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)t->step);
+	snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)r->step);
 	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "leaving as rank 0: writing a final checkpoint of step %llu",
-		(unsigned long long)t->step);
-	if (stage(t, view_epoch, world_size) != 0)
+		(unsigned long long)r->step);
+	if (stage(c, r, view_epoch, world_size) != 0)
 		return;
-	ftl_ckpt_writer_flush(t->ckpt);
-	ftl_ckpt_writer_get_stats(t->ckpt, &s);
-	if (s.state == FTL_CKPT_WRITER_IDLE && s.has_last && s.last_step == t->step)
+	ftl_ckpt_writer_flush(c->writer);
+	ftl_ckpt_writer_get_stats(c->writer, &s);
+	if (s.state == FTL_CKPT_WRITER_IDLE && s.has_last && s.last_step == r->step)
 		ftl_log(FTL_LOG_INFO, "checkpoint", fields, "final checkpoint durable before leaving: %s", s.last_file);
 	/* a failure was logged by the writer, with its reason */
 }
@@ -226,16 +226,16 @@ static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt
 }
 
 /* Puts a verified image into the registered state. */
-static int apply(ftl_training *t, const ftl_ckpt_header *h, const uint8_t *image, char *why, size_t why_len)
+static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image, char *why, size_t why_len)
 {
 	for (uint32_t i = 0; i < h->n_buffers; i++)
-		if (ftl_buffer_copy_in(&t->buffers[i], image + ftl_ckpt_payload_offset(h, i), why, why_len) != 0)
+		if (ftl_buffer_copy_in(&r->buffers[i], image + ftl_ckpt_payload_offset(h, i), why, why_len) != 0)
 			return -1;
-	if (t->load && h->save_len)
-		t->load(t->cb_ctx, image + ftl_ckpt_payload_offset(h, h->n_buffers), h->save_len);
-	t->step = h->step;
-	t->data_epoch = h->data_epoch;
-	t->sample_pos = h->sample_pos;
+	if (r->load && h->save_len)
+		r->load(r->cb_ctx, image + ftl_ckpt_payload_offset(h, h->n_buffers), h->save_len);
+	r->step = h->step;
+	r->data_epoch = h->data_epoch;
+	r->sample_pos = h->sample_pos;
 	return 0;
 }
 
@@ -247,68 +247,69 @@ static void log_skip(const char *path, const char *why)
 }
 
 /* Loads one file into the registered state; -1 with the reason (the state is untouched then). */
-static int load_one(ftl_training *t, const char *path, const ftl_ckpt_header *mine, char *why, size_t why_len)
+static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path, const ftl_ckpt_header *mine, char *why, size_t why_len)
 {
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	uint8_t *image;
 	if (read_verified(path, mine, &h, &image, why, why_len) != 0)
 		return -1;
-	int rc = apply(t, &h, image, why, why_len);
+	int rc = apply(r, &h, image, why, why_len);
 	free(image);
 	if (rc != 0)
 		return -1;
-	t->job_id = h.job_id ? h.job_id : new_job_id(); /* a version 1 file belongs to no job: start one */
+	r->job_id = h.job_id ? h.job_id : new_job_id(); /* a version 1 file belongs to no job: start one */
 	struct stat st;
 	int64_t written_ms = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 : 0;
-	ftl_ckpt_writer_note_loaded(t->ckpt, h.step, path, written_ms);
+	ftl_ckpt_writer_note_loaded(c->writer, h.step, path, written_ms);
 	char fields[FTL_CKPT_PATH_MAX + 256];
 	snprintf(fields, sizeof(fields),
 		 "file=%s step=%llu data_epoch=%llu sample_pos=%llu written_in_epoch=%llu job=%016llx took_ms=%.1f", path,
 		 (unsigned long long)h.step, (unsigned long long)h.data_epoch, (unsigned long long)h.sample_pos,
-		 (unsigned long long)h.view_epoch, (unsigned long long)t->job_id, (double)(mono_us() - start) / 1000.0);
+		 (unsigned long long)h.view_epoch, (unsigned long long)r->job_id, (double)(mono_us() - start) / 1000.0);
 	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "resuming from checkpoint at step %llu", (unsigned long long)h.step);
 	return 0;
 }
 
-static ftl_err resume_failed(ftl_training *t, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static ftl_err resume_failed(ftl_training *t, ftl_err err, const char *fmt, ...)
+static ftl_err resume_failed(char *out, size_t out_len, ftl_err err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static ftl_err resume_failed(char *out, size_t out_len, ftl_err err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(t->last_error, sizeof(t->last_error), fmt, ap);
+	vsnprintf(out, out_len, fmt, ap);
 	va_end(ap);
-	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", t->last_error);
+	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", out);
 	return err;
 }
 
-static void start_fresh(ftl_training *t) { t->job_id = new_job_id(); }
+static void start_fresh(ftl_state_registry *r) { r->job_id = new_job_id(); }
 
-ftl_err ftl_checkpoint_resume(ftl_training *t)
+ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *err, size_t err_len)
 {
-	if (!t->ckpt) {
-		start_fresh(t);
+	if (!c->writer) {
+		start_fresh(r);
 		return FTL_OK;
 	}
-	const char *dir = t->cfg.checkpoint_dir;
+	const char *dir = c->cfg->checkpoint_dir;
 	int temps = ftl_ckpt_remove_temps(dir);
 	if (temps)
 		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "removed %d unfinished checkpoint temp file(s) from %s", temps, dir);
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
 	if (ftl_ckpt_list(dir, &names, &n) != 0)
-		return resume_failed(t, FTL_ERR_SYSTEM,
+		return resume_failed(err, err_len, FTL_ERR_SYSTEM,
 				     "ftl: cannot read FTL_CHECKPOINT_DIR=%s: %s; not starting over without knowing "
 				     "what it holds",
 				     dir, strerror(errno));
 	ftl_ckpt_header mine;
-	header_of(t, &mine);
+	header_of(c, r, &mine);
 	char newest[FTL_CKPT_NAME_MAX] = "", newest_why[256] = "";
 	bool is_loaded = false;
 	for (size_t i = 0; i < n && !is_loaded; i++) {
 		char path[FTL_CKPT_PATH_MAX + 8], why[256];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		is_loaded = load_one(t, path, &mine, why, sizeof(why)) == 0;
+		is_loaded = load_one(c, r, path, &mine, why, sizeof(why)) == 0;
 		if (is_loaded)
 			break;
 		log_skip(path, why);
@@ -319,34 +320,34 @@ ftl_err ftl_checkpoint_resume(ftl_training *t)
 	}
 	free(names);
 	if (is_loaded) {
-		t->has_state = true;
+		r->has_state = true;
 		return FTL_OK;
 	}
 	if (n == 0) {
 		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "no checkpoint in %s yet: starting from the initial state", dir);
-	} else if (t->cfg.checkpoint_fresh) {
+	} else if (c->cfg->checkpoint_fresh) {
 		ftl_log(FTL_LOG_WARN, "checkpoint", NULL,
 			"none of the %zu checkpoint(s) in %s can be loaded (the newest, %s: %s): starting from the "
 			"initial state as FTL_CHECKPOINT_FRESH=1 asks; those files are kept",
 			n, dir, newest, newest_why);
 	} else {
-		return resume_failed(t, FTL_ERR_INVALID,
+		return resume_failed(err, err_len, FTL_ERR_INVALID,
 				     "ftl: cannot resume: none of the %zu checkpoint(s) in FTL_CHECKPOINT_DIR=%s can be "
 				     "loaded (each is logged above); the newest, %s: %s. Run the program that wrote "
 				     "them, or set FTL_CHECKPOINT_FRESH=1 to start from the initial state (the files "
 				     "are kept)",
 				     n, dir, newest, newest_why);
 	}
-	start_fresh(t);
+	start_fresh(r);
 	return FTL_OK;
 }
 
-json_t *ftl_checkpoint_status_json(ftl_training *t)
+json_t *ftl_checkpoint_status_json(ftl_checkpoints *c)
 {
-	if (!t->ckpt)
+	if (!c->writer)
 		return json_null();
 	ftl_ckpt_writer_stats s;
-	ftl_ckpt_writer_get_stats(t->ckpt, &s);
+	ftl_ckpt_writer_get_stats(c->writer, &s);
 	char writer[sizeof(s.last_error) + 16];
 	if (s.state == FTL_CKPT_WRITER_FAILED)
 		snprintf(writer, sizeof(writer), "failed: %s", s.last_error);
@@ -355,10 +356,22 @@ json_t *ftl_checkpoint_status_json(ftl_training *t)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	double age_s = (double)((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 - s.last_done_ms) / 1000.0;
-	return json_pack("{s:s, s:I, s:i, s:o, s:o, s:o, s:s, s:I, s:I, s:I}", "dir", t->cfg.checkpoint_dir, "every",
-			 (json_int_t)t->cfg.checkpoint_every, "keep", t->cfg.checkpoint_keep, "last_step",
+	return json_pack("{s:s, s:I, s:i, s:o, s:o, s:o, s:s, s:I, s:I, s:I}", "dir", c->cfg->checkpoint_dir, "every",
+			 (json_int_t)c->cfg->checkpoint_every, "keep", c->cfg->checkpoint_keep, "last_step",
 			 s.has_last ? json_integer((json_int_t)s.last_step) : json_null(), "last_file",
 			 s.has_last ? json_string(s.last_file) : json_null(), "age_s",
 			 s.has_last ? json_real(age_s) : json_null(), "writer", writer, "written", (json_int_t)s.written,
 			 "skipped", (json_int_t)s.skipped, "failed", (json_int_t)s.failed);
 }
+
+static ftl_err exec_resume(void *ctx, ftl_state_registry *r, char *err, size_t err_len)
+{
+	return ftl_checkpoint_resume(ctx, r, err, err_len);
+}
+
+static void exec_after_step(void *ctx, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
+{
+	ftl_checkpoint_after_step(ctx, r, view_epoch, world_size);
+}
+
+const ftl_exec_checkpoint_ops ftl_checkpoint_exec_ops = {.resume = exec_resume, .after_step = exec_after_step};

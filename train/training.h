@@ -1,18 +1,19 @@
-/* The training side of an agent: the rendezvous instance (loop thread), the view handed to the
- * training thread, the communicator, the registered state and the sampler position. What both threads
- * touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
-#ifndef FTL_AGENT_TRAINING_H
-#define FTL_AGENT_TRAINING_H
+/* The training side of an agent: the rendezvous instance (loop thread), the view handed to the training
+ * thread, the communicators, the ftl_execute state machine, the state registry and the checkpoints. What
+ * both threads touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
+#ifndef FTL_TRAIN_TRAINING_H
+#define FTL_TRAIN_TRAINING_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
+#include "checkpoint.h"
+#include "exec_machine.h"
 #include "ftl/execute.h"
 #include "rendezvous.h"
+#include "state_registry.h"
 #include "train_metrics.h"
-
-#define FTL_MAX_BUFFERS 64
 
 typedef struct ftl_view_copy {
 	uint64_t seq;                    /* this worker's count of views taken (0: none yet): unlike the epoch,
@@ -25,13 +26,6 @@ typedef struct ftl_view_copy {
 	uint16_t blob_len;
 	uint8_t blob[FTL_RDV_BLOB_MAX];
 } ftl_view_copy;
-
-typedef struct ftl_buffer_reg {
-	char name[64];
-	void *ptr;
-	size_t bytes;
-	bool is_device;
-} ftl_buffer_reg;
 
 typedef struct ftl_training {
 	bool is_enabled;                 /* ftl_set_training was called */
@@ -49,6 +43,8 @@ typedef struct ftl_training {
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
 	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
 	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
+	ftl_comm *ctrl_comm;             /* nccl: the tcp comm beside it for control data (NULL under tcp) */
+	uint64_t comm_seq;               /* the view (seq) they were built for (0: none) */
 	ftl_rdv_phase phase;
 	char coordinator[FTL_NAME_MAX];
 	ftl_job_status status;
@@ -56,28 +52,20 @@ typedef struct ftl_training {
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
 
 	/* training thread */
-	uint64_t comm_seq;               /* the view (seq) the communicator was built for */
-	uint64_t synced_seq;             /* the view (seq) whose state sync completed */
-	uint64_t synced_lineage;         /* the lineage of the last view synced (0: none yet) */
-	uint64_t step;
-	uint64_t data_epoch;
-	uint64_t sample_pos;
-	ftl_buffer_reg buffers[FTL_MAX_BUFFERS];
-	int n_buffers;
-	ftl_save_cb save;
-	ftl_load_cb load;
-	void *cb_ctx;
-	uint64_t dataset_size;           /* 0 = no sampler */
-	uint32_t batch_per_rank;
-	uint64_t sampler_seed;
-	uint64_t *indices;               /* [batch_per_rank] */
-	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
-	uint64_t job_id;                 /* the job's checkpoint identity (checkpoint.h): drawn by a rank 0 that
-					  * starts with nothing to resume, read from the checkpoint it resumes,
-					  * synced from rank 0 with the state; 0 = none yet */
-	char last_error[512];
-
-	struct ftl_ckpt_writer *ckpt;    /* when checkpoints are on; set before the agent starts, then fixed */
+	ftl_exec exec;                   /* ftl_execute's state machine; its state is read by status (atomic) */
+	ftl_state_registry state;        /* registered buffers, callbacks, step, sampler position, job id */
+	ftl_checkpoints ckpt;            /* set before the agent starts, then fixed */
 } ftl_training;
+
+struct ftl_agent;
+
+/* training.c */
+int ftl_agent_data_listen(struct ftl_agent *a, char *err, size_t len);
+void ftl_training_free(ftl_training *t);
+/* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
+ * in use so a blocked collective returns now. */
+void ftl_training_abort_comms_locked(ftl_training *t);
+/* The "execute" object of the status: the state machine's state (any thread). */
+json_t *ftl_training_execute_json(ftl_training *t);
 
 #endif

@@ -3,8 +3,8 @@
  * failure (a failed collective or step, or a member of the view found dead or gone) to the next step that
  * completes. The struct lives in ftl_training under the agent's lock; the recorders below take the lock
  * themselves unless their name ends in _locked. Each recording is O(buckets) and allocates nothing. */
-#ifndef FTL_AGENT_TRAIN_METRICS_H
-#define FTL_AGENT_TRAIN_METRICS_H
+#ifndef FTL_TRAIN_TRAIN_METRICS_H
+#define FTL_TRAIN_TRAIN_METRICS_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -39,7 +39,6 @@ typedef struct ftl_train_metrics {
 	ftl_histogram allreduce_seconds;
 	ftl_histogram sync_seconds;
 	ftl_histogram recovery_seconds;
-	uint64_t last_sync_bytes;        /* training thread: what the state sync in progress moved */
 } ftl_train_metrics;
 
 struct ftl_agent;
@@ -51,9 +50,9 @@ void ftl_train_metrics_create(ftl_train_metrics *m);
 ftl_err ftl_train_metrics_step(struct ftl_agent *a, ftl_step_fn step, void *ctx, const ftl_step_info *info);
 ftl_err ftl_train_metrics_allreduce(struct ftl_agent *a, ftl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 				    ftl_dtype dtype, ftl_reduce_op op);
-ftl_err ftl_train_metrics_state_sync(struct ftl_agent *a, int rank);
-/* state_sync.c, when a sync completes: the registered buffers plus the save callback's bytes. */
-void ftl_train_metrics_note_sync(struct ftl_training *t, uint64_t saved_bytes);
+
+/* Under the lock: a state sync completed, moving `bytes` (buffers and callback bytes) in took_us. */
+void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64_t took_us);
 
 /* Loop thread, under the lock. */
 /* Adds "recoveries" and "last_recovery_ms" (null before the first) to the status's view object. */

@@ -1,0 +1,153 @@
+/* State sync under nccl never hands a host pointer to the device communicator and never a device pointer
+ * to the host one (issue 14), proved with a comm double that classifies every pointer it is handed; and
+ * registration refuses the wrong kind of memory for the backend with a message that says what to do. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_comm.h"
+#include "state_sync.h"
+
+static char saved_here[40] = "optimizer state on rank 0";
+
+static size_t save_cb(void *ctx, void *buf, size_t cap)
+{
+	size_t n = sizeof(saved_here);
+	if (buf && cap >= n)
+		memcpy(buf, saved_here, n);
+	return n;
+}
+
+static void load_cb(void *ctx, const void *buf, size_t len) { (*(int *)ctx)++; }
+
+/* A registry as a GPU job has it: device buffers (in the fake device range) of every word size, plus a host
+ * buffer placed there behind registration's back, to show where state sync sends host memory. */
+static void device_job(ftl_state_registry *r, int *loads)
+{
+	static double host_extra[3];
+	memset(r, 0, sizeof(*r));
+	r->backend = FTL_COMM_NCCL;
+	const struct {
+		const char *name;
+		size_t offset, bytes;
+	} dev[] = {{"params", 0, 1024}, {"bias", 1024, 12}, {"scale", 2048, 6}};
+	for (int i = 0; i < 3; i++)
+		r->buffers[r->n_buffers++] = (ftl_buffer_reg){.ptr = fake_device_memory + dev[i].offset,
+							      .bytes = dev[i].bytes, .is_device = true};
+	r->buffers[r->n_buffers++] = (ftl_buffer_reg){.name = "host_extra", .ptr = host_extra, .bytes = 20};
+	r->save = save_cb;
+	r->load = load_cb;
+	r->cb_ctx = loads;
+	r->step = 7;
+	r->sample_pos = 128;
+	r->job_id = 0x1234;
+}
+
+static fake_tape tape; /* rank 0's broadcasts, for the joiner */
+
+static void sync_as(int rank)
+{
+	ftl_state_registry r;
+	int loads = 0;
+	device_job(&r, &loads);
+	if (rank != 0) { /* a joiner: nothing of its own yet */
+		r.step = r.sample_pos = r.job_id = 0;
+		r.save = NULL;
+	}
+	fake_comm *data = fake_comm_new(FTL_COMM_NCCL, rank, 2), *ctrl = fake_comm_new(FTL_COMM_TCP, rank, 2);
+	data->tape = ctrl->tape = &tape;
+	ftl_comm_pair pair = {&data->base, &ctrl->base};
+	uint64_t moved = 0;
+	char err[256] = "";
+	assert_int_equal(ftl_state_sync(&r, &pair, rank, &moved, err, sizeof(err)), FTL_OK);
+	assert_int_equal(data->host_pointers, 0);   /* no host pointer reached the device comm */
+	assert_int_equal(ctrl->device_pointers, 0); /* no device pointer reached the host comm */
+	assert_int_equal(data->device_pointers, 3); /* each device buffer once, in place */
+	/* the header, the host buffer (words and tail) and the callback bytes went over the host path */
+	assert_true(ctrl->host_pointers >= 4);
+	assert_true(moved == 1024 + 12 + 6 + 20 + sizeof(saved_here));
+	assert_int_equal(loads, rank == 0 ? 0 : 1);
+	assert_true(r.has_state);
+	assert_int_equal(r.step, 7); /* rank 0's position, on every rank */
+	assert_int_equal(r.sample_pos, 128);
+	assert_int_equal(r.job_id, 0x1234);
+	ftl_comm_destroy(&data->base);
+	ftl_comm_destroy(&ctrl->base);
+}
+
+static void test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_rank_0(void **state) { sync_as(0); }
+
+static void test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_a_joiner(void **state)
+{
+	sync_as(1);
+	assert_int_equal(tape.played, tape.n); /* it took everything rank 0 sent, in the same order */
+	fake_tape_free(&tape);
+}
+
+static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
+{
+	static float params[9];
+	ftl_state_registry r = {.backend = FTL_COMM_TCP};
+	char err[256];
+	assert_int_equal(ftl_state_register_buffer(&r, "params", params, sizeof(params), false, err, sizeof(err)), 0);
+	fake_comm *c = fake_comm_new(FTL_COMM_TCP, 1, 2);
+	ftl_comm_pair pair = {&c->base, &c->base};
+	uint64_t moved = 0;
+	assert_int_equal(ftl_state_sync(&r, &pair, 1, &moved, err, sizeof(err)), FTL_OK);
+	assert_int_equal(c->device_pointers, 0);
+	assert_int_equal(c->calls, 3); /* header, 4 words of params, the padded tail word */
+	assert_true(moved == sizeof(params));
+	ftl_comm_destroy(&c->base);
+	ftl_state_free(&r);
+}
+
+static void test_host_buffer_under_nccl_is_refused_at_registration(void **state)
+{
+	static float host[4];
+	ftl_state_registry r = {.backend = FTL_COMM_NCCL};
+	char err[256] = "";
+	assert_int_equal(ftl_state_register_buffer(&r, "params", host, sizeof(host), false, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ftl_register_buffer 'params'"));
+	assert_non_null(strstr(err, "FTL_COMM=nccl"));
+	assert_int_equal(r.n_buffers, 0);
+}
+
+static void test_device_buffer_under_tcp_is_refused_at_registration(void **state)
+{
+	ftl_state_registry r = {.backend = FTL_COMM_TCP};
+	char err[256] = "";
+	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "a device buffer under FTL_COMM=tcp"));
+	assert_int_equal(r.n_buffers, 0);
+}
+
+static void test_device_buffer_under_nccl_is_taken_when_cuda_cannot_tell(void **state)
+{
+	if (ftl_buffer_is_device_memory(fake_device_memory) >= 0)
+		skip(); /* a machine with CUDA knows the fake range is host memory: the flag is not trusted there */
+	ftl_state_registry r = {.backend = FTL_COMM_NCCL};
+	char err[256] = "";
+	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true, err, sizeof(err)), 0);
+	/* an odd size cannot be broadcast in device words */
+	assert_int_equal(ftl_state_register_buffer(&r, "odd", fake_device_memory + 64, 7, true, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "must be even"));
+	assert_int_equal(r.n_buffers, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_rank_0),
+		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_a_joiner),
+		cmocka_unit_test(test_tcp_job_syncs_everything_over_its_one_comm),
+		cmocka_unit_test(test_host_buffer_under_nccl_is_refused_at_registration),
+		cmocka_unit_test(test_device_buffer_under_tcp_is_refused_at_registration),
+		cmocka_unit_test(test_device_buffer_under_nccl_is_taken_when_cuda_cannot_tell),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,130 @@
+/* The collectives a step uses, on the current view's data communicator (the contract is in
+ * include/ftl/execute.h): a failure keeps the communicator's diagnostic for ftl_last_error, and an
+ * asynchronous request remembers the communicator it was made on, so one that outlived a view change is
+ * refused rather than waited on a communicator that is gone. */
+#include "agent_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "log.h"
+
+static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->train.exec.last_error, sizeof(a->train.exec.last_error), fmt, ap);
+	va_end(ap);
+	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train.exec.last_error);
+	return err;
+}
+
+static ftl_err check(ftl_agent *a, ftl_err e)
+{
+	if (e != FTL_OK && a->train.comm)
+		snprintf(a->train.exec.last_error, sizeof(a->train.exec.last_error), "%s", ftl_comm_error(a->train.comm));
+	return e;
+}
+
+static ftl_comm *current(ftl_agent *a) { return a->train.comm; }
+
+ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: no communicator (call collectives inside ftl_execute)");
+	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op));
+}
+
+ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_broadcast: no communicator (call collectives inside ftl_execute)");
+	return check(a, ftl_comm_broadcast(current(a), buf, count, dtype, root));
+}
+
+ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_allgather: no communicator (call collectives inside ftl_execute)");
+	return check(a, ftl_comm_allgather(current(a), sendbuf, recvbuf, count, dtype));
+}
+
+ftl_err ftl_barrier(ftl_agent *a)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_barrier: no communicator (call collectives inside ftl_execute)");
+	return check(a, ftl_comm_barrier(current(a)));
+}
+
+/* ---- asynchronous requests: a comm request tagged with the communicator it was made on ---- */
+
+struct ftl_request {
+	ftl_comm_request *inner; /* freed by the comm's destroy if the comm went first */
+	ftl_comm *comm;
+	uint64_t comm_seq;       /* with comm: the pointer alone could be reused by the next communicator */
+};
+
+ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
+			    ftl_reduce_op op, ftl_request **req)
+{
+	if (req == NULL)
+		return fail(a, FTL_ERR_INVALID, "ftl_allreduce_async: req is NULL");
+	*req = NULL;
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_allreduce_async: no communicator (call collectives inside ftl_execute)");
+	ftl_request *r = malloc(sizeof(*r));
+	if (r == NULL)
+		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce_async: out of memory");
+	*r = (ftl_request){.comm = current(a), .comm_seq = a->train.comm_seq};
+	ftl_err e = ftl_comm_allreduce_async(current(a), sendbuf, recvbuf, count, dtype, op, &r->inner);
+	if (e != FTL_OK) {
+		free(r);
+		return check(a, e);
+	}
+	*req = r;
+	return FTL_OK;
+}
+
+/* The request's communicator is still the current one; else it is refused and freed. */
+static ftl_err check_request(ftl_agent *a, ftl_request **req, const char *what)
+{
+	if (req == NULL || *req == NULL)
+		return fail(a, FTL_ERR_INVALID, "%s: the request is NULL (already waited?)", what);
+	ftl_request *r = *req;
+	if (r->comm == current(a) && r->comm_seq == a->train.comm_seq)
+		return FTL_OK;
+	free(r);
+	*req = NULL;
+	return fail(a, FTL_ERR_INVALID,
+		    "%s: the request was made under an older communicator, replaced since by a view change; it was "
+		    "aborted with it (wait for every request inside the step that made it)", what);
+}
+
+ftl_err ftl_wait(ftl_agent *a, ftl_request **req)
+{
+	ftl_err e = check_request(a, req, "ftl_wait");
+	if (e != FTL_OK)
+		return e;
+	e = check(a, ftl_comm_wait(current(a), &(*req)->inner));
+	free(*req);
+	*req = NULL;
+	return e;
+}
+
+ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done)
+{
+	if (done == NULL)
+		return fail(a, FTL_ERR_INVALID, "ftl_test: done is NULL");
+	*done = 0;
+	ftl_err e = check_request(a, req, "ftl_test");
+	if (e != FTL_OK)
+		return e;
+	e = check(a, ftl_comm_test(current(a), &(*req)->inner, done));
+	if (*done || (*req)->inner == NULL) {
+		free(*req);
+		*req = NULL;
+	}
+	return e;
+}

@@ -1,0 +1,202 @@
+/* The agent's view feed for the ftl_execute state machine (exec_machine.h): views from the rendezvous on
+ * the loop thread, handed over under the agent's lock.
+ *
+ * The wait sleeps on the agent's condition variable, which runs on CLOCK_MONOTONIC (a wall-clock step
+ * neither cuts a wait short nor stretches it), and wakes on what can end it: the loop thread broadcasts on
+ * every view, phase, stop and leave; the deadlines it cannot hear about (when to ask for an abandoned
+ * view's members again, when waiting has lasted FTL_BELOW_MIN_TIMEOUT_MS) are computed and waited for. */
+#include "exec_feed.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent_internal.h"
+
+/* Under the lock. A view we are in is usable when it is not the abandoned one and either the rendezvous
+ * holds it current (phase training) or its communicator already works here (a view stays usable while
+ * the next one is agreed, e.g. while joiners settle). */
+static bool is_usable(const ftl_training *t, const ftl_abandoned_view *ab)
+{
+	const ftl_view_copy *v = &t->view;
+	if (v->seq == 0 || v->self_rank < 0 || v->seq == ab->seq)
+		return false;
+	return t->phase == FTL_RDV_TRAINING || t->exec.comm_seq == v->seq;
+}
+
+/* Under the lock; the view is copied only when it is not the one already in hand. */
+static int copy_view(const ftl_view_copy *v, ftl_work_view *w)
+{
+	if (w->seq == v->seq && w->members)
+		return 0;
+	ftl_rdv_member *members = malloc((v->n ? v->n : 1) * sizeof(*members));
+	if (!members)
+		return -1;
+	memcpy(members, v->members, v->n * sizeof(*members));
+	free(w->members);
+	w->members = members;
+	w->seq = v->seq;
+	w->epoch = v->epoch;
+	w->lineage = v->lineage;
+	w->n = v->n;
+	w->rank = v->self_rank;
+	w->blob_len = v->blob_len;
+	memcpy(w->blob, v->blob, v->blob_len);
+	return 0;
+}
+
+/* Under the lock: the error when the wait has lasted too long (message in err), else FTL_OK; *deadline_us
+ * is lowered to when that could next change without the loop thread saying so. A worker below min_workers
+ * or without quorum gives up after FTL_BELOW_MIN_TIMEOUT_MS of that; a view change that never completes
+ * gives up after as long (a hot spare waits for ever). */
+static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadline_us, char *err, size_t len)
+{
+	ftl_training *t = &a->train;
+	int64_t limit_us = t->cfg.below_min_timeout_ms * 1000, now = ftl_agent_now_us(a);
+	if (limit_us <= 0 || t->phase == FTL_RDV_SPARE)
+		return FTL_OK;
+	if (t->below_min_since_us) {
+		if (now - t->below_min_since_us <= limit_us) {
+			int64_t at = t->below_min_since_us + limit_us + 1;
+			*deadline_us = at < *deadline_us ? at : *deadline_us;
+			return FTL_OK;
+		}
+		if (t->phase == FTL_RDV_WAITING_FOR_QUORUM)
+			snprintf(err, len,
+				 "ftl: the job cannot continue: waiting for quorum for more than %lld ms "
+				 "(FTL_BELOW_MIN_TIMEOUT_MS): %s. If they are gone for good, run `ftlctl quorum reset` "
+				 "on a survivor (before this timeout) to go on without them",
+				 (long long)t->cfg.below_min_timeout_ms, t->missing);
+		else
+			snprintf(err, len,
+				 "ftl: the job cannot continue: %s for more than %lld ms (FTL_MIN_WORKERS=%u, "
+				 "FTL_BELOW_MIN_TIMEOUT_MS)",
+				 ftl_rdv_phase_strs[t->phase], (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
+		return FTL_ERR_PEER_LOST;
+	}
+	if (now - waiting_since_us <= limit_us) {
+		int64_t at = waiting_since_us + limit_us + 1;
+		*deadline_us = at < *deadline_us ? at : *deadline_us;
+		return FTL_OK;
+	}
+	snprintf(err, len,
+		 "ftl: the job cannot continue: no usable view for more than %lld ms (phase %s, view %llu; "
+		 "FTL_BELOW_MIN_TIMEOUT_MS); check `ftlctl status` on the coordinator %s",
+		 (long long)t->cfg.below_min_timeout_ms, ftl_rdv_phase_strs[t->phase], (unsigned long long)t->view.epoch,
+		 t->coordinator[0] ? t->coordinator : "(none)");
+	return FTL_ERR_PEER_LOST;
+}
+
+/* Under the lock: asks for the abandoned view's members under a new epoch once its time has come and it is
+ * still the newest view; else lowers *deadline_us to that time. */
+static void ask_rebuild_when_due(ftl_agent *a, ftl_abandoned_view *ab, int64_t *deadline_us)
+{
+	ftl_training *t = &a->train;
+	if (!ab->seq || ab->seq != t->view.seq || ab->is_asked)
+		return;
+	if (ftl_agent_now_us(a) < ab->rebuild_at_us) {
+		*deadline_us = ab->rebuild_at_us < *deadline_us ? ab->rebuild_at_us : *deadline_us;
+		return;
+	}
+	ab->is_asked = true;
+	t->want_rebuild_seq = ab->seq;
+	uv_async_send(&a->wake);
+}
+
+/* Under the lock: sleeps until a broadcast or deadline_us (INT64_MAX: no deadline) on the monotonic clock,
+ * which is the clock of ftl_agent_now_us (uv_hrtime). */
+static void sleep_until(ftl_agent *a, int64_t deadline_us)
+{
+	if (deadline_us == INT64_MAX) {
+		pthread_cond_wait(&a->changed, &a->lock);
+		return;
+	}
+	int64_t in_us = deadline_us - ftl_agent_now_us(a);
+	if (in_us <= 0)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(in_us / 1000000);
+	until.tv_nsec += (long)(in_us % 1000000) * 1000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&a->changed, &a->lock, &until);
+}
+
+static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, char *err, size_t len)
+{
+	ftl_agent *a = ctx;
+	ftl_training *t = &a->train;
+	int64_t waiting_since = ftl_agent_now_us(a);
+	ftl_err e = FTL_OK;
+	pthread_mutex_lock(&a->lock);
+	for (;;) {
+		/* First: a member that left takes no more steps, even in a view it still holds (when every
+		 * member leaves at once, each may commit a view of those it has not yet heard leave). */
+		if (a->is_stopped || a->has_left) {
+			snprintf(err, len, "the agent has stopped or left: no more steps");
+			e = FTL_ERR_INVALID;
+			break;
+		}
+		if (is_usable(t, ab)) {
+			if (copy_view(&t->view, w) != 0) {
+				snprintf(err, len, "out of memory copying the view");
+				e = FTL_ERR_SYSTEM;
+			}
+			break;
+		}
+		int64_t deadline = INT64_MAX;
+		if ((e = check_wait(a, waiting_since, &deadline, err, len)) != FTL_OK)
+			break;
+		ask_rebuild_when_due(a, ab, &deadline);
+		sleep_until(a, deadline);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return e;
+}
+
+static bool feed_is_newest(void *ctx, uint64_t seq)
+{
+	ftl_agent *a = ctx;
+	pthread_mutex_lock(&a->lock);
+	bool is_newest = a->train.view.seq == seq;
+	pthread_mutex_unlock(&a->lock);
+	return is_newest;
+}
+
+static int64_t feed_now_us(void *ctx) { return ftl_agent_now_us(ctx); }
+
+static void feed_stepping(void *ctx, const ftl_work_view *w, uint64_t step, bool is_retry)
+{
+	ftl_agent *a = ctx;
+	ftl_job_status *s = &a->train.status;
+	pthread_mutex_lock(&a->lock);
+	s->step = step;
+	s->view_epoch = w->epoch;
+	s->rank = w->rank;
+	s->world_size = (int)w->n;
+	if (is_retry)
+		s->retries++;
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void feed_synced(void *ctx, const ftl_work_view *w, uint64_t bytes, int64_t took_us)
+{
+	ftl_agent *a = ctx;
+	pthread_mutex_lock(&a->lock);
+	ftl_train_metrics_synced_locked(&a->train.metrics, bytes, took_us);
+	a->train.status.views_seen++;
+	pthread_mutex_unlock(&a->lock);
+}
+
+const ftl_view_feed_ops ftl_exec_agent_feed = {
+	.wait = feed_wait,
+	.is_newest = feed_is_newest,
+	.now_us = feed_now_us,
+	.stepping = feed_stepping,
+	.synced = feed_synced,
+};

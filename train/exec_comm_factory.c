@@ -1,0 +1,140 @@
+/* The agent's comm factory for the ftl_execute state machine (exec_machine.h): a view's communicators from
+ * its bootstrap data, installed where the collectives and the loop thread (which aborts them on a view
+ * change) find them.
+ *
+ * Two per view under nccl (issue 14): the nccl comm for the registered device buffers and the step's
+ * collectives, and beside it a tcp comm over every member's data address (the same bootstrap a tcp view
+ * uses) for control data, which is host memory: state-sync headers, sizes, callback bytes, the sampler
+ * position, the job id. The tcp one is built first: it connects in milliseconds and tells a view whose
+ * members are not all there before nccl's slower init starts. Under tcp one comm serves both. */
+#include "exec_feed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "agent_internal.h"
+#include "log.h"
+
+/* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
+ * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */
+#define TCP_CONNECT_TIMEOUT_MS 2000
+#define NCCL_CONNECT_TIMEOUT_MS 30000
+
+/* The comm tells us a neighbour's connection broke: ask membership to probe it now (a hint only). */
+static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
+{
+	ftl_agent *a = arg;
+	pthread_mutex_lock(&a->lock);
+	if (peer_rank >= 0 && (uint32_t)peer_rank < a->train.view.n && a->n_hints < FTL_MAX_HINTS)
+		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->train.view.members[peer_rank].name);
+	pthread_mutex_unlock(&a->lock);
+	uv_async_send(&a->wake);
+}
+
+/* Uninstalls the current communicators and installs these (NULL: none). A view newer than the one they
+ * were built for arrived meanwhile: nobody aborted them yet, so this does. */
+static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
+{
+	ftl_training *t = &a->train;
+	pthread_mutex_lock(&a->lock);
+	ftl_comm_pair old = {t->comm, t->ctrl_comm};
+	t->comm = c->data;
+	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
+	if (c->data && t->view.seq != seq)
+		ftl_training_abort_comms_locked(t);
+	t->comm_seq = c->data ? seq : 0;
+	pthread_mutex_unlock(&a->lock);
+	ftl_comm_destroy(old.ctrl);
+	ftl_comm_destroy(old.data); /* tcp closes sockets; nccl tears down on a detached thread */
+}
+
+/* The tcp bootstrap of w: every member's data address, by rank (malloc'd text). */
+static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
+{
+	const char **addrs = malloc(w->n * sizeof(*addrs));
+	if (!addrs)
+		return NULL;
+	for (uint32_t i = 0; i < w->n; i++)
+		addrs[i] = w->members[i].data_addr;
+	size_t need = ftl_comm_tcp_bootstrap(NULL, 0, addrs, (int)w->n);
+	char *text = need ? malloc(need + 1) : NULL;
+	if (text)
+		ftl_comm_tcp_bootstrap(text, need + 1, addrs, (int)w->n);
+	free(addrs);
+	*len = need;
+	return text;
+}
+
+static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
+		      size_t len)
+{
+	ftl_training *t = &a->train;
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.backend = backend;
+	cfg.rank = w->rank;
+	cfg.world_size = (int)w->n;
+	/* Epochs are unique within a lineage only: two clusters that formed apart and merged may share one. */
+	cfg.comm_id = w->epoch ^ (w->lineage * 0x9e3779b97f4a7c15ULL);
+	cfg.listen_fd = t->data_fd;
+	cfg.timeout_ms = t->cfg.collective_timeout_ms;
+	cfg.connect_timeout_ms = backend == FTL_COMM_TCP ? TCP_CONNECT_TIMEOUT_MS : NCCL_CONNECT_TIMEOUT_MS;
+	cfg.cuda_device = t->cfg.cuda_device;
+	cfg.peer_reset_cb = on_peer_reset;
+	cfg.peer_reset_arg = a;
+	char *text = NULL;
+	if (backend == FTL_COMM_TCP) {
+		text = tcp_bootstrap(w, &cfg.bootstrap_len);
+		if (!text) {
+			snprintf(err, len, "ftl: view %llu has a bad data address", (unsigned long long)w->epoch);
+			return FTL_ERR_INVALID;
+		}
+		cfg.bootstrap = text;
+	} else {
+		cfg.bootstrap = w->blob;
+		cfg.bootstrap_len = w->blob_len;
+	}
+	char why[512];
+	ftl_err e = ftl_comm_create(&cfg, out, why, sizeof(why));
+	free(text);
+	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
+	 * the members are not building the same view yet, a view change under way: retried like a lost peer,
+	 * within the setup-failure budget, not fatal at once. The chaos soak lost five workers that way after
+	 * a burst of deaths. */
+	if (e == FTL_ERR_INVALID)
+		e = FTL_ERR_PEER_LOST;
+	if (e != FTL_OK)
+		snprintf(err, len, "ftl: cannot build the %s communicator of view %llu: %s", ftl_comm_backend_strs[backend],
+			 (unsigned long long)w->epoch, why);
+	return e;
+}
+
+static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t len)
+{
+	ftl_agent *a = ctx;
+	ftl_comm_backend backend = a->train.cfg.backend;
+	int64_t start = ftl_agent_now_us(a);
+	ftl_comm_pair c = {0};
+	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl, err, len);
+	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = create(a, w, backend, &c.data, err, len)) != FTL_OK)
+		ftl_comm_destroy(c.ctrl);
+	if (e != FTL_OK)
+		return e;
+	if (backend == FTL_COMM_TCP)
+		c.data = c.ctrl;
+	install(a, &c, w->seq);
+	*out = c;
+	char fields[128];
+	snprintf(fields, sizeof(fields), "epoch=%llu rank=%d world_size=%u took_ms=%.1f", (unsigned long long)w->epoch,
+		 w->rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
+	ftl_log(FTL_LOG_INFO, "training", fields, "communicator built (%s%s)", ftl_comm_backend_strs[backend],
+		backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data");
+	return FTL_OK;
+}
+
+static void factory_drop(void *ctx) { install(ctx, &(ftl_comm_pair){0}, 0); }
+
+const ftl_comm_factory_ops ftl_exec_agent_factory = {
+	.build = factory_build,
+	.drop = factory_drop,
+};

@@ -1,0 +1,36 @@
+/* ftl_execute (the contract is in include/ftl/execute.h): the agent's state machine (exec_machine.h) run
+ * for one step over the agent's view feed and comm factory, and the final checkpoint of a rank 0 that finds
+ * it has left. */
+#include "agent_internal.h"
+
+#include <stdio.h>
+
+#include "checkpoint.h"
+
+typedef struct metered_step {
+	ftl_agent *a;
+	ftl_step_fn step;
+	void *ctx;
+} metered_step;
+
+/* The user's step, timed and counted for /metrics. */
+static ftl_err run_metered(void *arg, const ftl_step_info *info)
+{
+	metered_step *m = arg;
+	return ftl_train_metrics_step(m->a, m->step, m->ctx, info);
+}
+
+ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
+{
+	ftl_training *t = &a->train;
+	if (!t->is_enabled || !a->is_started) {
+		snprintf(t->exec.last_error, sizeof(t->exec.last_error),
+			 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
+		return FTL_ERR_INVALID;
+	}
+	metered_step m = {a, step, ctx};
+	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);
+	if (e != FTL_OK && ftl_agent_has_left(a))
+		ftl_checkpoint_before_leaving(a); /* rank 0's steps since the last checkpoint must not leave with it */
+	return e;
+}

@@ -1,0 +1,71 @@
+/* The state registry: everything that makes up a job's state, in one place, so that state sync and
+ * checkpoints take it without knowing the agent: the registered buffers (host or device memory), the
+ * save/load callbacks for anything else, the step count, the elastic sampler's position, and the job's
+ * checkpoint identity. It belongs to the training thread; nothing here takes a lock.
+ *
+ * Where buffers live is the communicator's business: under FTL_COMM=nccl every registered buffer is
+ * device memory (broadcast in place by NCCL), under tcp every one is host memory. Registration refuses the
+ * other kind with a message, so state sync never has to guess (see state_sync.c). */
+#ifndef FTL_TRAIN_STATE_REGISTRY_H
+#define FTL_TRAIN_STATE_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/execute.h"
+
+#define FTL_MAX_BUFFERS 64
+
+typedef struct ftl_buffer_reg {
+	char name[64];
+	void *ptr;
+	size_t bytes;
+	bool is_device;                  /* device memory: broadcast by the data comm only, never memcpy'd */
+} ftl_buffer_reg;
+
+typedef struct ftl_state_registry {
+	ftl_comm_backend backend;        /* which memory buffers must be (set by ftl_set_training) */
+	ftl_buffer_reg buffers[FTL_MAX_BUFFERS];
+	int n_buffers;
+	ftl_save_cb save;
+	ftl_load_cb load;
+	void *cb_ctx;
+	uint64_t step;                   /* steps completed by the job */
+	uint64_t data_epoch;             /* the sampler's position: data epoch and position in it */
+	uint64_t sample_pos;
+	uint64_t dataset_size;           /* 0 = no sampler */
+	uint32_t batch_per_rank;
+	uint64_t sampler_seed;
+	uint64_t *indices;               /* [batch_per_rank]: this rank's share of the step */
+	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
+	uint64_t job_id;                 /* the job's checkpoint identity (checkpoint.h): drawn by a rank 0 that
+					  * starts with nothing to resume, read from the checkpoint it resumes,
+					  * synced from rank 0 with the state; 0 = none yet */
+} ftl_state_registry;
+
+/* Adds a buffer. -1 with the reason in err: the table is full, a bad argument, or memory of the wrong kind
+ * for the backend (a host buffer under nccl, a device buffer under tcp; where the build has CUDA the
+ * pointer itself is asked, otherwise is_device is trusted). */
+int ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr, size_t bytes, bool is_device,
+			      char *err, size_t err_len);
+/* Sets the sampler (dataset size, batch per rank, seed). -1 with the reason. */
+int ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed,
+			  char *err, size_t err_len);
+/* This rank's indices for the step at the current position (0 without a sampler). */
+size_t ftl_state_slice(ftl_state_registry *r, int rank);
+/* After a completed step of `world` ranks: the step count and the sampler position move on. */
+void ftl_state_advance(ftl_state_registry *r, int world);
+/* Bytes of every registered buffer together. */
+uint64_t ftl_state_buffer_bytes(const ftl_state_registry *r);
+void ftl_state_free(ftl_state_registry *r);
+
+/* buffer_copy.c: copies between a registered buffer and host memory, for checkpoints (cudaMemcpy for device
+ * buffers where the build has CUDA). -1 with why. */
+int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t why_len);
+int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len);
+/* Where the build has CUDA: 1 when ptr is device (or managed) memory, 0 when it is host memory, -1 when
+ * CUDA cannot tell (no CUDA in the build, no driver): then the caller's word is taken. */
+int ftl_buffer_is_device_memory(const void *ptr);
+
+#endif

@@ -1,0 +1,23 @@
+/* State sync: after a view change or a failed step, every member takes rank 0's state (state_sync.c). */
+#ifndef FTL_TRAIN_STATE_SYNC_H
+#define FTL_TRAIN_STATE_SYNC_H
+
+#include <stdint.h>
+
+#include "state_registry.h"
+
+/* A view's communicators: `data` moves the registered buffers and the step's collectives (nccl: device
+ * memory; tcp: host memory); `ctrl` is a host path for control data (headers, sizes, callback bytes, the
+ * sampler position, the job id). Under tcp they are one communicator; under nccl ctrl is a tcp comm built
+ * beside it over the members' data addresses. */
+typedef struct ftl_comm_pair {
+	ftl_comm *data;
+	ftl_comm *ctrl;
+} ftl_comm_pair;
+
+/* Brings the registry to rank 0's state over c. On FTL_OK *moved holds the bytes taken (buffers and
+ * callback bytes); on an error err says what (a communicator's diagnostic, or a shape mismatch). */
+ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved, char *err,
+		       size_t err_len);
+
+#endif
