@@ -40,6 +40,8 @@ struct ftl_agent {
 	void *conns;              /* open TCP exchanges (agent_tcp.c) */
 	void *peers;              /* persistent rendezvous connections, most recently used first (agent_peers.c) */
 	uint64_t peer_frames_dropped;    /* loop thread: rendezvous frames not sent (a peer's queue was full) */
+	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
+	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
 	int tcp_unauthed;                /* inbound exchanges that have proved nothing yet (<= FTL_TCP_UNAUTH_CONNS) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */

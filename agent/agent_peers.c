@@ -140,6 +140,7 @@ static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
 	peer_conn *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	a->peer_dials++;
 	p->a = a;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
@@ -205,7 +206,9 @@ void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, s
 		free(w->data);
 		free(w);
 		peer_close(p);
+		return;
 	}
+	a->peer_frames_sent++;
 }
 
 void ftl_agent_peer_forget(ftl_agent *a, const char *name)
