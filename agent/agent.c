@@ -151,12 +151,7 @@ void ftl_agent_flush(ftl_agent *a)
 		ftl_agent_rdv_members_changed(a);
 	}
 	check_leave(a);
-	int64_t wait_us = ftl_swim_next_deadline(a->swim) - ftl_agent_now_us(a);
-	if (wait_us < 0)
-		wait_us = 0;
-	uint64_t wait_ms = (uint64_t)((wait_us + 999) / 1000);
-	if (wait_ms > 60000)
-		wait_ms = 60000;
+	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_swim_next_deadline(a->swim), ftl_agent_now_us(a), 60000);
 	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
 }
 

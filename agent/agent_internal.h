@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "control.h"
+#include "deadline.h"
 #include "swim.h"
 #include "tcp_frame.h"
 #include "training.h"

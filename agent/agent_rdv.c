@@ -308,12 +308,8 @@ static void rdv_flush(ftl_agent *a)
 		t->below_min_since_us = 0;
 	}
 	pthread_mutex_unlock(&a->lock);
-	int64_t wait_us = ftl_rdv_next_deadline(t->rdv) - ftl_agent_now_us(a);
-	if (wait_us < 0)
-		wait_us = 0;
-	if (wait_us > 60000000)
-		wait_us = 60000000;
-	uv_timer_start(&t->rdv_timer, on_rdv_timer, (uint64_t)(wait_us + 999) / 1000, 0);
+	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_rdv_next_deadline(t->rdv), ftl_agent_now_us(a), 60000);
+	uv_timer_start(&t->rdv_timer, on_rdv_timer, wait_ms, 0);
 }
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)

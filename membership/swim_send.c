@@ -42,7 +42,7 @@ int ftl_swim_random_members(ftl_swim *s, int64_t now_us, int k, const char *excl
 
 static void queue_packet(ftl_swim *s, const char *to_name, const char *to_addr, const uint8_t *plain, size_t len)
 {
-	ftl_swim_output *out = ftl_queue_push(&s->outputs);
+	ftl_swim_output *out = ftl_fifo_push(&s->outputs);
 	if (!out)
 		return;
 	out->kind = FTL_OUTPUT_PACKET;
