@@ -1,9 +1,9 @@
 /* ftl_agent: lifecycle, the loop thread, UDP gossip and the timer that drives the membership core.
  *
  * The core is a pure state machine (membership/swim.h); this file gives it a clock (uv_hrtime), a UDP
- * socket whose datagrams the peer channel's seal (seal.h) seals and opens, and a timer armed at its next
- * deadline after every call. Requests from other threads (leave,
- * stop) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the loop. */
+ * socket whose datagrams the peer channel's seal (channel/seal.h) seals and opens, and a timer armed at
+ * its next deadline after every call. Requests from other threads (leave, stop) are flags under a mutex
+ * plus a uv_async wake-up, so no libuv handle is touched off the loop. */
 #include "agent_internal.h"
 
 #include <signal.h>

@@ -1,7 +1,7 @@
 /* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, timer), agent_tcp.c
- * (push-pull over TCP), agent_seeds.c (DNS seeds and the rejoin rule) and agent_control.c (the control
- * socket's requests). Everything here is touched on the loop thread only, except the fields under
- * `lock`. */
+ * (push-pull and incoming rendezvous frames over TCP), agent_peers.c (outgoing rendezvous connections),
+ * agent_seeds.c (DNS seeds and the rejoin rule) and agent_control.c (the control socket's requests).
+ * Everything here is touched on the loop thread only, except the fields under `lock`. */
 #ifndef FTL_AGENT_INTERNAL_H
 #define FTL_AGENT_INTERNAL_H
 
