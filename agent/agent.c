@@ -393,6 +393,7 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	a->is_closing = true;
 	ftl_agent_tcp_close_all(a);
 	ftl_agent_peers_close_all(a);
 	ftl_agent_check_close_all(a);

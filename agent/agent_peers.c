@@ -11,6 +11,8 @@
  *  - At most FTL_PEER_CONNS_MAX connections; the least recently used one is closed to make room. One left
  *    idle for FTL_PEER_IDLE_MS is closed (the receiving side waits longer than that before it gives up).
  *  - A member that dies, leaves or restarts (a new generation) has its connection closed at once.
+ *  - Once the agent closes its loop, nothing is dialled: a rendezvous message to a peer then is lost
+ *    (the agent is leaving anyway) rather than holding the loop open for a connection's idle time.
  *  - A connection holds at most FTL_PEER_QUEUED_MAX unsent bytes; a frame beyond that is dropped and
  *    counted (counters.peer_frames_dropped). */
 #include "agent_internal.h"
@@ -180,7 +182,7 @@ static void touch(peer_conn *p)
 void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len)
 {
 	const ftl_member *m = ftl_swim_find(a->swim, name);
-	if (!m)
+	if (!m || a->is_closing) /* a connection opened now would keep the closing loop alive */
 		return;
 	peer_conn *p = find(a, name);
 	if (p && strcmp(p->addr, m->addr) != 0) {
