@@ -1,8 +1,9 @@
 /* ftl_agent: lifecycle, the loop thread, UDP gossip and the timer that drives the membership core.
  *
  * The core is a pure state machine (membership/swim.h); this file gives it a clock (uv_hrtime), a UDP
- * socket, and a timer armed at its next deadline after every call. Requests from other threads (leave,
- * stop) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the loop. */
+ * socket whose datagrams the peer channel's seal (channel/seal.h) seals and opens, and a timer armed at
+ * its next deadline after every call. Requests from other threads (leave, stop) are flags under a mutex
+ * plus a uv_async wake-up, so no libuv handle is touched off the loop. */
 #include "agent_internal.h"
 
 #include <signal.h>
@@ -18,6 +19,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "run_dir.h"
+#include "seal.h"
 
 int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
 
@@ -43,12 +45,14 @@ static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
 		ftl_log(FTL_LOG_WARN, "transport", NULL, "cannot send to %s: not a numeric address", out->to_addr);
 		return;
 	}
-	udp_send *s = malloc(sizeof(*s) + out->len);
+	udp_send *s = malloc(sizeof(*s) + FTL_UDP_PACKET_MAX);
 	if (!s)
 		return;
 	s->req.data = s;
-	s->len = out->len;
-	memcpy(s->data, out->data, out->len);
+	if (ftl_seal_datagram(a->keyring, out->data, out->len, s->data, &s->len) != 0) {
+		free(s);
+		return;
+	}
 	uv_buf_t buf = uv_buf_init((char *)s->data, (unsigned)s->len);
 	int rc = uv_udp_send(&s->req, &a->udp, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
 	if (rc < 0) {
@@ -84,6 +88,8 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 	a->events_seen[ev->type]++;
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT)
 		ftl_agent_rdv_member_gone(a, ev->name);
+	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT || ev->type == FTL_EVENT_JOIN)
+		ftl_agent_peer_forget(a, ev->name);
 	if (a->event_cb) {
 		ftl_agent_event out = {
 			.type = (ftl_agent_event_type)ev->type,
@@ -145,12 +151,7 @@ void ftl_agent_flush(ftl_agent *a)
 		ftl_agent_rdv_members_changed(a);
 	}
 	check_leave(a);
-	int64_t wait_us = ftl_swim_next_deadline(a->swim) - ftl_agent_now_us(a);
-	if (wait_us < 0)
-		wait_us = 0;
-	uint64_t wait_ms = (uint64_t)((wait_us + 999) / 1000);
-	if (wait_ms > 60000)
-		wait_ms = 60000;
+	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_swim_next_deadline(a->swim), ftl_agent_now_us(a), 60000);
 	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
 }
 
@@ -167,7 +168,13 @@ static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struc
 	ftl_agent *a = h->data;
 	if (n <= 0 || !from)
 		return;
-	ftl_swim_receive(a->swim, ftl_agent_now_us(a), (const uint8_t *)buf->base, (size_t)n);
+	uint8_t plain[FTL_UDP_PACKET_MAX];
+	size_t plain_len;
+	if (ftl_open_datagram(a->keyring, (const uint8_t *)buf->base, (size_t)n, plain, &plain_len) != 0) {
+		ftl_swim_count_drop(a->swim, FTL_DROP_KEYRING);
+		return;
+	}
+	ftl_swim_receive(a->swim, ftl_agent_now_us(a), plain, plain_len);
 	ftl_agent_flush(a);
 }
 
@@ -392,7 +399,9 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	a->is_closing = true;
 	ftl_agent_tcp_close_all(a);
+	ftl_agent_peers_close_all(a);
 	ftl_agent_check_close_all(a);
 	ftl_metrics_http_close(a);
 	if (a->control) {

@@ -72,6 +72,9 @@ static json_t *counters_json(ftl_agent *a)
 	json_object_set_new(j, "revivals", json_integer((json_int_t)st->revivals));
 	json_object_set_new(j, "key_ops_stale", json_integer((json_int_t)st->key_ops_stale));
 	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peer_frames_dropped));
+	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peer_frames_sent));
+	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peer_dials));
 	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
 	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
 	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));

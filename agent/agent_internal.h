@@ -1,7 +1,7 @@
 /* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, timer), agent_tcp.c
- * (push-pull over TCP), agent_seeds.c (DNS seeds and the rejoin rule), agent_control.c and agent_keys.c
- * (the control socket's requests). Everything here is touched on the loop thread only, except the fields
- * under `lock`. */
+ * (push-pull and incoming rendezvous frames over TCP), agent_peers.c (outgoing rendezvous connections),
+ * agent_seeds.c (DNS seeds and the rejoin rule), agent_control.c and agent_keys.c (the control socket's
+ * requests). Everything here is touched on the loop thread only, except the fields under `lock`. */
 #ifndef FTL_AGENT_INTERNAL_H
 #define FTL_AGENT_INTERNAL_H
 
@@ -10,11 +10,14 @@
 
 #include "config.h"
 #include "control.h"
+#include "deadline.h"
 #include "swim.h"
 #include "tcp_frame.h"
 #include "training.h"
 
 #define FTL_TCP_TIMEOUT_MS 5000
+#define FTL_PEER_IDLE_MS 30000          /* an outgoing rendezvous connection unused this long is closed */
+#define FTL_PEER_STREAM_IDLE_MS 60000   /* ... and an incoming one, later than its sender would */
 #define FTL_MAX_HINTS 8
 
 struct ftl_agent {
@@ -36,6 +39,10 @@ struct ftl_agent {
 	uint64_t tcp_timeouts_logged;    /* how many of them the last WARN line had counted */
 	uint64_t tcp_timeout_logged_ms;  /* uv_now of that line: at most one per TCP_TIMEOUT_LOG_EVERY_MS */
 	void *conns;              /* open TCP exchanges (agent_tcp.c) */
+	void *peers;              /* persistent rendezvous connections, most recently used first (agent_peers.c) */
+	uint64_t peer_frames_dropped;    /* loop thread: rendezvous frames not sent (a peer's queue was full) */
+	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
+	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
 	int tcp_unauthed;                /* inbound exchanges that have proved nothing yet (<= FTL_TCP_UNAUTH_CONNS) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
@@ -43,6 +50,7 @@ struct ftl_agent {
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
+	bool is_closing;          /* loop thread: close_all ran; nothing new is opened (no peer is dialled) */
 	uint8_t recv_buf[65536];
 	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
 	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
@@ -72,9 +80,15 @@ void ftl_agent_flush(ftl_agent *a);
 /* agent_tcp.c */
 int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len);
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join);
-void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len);
 /* Closes every open exchange through its own path (before the loop's other handles). */
 void ftl_agent_tcp_close_all(ftl_agent *a);
+
+/* agent_peers.c: the peer channel's persistent connections for rendezvous frames. Sends plain[0..len)
+ * sealed to member name (over loopback to ourselves); forget closes its connection (it died, left or
+ * restarted). */
+void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len);
+void ftl_agent_peer_forget(ftl_agent *a, const char *name);
+void ftl_agent_peers_close_all(ftl_agent *a);
 
 /* agent_check.c: proof of death, the connect the core asked for (FTL_OUTPUT_CHECK) */
 void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out);
@@ -84,7 +98,7 @@ void ftl_agent_check_close_all(ftl_agent *a);
 int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);
 void ftl_agent_rdv_members_changed(ftl_agent *a);
 void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name);
-void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len);
+void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len); /* opened by the channel */
 void ftl_agent_rdv_stop(ftl_agent *a);
 json_t *ftl_agent_rdv_status(ftl_agent *a);
 /* The training thread's requests (want_rebuild_seq), on the loop thread. */

@@ -49,7 +49,7 @@ int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len)
 			.min_workers = t->cfg.min_workers,
 			.max_workers = t->cfg.max_workers,
 			.settle_us = t->cfg.settle_ms * 1000,
-			.ready_interval_us = 200 * 1000,
+			.ready_interval_us = a->set.swim.ready_interval_us,
 			.expected_workers = t->cfg.expected_workers,
 			.expected_wait_us = t->cfg.expected_wait_ms * 1000,
 		},
@@ -141,31 +141,18 @@ void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name)
 	pthread_mutex_unlock(&a->lock);
 }
 
-void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len)
+void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len)
 {
 	if (!a->train.rdv)
 		return;
-	uint8_t *plain = malloc(len + 1);
-	size_t plain_len;
-	if (plain && ftl_keyring_open(a->keyring, sealed, len, plain, len + 1, &plain_len, NULL) == 0)
-		ftl_rdv_receive(a->train.rdv, ftl_agent_now_us(a), plain, plain_len);
-	else
-		ftl_log(FTL_LOG_WARN, "rendezvous", NULL, "dropped a rendezvous frame that did not open (key or cluster)");
-	free(plain);
+	ftl_rdv_receive(a->train.rdv, ftl_agent_now_us(a), plain, len);
 	rdv_flush(a);
 }
 
 static void send_output(ftl_agent *a, const ftl_rdv_output *out)
 {
-	const ftl_member *m = ftl_swim_find(a->swim, out->to);
-	if (!m)
-		return;
-	uint8_t *sealed = malloc(out->len + FTL_KEYRING_OVERHEAD);
-	size_t len;
 	/* Messages to ourselves go over loopback TCP too: simpler than re-entering the state machine here. */
-	if (sealed && ftl_keyring_seal(a->keyring, out->data, out->len, sealed, out->len + FTL_KEYRING_OVERHEAD, &len) == 0)
-		ftl_agent_tcp_send(a, m->addr, sealed, len);
-	free(sealed);
+	ftl_agent_peer_send(a, out->to, out->data, out->len);
 }
 
 /* Loud, because work is lost: this worker trained in another lineage (a cluster formed apart) and now joins
@@ -321,12 +308,8 @@ static void rdv_flush(ftl_agent *a)
 		t->below_min_since_us = 0;
 	}
 	pthread_mutex_unlock(&a->lock);
-	int64_t wait_us = ftl_rdv_next_deadline(t->rdv) - ftl_agent_now_us(a);
-	if (wait_us < 0)
-		wait_us = 0;
-	if (wait_us > 60000000)
-		wait_us = 60000000;
-	uv_timer_start(&t->rdv_timer, on_rdv_timer, (uint64_t)(wait_us + 999) / 1000, 0);
+	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_rdv_next_deadline(t->rdv), ftl_agent_now_us(a), 60000);
+	uv_timer_start(&t->rdv_timer, on_rdv_timer, wait_ms, 0);
 }
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)

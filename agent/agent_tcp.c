@@ -1,12 +1,17 @@
-/* TCP between agents: push-pull (the full-state exchange of joins and anti-entropy) and rendezvous
- * messages. One connection per exchange. Push-pull: the initiator sends its sealed state, the other side
- * merges it and answers with its own, both close. Rendezvous: one sealed message, then close.
- * Frames are read by tcp_frame.c. The gossip port is open to anyone, so what a connection can make us
+/* TCP between agents, the peer channel's incoming side and its push-pull exchanges. Push-pull (the
+ * full-state exchange of joins and anti-entropy) is one connection per exchange: the initiator sends its
+ * sealed state, the other side merges it and answers with its own, both close. Rendezvous frames come
+ * over persistent connections (agent_peers.c dials them): the connection is read frame after frame for as
+ * long as the peer keeps it, and closed after FTL_PEER_STREAM_IDLE_MS without one. (An agent from before
+ * persistent connections sends one frame and closes; that reads the same.)
+ * Frames are read by channel/tcp_frame.c and sealed and opened by channel/seal.c; a frame whose body does not open is
+ * dropped (tcp_dropped.unopened). The gossip port is open to anyone, so what a connection can make us
  * hold is bounded three ways before anything in it is authenticated: a peer that proved nothing may send
  * a frame of FTL_TCP_UNAUTH_MAX at most (larger ones need a sealed header first), at most
  * FTL_TCP_UNAUTH_CONNS such connections are served at once, and all input buffers together never exceed
  * FTL_TCP_BUFFERED_MAX. Whatever breaks a rule, or takes longer than FTL_TCP_TIMEOUT_MS, is dropped and
- * counted by reason. */
+ * counted by reason. A rendezvous stream is authenticated by its first frame that opens; its buffer is
+ * given back whenever it holds no partial frame. */
 #include "agent_internal.h"
 
 #include <arpa/inet.h>
@@ -15,6 +20,7 @@
 
 #include "addr.h"
 #include "log.h"
+#include "seal.h"
 
 typedef struct pp_conn {
 	ftl_agent *a;
@@ -36,6 +42,7 @@ typedef struct pp_conn {
 	size_t in_need;        /* what the frame being read may still make us hold (the reader says) */
 	ftl_tcp_reader reader;
 	bool is_unauthed;      /* inbound and has proved nothing yet: counted in a->tcp_unauthed */
+	bool is_stream;        /* inbound rendezvous frames: idles quietly between them */
 } pp_conn;
 
 static void set_authed(pp_conn *c)
@@ -86,6 +93,10 @@ static void on_timeout(uv_timer_t *t)
 	pp_conn *c = t->data;
 	ftl_agent *a = c->a;
 	uint64_t now = uv_now(&a->loop);
+	if (c->is_stream && c->in_len == 0) { /* a rendezvous stream its sender no longer uses */
+		conn_close(c);
+		return;
+	}
 	a->tcp_timeouts++;
 	if (a->tcp_timeouts_logged == 0 || now - a->tcp_timeout_logged_ms >= TCP_TIMEOUT_LOG_EVERY_MS) {
 		ftl_log(FTL_LOG_WARN, "transport", NULL,
@@ -118,9 +129,9 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 	return c;
 }
 
-static int prepare_frame(pp_conn *c, char kind, const uint8_t *body, size_t len)
+static int prepare_frame(pp_conn *c, char kind, const uint8_t *plain, size_t len)
 {
-	return ftl_tcp_frame_encode(c->a->keyring, (uint8_t)kind, body, len, &c->out, &c->out_len);
+	return ftl_seal_frame(c->a->keyring, (uint8_t)kind, plain, len, &c->out, &c->out_len);
 }
 
 static int prepare_state(pp_conn *c, bool is_join)
@@ -190,7 +201,8 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	*buf = uv_buf_init((char *)c->in + c->in_len, (unsigned)(c->in_cap - c->in_len));
 }
 
-/* A whole push-pull frame has arrived: merge it, then answer (the passive side) or finish (the initiator). */
+/* A whole push-pull frame has arrived, opened: merge it, then answer (the passive side) or finish (the
+ * initiator). */
 static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
@@ -212,17 +224,52 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 	ftl_agent_flush(a);
 }
 
-static void on_frame(pp_conn *c, uint8_t kind, const uint8_t *body, size_t len)
+/* The connection has read one frame of used bytes: keep what follows, give the buffer back when that is
+ * nothing, and wait for the next frame (at most FTL_PEER_STREAM_IDLE_MS). */
+static void next_frame(pp_conn *c, size_t used)
 {
-	uv_read_stop((uv_stream_t *)&c->tcp);
-	if (kind == FTL_FRAME_PUSH_PULL) {
-		on_push_pull(c, body, len);
-	} else if (!c->is_initiator) {
-		ftl_agent_rdv_receive(c->a, body, len);
-		conn_close(c);
-	} else {
-		drop(c, FTL_TCP_DROP_UNKNOWN_KIND); /* a rendezvous message is never an answer */
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	if (c->in_len == 0) {
+		c->a->tcp_buffered -= c->in_cap;
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
 	}
+	memset(&c->reader, 0, sizeof(c->reader));
+	c->in_need = FTL_TCP_PREFIX + FTL_TCP_UNAUTH_MAX;
+	c->is_stream = true;
+	uv_timer_start(&c->timer, on_timeout, FTL_PEER_STREAM_IDLE_MS, 0);
+}
+
+/* One whole frame: false when the connection reads no more (a push-pull, or dropped). */
+static bool on_frame(pp_conn *c, uint8_t kind, const uint8_t *body, size_t len)
+{
+	if (kind == FTL_FRAME_RENDEZVOUS && c->is_initiator) {
+		drop(c, FTL_TCP_DROP_UNKNOWN_KIND); /* a rendezvous message is never an answer */
+		return false;
+	}
+	if (kind == FTL_FRAME_PUSH_PULL && c->is_stream) {
+		drop(c, FTL_TCP_DROP_UNKNOWN_KIND); /* a rendezvous stream carries nothing else */
+		return false;
+	}
+	uint8_t *plain;
+	size_t plain_len;
+	if (ftl_open_frame(c->a->keyring, body, len, &plain, &plain_len) != 0) {
+		if (kind == FTL_FRAME_PUSH_PULL)
+			ftl_swim_count_drop(c->a->swim, FTL_DROP_PUSH_PULL);
+		drop(c, FTL_TCP_DROP_UNOPENED);
+		return false;
+	}
+	set_authed(c);
+	if (kind == FTL_FRAME_PUSH_PULL) {
+		uv_read_stop((uv_stream_t *)&c->tcp);
+		on_push_pull(c, plain, plain_len);
+	} else {
+		ftl_agent_rdv_receive(c->a, plain, plain_len);
+	}
+	free(plain);
+	return kind == FTL_FRAME_RENDEZVOUS && !c->is_done;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -248,9 +295,10 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 			drop(c, r.why);
 			return;
 		case FTL_TCP_FRAME:
-			set_authed(c); /* it reads no more: no longer holds a place among the unauthenticated */
-			on_frame(c, r.kind, c->in + FTL_TCP_PREFIX, r.body_len);
-			return;
+			if (!on_frame(c, r.kind, c->in + FTL_TCP_PREFIX, r.body_len))
+				return;
+			next_frame(c, r.used);
+			continue;
 		}
 	}
 }
@@ -339,19 +387,6 @@ void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join)
 		return;
 	c->is_join = is_join;
 	if (prepare_state(c, is_join) != 0)
-		conn_close(c);
-	else
-		dial(c, &to);
-}
-
-void ftl_agent_tcp_send(ftl_agent *a, const char *addr, const uint8_t *sealed, size_t len)
-{
-	struct sockaddr_storage to;
-	pp_conn *c = outgoing(a, addr, &to);
-	if (!c)
-		return;
-	c->is_one_way = true;
-	if (prepare_frame(c, FTL_FRAME_RENDEZVOUS, sealed, len) != 0)
 		conn_close(c);
 	else
 		dial(c, &to);

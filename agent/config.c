@@ -54,6 +54,7 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000, err, len) ||
 	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000, err, len) ||
+	    ftl_env_int("FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000, err, len) ||
 	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000, err, len) ||
 	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64, err, len) ||
 	    ftl_env_int("FTL_RETRANSMIT_MULT", &retransmit, 1, 64, err, len))
@@ -207,6 +208,8 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 		out->swim.push_pull_interval_us = c->push_pull_interval_ms * 1000;
 	if (c->reap_after_ms)
 		out->swim.reap_after_us = c->reap_after_ms * 1000;
+	if (c->ready_interval_ms)
+		out->swim.ready_interval_us = c->ready_interval_ms * 1000;
 	if (c->suspicion_mult)
 		out->swim.suspicion_mult = c->suspicion_mult;
 	if (c->retransmit_mult)

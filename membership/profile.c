@@ -25,6 +25,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		.push_pull_interval_us = 30 * SEC,
 		.gossip_to_dead_us = 30 * SEC,
 		.reap_after_us = 30 * SEC,
+		.ready_interval_us = 500 * MS,
 	};
 	switch (profile) {
 	case FTL_PROFILE_LOCAL: /* memberlist DefaultLocalConfig */
@@ -36,6 +37,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		cfg->gossip_interval_us = 100 * MS;
 		cfg->gossip_to_dead_us = 15 * SEC;
 		cfg->reap_after_us = 15 * SEC;
+		cfg->ready_interval_us = 200 * MS;
 		break;
 	case FTL_PROFILE_TRAIN:
 		cfg->probe_interval_us = 100 * MS;
@@ -49,6 +51,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		cfg->push_pull_interval_us = 10 * SEC;
 		cfg->gossip_to_dead_us = 10 * SEC;
 		cfg->reap_after_us = 30 * SEC;
+		cfg->ready_interval_us = 200 * MS;
 		break;
 	default:
 		break;

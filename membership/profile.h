@@ -8,6 +8,9 @@
  * rumor 8*ceil(log10(N+1)) times, twice memberlist's lambda. With lambda=4, 64 nodes at 10% loss
  * had about 100 false deaths in 10 simulated minutes (an observer missing all 8 copies of a
  * refutation: p ~ e^-7); with 8, none in any seed tried. Every value can be overridden.
+ * The ready interval paces the rendezvous's repeats: readies travel over persistent TCP connections, so
+ * a repeat only matters when a connection broke or a member missed a change; a few round trips of the
+ * profile's network is enough (200 ms on train and local, 500 ms on lan).
  * All times are microseconds. */
 #ifndef FTL_MEMBERSHIP_PROFILE_H
 #define FTL_MEMBERSHIP_PROFILE_H
@@ -27,6 +30,8 @@ typedef struct ftl_swim_config {
 	int64_t push_pull_interval_us;   /* periodic full-state exchange (anti-entropy); 0 = off */
 	int64_t gossip_to_dead_us;       /* keep gossiping to dead/left members this long */
 	int64_t reap_after_us;           /* forget dead/left members after this long */
+	/* The rendezvous that runs on this membership (rendezvous/, checked there): */
+	int64_t ready_interval_us;       /* resend ready (and re-poll, retry a proposal) while not in agreement */
 } ftl_swim_config;
 
 typedef enum ftl_swim_profile {

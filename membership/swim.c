@@ -1,5 +1,5 @@
 /* ftl_swim lifecycle, the timer wheel of one node (tick and next deadline), the output and event
- * queues, and the small entry points: join, leave, hint, metadata. */
+ * queues (base/fifo.h), and the small entry points: join, leave, hint, metadata. */
 #include "swim_internal.h"
 
 #include <stdlib.h>
@@ -20,30 +20,6 @@ const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {
 const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
 	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull", "bad_addr",
 };
-
-/* ---- queues: a growable FIFO that rewinds when drained, so steady state allocates nothing ---- */
-
-void *ftl_queue_push(ftl_queue *q)
-{
-	if (q->head == q->len)
-		q->head = q->len = 0;
-	if (q->len == q->cap) {
-		size_t cap = q->cap ? q->cap * 2 : 4;
-		void *items = realloc(q->items, cap * q->item_size);
-		if (!items)
-			return NULL;
-		q->items = items;
-		q->cap = cap;
-	}
-	return (char *)q->items + q->item_size * q->len++;
-}
-
-void *ftl_queue_pop(ftl_queue *q)
-{
-	if (q->head == q->len)
-		return NULL;
-	return (char *)q->items + q->item_size * q->head++;
-}
 
 /* ---- lifecycle ---- */
 
@@ -80,8 +56,8 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	ftl_members_init(&s->members);
 	ftl_bcast_init(&s->bcast);
 	ftl_awareness_init(&s->health, s->cfg.awareness_max);
-	s->outputs.item_size = sizeof(ftl_swim_output);
-	s->events.item_size = sizeof(ftl_swim_event);
+	ftl_fifo_create(&s->outputs, sizeof(ftl_swim_output));
+	ftl_fifo_create(&s->events, sizeof(ftl_swim_event));
 	s->seq = (uint32_t)ftl_rng_next(&s->rng);
 	ftl_member *self = ftl_swim_add_member(s, o->name, o->addr, now_us);
 	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != 0 || ftl_swim_take_key_fps(s) != 0) {
@@ -108,8 +84,8 @@ void ftl_swim_delete(ftl_swim *s)
 	ftl_tombstones_free(&s->tombstones);
 	ftl_bcast_free(&s->bcast);
 	free(s->suspects);
-	free(s->outputs.items);
-	free(s->events.items);
+	ftl_fifo_destroy(&s->outputs);
+	ftl_fifo_destroy(&s->events);
 	free(s);
 }
 
@@ -126,11 +102,11 @@ static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_ty
 {
 	if (strcmp(m->name, s->name) == 0)
 		return NULL;
-	if (s->events.len - s->events.head >= FTL_SWIM_MAX_EVENTS) {
+	if (ftl_fifo_len(&s->events) >= FTL_SWIM_MAX_EVENTS) {
 		s->stats.events_lost++;
 		return NULL;
 	}
-	ftl_swim_event *ev = ftl_queue_push(&s->events);
+	ftl_swim_event *ev = ftl_fifo_push(&s->events);
 	if (!ev) {
 		s->stats.events_lost++;
 		return NULL;
@@ -182,7 +158,7 @@ static void push_pull_tick(ftl_swim *s, int64_t now_us)
 {
 	const ftl_member *peer;
 	if (ftl_swim_random_members(s, now_us, 1, NULL, ftl_swim_is_live, &peer) == 1) {
-		ftl_swim_output *out = ftl_queue_push(&s->outputs);
+		ftl_swim_output *out = ftl_fifo_push(&s->outputs);
 		if (out) {
 			out->kind = FTL_OUTPUT_PUSH_PULL;
 			out->is_join = false;
@@ -219,19 +195,17 @@ void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 	}
 }
 
-static int64_t earliest(int64_t a, int64_t b) { return a < b ? a : b; }
-
 int64_t ftl_swim_next_deadline(const ftl_swim *s)
 {
 	int64_t t = ftl_swim_probe_deadline(s);
-	t = earliest(t, ftl_swim_relay_deadline(s));
-	t = earliest(t, ftl_swim_next_suspicion_deadline(s));
+	t = ftl_deadline_min(t, ftl_swim_relay_deadline(s));
+	t = ftl_deadline_min(t, ftl_swim_next_suspicion_deadline(s));
 	if (ftl_bcast_len(&s->bcast) > 0)
-		t = earliest(t, s->next_gossip_us);
+		t = ftl_deadline_min(t, s->next_gossip_us);
 	if (s->cfg.push_pull_interval_us > 0)
-		t = earliest(t, next_push_pull(s));
+		t = ftl_deadline_min(t, next_push_pull(s));
 	if (s->count[FTL_MEMBER_DEAD] + s->count[FTL_MEMBER_LEFT] > 0)
-		t = earliest(t, s->next_reap_us);
+		t = ftl_deadline_min(t, s->next_reap_us);
 	return t;
 }
 
@@ -244,7 +218,7 @@ void ftl_swim_join(ftl_swim *s, const char *const *seed_addrs, size_t n)
 			continue;
 		if (s->stats.push_pulls == 0) /* key changes wait until a push-pull tells us the key version */
 			s->is_key_version_known = false;
-		ftl_swim_output *out = ftl_queue_push(&s->outputs);
+		ftl_swim_output *out = ftl_fifo_push(&s->outputs);
 		if (!out)
 			return;
 		out->kind = FTL_OUTPUT_PUSH_PULL;
@@ -299,7 +273,7 @@ int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t
 
 bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out)
 {
-	ftl_swim_output *o = ftl_queue_pop(&s->outputs);
+	ftl_swim_output *o = ftl_fifo_pop(&s->outputs);
 	if (!o)
 		return false;
 	out->kind = o->kind;
@@ -315,7 +289,7 @@ bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out)
 
 bool ftl_swim_next_event(ftl_swim *s, ftl_swim_event *ev)
 {
-	ftl_swim_event *e = ftl_queue_pop(&s->events);
+	ftl_swim_event *e = ftl_fifo_pop(&s->events);
 	if (!e)
 		return false;
 	*ev = *e;

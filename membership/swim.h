@@ -29,8 +29,10 @@
  *    generation through its own join.
  *  - Identity is (name, generation); a larger generation replaces an entry whatever its state. Dead and
  *    left members are reaped after reap_after. A graceful leave is gossiped as `left`, never `dead`.
- * Every packet leaves sealed by the keyring and is opened on arrival; what fails to open or decode is
- * dropped and counted. */
+ * Packets and push-pull frames are plaintext here: the caller's peer channel seals every one on its way
+ * out and opens it on arrival (agent/seal.h), and counts what does not open with ftl_swim_count_drop. The
+ * keyring is the one key state of the cluster; the core changes it by key operations (swim_keys.c).
+ * What fails to decode is dropped and counted. */
 #ifndef FTL_MEMBERSHIP_SWIM_H
 #define FTL_MEMBERSHIP_SWIM_H
 
@@ -63,7 +65,7 @@ typedef struct ftl_swim_options {
 
 /* What the caller must do with an output. */
 typedef enum ftl_swim_output_kind {
-	FTL_OUTPUT_PACKET,     /* send data[0..len) as one UDP datagram to to_addr */
+	FTL_OUTPUT_PACKET,     /* seal data[0..len) (plaintext) and send it as one UDP datagram to to_addr */
 	FTL_OUTPUT_PUSH_PULL,  /* open a TCP push-pull with to_addr (ftl_swim_push_pull_encode/merge) */
 	FTL_OUTPUT_CHECK,      /* connect to to_addr (TCP, the gossip port) within timeout_us, then report how it
 				* went with ftl_swim_check_done(to_name, generation, to_addr) */
@@ -120,11 +122,11 @@ typedef struct ftl_swim_event {
 
 /* Why a received packet (or part of one) was dropped. */
 typedef enum ftl_swim_drop {
-	FTL_DROP_KEYRING,       /* failed to open: see the keyring's stats for the reason */
+	FTL_DROP_KEYRING,       /* a datagram that did not open (counted by the channel; the keyring's stats say why) */
 	FTL_DROP_MALFORMED,     /* opened but did not decode */
 	FTL_DROP_WRONG_TARGET,  /* a ping meant for another node (stale address) */
 	FTL_DROP_UNKNOWN_SEQ,   /* an ack or nack for no probe in flight (late) */
-	FTL_DROP_PUSH_PULL,     /* a push-pull frame that failed to open or decode */
+	FTL_DROP_PUSH_PULL,     /* a push-pull frame that failed to open (counted by the channel) or decode */
 	FTL_DROP_BAD_ADDR,      /* an alive whose address the caller cannot use (999.1.1.1:99999) */
 	FTL_DROP_MAX
 } ftl_swim_drop;
@@ -161,8 +163,10 @@ typedef struct ftl_swim_stats {
 ftl_swim *ftl_swim_new(const ftl_swim_options *opt, int64_t now_us, const char **err);
 void ftl_swim_delete(ftl_swim *s);
 
-/* Inputs. */
+/* Inputs. A datagram, opened (at most FTL_UDP_PACKET_MAX - FTL_KEYRING_OVERHEAD bytes). */
 void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len);
+/* Counts input the caller dropped before it reached the core (a datagram or frame that did not open). */
+void ftl_swim_count_drop(ftl_swim *s, ftl_swim_drop why);
 void ftl_swim_tick(ftl_swim *s, int64_t now_us);
 /* The latest time by which ftl_swim_tick must be called (it may be in the past: call it now). */
 int64_t ftl_swim_next_deadline(const ftl_swim *s);
@@ -210,8 +214,8 @@ void ftl_swim_key_census(ftl_swim *s, ftl_key_census *out);
  * it already trusts (the simulator starting converged, an agent restoring a cached list). */
 int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
 
-/* Push-pull: the sealed frame of our full state (malloc'd, the caller frees), and the merge of a peer's.
- * merge returns -1 (counted) for a frame that does not open or decode. */
+/* Push-pull: the plaintext of our full state (malloc'd, the caller frees; the channel seals it), and the
+ * merge of a peer's, opened. merge returns -1 (counted) for a frame that does not decode. */
 int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len);
 int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
 

@@ -5,6 +5,8 @@
 
 #include "awareness.h"
 #include "broadcast.h"
+#include "deadline.h"
+#include "fifo.h"
 #include "rng.h"
 #include "swim.h"
 #include "tombstones.h"
@@ -56,13 +58,6 @@ typedef struct ftl_relay {
 	int64_t expires_us;
 } ftl_relay;
 
-typedef struct ftl_queue {
-	void *items;
-	size_t item_size;
-	size_t head;   /* next to pop */
-	size_t len;    /* pushed so far (items[head..len) are pending) */
-	size_t cap;
-} ftl_queue;
 
 struct ftl_swim {
 	ftl_swim_config cfg;
@@ -100,8 +95,8 @@ struct ftl_swim {
 	int64_t next_gossip_us;
 	int64_t last_push_pull_us;  /* the next is due a size-scaled interval after it */
 	int64_t next_reap_us;
-	ftl_queue outputs;         /* ftl_swim_output */
-	ftl_queue events;          /* ftl_swim_event */
+	ftl_fifo outputs;          /* ftl_swim_output */
+	ftl_fifo events;           /* ftl_swim_event */
 	ftl_swim_stats stats;
 };
 
@@ -112,8 +107,6 @@ void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const 
 /* A dead event that says which path declared it and who did. */
 void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason,
 			 const char *from);
-void *ftl_queue_push(ftl_queue *q);
-void *ftl_queue_pop(ftl_queue *q);
 
 /* swim_state.c: every change of a member's state goes through here (keeps the counts and events). */
 void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);

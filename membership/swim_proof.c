@@ -44,7 +44,7 @@ void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m)
 	if (s->n_proofs == FTL_SWIM_MAX_PROOFS || find_proof(s, m->name, m->generation) >= 0 ||
 	    !ftl_swim_is_live(s, m, now_us) || strcmp(m->name, s->name) == 0)
 		return;
-	ftl_swim_output *out = ftl_queue_push(&s->outputs);
+	ftl_swim_output *out = ftl_fifo_push(&s->outputs);
 	if (!out)
 		return;
 	int64_t timeout = s->cfg.probe_timeout_us;

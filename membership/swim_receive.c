@@ -1,6 +1,7 @@
-/* Everything that arrives: a datagram is opened by the keyring, decoded, and each message handed to the
- * probe or rumor logic; push-pull frames are merged member by member. What fails to open or decode is
- * dropped and counted, never trusted in part. */
+/* Everything that arrives, already opened by the caller's peer channel (agent/seal.h): a datagram is
+ * decoded and each message handed to the probe or rumor logic; push-pull frames are merged member by
+ * member. What fails to decode is dropped and counted, never trusted in part; the channel counts what
+ * did not open here too (ftl_swim_count_drop), so one table says what was dropped and why. */
 #include "swim_internal.h"
 
 #include <stdlib.h>
@@ -29,21 +30,20 @@ static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
 
 static bool is_request(ftl_msg_type t) { return t == FTL_MSG_PING || t == FTL_MSG_PING_REQ; }
 
+void ftl_swim_count_drop(ftl_swim *s, ftl_swim_drop why)
+{
+	if ((unsigned)why < FTL_DROP_MAX)
+		s->stats.dropped[why]++;
+}
+
 void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len)
 {
 	s->stats.packets_received++;
-	s->stats.bytes_received += len;
-	uint8_t plain[FTL_UDP_PACKET_MAX];
-	size_t plain_len;
-	if (len > FTL_UDP_PACKET_MAX + FTL_KEYRING_OVERHEAD ||
-	    ftl_keyring_open(s->keyring, data, len, plain, sizeof(plain), &plain_len, NULL) != 0) {
-		s->stats.dropped[FTL_DROP_KEYRING]++;
-		return;
-	}
+	s->stats.bytes_received += len + FTL_KEYRING_OVERHEAD;
 	ftl_msg msgs[FTL_WIRE_MAX_MSGS];
 	size_t n;
 	const char *err;
-	if (ftl_wire_decode_packet(plain, plain_len, msgs, FTL_WIRE_MAX_MSGS, &n, &err) != 0) {
+	if (ftl_wire_decode_packet(data, len, msgs, FTL_WIRE_MAX_MSGS, &n, &err) != 0) {
 		s->stats.dropped[FTL_DROP_MALFORMED]++;
 		return;
 	}
@@ -80,20 +80,8 @@ int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t
 	}
 	ftl_push_pull hdr = {.is_join = is_join, .count = n, .key_version = s->key_version};
 	strcpy(hdr.source, s->name);
-	uint8_t *plain = NULL;
-	size_t plain_len = 0;
-	int rc = ftl_wire_encode_push_pull(&hdr, arr, &plain, &plain_len);
+	int rc = ftl_wire_encode_push_pull(&hdr, arr, frame, len);
 	free(arr);
-	if (rc != 0)
-		return -1;
-	*frame = malloc(plain_len + FTL_KEYRING_OVERHEAD);
-	rc = *frame ? ftl_keyring_seal(s->keyring, plain, plain_len, *frame, plain_len + FTL_KEYRING_OVERHEAD, len)
-		    : -1;
-	free(plain);
-	if (rc != 0) {
-		free(*frame);
-		*frame = NULL;
-	}
 	return rc;
 }
 
@@ -126,31 +114,23 @@ static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, c
 
 int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
 {
-	int rc = -1;
-	uint8_t *plain = malloc(len + 1);
-	size_t plain_len = 0;
-	ftl_pp_member *arr = NULL;
-	if (!plain || ftl_keyring_open(s->keyring, frame, len, plain, len + 1, &plain_len, NULL) != 0)
-		goto out;
-	size_t max = plain_len / PP_MIN_MEMBER_BYTES + 1;
+	size_t max = len / PP_MIN_MEMBER_BYTES + 1;
 	if (max > PP_MAX_MEMBERS)
 		max = PP_MAX_MEMBERS;
-	arr = calloc(max, sizeof(*arr));
+	ftl_pp_member *arr = calloc(max, sizeof(*arr));
 	ftl_push_pull hdr;
 	const char *err;
-	if (!arr || ftl_wire_decode_push_pull(plain, plain_len, &hdr, arr, max, &err) != 0)
-		goto out;
+	if (!arr || ftl_wire_decode_push_pull(frame, len, &hdr, arr, max, &err) != 0) {
+		s->stats.dropped[FTL_DROP_PUSH_PULL]++;
+		free(arr);
+		return -1;
+	}
 	ftl_swim_learn_key_version(s, hdr.key_version);
 	for (uint32_t i = 0; i < hdr.count; i++)
 		merge_member(s, now_us, &arr[i], hdr.source);
 	if (is_join)
 		*is_join = hdr.is_join;
 	s->stats.push_pulls++;
-	rc = 0;
-out:
-	if (rc != 0)
-		s->stats.dropped[FTL_DROP_PUSH_PULL]++;
-	free(plain);
 	free(arr);
-	return rc;
+	return 0;
 }

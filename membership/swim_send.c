@@ -1,6 +1,7 @@
 /* Everything that leaves a node goes through here: one message (plus an optional second one) with as
- * many queued rumors as fit under the datagram budget, sealed by the keyring and queued as an output.
- * Gossip is the same with no primary message, sent only when there is news. */
+ * many queued rumors as fit under the datagram budget, queued as an output. The budget leaves room for
+ * the seal the caller's peer channel puts on every datagram (agent/seal.h). Gossip is the same with no
+ * primary message, sent only when there is news. */
 #include "swim_internal.h"
 
 #include <string.h>
@@ -39,21 +40,19 @@ int ftl_swim_random_members(ftl_swim *s, int64_t now_us, int k, const char *excl
 	return n;
 }
 
-static void seal_out(ftl_swim *s, const char *to_name, const char *to_addr, const uint8_t *plain, size_t len)
+static void queue_packet(ftl_swim *s, const char *to_name, const char *to_addr, const uint8_t *plain, size_t len)
 {
-	ftl_swim_output *out = ftl_queue_push(&s->outputs);
+	ftl_swim_output *out = ftl_fifo_push(&s->outputs);
 	if (!out)
 		return;
 	out->kind = FTL_OUTPUT_PACKET;
 	out->is_join = false;
 	ftl_copy_str(out->to_name, to_name, FTL_NAME_MAX);
 	strcpy(out->to_addr, to_addr);
-	if (ftl_keyring_seal(s->keyring, plain, len, out->data, sizeof(out->data), &out->len) != 0) {
-		s->outputs.len--; /* cannot happen: the budget leaves room for the overhead */
-		return;
-	}
+	memcpy(out->data, plain, len);
+	out->len = len;
 	s->stats.packets_sent++;
-	s->stats.bytes_sent += out->len;
+	s->stats.bytes_sent += len + FTL_KEYRING_OVERHEAD;
 }
 
 static int rumor_limit(const ftl_swim *s) { return ftl_swim_retransmit_limit(&s->cfg, ftl_swim_live_count(s)); }
@@ -71,7 +70,7 @@ void ftl_swim_send(ftl_swim *s, const char *to_name, const char *to_addr, const 
 		s->stats.sent[extra->type]++;
 	s->stats.piggybacked += ftl_bcast_fill(&s->bcast, &p, rumor_limit(s));
 	size_t len = ftl_wire_packet_finish(&p);
-	seal_out(s, to_name, to_addr, plain, len);
+	queue_packet(s, to_name, to_addr, plain, len);
 }
 
 void ftl_swim_gossip(ftl_swim *s, int64_t now_us)
@@ -87,6 +86,6 @@ void ftl_swim_gossip(ftl_swim *s, int64_t now_us)
 			continue;
 		s->stats.piggybacked += added;
 		size_t len = ftl_wire_packet_finish(&p);
-		seal_out(s, peers[i]->name, peers[i]->addr, plain, len);
+		queue_packet(s, peers[i]->name, peers[i]->addr, plain, len);
 	}
 }

@@ -38,11 +38,6 @@ typedef struct rdv_target {
 					 * already agreed on this list, so no readies are awaited */
 } rdv_target;
 
-static int64_t min_time(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
 void rdv_proposal_abort(ftl_rdv *r)
 {
 	rdv_proposal *p = &r->proposal;
@@ -83,13 +78,13 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 		return true;
 	}
 	if (expected_until > now_us && expected_until != INT64_MAX)
-		*wake_us = min_time(*wake_us, expected_until);
+		*wake_us = ftl_deadline_min(*wake_us, expected_until);
 	if (now_us >= settle_us && c->n >= rdv_workers_needed(r)) {
 		*t = (rdv_target){c->members, c->n, c->digest, true, false};
 		return true;
 	}
 	if (now_us < settle_us)
-		*wake_us = min_time(*wake_us, settle_us);
+		*wake_us = ftl_deadline_min(*wake_us, settle_us);
 	if (c->n_survivors >= r->cfg.min_workers && c->survivors_digest != r->view_members_digest) {
 		*t = (rdv_target){c->members, c->n_survivors, c->survivors_digest, false, false};
 		return true;
@@ -120,7 +115,7 @@ static bool all_agree(ftl_rdv *r, int64_t now_us, const rdv_target *t)
 		}
 	}
 	if (!is_all)
-		r->coord_next_us = min_time(r->coord_next_us, now_us + r->cfg.ready_interval_us);
+		r->coord_next_us = ftl_deadline_min(r->coord_next_us, now_us + r->cfg.ready_interval_us);
 	return is_all;
 }
 
@@ -181,7 +176,7 @@ static void postpone(ftl_rdv *r, int64_t now_us)
 {
 	rdv_proposal_abort(r);
 	r->proposal.retry_us = now_us + r->cfg.ready_interval_us;
-	r->coord_next_us = min_time(r->coord_next_us, r->proposal.retry_us);
+	r->coord_next_us = ftl_deadline_min(r->coord_next_us, r->proposal.retry_us);
 }
 
 /* Phase 2, or the commit itself when there is no electorate to ask. */
@@ -256,17 +251,17 @@ void rdv_coord_step(ftl_rdv *r, int64_t now_us)
 	if (p->stage != RDV_STAGE_IDLE && (p->target_digest != t.digest || now_us - p->started_us >= timeout_us))
 		rdv_proposal_abort(r); /* the target moved under the attempt, or it stalled: start over */
 	if (p->stage != RDV_STAGE_IDLE) {
-		r->coord_next_us = min_time(r->coord_next_us, p->started_us + timeout_us);
+		r->coord_next_us = ftl_deadline_min(r->coord_next_us, p->started_us + timeout_us);
 		return;
 	}
 	if (now_us < p->retry_us) {
-		r->coord_next_us = min_time(r->coord_next_us, p->retry_us);
+		r->coord_next_us = ftl_deadline_min(r->coord_next_us, p->retry_us);
 		return;
 	}
 	if (t.is_rebuild || all_agree(r, now_us, &t))
 		begin_prepare(r, now_us, &t);
 	if (p->stage != RDV_STAGE_IDLE)
-		r->coord_next_us = min_time(r->coord_next_us, p->started_us + timeout_us);
+		r->coord_next_us = ftl_deadline_min(r->coord_next_us, p->started_us + timeout_us);
 }
 
 void rdv_coord_on_ready(ftl_rdv *r, const rdv_msg *m)

@@ -11,6 +11,8 @@
 #ifndef FTL_RDV_INTERNAL_H
 #define FTL_RDV_INTERNAL_H
 
+#include "deadline.h"
+#include "fifo.h"
 #include "rdv_candidate.h"
 #include "rdv_msg.h"
 #include "rdv_peers.h"
@@ -49,18 +51,6 @@ typedef struct rdv_proposal {
 	int64_t retry_us;               /* no new attempt before this (the blob callback postponed) */
 } rdv_proposal;
 
-/* Encoded messages waiting for the caller. */
-typedef struct rdv_queue {
-	ftl_rdv_output *items;          /* [cap] */
-	size_t head, len, cap;          /* items[head .. head+len) are queued */
-} rdv_queue;
-
-/* Messages a node sends itself (the coordinator is also an acceptor), handled after the current input
- * so that no handler re-enters another. */
-typedef struct rdv_inbox {
-	rdv_msg *items;                 /* [cap]; each owns its view's members */
-	size_t head, len, cap;          /* items[head .. head+len) are queued */
-} rdv_inbox;
 
 struct ftl_rdv {
 	ftl_rdv_member self;            /* our name, generation and comm address */
@@ -99,8 +89,10 @@ struct ftl_rdv {
 	uint64_t max_round;             /* the largest ballot round heard of for the view after ours */
 	int64_t coord_next_us;          /* when the coordinator must look again; INT64_MAX: on input only */
 
-	rdv_queue outputs;
-	rdv_inbox inbox;
+	ftl_fifo outputs;               /* ftl_rdv_output: encoded messages waiting for the caller */
+	ftl_fifo inbox;                 /* rdv_msg a node sends itself (the coordinator is also an acceptor),
+					 * handled after the current input so that no handler re-enters another;
+					 * each owns its view's members */
 	uint64_t dropped;               /* malformed or impossible input */
 };
 

@@ -11,39 +11,6 @@
 /* Most outputs held for a caller that does not drain them; more are dropped (counted). */
 #define RDV_OUTPUT_MAX (4 * FTL_RDV_MAX_MEMBERS)
 
-/* Makes room for one more item in a ring-less FIFO (head, len) by compacting or growing; -1 on OOM. */
-static int fifo_reserve(void **items, size_t size, size_t *head, size_t len, size_t *cap)
-{
-	if (*head + len < *cap)
-		return 0;
-	if (*head > 0) {
-		memmove(*items, (char *)*items + *head * size, len * size);
-		*head = 0;
-		if (len < *cap)
-			return 0;
-	}
-	size_t new_cap = *cap ? 2 * *cap : 16;
-	void *grown = realloc(*items, new_cap * size);
-	if (grown == NULL)
-		return -1;
-	*items = grown;
-	*cap = new_cap;
-	return 0;
-}
-
-/* The oldest item of a FIFO (head, len), or NULL when it is empty. */
-static void *fifo_pop(void *items, size_t size, size_t *head, size_t *len)
-{
-	void *item;
-	if (*len == 0)
-		return NULL;
-	item = (char *)items + *head * size;
-	(*head)++;
-	if (--*len == 0)
-		*head = 0; /* the next push reuses the front: items stays valid until then */
-	return item;
-}
-
 /* One encoded message and the number of outputs (plus its maker, while sending) that point into it. An
  * output's data is frame->data; ftl_rdv_output_free finds the frame from there. */
 typedef struct rdv_frame {
@@ -79,14 +46,11 @@ static rdv_frame *frame_encode(const rdv_msg *m, size_t *len)
 
 static void queue_output(ftl_rdv *r, const char *to, rdv_frame *f, size_t len)
 {
-	rdv_queue *q = &r->outputs;
 	ftl_rdv_output *out;
-	if (q->len >= RDV_OUTPUT_MAX ||
-	    fifo_reserve((void **)&q->items, sizeof *q->items, &q->head, q->len, &q->cap) != 0) {
+	if (ftl_fifo_len(&r->outputs) >= RDV_OUTPUT_MAX || (out = ftl_fifo_push(&r->outputs)) == NULL) {
 		r->dropped++;
 		return;
 	}
-	out = &q->items[q->head + q->len++];
 	ftl_copy_str(out->to, to, sizeof out->to);
 	out->data = f->data;
 	out->len = len;
@@ -95,20 +59,18 @@ static void queue_output(ftl_rdv *r, const char *to, rdv_frame *f, size_t len)
 
 static void queue_inbox(ftl_rdv *r, const rdv_msg *m)
 {
-	rdv_inbox *in = &r->inbox;
-	rdv_msg *copy;
-	if (fifo_reserve((void **)&in->items, sizeof *in->items, &in->head, in->len, &in->cap) != 0) {
+	rdv_msg copy = *m, *slot;
+	copy.view.members = NULL;
+	if (rdv_view_copy(&copy.view, &m->view) != 0) {
 		r->dropped++;
 		return;
 	}
-	copy = &in->items[in->head + in->len];
-	*copy = *m;
-	copy->view.members = NULL;
-	if (rdv_view_copy(&copy->view, &m->view) != 0) {
+	if ((slot = ftl_fifo_push(&r->inbox)) == NULL) {
+		rdv_msg_free(&copy);
 		r->dropped++;
 		return;
 	}
-	in->len++;
+	*slot = copy;
 }
 
 void rdv_send_all(ftl_rdv *r, rdv_names to, rdv_msg *m)
@@ -160,7 +122,7 @@ void rdv_send_commit(ftl_rdv *r, const char *to)
 
 bool rdv_inbox_pop(ftl_rdv *r, rdv_msg *m)
 {
-	rdv_msg *next = fifo_pop(r->inbox.items, sizeof *m, &r->inbox.head, &r->inbox.len);
+	rdv_msg *next = ftl_fifo_pop(&r->inbox);
 	if (next != NULL)
 		*m = *next;
 	return next != NULL;
@@ -168,7 +130,7 @@ bool rdv_inbox_pop(ftl_rdv *r, rdv_msg *m)
 
 bool ftl_rdv_next_output(ftl_rdv *r, ftl_rdv_output *out)
 {
-	ftl_rdv_output *next = fifo_pop(r->outputs.items, sizeof *out, &r->outputs.head, &r->outputs.len);
+	ftl_rdv_output *next = ftl_fifo_pop(&r->outputs);
 	if (next != NULL)
 		*out = *next;
 	return next != NULL;
@@ -190,8 +152,6 @@ void rdv_queues_free(ftl_rdv *r)
 		ftl_rdv_output_free(&out);
 	while (rdv_inbox_pop(r, &m))
 		rdv_msg_free(&m);
-	free(r->outputs.items);
-	free(r->inbox.items);
-	memset(&r->outputs, 0, sizeof r->outputs);
-	memset(&r->inbox, 0, sizeof r->inbox);
+	ftl_fifo_destroy(&r->outputs);
+	ftl_fifo_destroy(&r->inbox);
 }

@@ -54,6 +54,8 @@ ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o, const char **err)
 	ftl_copy_str(r->self.name, o->name, sizeof r->self.name);
 	ftl_copy_str(r->self.data_addr, o->data_addr, sizeof r->self.data_addr);
 	r->self.generation = o->generation;
+	ftl_fifo_create(&r->outputs, sizeof(ftl_rdv_output));
+	ftl_fifo_create(&r->inbox, sizeof(rdv_msg));
 	r->cfg = o->config;
 	if (r->cfg.max_workers > FTL_RDV_MAX_MEMBERS)
 		r->cfg.max_workers = FTL_RDV_MAX_MEMBERS;

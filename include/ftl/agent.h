@@ -39,6 +39,7 @@ typedef struct ftl_agent_config {
 	int64_t reap_after_ms;         /* [FTL_REAP_AFTER_MS] */
 	int suspicion_mult;            /* [FTL_SUSPICION_MULT] */
 	int retransmit_mult;           /* [FTL_RETRANSMIT_MULT] */
+	int64_t ready_interval_ms;     /* [FTL_READY_INTERVAL_MS] rendezvous: resend ready while not agreed */
 	int64_t reseed_interval_ms;    /* [FTL_RESEED_INTERVAL_MS] DNS re-resolution; default 5000 */
 	char run_dir[256];        /* [FTL_RUN_DIR] where the control socket lives */
 	char log_level[8];        /* [FTL_LOG_LEVEL] debug, info (default), warn, error */

@@ -216,6 +216,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_GOSSIP_INTERVAL_MS", true, {"0", "600001"}, NULL},
 	{"FTL_PUSH_PULL_INTERVAL_MS", true, {"0", "86400001"}, NULL},
 	{"FTL_REAP_AFTER_MS", true, {"0", "86400001"}, NULL},
+	{"FTL_READY_INTERVAL_MS", true, {"0", "600001"}, NULL},
 	{"FTL_RESEED_INTERVAL_MS", true, {"0", "99", "3600001"}, NULL},
 	{"FTL_SUSPICION_MULT", true, {"0", "65"}, NULL},
 	{"FTL_RETRANSMIT_MULT", true, {"0", "65"}, NULL},

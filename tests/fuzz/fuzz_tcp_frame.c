@@ -1,4 +1,4 @@
-/* Fuzz target: the gossip port's TCP frame reader (agent/tcp_frame.c), the first thing that reads what a
+/* Fuzz target: the gossip port's TCP frame reader (channel/tcp_frame.c), the first thing that reads what a
  * stranger sends. The input is the byte stream of one connection, read as the transport reads it (step
  * after step, each header skipped). Properties: every step stays inside what arrived; what the reader asks
  * to buffer is never more than the limit for what the peer has proved (FTL_TCP_UNAUTH_MAX before a sealed

@@ -7,7 +7,7 @@
 #include <string.h>
 
 const char *const ftl_tcp_drop_strs[FTL_TCP_DROP_MAX] = {
-	"too_large", "empty", "unknown_kind", "bad_header", "not_announced", "too_many", "buffer_full",
+	"too_large", "empty", "unknown_kind", "bad_header", "not_announced", "too_many", "buffer_full", "unopened",
 };
 
 static bool is_body_kind(uint8_t kind) { return kind == FTL_FRAME_PUSH_PULL || kind == FTL_FRAME_RENDEZVOUS; }

@@ -11,8 +11,8 @@
  *
  * The reader is pure (no sockets): the transport hands it the bytes received so far and it answers
  * "need more", "here is a frame", "skip this header" or "drop, for this reason". */
-#ifndef FTL_AGENT_TCP_FRAME_H
-#define FTL_AGENT_TCP_FRAME_H
+#ifndef FTL_CHANNEL_TCP_FRAME_H
+#define FTL_CHANNEL_TCP_FRAME_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,6 +39,7 @@ typedef enum ftl_tcp_drop {
 	FTL_TCP_DROP_NOT_ANNOUNCED,  /* the frame after a header is not the one it announced */
 	FTL_TCP_DROP_TOO_MANY,       /* more unauthenticated connections than FTL_TCP_UNAUTH_CONNS at once */
 	FTL_TCP_DROP_BUFFER_FULL,    /* all connections together already hold FTL_TCP_BUFFERED_MAX */
+	FTL_TCP_DROP_UNOPENED,       /* a frame whose sealed body does not open (wrong key or cluster, tampered) */
 	FTL_TCP_DROP_MAX
 } ftl_tcp_drop;
 

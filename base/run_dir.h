@@ -9,8 +9,8 @@
  * hand them whatever it sends (a new cluster key). So the agent uses only a run directory that this user
  * owns and nobody else can write, and ftlctl talks only to a socket this user owns, in a directory that
  * only this user or root can change (or a sticky one, like /tmp). */
-#ifndef FTL_CTL_RUN_DIR_H
-#define FTL_CTL_RUN_DIR_H
+#ifndef FTL_BASE_RUN_DIR_H
+#define FTL_BASE_RUN_DIR_H
 
 #include <stddef.h>
 
