@@ -268,20 +268,18 @@ static void test_fingerprints_follow_the_keyring_and_travel_by_gossip_and_push_p
 	ftl_keyring_delete(kc);
 }
 
-/* Hands s one message in a datagram sealed as a member's would be. */
-static void deliver(ftl_swim *s, ftl_keyring *kr, int64_t now, const ftl_msg *m)
+/* Hands s one message in a datagram, as the peer channel passes it on once opened. */
+static void deliver(ftl_swim *s, int64_t now, const ftl_msg *m)
 {
-	uint8_t plain[FTL_UDP_PACKET_MAX], sealed[FTL_UDP_PACKET_MAX + FTL_KEYRING_OVERHEAD];
-	size_t len;
+	uint8_t plain[FTL_UDP_PACKET_MAX];
 	ftl_wire_packet p;
 	ftl_wire_packet_init(&p, plain, sizeof plain);
 	assert_int_equal(ftl_wire_packet_add(&p, m), 0);
-	assert_int_equal(ftl_keyring_seal(kr, plain, ftl_wire_packet_finish(&p), sealed, sizeof sealed, &len), 0);
-	ftl_swim_receive(s, now, sealed, len);
+	ftl_swim_receive(s, now, plain, ftl_wire_packet_finish(&p));
 }
 
 /* What a member announces: an alive with a raised incarnation and the fingerprints of keys, primary first. */
-static void hear_alive(ftl_swim *s, ftl_keyring *kr, int64_t now, const char *name, uint64_t incarnation,
+static void hear_alive(ftl_swim *s, int64_t now, const char *name, uint64_t incarnation,
 		       const uint8_t *primary, const uint8_t *other)
 {
 	ftl_msg m = {.type = FTL_MSG_ALIVE};
@@ -292,7 +290,7 @@ static void hear_alive(ftl_swim *s, ftl_keyring *kr, int64_t now, const char *na
 	fp_of(primary, m.u.alive.key_fps.fp[m.u.alive.key_fps.count++]);
 	if (other)
 		fp_of(other, m.u.alive.key_fps.fp[m.u.alive.key_fps.count++]);
-	deliver(s, kr, now, &m);
+	deliver(s, now, &m);
 }
 
 static void assert_primary(ftl_keyring *kr, const uint8_t *key)
@@ -323,31 +321,31 @@ static void test_keys_use_and_remove_are_refused_while_they_would_cut_a_member_o
 	assert_int_equal(ftl_swim_get_stats(a)->key_ops_applied, applied);
 
 	/* w1 installs it, w2 still reports nothing: still refused. */
-	hear_alive(a, kr, now, "w1", 1, k1, k2);
+	hear_alive(a, now, "w1", 1, k1, k2);
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2, &err), -1);
 	assert_non_null(strstr(err, "held by 2 of 3 live members (lacking: w2)"));
 	/* Everyone holds it: accepted. */
-	hear_alive(a, kr, now, "w2", 1, k1, k2);
+	hear_alive(a, now, "w2", 1, k1, k2);
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2, &err), 0);
 	assert_primary(kr, k2);
 
 	/* Removing k1 while w1 and w2 still seal with it is refused; once they switched, it is not. */
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1, &err), -1);
 	assert_non_null(strstr(err, "still the primary key of 2 of 3 live members"));
-	hear_alive(a, kr, now, "w1", 2, k2, k1);
-	hear_alive(a, kr, now, "w2", 2, k2, k1);
+	hear_alive(a, now, "w1", 2, k2, k1);
+	hear_alive(a, now, "w2", 2, k2, k1);
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1, &err), 0);
 
 	/* A dead member lacks nothing: w2 dies without k1's successor, and a new key can be used. */
 	const uint8_t k3[FTL_KEY_SIZE] = {3};
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k3, &err), 0);
-	hear_alive(a, kr, now, "w1", 3, k2, k3);
+	hear_alive(a, now, "w1", 3, k2, k3);
 	ftl_msg dead = {.type = FTL_MSG_DEAD};
 	strcpy(dead.u.rumor.name, "w2");
 	strcpy(dead.u.rumor.from, "w1");
 	dead.u.rumor.generation = 1;
 	dead.u.rumor.incarnation = 2;
-	deliver(a, kr, now, &dead);
+	deliver(a, now, &dead);
 	assert_int_equal(ftl_swim_find(a, "w2")->state, FTL_MEMBER_DEAD);
 	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k3, &err), 0);
 	ftl_swim_delete(a);
