@@ -43,9 +43,14 @@ def start_job(job, n, env_of=lambda name: {}):
           f"{together:.2f} s later")
 
 
-def finish(job, among=None, timeout=60):
-    """Waits for the workers to finish training; every one must exit 0 and report the same final digest."""
+def finish(job, among=None, timeout=None):
+    """Waits for the workers to finish training; every one must exit 0 and report the same final digest.
+    The default bound is 60 s plus twice the step sleep of every step still to run (the PyTorch tests
+    sleep 80 ms a step: 600 steps left are 48 s of sleep alone)."""
     among = among or [w for w in job.workers() if w.is_running()]
+    if timeout is None:
+        steps_left = max(0, int(job.job_env.get("FTL_STEPS", 0)) - job.progress())
+        timeout = 60 + 2 * steps_left * int(job.job_env.get("FTL_STEP_SLEEP_MS", 0)) / 1000
     codes = job.wait_exit(timeout, among)
     assert all(c == 0 for c in codes.values()), f"exit codes {codes}"
     finals = {w.name: w.final() for w in among}
