@@ -5,7 +5,8 @@
 # Why a folder and not exit codes alone: the multi-process tests start agents, training workers and forked
 # ranks whose stderr goes to log files or /dev/null and whose exit status is not always read (a worker
 # killed on purpose, an agent stopped at the end of a scenario). TSan's exit code (66) fails a test whose
-# own process races; the folder catches a race in any child, whatever the test does with it.
+# own process races; the folder catches a race in any child, whatever the test does with it. A run of a
+# few tests checks their children too when it names the check: ctest -R 'agent_kill9|tsan_reports_none'.
 set(FTL_TSAN_REPORTS ${PROJECT_BINARY_DIR}/tsan-reports)
 set(FTL_TSAN_SUPPRESSIONS ${CMAKE_CURRENT_LIST_DIR}/tsan.supp)
 message(STATUS "ftl: ThreadSanitizer build; race reports go to ${FTL_TSAN_REPORTS}, checked by tsan_reports_none")
