@@ -334,6 +334,17 @@ static int bind_udp(ftl_agent *a, char *err, size_t len)
 	return 0;
 }
 
+/* A start that failed half way: closes what it opened and leaves the agent not started, so that
+ * ftl_agent_stop (from ftl_agent_delete) does not join a loop thread that was never created. */
+static int abandon_start(ftl_agent *a)
+{
+	close_all(a);
+	uv_run(&a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&a->loop);
+	a->is_started = false;
+	return -1;
+}
+
 int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 {
 	if (a->is_started) {
@@ -350,23 +361,17 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	uv_async_init(&a->loop, &a->wake, on_wake);
 	a->wake.data = a;
 	if (bind_udp(a, err, len) != 0 || ftl_agent_tcp_listen(a, err, len) != 0) {
-		close_all(a);
-		uv_run(&a->loop, UV_RUN_DEFAULT);
-		return -1;
+		return abandon_start(a);
 	}
 	char cerr[256];
 	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a, cerr, sizeof(cerr));
 	if (!a->control) {
 		/* Most often a second agent with the same name: a configuration error worth stopping for. */
 		snprintf(err, len, "control socket: %s", cerr);
-		close_all(a);
-		uv_run(&a->loop, UV_RUN_DEFAULT);
-		return -1;
+		return abandon_start(a);
 	}
 	if (ftl_metrics_http_start(a, err, len) != 0) {
-		close_all(a);
-		uv_run(&a->loop, UV_RUN_DEFAULT);
-		return -1;
+		return abandon_start(a);
 	}
 	if (a->set.is_insecure)
 		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
@@ -376,15 +381,13 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	ftl_log(FTL_LOG_INFO, "agent", fields, "started");
 	ftl_agent_seeds_start(a);
 	if (a->train.is_enabled && ftl_agent_rdv_start(a, err, len) != 0) {
-		close_all(a);
-		uv_run(&a->loop, UV_RUN_DEFAULT);
-		return -1;
+		return abandon_start(a);
 	}
 	update_counts(a);
 	ftl_agent_flush(a);
 	if (uv_thread_create(&a->thread, run_loop, a) != 0) {
 		snprintf(err, len, "cannot start the agent thread");
-		return -1;
+		return abandon_start(a);
 	}
 	return 0;
 }

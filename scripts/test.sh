@@ -2,8 +2,8 @@
 # The README's test command: install what is missing (Debian packages, then the Python side's venv),
 # configure, build, run every test with ctest.
 # Extra arguments go to ctest (for example -R sim_ to run only the simulator tests).
-# FTL_BUILD_DIR (default build), FTL_WERROR=ON and FTL_SANITIZE=ON (ASan+UBSan, use with CC=clang)
-# select other builds; CI uses all three.
+# FTL_BUILD_DIR (default build), FTL_WERROR=ON and FTL_SANITIZE=ON (ASan+UBSan) or FTL_SANITIZE=thread
+# (TSan; both with CC=clang) select other builds; CI uses all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

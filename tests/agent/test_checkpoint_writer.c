@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,14 +210,14 @@ static void test_busy_writer_skips_the_next_checkpoint_in_skip_mode(void **state
 
 typedef struct delayed_drain {
 	char *fifo;
-	volatile bool is_released;
+	atomic_bool is_released; /* set by the drain thread, read by the test after the writer is done */
 } delayed_drain;
 
 static void *drain_later(void *arg)
 {
 	delayed_drain *d = arg;
 	usleep(200 * 1000);
-	d->is_released = true;
+	atomic_store(&d->is_released, true);
 	return drain_fifo(d->fifo);
 }
 
@@ -229,7 +230,7 @@ static void test_busy_writer_makes_the_next_checkpoint_wait_in_wait_mode(void **
 	pthread_t t;
 	pthread_create(&t, NULL, drain_later, &d);
 	assert_true(write_step(w, 20, 4096)); /* returns only once 10 is done */
-	assert_true(d.is_released);
+	assert_true(atomic_load(&d.is_released));
 	ftl_ckpt_writer_flush(w);
 	pthread_join(t, NULL);
 	assert_true(verifies(dir, 20));

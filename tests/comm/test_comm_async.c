@@ -244,7 +244,7 @@ static int failure_test(int n, int sig, ftl_err want)
 					ftl_strerror(rep.err));
 				bad++;
 			}
-			if (ms > (sig == SIGSTOP ? sc.timeout_ms + 3000 : 2000)) {
+			if (ms > (sig == SIGSTOP ? sc.timeout_ms + 3000 : HARNESS_PEER_LOST_MS)) {
 				fprintf(stderr, "rank %d: failure took %lld ms after the signal\n", rep.rank, (long long)ms);
 				bad++;
 			}
