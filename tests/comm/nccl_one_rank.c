@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+int nccl_one_rank_failures;
+
 void nccl_one_rank_require_gpu(const char *program)
 {
 	char why[FTL_COMM_ERR_MAX];

@@ -5,10 +5,21 @@
 #define FTL_TESTS_COMM_NCCL_ONE_RANK_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "comm.h"
 
 #define NCCL_ONE_RANK_SKIP 77
+
+/* A failed check: counted, printed with its place; the program goes on and exits 1 at the end. */
+extern int nccl_one_rank_failures;
+#define CHECK(cond)                                                                              \
+	do {                                                                                     \
+		if (!(cond)) {                                                                   \
+			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+			nccl_one_rank_failures++;                                                \
+		}                                                                                \
+	} while (0)
 
 /* Returns when NCCL and a CUDA device are usable; else prints why ("SKIP: ...") and exits 77. */
 void nccl_one_rank_require_gpu(const char *program);
