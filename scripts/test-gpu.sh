@@ -35,12 +35,23 @@ die() { say "$*"; exit 1; }
 have_modules() {
   command -v pkg-config >/dev/null && pkg-config --exists "${modules[@]}" 2>/dev/null
 }
+# dpkg-deb -x where it exists; else the archive's data member with ar and tar (any Linux with binutils).
+unpack_one() {
+  if command -v dpkg-deb >/dev/null; then
+    dpkg-deb -x "$1" "$prefix"
+  else
+    local member how
+    member=$(ar t "$1" | grep '^data\.tar') || return 1
+    case $member in *.xz) how=-J ;; *.zst) how=--zstd ;; *.gz) how=-z ;; *) how= ;; esac
+    ar p "$1" "$member" | tar -x $how -f - -C "$prefix"
+  fi
+}
 unpack_debs() {
   shopt -s nullglob
   local files=("$debs"/*.deb)
   (( ${#files[@]} )) || die "missing libraries (${modules[*]} via pkg-config) and no .deb files in $debs: run scripts/fetch-gpu-debs.sh on a machine with network and carry .device along"
   rm -rf "$prefix" && mkdir -p "$prefix"
-  for f in "${files[@]}"; do dpkg-deb -x "$f" "$prefix" || die "cannot unpack $f"; done
+  for f in "${files[@]}"; do unpack_one "$f" || die "cannot unpack $f"; done
   # The .pc files name /usr (in variables, or in -L/-I flags as cmocka's does): point them at the prefix.
   for pc in "$prefix"/usr/lib/*/pkgconfig/*.pc "$prefix"/usr/lib/pkgconfig/*.pc "$prefix"/usr/share/pkgconfig/*.pc; do
     sed -i -E -e "s#^(prefix|exec_prefix|libdir|includedir)=/usr#\1=$prefix/usr#" -e "s#(-[LI])/usr/#\1$prefix/usr/#g" "$pc"
