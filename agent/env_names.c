@@ -26,7 +26,7 @@ static const char *const known_names[] = {
 	"FTL_EXPECTED_WAIT_MS",
 	/* ftlctl */
 	"FTL_CONTROL_SOCKET",
-	/* examples/train_softmax.c (the example and the demo set these on every worker) */
+	/* examples/train_softmax.c and train_cuda.c (the examples and the demo set these on every worker) */
 	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
 	/* examples/torch_digits.py */
 	"FTL_OPTIMIZER", "FTL_LR",
@@ -35,6 +35,8 @@ static const char *const known_names[] = {
 	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */
 	"FTL_SIM_SEED", "FTL_SIM_TRACE", "FTL_BUILD_DIR", "FTL_FUZZ_BUILD_DIR", "FTL_VENV", "FTL_WERROR",
 	"FTL_SANITIZE",
+	/* scripts/test-gpu.sh and scripts/fetch-gpu-debs.sh */
+	"FTL_GPU_DEBS", "FTL_GPU_PREFIX", "FTL_GPU_FORCE_DEBS", "FTL_GPU_OUT", "FTL_GPU_BENCH",
 };
 #define N_KNOWN (sizeof(known_names) / sizeof(known_names[0]))
 

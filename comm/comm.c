@@ -71,6 +71,7 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	comm->rank = cfg->rank;
 	comm->world_size = cfg->world_size;
 	comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
+	comm->comm_id = cfg->comm_id;
 	atomic_init(&comm->is_aborted, 0);
 	comm->broken = FTL_OK;
 	comm->error[0] = '\0';
@@ -92,7 +93,7 @@ int ftl_comm_backend_is_available(ftl_comm_backend backend)
 	return 0;
 }
 
-ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
+ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
 {
 	if (err != NULL && err_len > 0)
 		err[0] = '\0';
@@ -125,6 +126,30 @@ ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char 
 	default:
 		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "unknown backend %d", (int)cfg->backend);
 	}
+}
+
+ftl_err ftl_comm_await(struct ftl_comm *comm)
+{
+	if (comm->broken != FTL_OK)
+		return comm->broken;
+	return comm->ops->await != NULL ? comm->ops->await(comm) : FTL_OK;
+}
+
+/* A started communicator, waited for: the ready one ftl_comm_create promises. */
+ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
+{
+	ftl_err e = ftl_comm_start(cfg, out, err, err_len);
+	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
+		return e;
+	ftl_comm_fail_buf(err, err_len, e, "%s", (*out)->error + 5 /* without "ftl: " */);
+	ftl_comm_destroy(*out);
+	*out = NULL;
+	return e;
+}
+
+bool ftl_comm_can_shrink(const struct ftl_comm *comm)
+{
+	return comm != NULL && comm->ops->shrink != NULL && (comm->ops->can_shrink == NULL || comm->ops->can_shrink());
 }
 
 ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len)
@@ -172,6 +197,9 @@ const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX] = {
 
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
 {
+	ftl_err e = ftl_comm_await(comm);
+	if (e != FTL_OK)
+		return e;
 	switch (c->kind) {
 	case FTL_COMM_CALL_ALLREDUCE:
 		return comm->ops->allreduce(comm, c->sendbuf, c->recvbuf, c->count, c->dtype, c->op);
@@ -350,8 +378,17 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 				return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: rank %d is listed twice",
 						     exclude[i]);
 	}
-	/* A comm broken with FTL_ERR_ABORTED may still shrink: that is how the dead ranks are dropped. */
-	return comm->ops->shrink(comm, exclude, exclude_count, out);
+	/* A comm broken with FTL_ERR_ABORTED may still shrink: that is how the dead ranks are dropped. A
+	 * started one must first be ready: its NCCL communicator is the parent. */
+	if (comm->broken == FTL_OK && comm->ops->await != NULL && comm->ops->await(comm) != FTL_OK)
+		return comm->broken;
+	ftl_err e = comm->ops->shrink(comm, exclude, exclude_count, out);
+	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
+		return e;
+	ftl_comm_fail(comm, e, false, "shrink: %s", (*out)->error + 5);
+	ftl_comm_destroy(*out);
+	*out = NULL;
+	return e;
 }
 
 void ftl_comm_abort(ftl_comm *comm)

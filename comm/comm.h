@@ -32,6 +32,13 @@ struct ftl_comm_backend_ops {
 	ftl_err (*barrier)(struct ftl_comm *comm);
 	/* NULL when the backend cannot shrink; may be called on a broken communicator. */
 	ftl_err (*shrink)(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out);
+	/* Whether shrink works in this process (a runtime may lack what the headers declared); NULL: it does
+	 * when shrink is set. */
+	bool (*can_shrink)(void);
+	/* Completes a setup that the constructor only started (a non-blocking NCCL init); returns at once
+	 * when it is done. NULL when the backend's communicators are ready at creation. comm.c calls it before
+	 * every call, so the first collective waits for the setup and whatever ran meanwhile overlapped it. */
+	ftl_err (*await)(struct ftl_comm *comm);
 	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
 	void (*abort)(struct ftl_comm *comm);
 	void (*destroy)(struct ftl_comm *comm);
@@ -49,6 +56,7 @@ struct ftl_comm {
 	int rank;
 	int world_size;
 	int timeout_ms;                       /* deadline of each call */
+	uint64_t comm_id;                     /* the config's: which view this communicator was built for */
 	atomic_int is_aborted;                /* set by ftl_comm_abort from any thread */
 	_Atomic ftl_err broken;               /* FTL_OK while usable; else the error every call returns */
 	char error[FTL_COMM_ERR_MAX];         /* the last diagnostic (written under async's lock, if any) */
@@ -100,6 +108,17 @@ void ftl_comm_async_destroy(struct ftl_comm *comm);
 void ftl_comm_async_lock(struct ftl_comm *comm);
 void ftl_comm_async_unlock(struct ftl_comm *comm);
 
+/* Creates a communicator whose setup may still be running (a non-blocking NCCL init: started, not waited
+ * for): the first call on it, or ftl_comm_await, completes it. tcp connects here as ftl_comm_create does.
+ * What the caller does between the two (a state-sync header over the host comm) overlaps the setup. */
+ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len);
+
+/* Waits for a started communicator's setup; FTL_OK at once when it is ready. A failure breaks it. */
+ftl_err ftl_comm_await(struct ftl_comm *comm);
+
+/* Whether ftl_comm_shrink can work on comm in this process (backend and runtime). */
+bool ftl_comm_can_shrink(const struct ftl_comm *comm);
+
 /* Fills the shared part from a validated config. */
 void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
 			const struct ftl_comm_config *cfg);
@@ -122,6 +141,8 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 #ifdef FTL_HAVE_NCCL
 ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err,
 			     size_t err_len);
+/* 1 when the loaded NCCL has ncclCommShrink (2.27+, found with dlsym), else 0. */
+bool ftl_comm_nccl_can_shrink(void);
 ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap, char *err, size_t err_len);
 /* 1 when NCCL loads and a CUDA device is visible; else 0 with the reason in why. */
 int ftl_comm_nccl_probe(char *why, size_t why_len);

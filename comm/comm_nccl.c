@@ -5,11 +5,16 @@
  * ncclCommGetAsyncError and cudaStreamQuery against a deadline and the abort flag. A failed or aborted call
  * returns at once; the communicator it leaves behind is torn down with ncclCommAbort on a detached thread,
  * because that takes about a second (NCCL 2.28.3 on an H100) and must not sit between a failure and the
- * next communicator. Joins take a fresh ncclCommInitRankConfig with the unique id from the bootstrap;
- * leaves may use ncclCommShrink(..., NCCL_SHRINK_ABORT) instead (NCCL >= 2.27, checked at compile time
- * and at run time, and resolved with dlsym so the library still loads against an older libnccl).
- * ncclCommRevoke (2.28.7+) is deliberately not used: the GPU machines run 2.28.3, and the shrink-abort
- * path already stops in-flight work. */
+ * next communicator.
+ *
+ * Init is started, not waited for: ftl_comm_nccl_create returns as soon as ncclCommInitRankConfig has
+ * returned ncclInProgress, and the await op (comm.c calls it before the first collective, or the caller
+ * through ftl_comm_await) polls it to the end. So whatever the caller does in between (the state-sync
+ * header over the host comm) overlaps NCCL's bootstrap. Joins take a fresh init with the unique id from the
+ * bootstrap; leaves may use ncclCommShrink(..., NCCL_SHRINK_ABORT) instead (NCCL >= 2.27, checked at
+ * compile time and at run time, and resolved with dlsym so the library still loads against an older
+ * libnccl; comm_rebuild.c decides). ncclCommRevoke (2.28.7+) is deliberately not used: the GPU machines
+ * run 2.28.3, and the shrink-abort path already stops in-flight work. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,6 +38,9 @@ struct ftl_comm_nccl {
 	bool is_own_stream;
 	int device;
 	int *scratch; /* one device int, for barrier */
+	bool is_ready;              /* the init or shrink that made it has completed */
+	int64_t ready_deadline_ms;  /* ... or must have by then */
+	const char *setup_what;     /* which call made it, for the diagnostic */
 };
 
 static atomic_int pending_teardowns;
@@ -46,6 +54,25 @@ static int runtime_version(void)
 {
 	int v = 0;
 	return ncclGetVersion(&v) == ncclSuccess ? v : 0;
+}
+
+#ifdef NCCL_SHRINK_ABORT
+typedef ncclResult_t (*shrink_fn)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int);
+
+/* ncclCommShrink of the loaded library, or NULL when it has none. */
+static shrink_fn loaded_shrink(void)
+{
+	return runtime_version() >= SHRINK_MIN_VERSION ? (shrink_fn)dlsym(RTLD_DEFAULT, "ncclCommShrink") : NULL;
+}
+#endif
+
+bool ftl_comm_nccl_can_shrink(void)
+{
+#ifdef NCCL_SHRINK_ABORT
+	return loaded_shrink() != NULL;
+#else
+	return false;
+#endif
 }
 
 int ftl_comm_nccl_probe(char *why, size_t why_len)
@@ -224,7 +251,7 @@ static void release(struct ftl_comm_nccl *c)
 		*td = (struct teardown){
 			.nccl = c->nccl, .stream = c->stream, .is_own_stream = c->is_own_stream,
 			.scratch = c->scratch, .device = c->device,
-			.is_clean = c->base.broken == FTL_OK && !atomic_load(&c->base.is_aborted),
+			.is_clean = c->is_ready && c->base.broken == FTL_OK && !atomic_load(&c->base.is_aborted),
 		};
 		atomic_fetch_add(&pending_teardowns, 1);
 		pthread_t th;
@@ -245,12 +272,26 @@ static void nccl_destroy(struct ftl_comm *comm)
 
 static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out);
 
+/* Polls the init or shrink that made c to its end (the deadline it was started with). */
+static ftl_err nccl_await(struct ftl_comm *comm)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	if (c->is_ready)
+		return FTL_OK;
+	int64_t left = c->ready_deadline_ms - ftl_comm_now_ms();
+	ftl_err e = wait_done(c, c->nccl, false, left > 1 ? (int)left : 1, c->setup_what);
+	c->is_ready = e == FTL_OK;
+	return e;
+}
+
 static const struct ftl_comm_backend_ops nccl_ops = {
 	.allreduce = nccl_allreduce,
 	.broadcast = nccl_broadcast,
 	.allgather = nccl_allgather,
 	.barrier = nccl_barrier,
 	.shrink = nccl_shrink,
+	.can_shrink = ftl_comm_nccl_can_shrink,
+	.await = nccl_await,
 	.abort = nccl_abort,
 	.destroy = nccl_destroy,
 };
@@ -283,20 +324,18 @@ static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_ncc
 	return FTL_OK;
 }
 
-/* After a non-blocking init or shrink: wait for it, or pass the half-built communicator to teardown. */
-static ftl_err complete_init(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, const char *what,
-			     struct ftl_comm **out, char *err, size_t err_len)
+/* After a non-blocking init or shrink was started: an error now, or the communicator to await later. */
+static ftl_err started(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, const char *what,
+		       struct ftl_comm **out, char *err, size_t err_len)
 {
-	ftl_err e;
-	if (r != ncclSuccess && r != ncclInProgress)
-		e = ftl_comm_fail(&c->base, nccl_code(r), true, "%s: %s", what, ncclGetErrorString(r));
-	else
-		e = wait_done(c, c->nccl, false, timeout_ms, what);
-	if (e != FTL_OK) {
-		ftl_comm_fail_buf(err, err_len, e, "%s", c->base.error + 5 /* without "ftl: " */);
+	if (r != ncclSuccess && r != ncclInProgress) {
+		ftl_err e = ftl_comm_fail_buf(err, err_len, nccl_code(r), "%s: %s", what, ncclGetErrorString(r));
 		release(c);
 		return e;
 	}
+	c->is_ready = false;
+	c->ready_deadline_ms = ftl_comm_now_ms() + timeout_ms;
+	c->setup_what = what;
 	*out = &c->base;
 	return FTL_OK;
 }
@@ -320,23 +359,22 @@ ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm 
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	config.blocking = 0;
 	ncclResult_t r = ncclCommInitRankConfig(&c->nccl, cfg->world_size, id, cfg->rank, &config);
-	return complete_init(c, r, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000, "ncclCommInitRankConfig",
-			     out, err, err_len);
+	return started(c, r, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000, "ncclCommInitRankConfig",
+		       out, err, err_len);
 }
-
-#ifdef NCCL_SHRINK_ABORT
-typedef ncclResult_t (*shrink_fn)(ncclComm_t, int *, int, ncclComm_t *, ncclConfig_t *, int);
-#endif
 
 static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out)
 {
 	struct ftl_comm_nccl *old = (struct ftl_comm_nccl *)comm;
 #ifdef NCCL_SHRINK_ABORT
-	int version = runtime_version();
-	shrink_fn shrink = version >= SHRINK_MIN_VERSION ? (shrink_fn)dlsym(RTLD_DEFAULT, "ncclCommShrink") : NULL;
+	shrink_fn shrink = loaded_shrink();
 	if (shrink == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
-				     "ncclCommShrink needs NCCL 2.27 or newer; this is %d: make a new communicator", version);
+				     "ncclCommShrink needs NCCL 2.27 or newer; this is %d: make a new communicator",
+				     runtime_version());
+	if (!old->is_ready)
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "shrink: this communicator never finished its init: make a new communicator");
 	struct ftl_comm_config cfg;
 	ftl_comm_config_init(&cfg);
 	cfg.backend = FTL_COMM_NCCL;
@@ -352,7 +390,8 @@ static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclud
 	int *list = malloc(sizeof(int) * (size_t)(exclude_count > 0 ? exclude_count : 1));
 	if (list == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false, "shrink: out of memory");
-	memcpy(list, exclude, sizeof(int) * (size_t)exclude_count);
+	if (exclude_count > 0)
+		memcpy(list, exclude, sizeof(int) * (size_t)exclude_count);
 	struct ftl_comm_nccl *c;
 	char err[FTL_COMM_ERR_MAX];
 	ftl_err e = alloc_comm(&cfg, &c, err, sizeof(err));
@@ -362,7 +401,7 @@ static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclud
 		/* A broken parent may have kernels stuck on a dead peer: abort them first. */
 		int flags = comm->broken != FTL_OK || atomic_load(&comm->is_aborted) ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
 		ncclResult_t r = shrink(old->nccl, list, exclude_count, &c->nccl, &config, flags);
-		e = complete_init(c, r, comm->timeout_ms, "ncclCommShrink", out, err, sizeof(err));
+		e = started(c, r, comm->timeout_ms, "ncclCommShrink", out, err, sizeof(err));
 	}
 	free(list);
 	if (e != FTL_OK)

@@ -173,7 +173,8 @@ void harness_report(struct harness_child *c, int kind, int err, int64_t value)
 		perror("harness: report");
 }
 
-ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+void harness_comm_config(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms,
+			 struct ftl_comm_config *cfg, char *boot, size_t boot_len)
 {
 	const char *addrs[HARNESS_MAX];
 	int rank = -1;
@@ -182,19 +183,24 @@ ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_member
 		if (members[i] == c->rank)
 			rank = i;
 	}
-	char boot[HARNESS_MAX * 64];
+	ftl_comm_config_init(cfg);
+	cfg->rank = rank;
+	cfg->world_size = n_members;
+	cfg->bootstrap = boot;
+	cfg->bootstrap_len = ftl_comm_tcp_bootstrap(boot, boot_len, addrs, n_members);
+	cfg->comm_id = comm_id;
+	cfg->listen_fd = c->listen_fd;
+	cfg->timeout_ms = timeout_ms;
+	cfg->connect_timeout_ms = 10000;
+	cfg->peer_reset_cb = c->peer_reset_cb;
+	cfg->peer_reset_arg = c->peer_reset_arg;
+}
+
+ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+{
+	char boot[HARNESS_BOOT_MAX];
 	struct ftl_comm_config cfg;
-	ftl_comm_config_init(&cfg);
-	cfg.rank = rank;
-	cfg.world_size = n_members;
-	cfg.bootstrap = boot;
-	cfg.bootstrap_len = ftl_comm_tcp_bootstrap(boot, sizeof(boot), addrs, n_members);
-	cfg.comm_id = comm_id;
-	cfg.listen_fd = c->listen_fd;
-	cfg.timeout_ms = timeout_ms;
-	cfg.connect_timeout_ms = 10000;
-	cfg.peer_reset_cb = c->peer_reset_cb;
-	cfg.peer_reset_arg = c->peer_reset_arg;
+	harness_comm_config(c, members, n_members, comm_id, timeout_ms, &cfg, boot, sizeof(boot));
 	ftl_comm *comm;
 	char err[320];
 	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));

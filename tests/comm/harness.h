@@ -77,6 +77,12 @@ int harness_wait(struct harness *h, uint32_t killed);
 /* In a child: sends a report. */
 void harness_report(struct harness_child *c, int kind, int err, int64_t value);
 
+/* In a child: the config of the tcp communicator harness_comm builds (below); boot receives its bootstrap
+ * text and must outlive the config (HARNESS_BOOT_MAX bytes are enough). */
+#define HARNESS_BOOT_MAX (HARNESS_MAX * 64)
+void harness_comm_config(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms,
+			 struct ftl_comm_config *cfg, char *boot, size_t boot_len);
+
 /* In a child: a tcp communicator over the ranks in members (old rank numbers, in order), built with this
  * child's listening socket. Returns NULL (and prints why) on failure. */
 ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,

@@ -10,33 +10,13 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "comm.h"
-
-#define SKIP 77
-
-static int failures;
-
-#define CHECK(cond)                                                                     \
-	do {                                                                            \
-		if (!(cond)) {                                                          \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-			failures++;                                                     \
-		}                                                                       \
-	} while (0)
+#include "nccl_one_rank.h"
 
 static ftl_comm *make_comm(double *init_s)
 {
 	unsigned char id[FTL_COMM_NCCL_ID_LEN];
 	char err[FTL_COMM_ERR_MAX];
-	if (ftl_comm_nccl_unique_id(id, sizeof(id), err, sizeof(err)) != FTL_OK) {
-		fprintf(stderr, "%s\n", err);
-		return NULL;
-	}
-	struct ftl_comm_config cfg;
-	ftl_comm_config_init(&cfg);
-	cfg.backend = FTL_COMM_NCCL;
-	cfg.bootstrap = id;
-	cfg.bootstrap_len = sizeof(id);
+	struct ftl_comm_config cfg = nccl_one_rank_config(id, 0);
 	cfg.timeout_ms = 20000;
 	ftl_comm *comm;
 	int64_t t0 = ftl_comm_now_ms();
@@ -70,7 +50,7 @@ static void check_collectives(ftl_comm *comm)
 	CHECK(ftl_comm_broadcast(comm, dev, N, FTL_F32, 0) == FTL_OK);
 	CHECK(ftl_comm_allgather(comm, dev, dev2, N, FTL_F32) == FTL_OK);
 	CHECK(ftl_comm_barrier(comm) == FTL_OK);
-	if (failures)
+	if (nccl_one_rank_failures)
 		fprintf(stderr, "last error: %s\n", ftl_comm_error(comm));
 	cudaFree(dev);
 	cudaFree(dev2);
@@ -89,11 +69,7 @@ static void *abort_soon(void *p)
 
 int main(void)
 {
-	char why[FTL_COMM_ERR_MAX];
-	if (!ftl_comm_nccl_probe(why, sizeof(why))) {
-		printf("SKIP: nccl backend test needs a GPU: %s\n", why);
-		return SKIP;
-	}
+	nccl_one_rank_require_gpu("the nccl backend test");
 	int version = 0;
 	ncclGetVersion(&version);
 	printf("{\"nccl_runtime_version\":%d,\"nccl_header_version\":%d}\n", version, NCCL_VERSION_CODE);
@@ -147,13 +123,8 @@ int main(void)
 		ftl_comm_destroy(comm);
 	}
 	cudaFree(big);
-	t0 = ftl_comm_now_ms();
-	while (ftl_comm_nccl_pending_teardowns() > 0 && ftl_comm_now_ms() - t0 < 30000) {
-		struct timespec ts = {0, 10 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	printf("{\"figure\":\"nccl_teardowns_done_ms\",\"value\":%lld}\n", (long long)(ftl_comm_now_ms() - t0));
+	printf("{\"figure\":\"nccl_teardowns_done_ms\",\"value\":%lld}\n", (long long)nccl_one_rank_drain_teardowns(30000));
 	CHECK(ftl_comm_nccl_pending_teardowns() == 0);
-	printf("test_comm_nccl: %s\n", failures ? "FAILED" : "ok");
-	return failures != 0;
+	printf("test_comm_nccl: %s\n", nccl_one_rank_failures ? "FAILED" : "ok");
+	return nccl_one_rank_failures != 0;
 }
