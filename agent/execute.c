@@ -217,6 +217,8 @@ static ftl_err build_comm(ftl_agent *a, const work_view *w)
 	cfg.timeout_ms = t->cfg.collective_timeout_ms;
 	cfg.connect_timeout_ms = cfg.backend == FTL_COMM_TCP ? TCP_CONNECT_TIMEOUT_MS : NCCL_CONNECT_TIMEOUT_MS;
 	cfg.cuda_device = t->cfg.cuda_device;
+	cfg.shm = t->cfg.comm_shm;
+	cfg.shm_slot_bytes = (size_t)t->cfg.comm_shm_slot_kb << 10;
 	cfg.peer_reset_cb = on_peer_reset;
 	cfg.peer_reset_arg = a;
 	char *text = NULL;

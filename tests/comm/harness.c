@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_tcp.h"
 #include "harness.h"
 
 int64_t harness_now_ns(void)
@@ -173,7 +174,8 @@ void harness_report(struct harness_child *c, int kind, int err, int64_t value)
 		perror("harness: report");
 }
 
-ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,
+			     int timeout_ms, ftl_comm_shm_mode shm, size_t slot_bytes)
 {
 	const char *addrs[HARNESS_MAX];
 	int rank = -1;
@@ -195,6 +197,8 @@ ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_member
 	cfg.connect_timeout_ms = 10000;
 	cfg.peer_reset_cb = c->peer_reset_cb;
 	cfg.peer_reset_arg = c->peer_reset_arg;
+	cfg.shm = shm;
+	cfg.shm_slot_bytes = slot_bytes;
 	ftl_comm *comm;
 	char err[320];
 	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
@@ -202,7 +206,21 @@ ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_member
 		fprintf(stderr, "rank %d: ftl_comm_create: %s: %s\n", c->rank, ftl_strerror(e), err);
 		return NULL;
 	}
+	/* Every child runs on this host: asked for shared memory, it must get it. */
+	if (shm == FTL_COMM_SHM_AUTO && n_members > 1 && !ftl_comm_tcp_is_shm(comm)) {
+		fprintf(stderr, "rank %d: FTL_COMM_SHM=auto, all ranks local, yet the communicator is on tcp\n", c->rank);
+		ftl_comm_destroy(comm);
+		return NULL;
+	}
 	return comm;
+}
+
+ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+{
+	const char *shm = getenv("FTL_COMM_SHM"), *slot_kb = getenv("FTL_COMM_SHM_SLOT_KB");
+	return harness_comm_with(c, members, n_members, comm_id, timeout_ms,
+				 shm != NULL && strcmp(shm, "auto") == 0 ? FTL_COMM_SHM_AUTO : FTL_COMM_SHM_OFF,
+				 slot_kb != NULL ? (size_t)atol(slot_kb) << 10 : 0);
 }
 
 ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeout_ms)
