@@ -79,10 +79,6 @@ typedef struct ftl_training_config {
 	int collective_timeout_ms;     /* [FTL_COLLECTIVE_TIMEOUT_MS] per collective; default 30000 */
 	ftl_comm_backend backend;      /* [FTL_COMM=tcp|nccl] default tcp */
 	int cuda_device;               /* [FTL_CUDA_DEVICE] nccl only */
-	ftl_comm_shm_mode comm_shm;    /* [FTL_COMM_SHM=auto|off] tcp: shared memory when every rank is on this
-					* host (same boot id and network namespace); default auto */
-	int comm_shm_slot_kb;          /* [FTL_COMM_SHM_SLOT_KB] ... bytes per rank and round, 4..262144 KiB;
-					* 0 = 1024 (default) */
 	/* Checkpoints: rank 0 writes one file every checkpoint_every steps into checkpoint_dir (atomic, fsynced,
 	 * checksummed; a writer thread does the I/O); a job that starts with no live state resumes from the
 	 * newest one that verifies. Off when checkpoint_dir is empty. */
@@ -97,6 +93,10 @@ typedef struct ftl_training_config {
 					* kept either way */
 	bool checkpoint_blake2b;       /* [FTL_CHECKPOINT_CHECKSUM=xxh3|blake2b] the checksum new files carry:
 					* XXH3-128 (default, fast) or BLAKE2b-256; files of either kind load */
+	ftl_comm_shm_mode comm_shm;    /* [FTL_COMM_SHM=auto|off] tcp: shared memory when every rank is on this
+					* host (same boot id and network namespace); default auto */
+	int comm_shm_slot_kb;          /* [FTL_COMM_SHM_SLOT_KB] shared-memory bytes per rank and round,
+					* 4..262144 KiB; 0 = 1024 (default) */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);
