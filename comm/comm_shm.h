@@ -23,7 +23,13 @@
 
 #define FTL_COMM_SHM_WORLD_MAX 64            /* ranks on one host we share a segment with (fd passing) */
 #define FTL_COMM_SHM_SLOT_DEFAULT (1u << 20)
-#define FTL_COMM_SHM_DIRECT_MAX (64u << 10) /* allreduce: every rank reduces it all up to here (measured) */
+/* Allreduce: every rank reduces the whole buffer up to here, beyond it each reduces 1/n (comm_shm_collectives.c).
+ * Measured on the loaded 2-core host, bench_comm_tcp with FTL_COMM_SHM=auto and each way forced, median busbw
+ * of 3 runs, GB/s (direct / sliced):
+ *             16 KiB       64 KiB       256 KiB      1 MiB        4 MiB
+ *   2 ranks   0.68 0.38    2.58 0.84    2.45 1.33    1.80 2.15    0.83 0.95
+ *   4 ranks   0.32 0.06    0.75 0.42    0.93 0.13    0.45 0.60    0.43 0.52 */
+#define FTL_COMM_SHM_DIRECT_MAX (256u << 10)
 
 /* What each rank tells the others at creation, over tcp, to decide whether all are local. */
 struct ftl_comm_shm_identity {
