@@ -113,6 +113,13 @@ ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, ftl_comm **out, char *
 					 cfg->bootstrap_len);
 	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->tcp_user_timeout_ms < 0)
 		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "timeouts must not be negative");
+	if ((unsigned)cfg->shm >= FTL_COMM_SHM_MODE_MAX)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "shm mode %d is neither auto nor off", (int)cfg->shm);
+	if (cfg->shm_slot_bytes != 0 &&
+	    (cfg->shm_slot_bytes < FTL_COMM_SHM_SLOT_MIN || cfg->shm_slot_bytes > FTL_COMM_SHM_SLOT_MAX))
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+					 "shm slot of %zu bytes is not in %u..%u (FTL_COMM_SHM_SLOT_KB 4..262144)",
+					 cfg->shm_slot_bytes, FTL_COMM_SHM_SLOT_MIN, FTL_COMM_SHM_SLOT_MAX);
 	switch (cfg->backend) {
 	case FTL_COMM_TCP:
 		return ftl_comm_tcp_create(cfg, out, err, err_len);

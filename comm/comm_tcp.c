@@ -1,13 +1,14 @@
 /* comm_tcp: the host backend's lifecycle. Creation allocates everything a collective needs (plan steps,
  * the reduction scratch segment, the doubling stage, the abort eventfd) so that collectives never allocate; abort only writes
- * the eventfd, so it is safe from any thread and from a signal handler. */
+ * the eventfd, so it is safe from any thread and from a signal handler. When every rank is on this host,
+ * creation also attaches the shared-memory segment (comm_shm.h), and the same abort wakes its waits. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "comm_tcp.h"
+#include "comm_shm.h"
 
 static void tcp_abort(struct ftl_comm *comm)
 {
@@ -20,6 +21,7 @@ static void tcp_abort(struct ftl_comm *comm)
 static void tcp_destroy(struct ftl_comm *comm)
 {
 	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	ftl_comm_shm_detach(t);
 	if (t->next_fd >= 0)
 		close(t->next_fd);
 	if (t->prev_fd >= 0)
@@ -34,6 +36,11 @@ static void tcp_destroy(struct ftl_comm *comm)
 	free(t->steps);
 	free(t->scratch);
 	free(t);
+}
+
+bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm)
+{
+	return ((const struct ftl_comm_tcp *)comm)->shm != NULL;
 }
 
 static const struct ftl_comm_backend_ops tcp_ops = {
@@ -73,6 +80,8 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory or file descriptors");
 	else
 		e = ftl_comm_tcp_connect(t, cfg, err, err_len);
+	if (e == FTL_OK)
+		e = ftl_comm_shm_attach(t, cfg, err, err_len);
 	if (e != FTL_OK) {
 		tcp_destroy(&t->base);
 		return e;

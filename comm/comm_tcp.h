@@ -4,6 +4,7 @@
  *   comm_tcp_engine.c      the pipelined stream engine: moves a plan of steps around the ring
  *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as ring plans; the allreduce choice
  *   comm_tcp_doubling.c    allreduce by recursive doubling / halving over the mesh links (small, medium)
+ *   comm_shm*.c            the same collectives through shared memory when every rank is local (comm_shm.h)
  *
  * Topology: a ring. Rank r sends to next = r+1 and receives from prev = r-1 over two persistent TCP
  * connections. Data flows one way only; the other direction of each connection carries failure notices
@@ -21,6 +22,8 @@
 
 #include "comm.h"
 #include "comm_reduce.h"
+
+struct ftl_comm_shm;
 
 #define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
 #define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
@@ -120,6 +123,8 @@ struct ftl_comm_tcp {
 	char *scratch;                 /* one segment: incoming data waiting to be reduced */
 	unsigned char notice_in[16];   /* a notice from next, possibly partial */
 	size_t notice_in_len;
+	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
+	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
@@ -131,6 +136,9 @@ static inline int ftl_comm_tcp_prev(const struct ftl_comm_tcp *t)
 {
 	return (t->base.rank + t->base.world_size - 1) % t->base.world_size;
 }
+
+/* Whether the collectives of this tcp communicator go through shared memory (for tests and benchmarks). */
+bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm);
 
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */

@@ -80,6 +80,8 @@ static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend bac
 	cfg.timeout_ms = t->cfg.collective_timeout_ms;
 	cfg.connect_timeout_ms = backend == FTL_COMM_TCP ? TCP_CONNECT_TIMEOUT_MS : NCCL_CONNECT_TIMEOUT_MS;
 	cfg.cuda_device = t->cfg.cuda_device;
+	cfg.shm = t->cfg.comm_shm;
+	cfg.shm_slot_bytes = (size_t)t->cfg.comm_shm_slot_kb << 10;
 	cfg.peer_reset_cb = on_peer_reset;
 	cfg.peer_reset_arg = a;
 	char *text = NULL;

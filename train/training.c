@@ -93,6 +93,11 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000, err, len) ||
 	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024, err, len))
 		return -1;
+	int64_t slot_kb = t->comm_shm_slot_kb;
+	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
+	if (env_choice("FTL_COMM_SHM", "auto", "off", &is_shm_off, err, len) ||
+	    ftl_env_int("FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144, err, len))
+		return -1;
 	const char *comm = getenv("FTL_COMM");
 	if (comm && strcmp(comm, "tcp") == 0)
 		t->backend = FTL_COMM_TCP;
@@ -111,6 +116,8 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	t->expected_wait_ms = expected_wait;
 	t->collective_timeout_ms = (int)coll;
 	t->cuda_device = (int)dev;
+	t->comm_shm = is_shm_off ? FTL_COMM_SHM_OFF : FTL_COMM_SHM_AUTO;
+	t->comm_shm_slot_kb = (int)slot_kb;
 	return 0;
 }
 

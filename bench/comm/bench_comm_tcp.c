@@ -2,7 +2,9 @@
  * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm]
  * (auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
  * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
- * effective busbw, f32 bytes over time). Rank 0 times the loop between two barriers; one JSON line per size. */
+ * effective busbw, f32 bytes over time). Rank 0 times the loop between two barriers; one JSON line per size.
+ * With FTL_COMM_SHM=auto the ranks talk through shared memory (label ftl_shm; the algorithm is then the
+ * shared-memory one whatever is forced), with FTL_COMM_SHM_SLOT_KB as its slot size. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,11 +82,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	char label[64];
+	const char *shm = getenv("FTL_COMM_SHM");
+	const char *path = shm != NULL && strcmp(shm, "auto") == 0 ? "shm" : "tcp";
 	if (m.compress)
-		snprintf(label, sizeof(label), "ftl_tcp_%s", name);
+		snprintf(label, sizeof(label), "ftl_%s_%s", path, name);
+	else if (m.algo == FTL_COMM_TCP_ALGO_AUTO)
+		snprintf(label, sizeof(label), "ftl_%s", path);
 	else
-		snprintf(label, sizeof(label), m.algo == FTL_COMM_TCP_ALGO_AUTO ? "ftl_tcp" : "ftl_tcp_%s",
-			 ftl_comm_tcp_algo_strs[m.algo]);
+		snprintf(label, sizeof(label), "ftl_%s_%s", path, ftl_comm_tcp_algo_strs[m.algo]);
 	struct harness h;
 	if (harness_start(&h, n, 1800, bench_child, &m) != 0)
 		return 1;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Allreduce busbw of ftl's tcp backend against Open MPI on loopback, 2, 4 and 8 processes: one JSON line
 # per figure on stdout. MPI runs twice: as it comes (shared memory between processes on one host) and
-# forced onto TCP (--mca btl tcp,self), which is the like-for-like comparison with a TCP backend.
+# forced onto TCP (--mca btl tcp,self), which is the like-for-like comparison with a TCP backend. ftl runs
+# twice too: over tcp (ftl_tcp, against mpi_tcp) and with shared memory between its local ranks (ftl_shm,
+# against mpi, whose default is shared memory on one host).
 # Usage: bench/comm/run.sh [build dir] [ranks...]
 set -euo pipefail
 build="${1:-build}"
@@ -11,6 +13,7 @@ read -r -a ranks <<<"${ranks[*]}"
 dir="$build/bench/comm"
 for n in "${ranks[@]}"; do
   "$dir/bench_comm_tcp" "$n"
+  FTL_COMM_SHM=auto "$dir/bench_comm_tcp" "$n"
   if [ -x "$dir/bench_comm_mpi" ]; then
     mpirun --allow-run-as-root --oversubscribe -np "$n" "$dir/bench_comm_mpi" mpi
     mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self -np "$n" "$dir/bench_comm_mpi" mpi_tcp

@@ -95,6 +95,10 @@ typedef struct ftl_training_config {
 					* kept either way */
 	bool checkpoint_blake2b;       /* [FTL_CHECKPOINT_CHECKSUM=xxh3|blake2b] the checksum new files carry:
 					* XXH3-128 (default, fast) or BLAKE2b-256; files of either kind load */
+	ftl_comm_shm_mode comm_shm;    /* [FTL_COMM_SHM=auto|off] tcp: shared memory when every rank is on this
+					* host (same boot id and network namespace); default auto */
+	int comm_shm_slot_kb;          /* [FTL_COMM_SHM_SLOT_KB] shared-memory bytes per rank and round,
+					* 4..262144 KiB; 0 = 1024 (default) */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);

@@ -92,6 +92,17 @@ typedef struct ftl_comm ftl_comm;
  * TCP user timeout). Meant as a hint for membership, which probes the peer at once. Must not block and must not call back into the communicator. */
 typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
 
+/* tcp: whether ranks on one host talk through a shared-memory segment. auto: when every rank of the
+ * communicator is on this host (same boot id and network namespace) and none said off; else tcp. */
+typedef enum ftl_comm_shm_mode {
+	FTL_COMM_SHM_AUTO,
+	FTL_COMM_SHM_OFF,
+	FTL_COMM_SHM_MODE_MAX
+} ftl_comm_shm_mode;
+
+#define FTL_COMM_SHM_SLOT_MIN 4096u
+#define FTL_COMM_SHM_SLOT_MAX (256u << 20)
+
 /* How to build a communicator. Start from ftl_comm_config_init() and set what you need. */
 struct ftl_comm_config {
 	ftl_comm_backend backend;
@@ -110,6 +121,9 @@ struct ftl_comm_config {
 	void *cuda_stream;       /* nccl: a cudaStream_t to order the collectives on, or NULL for an own one */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* optional */
 	void *peer_reset_arg;
+	ftl_comm_shm_mode shm;   /* tcp: shared memory between ranks on one host (FTL_COMM_SHM); default auto */
+	size_t shm_slot_bytes;   /* tcp over shared memory: bytes per rank and round (FTL_COMM_SHM_SLOT_KB);
+	                          * the segment holds 2 * (world_size + 1) slots; 0: 1 MiB */
 };
 
 #define FTL_COMM_WORLD_MAX 65536

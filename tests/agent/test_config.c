@@ -232,6 +232,8 @@ static const setting_case setting_cases[] = {
 	{"FTL_COLLECTIVE_TIMEOUT_MS", true, {"0", "3600001"}, NULL},
 	{"FTL_CUDA_DEVICE", true, {"1025"}, NULL},
 	{"FTL_COMM", false, {"", "mpi", "-1", "TCP"}, NULL},
+	{"FTL_COMM_SHM", false, {"", "on", "AUTO", "1"}, NULL},
+	{"FTL_COMM_SHM_SLOT_KB", true, {"3", "262145"}, NULL},
 	{"FTL_CHECKPOINT_DIR", false, {"", LONG_300}, NULL},
 	{"FTL_CHECKPOINT_EVERY", true, {"0", "1000000001"}, NULL},
 	{"FTL_CHECKPOINT_KEEP", true, {"0", "1001"}, NULL},

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_tcp.h"
 #include "harness.h"
 
 int64_t harness_now_ns(void)
@@ -196,11 +197,14 @@ void harness_comm_config(struct harness_child *c, const int *members, int n_memb
 	cfg->peer_reset_arg = c->peer_reset_arg;
 }
 
-ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,
+			     int timeout_ms, ftl_comm_shm_mode shm, size_t slot_bytes)
 {
 	char boot[HARNESS_BOOT_MAX];
 	struct ftl_comm_config cfg;
 	harness_comm_config(c, members, n_members, comm_id, timeout_ms, &cfg, boot, sizeof(boot));
+	cfg.shm = shm;
+	cfg.shm_slot_bytes = slot_bytes;
 	ftl_comm *comm;
 	char err[320];
 	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
@@ -208,7 +212,21 @@ ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_member
 		fprintf(stderr, "rank %d: ftl_comm_create: %s: %s\n", c->rank, ftl_strerror(e), err);
 		return NULL;
 	}
+	/* Every child runs on this host: asked for shared memory, it must get it. */
+	if (shm == FTL_COMM_SHM_AUTO && n_members > 1 && !ftl_comm_tcp_is_shm(comm)) {
+		fprintf(stderr, "rank %d: FTL_COMM_SHM=auto, all ranks local, yet the communicator is on tcp\n", c->rank);
+		ftl_comm_destroy(comm);
+		return NULL;
+	}
 	return comm;
+}
+
+ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id, int timeout_ms)
+{
+	const char *shm = getenv("FTL_COMM_SHM"), *slot_kb = getenv("FTL_COMM_SHM_SLOT_KB");
+	return harness_comm_with(c, members, n_members, comm_id, timeout_ms,
+				 shm != NULL && strcmp(shm, "auto") == 0 ? FTL_COMM_SHM_AUTO : FTL_COMM_SHM_OFF,
+				 slot_kb != NULL ? (size_t)atol(slot_kb) << 10 : 0);
 }
 
 ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeout_ms)

@@ -84,9 +84,16 @@ void harness_comm_config(struct harness_child *c, const int *members, int n_memb
 			 struct ftl_comm_config *cfg, char *boot, size_t boot_len);
 
 /* In a child: a tcp communicator over the ranks in members (old rank numbers, in order), built with this
- * child's listening socket. Returns NULL (and prints why) on failure. */
+ * child's listening socket. Returns NULL (and prints why) on failure. Plain tcp unless the environment
+ * says FTL_COMM_SHM=auto (the tests of the tcp path stay on it; ctest runs them again with shared memory),
+ * with FTL_COMM_SHM_SLOT_KB as the slot size when set. */
 ftl_comm *harness_comm(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,
 		       int timeout_ms);
+
+/* The same with the shared-memory settings given; with FTL_COMM_SHM_AUTO (and more than one member) it
+ * fails unless the communicator really uses shared memory. */
+ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,
+			     int timeout_ms, ftl_comm_shm_mode shm, size_t slot_bytes);
 
 /* In a child: the communicator over all ranks. */
 ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeout_ms);

@@ -1,0 +1,335 @@
+/* comm_shm_setup: decides whether a tcp communicator's ranks all share this host, and if so builds the
+ * shared segment they talk through (layout in comm_shm.h).
+ *
+ * Who is local: the bootstrap only has addresses, and an address does not say "this host" (127.0.0.1 in
+ * two network namespaces is two hosts as far as sockets go; one host has many addresses). So, right after
+ * the tcp ring is up, every rank allgathers its identity over it: the boot id (one per running kernel)
+ * and the inode of its network namespace. Equal identities mean the same kernel and the same network
+ * namespace: pods in separate namespaces on one machine stay on tcp, as they would on separate machines.
+ * Each rank also says whether it wants shared memory at all (FTL_COMM_SHM), so one rank's "off" turns it
+ * off for everyone instead of splitting the communicator.
+ *
+ * The segment: rank 0 makes a memfd (anonymous: there is no name to unlink and nothing is left behind
+ * whoever dies), maps it and listens on an abstract unix socket named by the comm id and a random nonce
+ * that it broadcasts over tcp. Abstract names live in the network namespace, which is exactly the scope
+ * we share. Every other rank connects, says hello with its doorbell (an eventfd) attached, and gets back
+ * the memfd and every rank's doorbell (SCM_RIGHTS), maps the segment and closes the memfd. Those unix
+ * connections stay open: with the tcp ring, they are how a rank learns that a peer died
+ * (comm_shm_sync.c). The ranks then agree over tcp that everyone is attached; if anyone could not, all
+ * fall back to tcp. Each step is bounded by the connect deadline. */
+#include <errno.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "comm_shm.h"
+
+#define IDENTITY_MAGIC 0x46544c49u /* "FTLI" */
+#define SEGMENT_MAGIC 0x46544c53u  /* "FTLS" */
+#define HELLO_MAGIC 0x46544c55u    /* "FTLU" */
+
+struct unix_hello {
+	uint32_t magic;
+	int32_t rank;
+	uint64_t comm_id;
+};
+
+/* What rank 0 broadcasts: the abstract socket's name, or an empty name when it could not set up. */
+struct rendezvous_name {
+	char name[64];
+};
+
+bool ftl_comm_shm_is_all_local(const struct ftl_comm_shm_identity *ids, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const struct ftl_comm_shm_identity *a = &ids[i], *b = &ids[0];
+		if (a->magic != IDENTITY_MAGIC || !a->is_wanted || a->netns_ino != b->netns_ino ||
+		    a->netns_dev != b->netns_dev || memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) != 0)
+			return false;
+	}
+	return true;
+}
+
+static void read_identity(struct ftl_comm_shm_identity *id, bool is_wanted)
+{
+	memset(id, 0, sizeof(*id));
+	id->magic = IDENTITY_MAGIC;
+	struct stat st;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	bool is_known = f != NULL && fgets(id->boot_id, sizeof(id->boot_id), f) != NULL &&
+			stat("/proc/self/ns/net", &st) == 0;
+	if (f != NULL)
+		fclose(f);
+	if (is_known) {
+		id->netns_ino = st.st_ino;
+		id->netns_dev = st.st_dev;
+	}
+	id->is_wanted = is_wanted && is_known; /* without an identity we cannot know who is local */
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void free_shm(struct ftl_comm_shm *s, int n)
+{
+	if (s == NULL)
+		return;
+	if (s->hdr != NULL)
+		munmap(s->hdr, s->map_len);
+	for (int i = 0; s->doorbell != NULL && i < n; i++)
+		close_fd(&s->doorbell[i]);
+	free(s->doorbell);
+	for (int i = 2; i < s->n_live; i++) /* [0], [1] are the tcp ring's, closed with it */
+		close_fd(&s->live_fd[i]);
+	free(s);
+}
+
+void ftl_comm_shm_detach(struct ftl_comm_tcp *t)
+{
+	free_shm(t->shm, t->base.world_size);
+	t->shm = NULL;
+}
+
+/* Sends hello-sized bytes with fds attached. 0, or -1. */
+static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n_fds)
+{
+	char ctrl[CMSG_SPACE(sizeof(int) * (FTL_COMM_SHM_WORLD_MAX + 1))];
+	struct iovec iov = {(void *)buf, len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl,
+			     .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n_fds)};
+	memset(ctrl, 0, sizeof(ctrl));
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n_fds);
+	memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)n_fds);
+	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* Receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1 (fds received are closed). */
+static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+	int64_t left = deadline - ftl_comm_now_ms();
+	if (left <= 0 || poll(&p, 1, (int)left) != 1)
+		return -1;
+	char ctrl[CMSG_SPACE(sizeof(int) * (FTL_COMM_SHM_WORLD_MAX + 1))];
+	struct iovec iov = {buf, len};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+	ssize_t got = recvmsg(sock, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	int n_got = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *in = (int *)CMSG_DATA(c);
+		for (int i = 0; i < k; i++) {
+			if (n_got < n_fds)
+				fds[n_got++] = in[i];
+			else
+				close(in[i]);
+		}
+	}
+	if (got == (ssize_t)len && n_got == n_fds && !(msg.msg_flags & MSG_CTRUNC))
+		return 0;
+	for (int i = 0; i < n_got; i++)
+		close(fds[i]);
+	return -1;
+}
+
+static size_t segment_len(int n, size_t slot_bytes)
+{
+	size_t head = sizeof(struct ftl_comm_shm_header) + (size_t)n * sizeof(struct ftl_comm_shm_ctl);
+	head = (head + 4095) & ~(size_t)4095;
+	return head + 2 * (size_t)(n + 1) * slot_bytes;
+}
+
+static int map_segment(struct ftl_comm_shm *s, int memfd, int n)
+{
+	void *p = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	s->hdr = p;
+	s->slots = (char *)p + s->map_len - 2 * (size_t)(n + 1) * s->slot_bytes;
+	return 0;
+}
+
+/* Rank 0: the segment and the listening socket; fills *name (empty on failure). */
+static int host_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cfg, int *memfd, int *lfd,
+			struct rendezvous_name *name)
+{
+	int n = cfg->world_size;
+	uint64_t nonce = 0;
+	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+		return -1;
+	*memfd = memfd_create("ftl-comm-shm", MFD_CLOEXEC);
+	if (*memfd < 0 || ftruncate(*memfd, (off_t)s->map_len) < 0 || map_segment(s, *memfd, n) < 0)
+		return -1;
+	s->hdr->magic = SEGMENT_MAGIC;
+	s->hdr->world_size = (uint32_t)n;
+	s->hdr->slot_bytes = s->slot_bytes;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int len = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "ftl-shm-%016llx-%016llx",
+			   (unsigned long long)cfg->comm_id, (unsigned long long)nonce);
+	*lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
+	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sl) < 0 || listen(*lfd, n) < 0)
+		return -1;
+	memcpy(name->name, sa.sun_path + 1, (size_t)len + 1);
+	return 0;
+}
+
+/* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. */
+static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id, int memfd, int lfd,
+			int64_t deadline)
+{
+	int n = t->base.world_size;
+	int conn[FTL_COMM_SHM_WORLD_MAX];
+	for (int i = 0; i < n; i++)
+		conn[i] = -1;
+	int rc = 0;
+	for (int got = 1; got < n && rc == 0;) {
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+		int64_t left = deadline - ftl_comm_now_ms();
+		if (left <= 0 || poll(&p, 1, (int)left) != 1) {
+			rc = -1;
+			break;
+		}
+		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct unix_hello h;
+		int bell = -1;
+		if (c < 0 || recv_fds(c, &h, sizeof(h), &bell, 1, deadline) < 0 || h.magic != HELLO_MAGIC ||
+		    h.comm_id != comm_id || h.rank <= 0 || h.rank >= n || conn[h.rank] >= 0) {
+			close_fd(&bell);
+			close_fd(&c); /* a stranger or a stale comm: keep accepting */
+			continue;
+		}
+		conn[h.rank] = c;
+		s->doorbell[h.rank] = bell;
+		got++;
+	}
+	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
+	fds[0] = memfd;
+	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
+	struct unix_hello ok = {.magic = HELLO_MAGIC, .rank = 0, .comm_id = comm_id};
+	for (int j = 1; j < n && rc == 0; j++)
+		rc = send_fds(conn[j], &ok, sizeof(ok), fds, n + 1);
+	for (int j = 1; j < n; j++) {
+		if (rc == 0) {
+			s->live_fd[s->n_live] = conn[j];
+			s->live_rank[s->n_live++] = j;
+		} else {
+			close_fd(&conn[j]);
+		}
+	}
+	return rc;
+}
+
+/* Rank r > 0: connects to rank 0 with our doorbell, receives the memfd and every doorbell, maps. */
+static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id,
+			const struct rendezvous_name *name, int64_t deadline)
+{
+	int n = t->base.world_size;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t len = strnlen(name->name, sizeof(name->name) - 1);
+	memcpy(sa.sun_path + 1, name->name, len);
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct unix_hello h = {.magic = HELLO_MAGIC, .rank = t->base.rank, .comm_id = comm_id}, ok;
+	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
+	if (c < 0 || connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
+	    send_fds(c, &h, sizeof(h), &s->doorbell[t->base.rank], 1) < 0 ||
+	    recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline) < 0) {
+		close_fd(&c);
+		return -1;
+	}
+	int memfd = fds[0];
+	for (int j = 0; j < n; j++) {
+		if (j == t->base.rank)
+			close(fds[1 + j]); /* our own, back */
+		else
+			s->doorbell[j] = fds[1 + j];
+	}
+	int rc = ok.magic == HELLO_MAGIC && ok.comm_id == comm_id ? map_segment(s, memfd, n) : -1;
+	close(memfd); /* the mapping keeps the segment */
+	if (rc == 0 && (s->hdr->magic != SEGMENT_MAGIC || s->hdr->world_size != (uint32_t)n ||
+			s->hdr->slot_bytes != s->slot_bytes))
+		rc = -1;
+	s->live_fd[s->n_live] = c;
+	s->live_rank[s->n_live++] = 0;
+	return rc;
+}
+
+/* Builds the segment on every rank; 0 when this rank is attached. name travels over tcp. */
+static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
+		 ftl_err *tcp_err)
+{
+	int rank = t->base.rank;
+	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
+	struct rendezvous_name name = {{0}};
+	int memfd = -1, lfd = -1, rc = 0;
+	s->doorbell[rank] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (rank == 0 && (s->doorbell[0] < 0 || host_segment(s, cfg, &memfd, &lfd, &name) < 0))
+		name.name[0] = '\0';
+	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &name, sizeof(name) / 4, FTL_I32, 0);
+	if (*tcp_err != FTL_OK || name.name[0] == '\0' || s->doorbell[rank] < 0)
+		rc = -1;
+	else if (rank == 0)
+		rc = gather_ranks(t, s, cfg->comm_id, memfd, lfd, deadline);
+	else
+		rc = join_segment(t, s, cfg->comm_id, &name, deadline);
+	close_fd(&memfd);
+	close_fd(&lfd);
+	return rc;
+}
+
+ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err, size_t err_len)
+{
+	int n = t->base.world_size;
+	if (n == 1)
+		return FTL_OK;
+	struct ftl_comm_shm_identity me, *ids = calloc((size_t)n, sizeof(*ids));
+	if (ids == NULL)
+		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+	read_identity(&me, cfg->shm != FTL_COMM_SHM_OFF && n <= FTL_COMM_SHM_WORLD_MAX);
+	ftl_err e = ftl_comm_tcp_allgather(&t->base, &me, ids, sizeof(me) / 4, FTL_I32);
+	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n);
+	free(ids);
+	struct ftl_comm_shm *s = is_local ? calloc(1, sizeof(*s)) : NULL;
+	int32_t is_attached = 0;
+	if (s != NULL && (s->doorbell = malloc(sizeof(int) * (size_t)n)) != NULL) {
+		for (int i = 0; i < n; i++)
+			s->doorbell[i] = -1;
+		/* the tcp ring: the first two liveness channels */
+		s->live_fd[0] = t->next_fd;
+		s->live_rank[0] = ftl_comm_tcp_next(t);
+		s->live_fd[1] = t->prev_fd;
+		s->live_rank[1] = ftl_comm_tcp_prev(t);
+		s->n_live = 2;
+		s->slot_bytes = cfg->shm_slot_bytes > 0 ? cfg->shm_slot_bytes : FTL_COMM_SHM_SLOT_DEFAULT;
+		s->slot_bytes &= ~(size_t)(FTL_COMM_SHM_SLOT_MIN - 1);
+		s->map_len = segment_len(n, s->slot_bytes);
+		is_attached = build(t, s, cfg, &e) == 0;
+	}
+	if (e == FTL_OK && is_local) /* everyone attached, or everyone stays on tcp */
+		e = ftl_comm_tcp_allreduce(&t->base, &is_attached, &is_attached, 1, FTL_I32, FTL_MIN);
+	if (e == FTL_OK && is_attached)
+		t->shm = s;
+	else
+		free_shm(s, n);
+	if (e != FTL_OK)
+		ftl_comm_fail_buf(err, err_len, e, "%s", t->base.error + (strncmp(t->base.error, "ftl: ", 5) == 0 ? 5 : 0));
+	return e;
+}
