@@ -6,13 +6,22 @@
  * collectives, and beside it a tcp comm over every member's data address (the same bootstrap a tcp view
  * uses) for control data, which is host memory: state-sync headers, sizes, callback bytes, the sampler
  * position, the job id. The tcp one is built first: it connects in milliseconds and tells a view whose
- * members are not all there before nccl's slower init starts. Under tcp one comm serves both. */
+ * members are not all there before nccl's slower init starts. Under tcp one comm serves both.
+ *
+ * The nccl comm of the next view comes from comm/comm_rebuild.h: ncclCommShrink of the last one when the
+ * new view is its members less some, in the same order, and every rank holds that parent (a vote over the
+ * new tcp comm); else a fresh init, started without waiting so that the state-sync header exchange over
+ * tcp overlaps it. The members a comm was built for are kept as keys (name and generation hashed). */
 #include "exec_feed.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
 
 #include "agent_internal.h"
+#include "comm_rebuild.h"
 #include "log.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
@@ -43,6 +52,11 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 	if (c->data && t->view.seq != seq)
 		ftl_training_abort_comms_locked(t);
 	t->comm_seq = c->data ? seq : 0;
+	if (!c->data) {
+		free(t->comm_keys);
+		t->comm_keys = NULL;
+		t->comm_n = 0;
+	}
 	pthread_mutex_unlock(&a->lock);
 	ftl_comm_destroy(old.ctrl);
 	ftl_comm_destroy(old.data); /* tcp closes sockets; nccl tears down on a detached thread */
@@ -65,8 +79,9 @@ static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
 	return text;
 }
 
-static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
-		      size_t len)
+/* The config of w's communicator on backend; *text is the tcp bootstrap it points to (free it after). */
+static ftl_err config_for(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
+			  char **text, char *err, size_t len)
 {
 	ftl_training *t = &a->train;
 	struct ftl_comm_config cfg;
@@ -84,21 +99,26 @@ static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend bac
 	cfg.shm_slot_bytes = (size_t)t->cfg.comm_shm_slot_kb << 10;
 	cfg.peer_reset_cb = on_peer_reset;
 	cfg.peer_reset_arg = a;
-	char *text = NULL;
+	*text = NULL;
 	if (backend == FTL_COMM_TCP) {
-		text = tcp_bootstrap(w, &cfg.bootstrap_len);
-		if (!text) {
+		*text = tcp_bootstrap(w, &cfg.bootstrap_len);
+		if (!*text) {
 			snprintf(err, len, "ftl: view %llu has a bad data address", (unsigned long long)w->epoch);
 			return FTL_ERR_INVALID;
 		}
-		cfg.bootstrap = text;
+		cfg.bootstrap = *text;
 	} else {
 		cfg.bootstrap = w->blob;
 		cfg.bootstrap_len = w->blob_len;
 	}
-	char why[512];
-	ftl_err e = ftl_comm_create(&cfg, out, why, sizeof(why));
-	free(text);
+	*out = cfg;
+	return FTL_OK;
+}
+
+/* The comm's error as the step's: what failed, where, why. */
+static ftl_err built(ftl_err e, const ftl_work_view *w, ftl_comm_backend backend, const char *why, char *err,
+		     size_t len)
+{
 	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
 	 * the members are not building the same view yet, a view change under way: retried like a lost peer,
 	 * within the setup-failure budget, not fatal at once. The chaos soak lost five workers that way after
@@ -111,6 +131,65 @@ static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend bac
 	return e;
 }
 
+static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
+		      size_t len)
+{
+	struct ftl_comm_config cfg;
+	char *text;
+	ftl_err e = config_for(a, w, backend, &cfg, &text, err, len);
+	if (e != FTL_OK)
+		return e;
+	char why[512];
+	e = ftl_comm_create(&cfg, out, why, sizeof(why));
+	free(text);
+	return built(e, w, backend, why, err, len);
+}
+
+/* A member incarnation as comm_rebuild compares them: equal keys, the same process. */
+static uint64_t *member_keys(const ftl_work_view *w)
+{
+	uint64_t *keys = malloc(sizeof(*keys) * (w->n ? w->n : 1));
+	for (uint32_t i = 0; keys && i < w->n; i++)
+		keys[i] = XXH3_64bits_withSeed(w->members[i].name, strlen(w->members[i].name), w->members[i].generation);
+	return keys;
+}
+
+/* w's device comm: the last one shrunk where every rank can, else a fresh init (comm_rebuild.h). The last
+ * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
+static ftl_err rebuild_device(ftl_agent *a, const ftl_work_view *w, ftl_comm *host, ftl_comm **out, char *err,
+			      size_t len)
+{
+	ftl_training *t = &a->train;
+	struct ftl_comm_config cfg;
+	char *text;
+	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text, err, len);
+	if (e != FTL_OK)
+		return e;
+	pthread_mutex_lock(&a->lock);
+	struct ftl_comm_rebuild rb = {.old = t->comm, .old_keys = t->comm_keys, .old_n = (int)t->comm_n,
+				      .new_keys = member_keys(w), .new_n = (int)w->n, .host = host, .cfg = &cfg};
+	t->comm = NULL;
+	t->comm_keys = NULL;
+	t->comm_n = 0;
+	pthread_mutex_unlock(&a->lock);
+	ftl_comm_rebuild_path path;
+	char why[512];
+	e = ftl_comm_rebuild(&rb, out, &path, why, sizeof(why));
+	free(text);
+	free((void *)rb.old_keys);
+	if (e == FTL_OK) {
+		pthread_mutex_lock(&a->lock);
+		t->comm_keys = (uint64_t *)rb.new_keys;
+		t->comm_n = w->n;
+		pthread_mutex_unlock(&a->lock);
+		ftl_log(FTL_LOG_INFO, "training", NULL, "nccl communicator of view %llu: %s",
+			(unsigned long long)w->epoch, ftl_comm_rebuild_path_strs[path]);
+	} else {
+		free((void *)rb.new_keys);
+	}
+	return built(e, w, t->cfg.backend, why, err, len);
+}
+
 static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t len)
 {
 	ftl_agent *a = ctx;
@@ -118,7 +197,7 @@ static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *o
 	int64_t start = ftl_agent_now_us(a);
 	ftl_comm_pair c = {0};
 	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl, err, len);
-	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = create(a, w, backend, &c.data, err, len)) != FTL_OK)
+	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = rebuild_device(a, w, c.ctrl, &c.data, err, len)) != FTL_OK)
 		ftl_comm_destroy(c.ctrl);
 	if (e != FTL_OK)
 		return e;

@@ -206,6 +206,8 @@ void ftl_training_free(ftl_training *t)
 		ftl_comm_destroy(t->ctrl_comm);
 	ftl_comm_destroy(t->comm);
 	t->comm = t->ctrl_comm = NULL;
+	free(t->comm_keys);
+	t->comm_keys = NULL;
 	if (t->data_fd >= 0 && t->is_enabled)
 		close(t->data_fd);
 	free(t->view.members);

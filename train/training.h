@@ -45,6 +45,8 @@ typedef struct ftl_training {
 	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
 	ftl_comm *ctrl_comm;             /* nccl: the tcp comm beside it for control data (NULL under tcp) */
 	uint64_t comm_seq;               /* the view (seq) they were built for (0: none) */
+	uint64_t *comm_keys;             /* nccl: that view's members (name and generation hashed), by rank, */
+	uint32_t comm_n;                 /* so that the next view can shrink comm (exec_comm_factory.c) */
 	ftl_rdv_phase phase;
 	char coordinator[FTL_NAME_MAX];
 	ftl_job_status status;
