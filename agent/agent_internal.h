@@ -1,6 +1,6 @@
-/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, timer), agent_tcp.c
- * (push-pull over TCP), agent_seeds.c (DNS seeds and the rejoin rule) and agent_control.c (the control
- * socket's requests). Everything here is touched on the loop thread only, except the fields under
+/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, the node's timer), agent_tcp.c
+ * (push-pull and frames over TCP), agent_seeds.c (DNS lookups of the seeds), agent_rdv.c (views handed to the
+ * training thread) and agent_control.c (the control socket's requests). Everything here is touched on the loop thread only, except the fields under
  * `lock`. */
 #ifndef FTL_AGENT_INTERNAL_H
 #define FTL_AGENT_INTERNAL_H
@@ -10,7 +10,7 @@
 
 #include "config.h"
 #include "control.h"
-#include "swim.h"
+#include "node.h"
 #include "tcp_frame.h"
 #include "training.h"
 
@@ -21,7 +21,8 @@ struct ftl_agent {
 	ftl_agent_config cfg;
 	ftl_agent_settings set;
 	ftl_keyring *keyring;
-	ftl_swim *swim;
+	ftl_node *node;           /* the member's decision logic (node/node.h); every input goes through it */
+	ftl_swim *swim;           /* ftl_node_swim(node): for reading membership and encoding push-pulls */
 	char control_path[512];
 
 	uv_loop_t loop;
@@ -80,12 +81,17 @@ void ftl_agent_tcp_close_all(ftl_agent *a);
 void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out);
 void ftl_agent_check_close_all(ftl_agent *a);
 
-/* agent_rdv.c: the rendezvous on the loop thread */
-int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);
-void ftl_agent_rdv_members_changed(ftl_agent *a);
-void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name);
+/* agent_rdv.c: the rendezvous side of the node, on the loop thread */
+/* The node's training options (the rendezvous settings, the data address, the NCCL id maker). */
+void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o);
+/* The node's abort rule fired for a membership event: abort the communicator in use, if any. */
+void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why);
+/* The node took a new view: hand it to the training thread and abort the old communicator, in one step. */
+void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why);
+/* After every call into the node: the phase, coordinator and missing members for the training thread. */
+void ftl_agent_rdv_publish(ftl_agent *a);
+void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f);
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *sealed, size_t len);
-void ftl_agent_rdv_stop(ftl_agent *a);
 json_t *ftl_agent_rdv_status(ftl_agent *a);
 /* The training thread's requests (want_rebuild_seq), on the loop thread. */
 void ftl_agent_rdv_wake(ftl_agent *a);

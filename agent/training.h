@@ -1,12 +1,11 @@
-/* The training side of an agent: the rendezvous instance (loop thread), the view handed to the
- * training thread, the communicator, the registered state and the sampler position. What both threads
- * touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
+/* The training side of an agent: the view handed to the training thread, the communicator, the registered
+ * state and the sampler position. What both threads touch is guarded by the agent's lock; the rest belongs
+ * to one thread, as marked. */
 #ifndef FTL_AGENT_TRAINING_H
 #define FTL_AGENT_TRAINING_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <uv.h>
 
 #include "ftl/execute.h"
 #include "rendezvous.h"
@@ -38,10 +37,6 @@ typedef struct ftl_training {
 	ftl_training_config cfg;
 	int data_fd;                     /* the comm listener, kept across communicators */
 	char data_addr[FTL_ADDR_MAX];
-
-	/* loop thread */
-	ftl_rdv *rdv;
-	uv_timer_t rdv_timer;
 
 	/* under the agent's lock */
 	ftl_view_copy view;              /* the newest view this worker knows of (it may not be in it) */
