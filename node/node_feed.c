@@ -3,7 +3,7 @@
  * The rendezvous sees the alive and suspect members that can train (their metadata carries a data address:
  * a suspect may yet refute, and dropping it would cost a view change per false suspicion) and the names of
  * those that left gracefully (they do not count against the quorum). The feed follows every membership
- * change that matters to it within FTL_NODE_FEED_WINDOW_US (a burst costs one feed per window).
+ * change that matters to it within one feed window (node_internal.h: a burst costs one feed per window).
  *
  * The abort rules say when the communicator in use is finished: when a member of the view in use is
  * declared dead or leaves (its peers would otherwise wait in a collective for a timeout), and when a new view
@@ -63,16 +63,37 @@ static void feed_rendezvous(ftl_node *n, int64_t now_us)
 
 static bool is_gone(ftl_swim_event_type t) { return t == FTL_EVENT_DEAD || t == FTL_EVENT_LEFT; }
 
+static uint32_t count_alive(const ftl_swim *s)
+{
+	return ftl_swim_count(s, FTL_MEMBER_ALIVE) + ftl_swim_count(s, FTL_MEMBER_SUSPECT);
+}
+
+/* Whether an event can change what the rendezvous is fed. A suspect still counts as alive, so a suspicion
+ * and its refutation change nothing (after a partition heals they come by the tens of thousands); an alive
+ * back from the dead, or the reap of a member that left, shows in the counts. */
+static bool changes_feed(const ftl_node *n, ftl_swim_event_type t)
+{
+	if (t == FTL_EVENT_SUSPECT)
+		return false;
+	if (t == FTL_EVENT_ALIVE || t == FTL_EVENT_REAP)
+		return count_alive(n->swim) != n->fed_alive || ftl_swim_count(n->swim, FTL_MEMBER_LEFT) != n->fed_left;
+	return true;
+}
+
 /* Feeds now when the last feed is a window old, else once the window ends (ftl_node_next_deadline). */
 static void feed_when_due(ftl_node *n, int64_t now_us, bool is_changed)
 {
-	if (is_changed && n->feed_due_us == INT64_MAX)
-		n->feed_due_us = n->is_fed ? n->fed_at_us + FTL_NODE_FEED_WINDOW_US : now_us;
+	if (is_changed && n->feed_due_us == INT64_MAX) {
+		int64_t windows = 1 + ftl_swim_members(n->swim)->len / FTL_NODE_FEED_MEMBERS_PER_WINDOW;
+		n->feed_due_us = n->is_fed ? n->fed_at_us + windows * FTL_NODE_FEED_WINDOW_US : now_us;
+	}
 	if (n->feed_due_us > now_us)
 		return;
 	feed_rendezvous(n, now_us);
 	n->is_fed = true;
 	n->fed_at_us = now_us;
+	n->fed_alive = count_alive(n->swim);
+	n->fed_left = ftl_swim_count(n->swim, FTL_MEMBER_LEFT);
 	n->feed_due_us = INT64_MAX;
 }
 
@@ -87,7 +108,7 @@ void ftl_node_settle(ftl_node *n, int64_t now_us)
 			snprintf(ev.why, sizeof(ev.why), "member %s of the view is gone", sev.name);
 		}
 		ftl_node_push_event(n, &ev);
-		is_changed |= sev.type != FTL_EVENT_SUSPECT; /* a suspect still counts as alive: no change */
+		is_changed |= changes_feed(n, sev.type);
 	}
 	if (n->rdv) {
 		feed_when_due(n, now_us, is_changed || !n->is_fed);

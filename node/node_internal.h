@@ -5,9 +5,13 @@
 
 #include "node.h"
 
-/* Membership changes reach the rendezvous at most this often: a burst of joins or deaths (a rack, a
- * scale-up of hundreds) costs one candidate per window, not one per event. Abort verdicts are not delayed. */
+/* Membership changes reach the rendezvous at most once per window: a burst of joins or deaths (a rack, a
+ * scale-up of hundreds) costs one candidate per window, not one per event. A feed costs O(n log n), so the
+ * window grows by this much per FTL_NODE_FEED_MEMBERS_PER_WINDOW members (10 ms up to 128, 80 ms at 1,000):
+ * feeding stays a bounded share of the node's work. The first change after a quiet window is fed at once,
+ * and abort verdicts are never delayed. */
 #define FTL_NODE_FEED_WINDOW_US 10000
+#define FTL_NODE_FEED_MEMBERS_PER_WINDOW 128
 #define FTL_NODE_EVENTS_MAX 65536 /* events the caller has not taken; past it, member events are dropped */
 
 struct ftl_node {
@@ -20,6 +24,7 @@ struct ftl_node {
 	bool is_fed;                  /* the rendezvous has had its first member list */
 	int64_t fed_at_us;            /* the last feed (node_feed.c) */
 	int64_t feed_due_us;          /* a change waits for its feed until then; INT64_MAX when none waits */
+	uint32_t fed_alive, fed_left; /* alive+suspect and left members at the last feed */
 };
 
 /* Takes what the parts produced after an input: membership events (with the abort rule), the member feed
