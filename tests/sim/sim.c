@@ -367,6 +367,7 @@ ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 		fprintf(stderr, "sim: seed=%" PRIu64 " (FTL_SIM_SEED=%" PRIu64 " replays this run)\n", sim->opt.seed,
 			sim->opt.seed);
 	ftl_rng_seed(&sim->net_rng, sim->opt.seed);
+	ftl_rng_seed(&sim->dns_rng, sim->opt.seed ^ 0x5eed5eed5eed5eedULL);
 	for (int k = 0; k < FTL_KEY_SIZE; k++)
 		sim->key[k] = (uint8_t)ftl_rng_next(&sim->net_rng);
 	sim->nodes = calloc((size_t)sim->opt.capacity, sizeof(*sim->nodes));
@@ -479,7 +480,7 @@ static size_t dns_answer(ftl_sim *sim, int i, const char **answer)
 		if (n < FTL_SIM_DNS_ANSWER) {
 			answer[n++] = sim->nodes[j].addr;
 		} else {
-			uint32_t r = ftl_rng_below(&sim->net_rng, (uint32_t)seen + 1);
+			uint32_t r = ftl_rng_below(&sim->dns_rng, (uint32_t)seen + 1);
 			if (r < FTL_SIM_DNS_ANSWER)
 				answer[r] = sim->nodes[j].addr;
 		}

@@ -49,6 +49,7 @@ typedef struct sim_node {
 struct ftl_sim {
 	ftl_sim_options opt;
 	ftl_rng net_rng;
+	ftl_rng dns_rng;          /* the DNS answers' samples: apart, so seeds do not shift the network's draws */
 	int64_t now;
 	uint64_t next_seq;
 	uint64_t next_generation; /* each start or restart takes the next: join order is start order */
