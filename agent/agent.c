@@ -124,6 +124,8 @@ static void has_left(ftl_agent *a)
 
 void ftl_agent_flush(ftl_agent *a)
 {
+	if (a->is_closing)
+		return; /* a close callback must not open a connection the stopping loop would wait for */
 	ftl_swim_output out;
 	while (ftl_node_next_output(a->node, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
@@ -339,6 +341,7 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	if (make_node(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
 		return -1;
 	a->is_started = true;
+	a->is_closing = false;
 	uv_timer_init(&a->loop, &a->timer);
 	a->timer.data = a;
 	uv_async_init(&a->loop, &a->wake, on_wake);
@@ -388,6 +391,7 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	a->is_closing = true;
 	ftl_agent_tcp_close_all(a);
 	ftl_agent_check_close_all(a);
 	ftl_metrics_http_close(a);

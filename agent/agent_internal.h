@@ -44,6 +44,7 @@ struct ftl_agent {
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
+	bool is_closing;          /* loop thread: close_all ran; nothing may open a handle or send any more */
 	uint8_t recv_buf[65536];
 	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
 	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
