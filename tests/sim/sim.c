@@ -1,5 +1,5 @@
-/* The simulator of sim.h: a binary heap of timed events (datagram and frame deliveries, push-pull legs,
- * seed lookups, node ticks) over a set of ftl_node instances. A node's tick is scheduled only when its
+/* The simulator of sim.h: a binary heap (base/heap.h) of timed events (datagram and frame deliveries,
+ * push-pull legs, seed lookups, node ticks) over a set of ftl_node instances. A node's tick is scheduled only when its
  * deadline moves earlier; a tick that fires early is harmless (the node does only what is due) and
  * reschedules. */
 #include "sim_internal.h"
@@ -22,46 +22,24 @@ typedef struct check_done {
 	ftl_swim_check_result result;
 } check_done;
 
-/* ---- heap ---- */
+/* ---- the event queue (base/heap.h): earliest first, ties in push order so a run is deterministic ---- */
 
-static bool before(const sim_event *a, const sim_event *b) { return a->at < b->at || (a->at == b->at && a->seq < b->seq); }
+static int event_cmp(const void *x, const void *y)
+{
+	const sim_event *a = x, *b = y;
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
 
 static void heap_push(ftl_sim *sim, sim_event ev)
 {
-	if (sim->heap_len == sim->heap_cap) {
-		sim->heap_cap = sim->heap_cap ? sim->heap_cap * 2 : 1024;
-		sim->heap = realloc(sim->heap, sim->heap_cap * sizeof(*sim->heap));
-		if (!sim->heap)
-			abort();
-	}
 	ev.seq = sim->next_seq++;
-	size_t i = sim->heap_len++;
-	while (i > 0 && before(&ev, &sim->heap[(i - 1) / 2])) {
-		sim->heap[i] = sim->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	sim->heap[i] = ev;
+	if (ftl_heap_push(&sim->events, &ev) != 0)
+		abort();
 }
 
-static sim_event heap_pop(ftl_sim *sim)
-{
-	sim_event top = sim->heap[0], last = sim->heap[--sim->heap_len];
-	size_t i = 0, n = sim->heap_len;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && before(&sim->heap[c + 1], &sim->heap[c]))
-			c++;
-		if (!before(&sim->heap[c], &last))
-			break;
-		sim->heap[i] = sim->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		sim->heap[i] = last;
-	return top;
-}
+static const sim_event *heap_peek(const ftl_sim *sim) { return ftl_heap_peek(&sim->events); }
 
 /* ---- nodes ---- */
 
@@ -366,6 +344,8 @@ static void converge(ftl_sim *sim)
 ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 {
 	ftl_sim *sim = calloc(1, sizeof(*sim));
+	if (sim)
+		ftl_heap_create(&sim->events, sizeof(sim_event), event_cmp);
 	if (!sim)
 		return NULL;
 	sim->opt = *o;
@@ -415,10 +395,9 @@ void ftl_sim_delete(ftl_sim *sim)
 {
 	if (!sim)
 		return;
-	while (sim->heap_len > 0) {
-		sim_event ev = heap_pop(sim);
+	sim_event ev;
+	while (ftl_heap_pop(&sim->events, &ev))
 		free_event(&ev);
-	}
 	for (int i = 0; i < sim->n_nodes; i++) {
 		clear_backlog(&sim->nodes[i]);
 		free(sim->nodes[i].backlog);
@@ -427,7 +406,7 @@ void ftl_sim_delete(ftl_sim *sim)
 	}
 	free(sim->nodes);
 	free(sim->records);
-	free(sim->heap);
+	ftl_heap_destroy(&sim->events);
 	free(sim->links);
 	free(sim);
 }
@@ -558,8 +537,8 @@ static void run_event(ftl_sim *sim, sim_event *ev)
 
 void ftl_sim_run_until(ftl_sim *sim, int64_t t_us)
 {
-	while (sim->heap_len > 0 && sim->heap[0].at <= t_us) {
-		sim_event ev = heap_pop(sim);
+	sim_event ev;
+	while (heap_peek(sim) && heap_peek(sim)->at <= t_us && ftl_heap_pop(&sim->events, &ev)) {
 		sim->now = ev.at;
 		run_event(sim, &ev);
 		free_event(&ev);

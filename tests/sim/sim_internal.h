@@ -3,6 +3,7 @@
 #ifndef FTL_TESTS_SIM_INTERNAL_H
 #define FTL_TESTS_SIM_INTERNAL_H
 
+#include "heap.h"
 #include "rng.h"
 #include "sim.h"
 
@@ -53,8 +54,7 @@ struct ftl_sim {
 	int64_t now;
 	uint64_t next_seq;
 	uint64_t next_generation; /* each start or restart takes the next: join order is start order */
-	sim_event *heap;
-	size_t heap_len, heap_cap;
+	ftl_heap events;          /* sim_event, earliest first */
 	sim_node *nodes;
 	int n_nodes;
 	bool blocked[FTL_SIM_MAX_GROUPS][FTL_SIM_MAX_GROUPS];
