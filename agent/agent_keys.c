@@ -1,6 +1,6 @@
 /* The control socket's `keys` requests: the keyring listed with its census (which live members hold each
- * key, key_census.h), and key changes handed to the membership core, which applies, refuses or gossips
- * them (swim_keys.c). */
+ * key, key_census.h), and key changes handed to the node (node.h), whose membership core applies, refuses
+ * or gossips them (swim_keys.c). */
 #include "agent_internal.h"
 
 #include <string.h>
