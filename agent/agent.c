@@ -1,9 +1,10 @@
-/* ftl_agent: lifecycle, the loop thread, UDP gossip and the timer that drives the membership core.
+/* ftl_agent: lifecycle, the loop thread, UDP gossip and the timer that drives the node.
  *
- * The core is a pure state machine (membership/swim.h); this file gives it a clock (uv_hrtime), a UDP
- * socket whose datagrams the peer channel's seal (channel/seal.h) seals and opens, and a timer armed at
- * its next deadline after every call. Requests from other threads (leave, stop) are flags under a mutex
- * plus a uv_async wake-up, so no libuv handle is touched off the loop. */
+ * The node is a pure state machine (node/node.h: membership joined to the rendezvous); this file gives it a
+ * clock (uv_hrtime), a UDP socket whose datagrams the peer channel's seal (channel/seal.h) seals and opens,
+ * and one timer armed at its next deadline after every call, and carries out what it decides. Requests from
+ * other threads (leave, stop, hints) are flags under a mutex plus a uv_async wake-up, so no libuv handle is
+ * touched off the loop. */
 #include "agent_internal.h"
 
 #include <signal.h>
@@ -14,7 +15,7 @@
 #include <time.h>
 
 #include "addr.h"
-#include "agent_meta.h"
+#include "node_meta.h"
 #include "checkpoint.h"
 #include "log.h"
 #include "metrics.h"
@@ -74,8 +75,11 @@ static void update_counts(ftl_agent *a)
 	pthread_mutex_unlock(&a->lock);
 }
 
-static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
+/* A membership event: logged, published, and, when the node's abort rule says so, the end of the
+ * communicator in use. */
+static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 {
+	const ftl_swim_event *ev = &nev->member;
 	char fields[384];
 	int n = snprintf(fields, sizeof(fields), "member=%s addr=%s generation=%llu incarnation=%llu", ev->name,
 			 ev->addr, (unsigned long long)ev->generation, (unsigned long long)ev->incarnation);
@@ -86,8 +90,8 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 		ftl_swim_event_type_strs[ev->type]);
 	ftl_agent_control_event(a, ev);
 	a->events_seen[ev->type]++;
-	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT)
-		ftl_agent_rdv_member_gone(a, ev->name);
+	if (nev->is_abort)
+		ftl_agent_rdv_member_gone(a, nev->why);
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT || ev->type == FTL_EVENT_JOIN)
 		ftl_agent_peer_forget(a, ev->name);
 	if (a->event_cb) {
@@ -110,29 +114,26 @@ static void hand_out(ftl_agent *a, const ftl_swim_event *ev)
 static void on_timer(uv_timer_t *t)
 {
 	ftl_agent *a = t->data;
-	ftl_swim_tick(a->swim, ftl_agent_now_us(a));
+	ftl_node_tick(a->node, ftl_agent_now_us(a));
 	ftl_agent_flush(a);
 }
 
-static void check_leave(ftl_agent *a)
+static void has_left(ftl_agent *a)
 {
-	if (!ftl_swim_leave_done(a->swim))
-		return;
 	pthread_mutex_lock(&a->lock);
-	bool is_new = !a->has_left;
 	a->has_left = true;
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
-	if (is_new) {
-		ftl_log(FTL_LOG_INFO, "agent", NULL, "left the cluster");
-		ftl_agent_control_left(a);
-	}
+	ftl_log(FTL_LOG_INFO, "agent", NULL, "left the cluster");
+	ftl_agent_control_left(a);
 }
 
 void ftl_agent_flush(ftl_agent *a)
 {
+	if (a->is_closing)
+		return; /* a close callback must not open a connection the stopping loop would wait for */
 	ftl_swim_output out;
-	while (ftl_swim_next_output(a->swim, &out)) {
+	while (ftl_node_next_output(a->node, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
 			send_datagram(a, &out);
 		else if (out.kind == FTL_OUTPUT_CHECK)
@@ -140,18 +141,27 @@ void ftl_agent_flush(ftl_agent *a)
 		else
 			ftl_agent_tcp_push_pull(a, out.to_addr, out.is_join);
 	}
-	ftl_swim_event ev;
+	ftl_node_frame frame;
+	while (ftl_node_next_frame(a->node, &frame)) {
+		ftl_agent_rdv_send(a, &frame);
+		ftl_node_frame_free(&frame);
+	}
+	ftl_node_event ev;
 	bool is_changed = false;
-	while (ftl_swim_next_event(a->swim, &ev)) {
-		hand_out(a, &ev);
-		is_changed = true;
+	while (ftl_node_next_event(a->node, &ev)) {
+		if (ev.kind == FTL_NODE_EVENT_MEMBER) {
+			hand_out(a, &ev);
+			is_changed = true;
+		} else if (ev.kind == FTL_NODE_EVENT_VIEW) {
+			ftl_agent_rdv_adopt_view(a, ev.why);
+		} else {
+			has_left(a);
+		}
 	}
-	if (is_changed) {
+	if (is_changed)
 		update_counts(a);
-		ftl_agent_rdv_members_changed(a);
-	}
-	check_leave(a);
-	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_swim_next_deadline(a->swim), ftl_agent_now_us(a), 60000);
+	ftl_agent_rdv_publish(a);
+	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_node_next_deadline(a->node), ftl_agent_now_us(a), 60000);
 	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
 }
 
@@ -171,10 +181,10 @@ static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struc
 	uint8_t plain[FTL_UDP_PACKET_MAX];
 	size_t plain_len;
 	if (ftl_open_datagram(a->keyring, (const uint8_t *)buf->base, (size_t)n, plain, &plain_len) != 0) {
-		ftl_swim_count_drop(a->swim, FTL_DROP_KEYRING);
+		ftl_swim_count_drop(ftl_node_swim(a->node), FTL_DROP_KEYRING);
 		return;
 	}
-	ftl_swim_receive(a->swim, ftl_agent_now_us(a), plain, plain_len);
+	ftl_node_receive_datagram(a->node, ftl_agent_now_us(a), plain, plain_len);
 	ftl_agent_flush(a);
 }
 
@@ -196,17 +206,13 @@ static void on_wake(uv_async_t *h)
 	a->want_leave = a->want_meta = false;
 	pthread_mutex_unlock(&a->lock);
 	for (int i = 0; i < n_hints; i++)
-		ftl_swim_hint(a->swim, ftl_agent_now_us(a), hints[i]);
-	if (n_hints)
+		ftl_node_comm_failed(a->node, ftl_agent_now_us(a), hints[i]);
+	if (meta)
+		ftl_node_set_meta(a->node, ftl_agent_now_us(a), meta_buf, meta_len);
+	if (leave)
+		ftl_node_leave(a->node, ftl_agent_now_us(a));
+	if (n_hints || meta || leave)
 		ftl_agent_flush(a);
-	if (meta) {
-		ftl_swim_set_meta(a->swim, ftl_agent_now_us(a), meta_buf, meta_len);
-		ftl_agent_flush(a);
-	}
-	if (leave) {
-		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
-		ftl_agent_flush(a);
-	}
 	ftl_agent_rdv_wake(a);
 	if (stop)
 		close_all(a);
@@ -267,7 +273,7 @@ static uint64_t wall_us(void)
 	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
-static int make_swim(ftl_agent *a, char *err, size_t len)
+static int make_node(ftl_agent *a, char *err, size_t len)
 {
 	uint8_t meta[FTL_META_MAX];
 	size_t meta_len = ftl_meta_pack(a->train.data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
@@ -281,7 +287,7 @@ static int make_swim(ftl_agent *a, char *err, size_t len)
 			 FTL_META_MAX - 1);
 		return -1;
 	}
-	ftl_swim_options o = {
+	ftl_node_options o = {.swim = {
 		.name = a->cfg.name,
 		.generation = a->cfg.generation ? a->cfg.generation : wall_us(),
 		.addr = a->set.advertise,
@@ -291,13 +297,16 @@ static int make_swim(ftl_agent *a, char *err, size_t len)
 		.keyring = a->keyring,
 		.is_addr_valid = ftl_addr_is_member,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
-	};
+	}};
+	if (a->train.is_enabled)
+		ftl_agent_rdv_options(a, &o);
 	const char *serr;
-	a->swim = ftl_swim_new(&o, ftl_agent_now_us(a), &serr);
-	if (!a->swim) {
+	a->node = ftl_node_new(&o, ftl_agent_now_us(a), &serr);
+	if (!a->node) {
 		snprintf(err, len, "%s", serr);
 		return -1;
 	}
+	a->swim = ftl_node_swim(a->node);
 	return 0;
 }
 
@@ -353,9 +362,10 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	}
 	if (a->train.is_enabled && ftl_agent_data_listen(a, err, len) != 0)
 		return -1;
-	if (make_swim(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
+	if (make_node(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
 		return -1;
 	a->is_started = true;
+	a->is_closing = false;
 	uv_timer_init(&a->loop, &a->timer);
 	a->timer.data = a;
 	uv_async_init(&a->loop, &a->wake, on_wake);
@@ -380,9 +390,6 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 		 a->set.advertise, a->cfg.cluster, a->cfg.profile, a->control_path);
 	ftl_log(FTL_LOG_INFO, "agent", fields, "started");
 	ftl_agent_seeds_start(a);
-	if (a->train.is_enabled && ftl_agent_rdv_start(a, err, len) != 0) {
-		return abandon_start(a);
-	}
 	update_counts(a);
 	ftl_agent_flush(a);
 	if (uv_thread_create(&a->thread, run_loop, a) != 0) {
@@ -480,9 +487,8 @@ void ftl_agent_delete(ftl_agent *a)
 	if (!a)
 		return;
 	ftl_agent_stop(a);
-	ftl_agent_rdv_stop(a);
 	ftl_training_free(&a->train);
-	ftl_swim_delete(a->swim);
+	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->changed);

@@ -66,7 +66,7 @@ static void finish(check *c, ftl_swim_check_result result, int status)
 	ftl_log(result == FTL_CHECK_REFUSED ? FTL_LOG_INFO : FTL_LOG_DEBUG, "membership", fields,
 		"checked the gossip port%s%s", status < 0 ? ": " : "", status < 0 ? uv_strerror(status) : "");
 	check_close(c);
-	ftl_swim_check_done(a->swim, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
+	ftl_node_check_done(a->node, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
 	ftl_agent_flush(a);
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent_meta.h"
+#include "node_meta.h"
 #include "checkpoint.h"
 #include "log.h"
 
@@ -22,7 +22,7 @@ static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
 			      (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000));
 	pthread_mutex_lock(&a->lock);
-	int rank = a->train.rdv ? ftl_agent_rank_of(a, m->name) : -1;
+	int rank = a->train.is_enabled ? ftl_agent_rank_of(a, m->name) : -1;
 	pthread_mutex_unlock(&a->lock);
 	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
 	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
@@ -144,7 +144,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");
 		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
 		ftl_log(FTL_LOG_INFO, "agent", NULL, "leaving the cluster (requested over the control socket)");
-		ftl_swim_leave(a->swim, ftl_agent_now_us(a));
+		ftl_node_leave(a->node, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
 		return NULL;
 	}

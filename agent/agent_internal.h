@@ -1,7 +1,8 @@
-/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, timer), agent_tcp.c
+/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, the node's timer), agent_tcp.c
  * (push-pull and incoming rendezvous frames over TCP), agent_peers.c (outgoing rendezvous connections),
- * agent_seeds.c (DNS seeds and the rejoin rule), agent_control.c and agent_keys.c (the control socket's
- * requests). Everything here is touched on the loop thread only, except the fields under `lock`. */
+ * agent_seeds.c (DNS lookups of the seeds), agent_rdv.c (views handed to the training thread),
+ * agent_control.c and agent_keys.c (the control socket's requests). Everything here is touched on the loop
+ * thread only, except the fields under `lock`. */
 #ifndef FTL_AGENT_INTERNAL_H
 #define FTL_AGENT_INTERNAL_H
 
@@ -11,7 +12,7 @@
 #include "config.h"
 #include "control.h"
 #include "deadline.h"
-#include "swim.h"
+#include "node.h"
 #include "tcp_frame.h"
 #include "training.h"
 
@@ -24,7 +25,8 @@ struct ftl_agent {
 	ftl_agent_config cfg;
 	ftl_agent_settings set;
 	ftl_keyring *keyring;
-	ftl_swim *swim;
+	ftl_node *node;           /* the member's decision logic (node/node.h); every input goes through it */
+	ftl_swim *swim;           /* ftl_node_swim(node): for reading membership and encoding push-pulls */
 	char control_path[512];
 
 	uv_loop_t loop;
@@ -50,7 +52,7 @@ struct ftl_agent {
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
-	bool is_closing;          /* loop thread: close_all ran; nothing new is opened (no peer is dialled) */
+	bool is_closing;          /* loop thread: close_all ran; nothing may open a handle (no peer is dialled) or send */
 	uint8_t recv_buf[65536];
 	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
 	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
@@ -94,12 +96,17 @@ void ftl_agent_peers_close_all(ftl_agent *a);
 void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out);
 void ftl_agent_check_close_all(ftl_agent *a);
 
-/* agent_rdv.c: the rendezvous on the loop thread */
-int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len);
-void ftl_agent_rdv_members_changed(ftl_agent *a);
-void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name);
+/* agent_rdv.c: the rendezvous side of the node, on the loop thread */
+/* The node's training options (the rendezvous settings, the data address, the NCCL id maker). */
+void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o);
+/* The node's abort rule fired for a membership event: abort the communicator in use, if any. */
+void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why);
+/* The node took a new view: hand it to the training thread and abort the old communicator, in one step. */
+void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why);
+/* After every call into the node: the phase, coordinator and missing members for the training thread. */
+void ftl_agent_rdv_publish(ftl_agent *a);
+void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f);
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len); /* opened by the channel */
-void ftl_agent_rdv_stop(ftl_agent *a);
 json_t *ftl_agent_rdv_status(ftl_agent *a);
 /* The training thread's requests (want_rebuild_seq), on the loop thread. */
 void ftl_agent_rdv_wake(ftl_agent *a);

@@ -1,6 +1,6 @@
 /* The control socket's `keys` requests: the keyring listed with its census (which live members hold each
- * key, key_census.h), and key changes handed to the membership core, which applies, refuses or gossips
- * them (swim_keys.c). */
+ * key, key_census.h), and key changes handed to the node (node.h), whose membership core applies, refuses
+ * or gossips them (swim_keys.c). */
 #include "agent_internal.h"
 
 #include <string.h>
@@ -78,7 +78,7 @@ json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req)
 	if (!text || ftl_key_from_base64(text, key) != 0)
 		return ftl_agent_error_reply("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
 	const char *err;
-	int rc = ftl_swim_key_op(a->swim, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key, &err);
+	int rc = ftl_node_key_op(a->node, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key, &err);
 	sodium_memzero(key, sizeof(key));
 	ftl_agent_flush(a);
 	if (rc != 0)

@@ -1,28 +1,20 @@
-/* The rendezvous on the agent's loop thread: it feeds the pure state machine (rendezvous/) with the
- * alive members that can train (those whose metadata carries a data address), carries its messages as
- * sealed TCP frames, and hands every view it takes to the training thread, including views this worker is
- * not in (a spare, or a minority side catching up after a heal): the training thread must never go on
- * building the communicator of a view the cluster has left behind. When a member of the view in use dies
- * or leaves, or a newer view commits, it aborts the communicator so that a step blocked in a collective
- * returns at once and ftl_execute moves to the next view. It also carries the training thread's rebuild
- * requests, says who is missing when the quorum is lost, and warns when this worker's job merges into
- * another lineage (its steps are then discarded for the other's). */
+/* The rendezvous side of the node, on the agent's loop thread: the node (node/node.h) decides, this file
+ * carries it out. It sends the node's plaintext frames to their member over the persistent peer connections
+ * (agent_peers.c; channel/seal.h seals them), hands the node the frames the channel opened, and hands every
+ * view the node takes to the training thread, including views this worker is not in (a spare, or a minority
+ * side catching up after a heal): the training thread must never go on building the communicator of a view
+ * the cluster has left behind. When the node's abort rule fires (a member of the view in use is gone, or a
+ * new view was taken) it aborts the communicator, so that a step blocked in a collective returns at once and
+ * ftl_execute moves to the next view. It also carries the training thread's rebuild requests, says who is
+ * missing when the quorum is lost, and warns when this worker's job merges into another lineage (its steps
+ * are then discarded for the other's). */
 #include "agent_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_meta.h"
+#include "node_meta.h"
 #include "log.h"
-
-static void rdv_flush(ftl_agent *a);
-
-static void on_rdv_timer(uv_timer_t *t)
-{
-	ftl_agent *a = t->data;
-	ftl_rdv_tick(a->train.rdv, ftl_agent_now_us(a));
-	rdv_flush(a);
-}
 
 static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 {
@@ -38,75 +30,21 @@ static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 	return FTL_COMM_NCCL_ID_LEN;
 }
 
-int ftl_agent_rdv_start(ftl_agent *a, char *err, size_t len)
+void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o)
 {
 	ftl_training *t = &a->train;
-	ftl_rdv_options o = {
-		.name = a->cfg.name,
-		.generation = ftl_swim_generation(a->swim),
-		.data_addr = t->data_addr,
-		.config = {
-			.min_workers = t->cfg.min_workers,
-			.max_workers = t->cfg.max_workers,
-			.settle_us = t->cfg.settle_ms * 1000,
-			.ready_interval_us = a->set.swim.ready_interval_us,
-			.expected_workers = t->cfg.expected_workers,
-			.expected_wait_us = t->cfg.expected_wait_ms * 1000,
-		},
-		.blob_cb = make_blob,
-		.blob_ctx = a,
+	o->is_training = true;
+	o->data_addr = t->data_addr;
+	o->rdv = (ftl_rdv_config){
+		.min_workers = t->cfg.min_workers,
+		.max_workers = t->cfg.max_workers,
+		.settle_us = t->cfg.settle_ms * 1000,
+		.ready_interval_us = a->set.swim.ready_interval_us,
+		.expected_workers = t->cfg.expected_workers,
+		.expected_wait_us = t->cfg.expected_wait_ms * 1000,
 	};
-	const char *rerr;
-	t->rdv = ftl_rdv_new(&o, &rerr);
-	if (!t->rdv) {
-		snprintf(err, len, "rendezvous: %s", rerr);
-		return -1;
-	}
-	uv_timer_init(&a->loop, &t->rdv_timer);
-	t->rdv_timer.data = a;
-	ftl_agent_rdv_members_changed(a);
-	return 0;
-}
-
-void ftl_agent_rdv_stop(ftl_agent *a)
-{
-	ftl_rdv_delete(a->train.rdv);
-	a->train.rdv = NULL;
-}
-
-/* The alive members that train, with their data addresses; the left ones for the quorum rule. */
-void ftl_agent_rdv_members_changed(ftl_agent *a)
-{
-	ftl_training *t = &a->train;
-	if (!t->rdv)
-		return;
-	const ftl_members *ms = ftl_swim_members(a->swim);
-	ftl_rdv_member *alive = calloc(ms->len ? ms->len : 1, sizeof(*alive));
-	const char **left = calloc(ms->len ? ms->len : 1, sizeof(*left));
-	size_t n_alive = 0, n_left = 0;
-	for (uint32_t i = 0; alive && left && i < ms->len; i++) {
-		const ftl_member *m = &ms->arr[i];
-		if (m->state == FTL_MEMBER_LEFT) {
-			left[n_left++] = m->name;
-			continue;
-		}
-		if (m->state != FTL_MEMBER_ALIVE && m->state != FTL_MEMBER_SUSPECT)
-			continue;
-		const uint8_t *user;
-		size_t user_len;
-		ftl_rdv_member *r = &alive[n_alive];
-		ftl_meta_unpack(m->meta, m->meta_len, r->data_addr, sizeof(r->data_addr), &user, &user_len);
-		if (!r->data_addr[0])
-			continue; /* not a training worker */
-		snprintf(r->name, sizeof(r->name), "%s", m->name);
-		r->generation = m->generation;
-		n_alive++;
-	}
-	if (alive && left)
-		ftl_rdv_set_members(t->rdv, ftl_agent_now_us(a), alive, n_alive, left, n_left);
-	free(alive);
-	free(left);
-	rdv_flush(a);
+	o->blob_cb = make_blob;
+	o->blob_ctx = a;
 }
 
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
@@ -129,12 +67,10 @@ static void abort_comm_locked(ftl_agent *a, const char *why)
 	}
 }
 
-void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name)
+void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why)
 {
 	pthread_mutex_lock(&a->lock);
-	if (a->train.comm && ftl_agent_rank_of(a, name) >= 0) {
-		char why[128];
-		snprintf(why, sizeof(why), "member %s of the view is gone", name);
+	if (a->train.comm) {
 		ftl_train_metrics_disrupted_locked(&a->train.metrics, ftl_agent_now_us(a));
 		abort_comm_locked(a, why);
 	}
@@ -143,16 +79,16 @@ void ftl_agent_rdv_member_gone(ftl_agent *a, const char *name)
 
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len)
 {
-	if (!a->train.rdv)
+	if (!a->train.is_enabled)
 		return;
-	ftl_rdv_receive(a->train.rdv, ftl_agent_now_us(a), plain, len);
-	rdv_flush(a);
+	ftl_node_receive_frame(a->node, ftl_agent_now_us(a), plain, len);
+	ftl_agent_flush(a);
 }
 
-static void send_output(ftl_agent *a, const ftl_rdv_output *out)
+void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f)
 {
 	/* Messages to ourselves go over loopback TCP too: simpler than re-entering the state machine here. */
-	ftl_agent_peer_send(a, out->to, out->data, out->len);
+	ftl_agent_peer_send(a, f->msg.to, f->msg.data, f->msg.len);
 }
 
 /* Loud, because work is lost: this worker trained in another lineage (a cluster formed apart) and now joins
@@ -180,9 +116,11 @@ static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv
 	ftl_agent_control_notice(a, "lineage merged", ev);
 }
 
-static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
+void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 {
 	ftl_training *t = &a->train;
+	const ftl_rdv *rdv = ftl_node_rdv(a->node);
+	const ftl_rdv_view *v = ftl_rdv_current(rdv);
 	ftl_rdv_member *copy = malloc((v->n ? v->n : 1) * sizeof(*copy));
 	if (!copy)
 		return;
@@ -194,8 +132,8 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 	free(t->view.members);
 	t->view.members = copy;
 	t->view.seq++;
-	t->view.self_rank = ftl_rdv_rank(t->rdv);
-	t->phase = ftl_rdv_get_phase(t->rdv); /* with the view, so the training thread never sees one without the other */
+	t->view.self_rank = ftl_rdv_rank(rdv);
+	t->phase = ftl_rdv_get_phase(rdv); /* with the view, so the training thread never sees one without the other */
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
 	t->view.epoch = v->epoch;
@@ -203,12 +141,12 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 	t->view.n = v->n;
 	t->view.blob_len = v->blob_len;
 	memcpy(t->view.blob, v->blob, v->blob_len);
-	abort_comm_locked(a, "a new view was committed");
+	abort_comm_locked(a, why);
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
 	char fields[128];
 	snprintf(fields, sizeof(fields), "epoch=%llu world_size=%u rank=%d", (unsigned long long)v->epoch, v->n,
-		 ftl_rdv_rank(t->rdv));
+		 ftl_rdv_rank(rdv));
 	ftl_log(FTL_LOG_INFO, "rendezvous", fields, "view committed, coordinator %s", v->n ? v->members[0].name : "-");
 	if (is_merge)
 		warn_lineage_merge(a, old_lineage, v, steps);
@@ -216,16 +154,16 @@ static void adopt_view(ftl_agent *a, const ftl_rdv_view *v)
 
 /* Waiting for quorum: the members of the view that are gone, and what it takes to go on (for the log, the
  * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
-static void describe_missing(ftl_agent *a, ftl_rdv_phase phase)
+static void describe_missing(ftl_agent *a, const ftl_rdv *rdv, ftl_rdv_phase phase)
 {
 	ftl_training *t = &a->train;
 	char text[sizeof(t->missing)] = "";
 	if (phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		const char *names[16];
 		ftl_rdv_quorum q;
-		size_t n = ftl_rdv_missing(t->rdv, names, 16, &q), len = 0;
+		size_t n = ftl_rdv_missing(rdv, names, 16, &q), len = 0;
 		len += (size_t)snprintf(text, sizeof(text), "members gone from view %llu: ",
-					(unsigned long long)ftl_rdv_current(t->rdv)->epoch);
+					(unsigned long long)ftl_rdv_current(rdv)->epoch);
 		for (size_t i = 0; i < n && i < 16 && len < sizeof(text); i++)
 			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i ? ", " : "", names[i]);
 		if (len < sizeof(text))
@@ -245,7 +183,7 @@ static void describe_missing(ftl_agent *a, ftl_rdv_phase phase)
 void ftl_agent_rdv_wake(ftl_agent *a)
 {
 	ftl_training *t = &a->train;
-	if (!t->rdv)
+	if (!t->is_enabled)
 		return;
 	pthread_mutex_lock(&a->lock);
 	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
@@ -257,14 +195,14 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	snprintf(fields, sizeof(fields), "epoch=%llu", (unsigned long long)epoch);
 	ftl_log(FTL_LOG_INFO, "rendezvous", fields,
 		"asking for the same members under a new epoch: this view's communicator failed here");
-	ftl_rdv_request_rebuild(t->rdv, ftl_agent_now_us(a), epoch);
-	rdv_flush(a);
+	ftl_node_request_rebuild(a->node, ftl_agent_now_us(a), epoch);
+	ftl_agent_flush(a);
 }
 
 int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
 {
 	ftl_training *t = &a->train;
-	if (!t->rdv) {
+	if (!t->is_enabled) {
 		snprintf(err, len, "this agent does not train (no rendezvous)");
 		return -1;
 	}
@@ -272,35 +210,30 @@ int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
 	pthread_mutex_lock(&a->lock);
 	snprintf(missing, sizeof(missing), "%s", t->missing);
 	pthread_mutex_unlock(&a->lock);
-	if (ftl_rdv_waive_quorum(t->rdv, ftl_agent_now_us(a)) != 0) {
+	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0) {
 		snprintf(err, len, "not waiting for quorum (phase: %s): nothing to reset",
-			 ftl_rdv_phase_strs[ftl_rdv_get_phase(t->rdv)]);
+			 ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
 		return -1;
 	}
 	ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
 		"quorum reset by the operator: the survivors go on without the %s", missing);
-	rdv_flush(a);
+	ftl_agent_flush(a);
 	return 0;
 }
 
-static void rdv_flush(ftl_agent *a)
+void ftl_agent_rdv_publish(ftl_agent *a)
 {
 	ftl_training *t = &a->train;
-	ftl_rdv_output out;
-	while (ftl_rdv_next_output(t->rdv, &out)) {
-		send_output(a, &out);
-		ftl_rdv_output_free(&out);
-	}
-	const ftl_rdv_view *v;
-	if (ftl_rdv_take_new_view(t->rdv, &v))
-		adopt_view(a, v);
-	ftl_rdv_phase phase = ftl_rdv_get_phase(t->rdv);
-	describe_missing(a, phase);
+	const ftl_rdv *rdv = ftl_node_rdv(a->node);
+	if (!rdv)
+		return;
+	ftl_rdv_phase phase = ftl_rdv_get_phase(rdv);
+	describe_missing(a, rdv, phase);
 	pthread_mutex_lock(&a->lock);
 	if (phase != t->phase)
 		pthread_cond_broadcast(&a->changed);
 	t->phase = phase;
-	snprintf(t->coordinator, sizeof(t->coordinator), "%s", ftl_rdv_coordinator(t->rdv));
+	snprintf(t->coordinator, sizeof(t->coordinator), "%s", ftl_rdv_coordinator(rdv));
 	if (phase == FTL_RDV_NO_VIEW || phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		if (!t->below_min_since_us)
 			t->below_min_since_us = ftl_agent_now_us(a);
@@ -308,14 +241,12 @@ static void rdv_flush(ftl_agent *a)
 		t->below_min_since_us = 0;
 	}
 	pthread_mutex_unlock(&a->lock);
-	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_rdv_next_deadline(t->rdv), ftl_agent_now_us(a), 60000);
-	uv_timer_start(&t->rdv_timer, on_rdv_timer, wait_ms, 0);
 }
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)
 {
 	ftl_training *t = &a->train;
-	if (!t->rdv)
+	if (!t->is_enabled)
 		return json_null();
 	pthread_mutex_lock(&a->lock);
 	json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:I, s:i}", "epoch", (json_int_t)t->view.epoch, "phase",

@@ -1,8 +1,6 @@
 /* Seeds: host:port names re-resolved through DNS every reseed interval (a Kubernetes headless Service
- * answers with every pod). Every time, this node push-pulls with each resolved address that is not a
- * member it sees alive: that is how a new node joins, how the two sides of a healed partition find each
- * other again, and how workers that started before their seed was up merge with it later (otherwise
- * each side would form a cluster of its own and train alone). A healthy cluster sends nothing. */
+ * answers with every pod). Each answer goes to the node's seed rule (node/node_seeds.c), which decides whom
+ * to join; this file only asks DNS, on the loop, without blocking it. */
 #include "agent_internal.h"
 
 #include <netdb.h>
@@ -19,15 +17,6 @@ typedef struct seed_lookup {
 	char name[128];
 } seed_lookup;
 
-static bool is_known_alive(ftl_agent *a, const char *addr)
-{
-	const ftl_members *t = ftl_swim_members(a->swim);
-	for (uint32_t i = 0; i < t->len; i++)
-		if (strcmp(t->arr[i].addr, addr) == 0 && t->arr[i].state == FTL_MEMBER_ALIVE)
-			return true;
-	return false;
-}
-
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	seed_lookup *l = req->data;
@@ -37,8 +26,9 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		free(l);
 		return;
 	}
-	int answers = 0, joins = 0;
+	size_t answers = 0;
 	char addrs[32][FTL_ADDR_MAX];
+	const char *answer[32];
 	for (struct addrinfo *ai = res; ai && answers < 32; ai = ai->ai_next) {
 		if (ai->ai_family == AF_INET)
 			((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)l->port);
@@ -47,22 +37,13 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		else
 			continue;
 		ftl_addr_format(ai->ai_addr, addrs[answers], FTL_ADDR_MAX);
-		bool is_dup = false;
-		for (int k = 0; k < answers; k++)
-			is_dup |= strcmp(addrs[k], addrs[answers]) == 0;
-		if (!is_dup)
-			answers++;
+		answer[answers] = addrs[answers];
+		answers++;
 	}
 	uv_freeaddrinfo(res);
-	for (int k = 0; k < answers; k++) {
-		if (strcmp(addrs[k], a->set.advertise) == 0 || is_known_alive(a, addrs[k]))
-			continue;
-		const char *seed = addrs[k];
-		ftl_swim_join(a->swim, &seed, 1);
-		joins++;
-	}
+	size_t joins = ftl_node_seeds_answered(a->node, ftl_agent_now_us(a), answer, answers);
 	if (joins) {
-		ftl_log(FTL_LOG_DEBUG, "seeds", NULL, "%s: %d answers, joining the %d not seen alive", l->name, answers,
+		ftl_log(FTL_LOG_DEBUG, "seeds", NULL, "%s: %zu answers, joining the %zu not seen alive", l->name, answers,
 			joins);
 		ftl_agent_flush(a);
 	}

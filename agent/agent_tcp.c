@@ -207,7 +207,7 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
 	bool is_join = false;
-	if (ftl_swim_push_pull_merge(a->swim, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
+	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
 		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a push-pull frame from %s (bad key, cluster or format)",
 			c->peer);
 		conn_close(c);

@@ -1,12 +1,11 @@
-/* The training side of an agent: the rendezvous instance (loop thread), the view handed to the training
- * thread, the communicators, the ftl_execute state machine, the state registry and the checkpoints. What
- * both threads touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
+/* The training side of an agent: the view handed to the training thread, the communicators, the ftl_execute
+ * state machine, the state registry and the checkpoints. What both threads touch is guarded by the agent's
+ * lock; the rest belongs to one thread, as marked. */
 #ifndef FTL_TRAIN_TRAINING_H
 #define FTL_TRAIN_TRAINING_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <uv.h>
 
 #include "checkpoint.h"
 #include "exec_machine.h"
@@ -32,10 +31,6 @@ typedef struct ftl_training {
 	ftl_training_config cfg;
 	int data_fd;                     /* the comm listener, kept across communicators */
 	char data_addr[FTL_ADDR_MAX];
-
-	/* loop thread */
-	ftl_rdv *rdv;
-	uv_timer_t rdv_timer;
 
 	/* under the agent's lock */
 	ftl_view_copy view;              /* the newest view this worker knows of (it may not be in it) */

@@ -12,21 +12,21 @@
 #define TRIALS 40
 #define EPISODES 3
 
-static void split(rdv_sim *sim, const int *group_of, int n, int groups, bool is_two_way)
+static void split(ftl_sim *sim, const int *group_of, int n, int groups, bool is_two_way)
 {
 	for (int i = 0; i < n; i++)
-		rdv_sim_set_group(sim, i, group_of[i]);
+		ftl_sim_set_group(sim, i, group_of[i]);
 	for (int a = 0; a < groups; a++)
 		for (int b = 0; b < groups; b++)
 			if (a != b && (is_two_way || a < b))
-				rdv_sim_block(sim, a, b, true);
+				ftl_sim_block(sim, a, b, true);
 }
 
 /* Prints which side first took each epoch that appeared in [from, to), as "e3 by side 1 (4 members)". */
-static void print_epochs_by_side(const rdv_sim *sim, const int *group_of, int64_t from, int64_t to)
+static void print_epochs_by_side(const ftl_sim *sim, const int *group_of, int64_t from, int64_t to)
 {
 	int n;
-	const rdv_sim_record *rec = rdv_sim_records(sim, &n);
+	const ftl_sim_record *rec = ftl_sim_records(sim, &n);
 	bool any = false;
 	for (int i = 0; i < n; i++) {
 		bool is_first = rec[i].at_us >= from && rec[i].at_us < to;
@@ -43,65 +43,65 @@ static void print_epochs_by_side(const rdv_sim *sim, const int *group_of, int64_
 }
 
 /* Something else happening while cut: a join, a crash (keeping three up), or nothing. */
-static void disturb(rdv_sim *sim, ftl_rng *rng, int *group_of)
+static void disturb(ftl_sim *sim, ftl_rng *rng, int *group_of)
 {
 	uint32_t what = ftl_rng_below(rng, 10);
 	int up = 0;
-	for (int i = 0; i < rdv_sim_size(sim); i++)
-		up += rdv_sim_is_up(sim, i);
-	if (what < 3 && rdv_sim_size(sim) < RDV_SIM_MAX_NODES) {
-		int i = rdv_sim_add_node(sim);
+	for (int i = 0; i < ftl_sim_size(sim); i++)
+		up += ftl_sim_is_running(sim, i);
+	if (what < 3 && ftl_sim_size(sim) < RDV_MAX_NODES) {
+		int i = ftl_sim_add_node(sim);
 		group_of[i] = (int)ftl_rng_below(rng, 2);
-		rdv_sim_set_group(sim, i, group_of[i]);
-		printf(" +%s", rdv_sim_name(sim, i));
+		ftl_sim_set_group(sim, i, group_of[i]);
+		printf(" +%s", ftl_sim_name(sim, i));
 	} else if (what < 5 && up > 3) {
-		int i = (int)ftl_rng_below(rng, (uint32_t)rdv_sim_size(sim));
-		if (rdv_sim_is_up(sim, i)) {
-			rdv_sim_crash(sim, i);
-			printf(" x%s", rdv_sim_name(sim, i));
+		int i = (int)ftl_rng_below(rng, (uint32_t)ftl_sim_size(sim));
+		if (ftl_sim_is_running(sim, i)) {
+			ftl_sim_crash(sim, i);
+			printf(" x%s", ftl_sim_name(sim, i));
 		}
 	}
 }
 
 /* The newest view any up node holds. */
-static const ftl_rdv_view *newest_view(rdv_sim *sim)
+static const ftl_rdv_view *newest_view(ftl_sim *sim)
 {
 	const ftl_rdv_view *newest = NULL;
-	for (int i = 0; i < rdv_sim_size(sim); i++)
-		if (rdv_sim_is_up(sim, i) && (newest == NULL || sim_view(sim, i)->epoch > newest->epoch))
+	for (int i = 0; i < ftl_sim_size(sim); i++)
+		if (ftl_sim_is_running(sim, i) && (newest == NULL || sim_view(sim, i)->epoch > newest->epoch))
 			newest = sim_view(sim, i);
 	return newest;
 }
 
 /* Crashes (not leaves) took half or more of the newest view: no majority can ever answer for it. */
-static bool is_quorum_lost_to_crashes(rdv_sim *sim)
+static bool is_quorum_lost_to_crashes(ftl_sim *sim)
 {
 	const ftl_rdv_view *v = newest_view(sim);
 	uint32_t up = 0;
 	for (uint32_t k = 0; k < v->n; k++)
-		for (int i = 0; i < rdv_sim_size(sim); i++)
-			up += rdv_sim_is_up(sim, i) && strcmp(rdv_sim_name(sim, i), v->members[k].name) == 0 &&
-			      ftl_rdv_rank(rdv_sim_node(sim, i)) >= 0 && sim_view(sim, i)->epoch == v->epoch;
+		for (int i = 0; i < ftl_sim_size(sim); i++)
+			up += ftl_sim_is_running(sim, i) && strcmp(ftl_sim_name(sim, i), v->members[k].name) == 0 &&
+			      ftl_rdv_rank(ftl_sim_rdv(sim, i)) >= 0 && sim_view(sim, i)->epoch == v->epoch;
 	return 2 * up <= v->n;
 }
 
 /* After healing: one view for everyone, or, where crashes took the quorum, everyone paused and saying so. */
-static void check_healed(rdv_sim *sim)
+static void check_healed(ftl_sim *sim)
 {
-	int64_t took = rdv_sim_run_until_converged(sim, 30 * SEC);
+	int64_t took = ftl_sim_run_until_converged(sim, 30 * SEC);
 	const ftl_rdv_view *v = newest_view(sim);
 	if (took >= 0) {
 		printf("  healed: epoch %llu, %u members, converged in %.2f s", (unsigned long long)v->epoch, v->n,
 		       (double)took / SEC);
 	} else {
 		assert_true(is_quorum_lost_to_crashes(sim));
-		for (int i = 0; i < rdv_sim_size(sim); i++)
-			if (rdv_sim_is_up(sim, i))
-				assert_int_equal(ftl_rdv_get_phase(rdv_sim_node(sim, i)), FTL_RDV_WAITING_FOR_QUORUM);
+		for (int i = 0; i < ftl_sim_size(sim); i++)
+			if (ftl_sim_is_running(sim, i))
+				assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, i)), FTL_RDV_WAITING_FOR_QUORUM);
 		printf("  healed: crashes took the quorum of epoch %llu (%u members): every node waits for quorum",
 		       (unsigned long long)v->epoch, v->n);
 	}
-	printf("; %d lineage(s), %d conflicting epochs\n", rdv_sim_lineages(sim), rdv_sim_conflicts(sim));
+	printf("; %d lineage(s), %d conflicting epochs\n", ftl_sim_lineages(sim), ftl_sim_conflicts(sim));
 }
 
 static void one_trial(int trial, uint64_t seed)
@@ -109,42 +109,42 @@ static void one_trial(int trial, uint64_t seed)
 	ftl_rng rng;
 	ftl_rng_seed(&rng, seed);
 	int n = 3 + (int)ftl_rng_below(&rng, 7);
-	rdv_sim_options o;
-	rdv_sim_options_default(&o, n);
+	ftl_sim_options o;
+	rdv_options(&o, n);
 	o.seed = seed;
 	o.is_quiet = true;
 	o.loss = ftl_rng_below(&rng, 2) ? 0.05 : 0;
-	rdv_sim *sim = sim_start_converged(&o);
-	int group_of[RDV_SIM_MAX_NODES] = {0};
+	ftl_sim *sim = sim_start_converged(&o);
+	int group_of[RDV_MAX_NODES] = {0};
 
 	printf("trial %2d seed %llu: %d nodes, loss %.2f\n", trial, (unsigned long long)seed, n, o.loss);
 	for (int ep = 0; ep < EPISODES; ep++) {
 		int groups = 2 + (int)ftl_rng_below(&rng, 2);
 		bool is_two_way = ftl_rng_below(&rng, 4) != 0;
-		int64_t start = rdv_sim_now(sim);
+		int64_t start = ftl_sim_now(sim);
 		printf("  cut %d (%s):", ep + 1, is_two_way ? "two-way" : "one-way");
-		for (int i = 0; i < rdv_sim_size(sim); i++)
+		for (int i = 0; i < ftl_sim_size(sim); i++)
 			group_of[i] = (int)ftl_rng_below(&rng, (uint32_t)groups);
 		for (int g = 0; g < groups; g++) {
 			printf(" {");
-			for (int i = 0; i < rdv_sim_size(sim); i++)
-				if (group_of[i] == g && rdv_sim_is_up(sim, i))
-					printf(" %s", rdv_sim_name(sim, i));
+			for (int i = 0; i < ftl_sim_size(sim); i++)
+				if (group_of[i] == g && ftl_sim_is_running(sim, i))
+					printf(" %s", ftl_sim_name(sim, i));
 			printf(" }");
 		}
-		rdv_sim_run_for(sim, (int64_t)ftl_rng_below(&rng, 1500) * MS); /* often mid-change */
-		int64_t cut_at = rdv_sim_now(sim);
-		split(sim, group_of, rdv_sim_size(sim), groups, is_two_way);
+		ftl_sim_run_for(sim, (int64_t)ftl_rng_below(&rng, 1500) * MS); /* often mid-change */
+		int64_t cut_at = ftl_sim_now(sim);
+		split(sim, group_of, ftl_sim_size(sim), groups, is_two_way);
 		disturb(sim, &rng, group_of);
-		rdv_sim_run_for(sim, 300 * MS + (int64_t)ftl_rng_below(&rng, 3000) * MS);
+		ftl_sim_run_for(sim, 300 * MS + (int64_t)ftl_rng_below(&rng, 3000) * MS);
 		printf(" -> after %.2f s,", (double)(cut_at - start) / SEC);
-		print_epochs_by_side(sim, group_of, cut_at, rdv_sim_now(sim));
+		print_epochs_by_side(sim, group_of, cut_at, ftl_sim_now(sim));
 		printf("\n");
-		rdv_sim_heal(sim);
+		ftl_sim_heal(sim);
 	}
 	check_healed(sim);
-	assert_int_equal(rdv_sim_conflicts(sim), 0);
-	rdv_sim_delete(sim);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
 }
 
 static void test_quorum_holds_under_every_partition_tried(void **state)
@@ -165,52 +165,52 @@ static void test_quorum_holds_under_every_partition_tried(void **state)
 }
 
 /* w00, w01 on one side, w02..w04 on the other. */
-static rdv_sim *split_two_three(void)
+static ftl_sim *split_two_three(void)
 {
-	rdv_sim_options o;
-	rdv_sim_options_default(&o, 5);
-	rdv_sim *sim = sim_start_converged(&o);
+	ftl_sim_options o;
+	rdv_options(&o, 5);
+	ftl_sim *sim = sim_start_converged(&o);
 	const int group_of[] = {0, 0, 1, 1, 1};
 	split(sim, group_of, 5, 2, true);
-	rdv_sim_run_for(sim, 3 * SEC);
+	ftl_sim_run_for(sim, 3 * SEC);
 	return sim;
 }
 
 static void test_minority_side_pauses_and_says_so(void **state)
 {
-	rdv_sim *sim = split_two_three();
+	ftl_sim *sim = split_two_three();
 	const int majority[] = {2, 3, 4};
 	for (int i = 0; i < 2; i++) {
-		ftl_rdv *r = rdv_sim_node(sim, i);
+		const ftl_rdv *r = ftl_sim_rdv(sim, i);
 		assert_int_equal(ftl_rdv_get_phase(r), FTL_RDV_WAITING_FOR_QUORUM);
 		assert_int_equal(ftl_rdv_current(r)->epoch, 1); /* it committed nothing */
-		printf("%s (minority): phase \"%s\", still at epoch %llu\n", rdv_sim_name(sim, i),
+		printf("%s (minority): phase \"%s\", still at epoch %llu\n", ftl_sim_name(sim, i),
 		       ftl_rdv_phase_strs[ftl_rdv_get_phase(r)], (unsigned long long)ftl_rdv_current(r)->epoch);
 	}
 	for (int k = 0; k < 3; k++) {
-		assert_int_equal(ftl_rdv_get_phase(rdv_sim_node(sim, majority[k])), FTL_RDV_TRAINING);
+		assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, majority[k])), FTL_RDV_TRAINING);
 		assert_view_is(sim, majority[k], majority, 3);
 	}
 	assert_int_equal(sim_view(sim, 2)->epoch, 2);
 	assert_string_equal(ftl_rdv_phase_strs[FTL_RDV_WAITING_FOR_QUORUM], "waiting for quorum");
-	assert_int_equal(rdv_sim_conflicts(sim), 0);
-	rdv_sim_delete(sim);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
 }
 
 static void test_healed_partition_converges_to_one_view(void **state)
 {
-	rdv_sim *sim = split_two_three();
+	ftl_sim *sim = split_two_three();
 	const int all[] = {2, 3, 4, 0, 1}; /* the majority's view, then the minority as joiners in join order */
-	rdv_sim_heal(sim);
-	int64_t took = rdv_sim_run_until_converged(sim, 10 * SEC);
+	ftl_sim_heal(sim);
+	int64_t took = ftl_sim_run_until_converged(sim, 10 * SEC);
 	printf("healed 2|3 partition: one view of %u at epoch %llu after %.2f s (settle 1 s)\n", sim_view(sim, 0)->n,
 	       (unsigned long long)sim_view(sim, 0)->epoch, (double)took / SEC);
 	assert_true(took >= 0);
 	for (int i = 0; i < 5; i++)
 		assert_view_is(sim, i, all, 5);
 	assert_int_equal(sim_view(sim, 0)->epoch, 3);
-	assert_int_equal(rdv_sim_conflicts(sim), 0);
-	rdv_sim_delete(sim);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
 }
 
 int main(void)

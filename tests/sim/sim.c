@@ -1,7 +1,8 @@
-/* The simulator of sim.h: a binary heap of timed events (datagram deliveries, push-pull legs, node
- * ticks) over a set of ftl_swim instances. A node's tick is scheduled only when its deadline moves
- * earlier; a tick that fires early is harmless (the core does only what is due) and reschedules. */
-#include "sim.h"
+/* The simulator of sim.h: a binary heap (base/heap.h) of timed events (datagram and frame deliveries,
+ * push-pull legs, seed lookups, node ticks) over a set of ftl_node instances. A node's tick is scheduled only when its
+ * deadline moves earlier; a tick that fires early is harmless (the node does only what is due) and
+ * reschedules. */
+#include "sim_internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,10 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "rng.h"
+#include "node_meta.h"
+#include "rdv_msg.h"
 #include "seal.h"
-
-typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_PP_REQUEST, EV_PP_REPLY, EV_REJOIN, EV_CHECK_DONE } ev_kind;
 
 /* A proof-of-death check's outcome on its way back to the node that asked (EV_CHECK_DONE's data). */
 typedef struct check_done {
@@ -22,97 +22,24 @@ typedef struct check_done {
 	ftl_swim_check_result result;
 } check_done;
 
-typedef struct sim_event {
-	int64_t at;
-	uint64_t seq;       /* ties broken by insertion order: determinism */
-	ev_kind kind;
-	int node;           /* who handles it */
-	int from;           /* who sent it (push-pull) */
-	uint32_t life;      /* the node's life when scheduled (stale after a crash or restart) */
-	bool is_join;
-	size_t len;
-	uint8_t *data;      /* owned */
-} sim_event;
+/* ---- the event queue (base/heap.h): earliest first, ties in push order so a run is deterministic ---- */
 
-typedef struct link_override {
-	int from, to;
-	double loss;
-	int64_t extra_delay_us;
-} link_override;
-
-typedef struct sim_node {
-	ftl_swim *swim;
-	ftl_keyring *keyring;
-	char name[FTL_NAME_MAX];
-	char addr[FTL_ADDR_MAX];
-	uint64_t generation;
-	uint32_t life;       /* bumped by crash and restart */
-	int group;
-	bool is_paused;
-	int64_t slow_us;
-	int64_t tick_at;     /* earliest tick scheduled; INT64_MAX when none */
-	sim_event *backlog;  /* datagrams held while paused */
-	int n_backlog;
-} sim_node;
-
-struct ftl_sim {
-	ftl_sim_options opt;
-	ftl_rng net_rng;
-	int64_t now;
-	uint64_t next_seq;
-	sim_event *heap;
-	size_t heap_len, heap_cap;
-	sim_node *nodes;
-	int n_nodes;
-	bool blocked[FTL_SIM_MAX_GROUPS][FTL_SIM_MAX_GROUPS];
-	link_override *links;
-	int n_links;
-	ftl_sim_event_cb cb;
-	void *cb_ctx;
-	uint8_t key[FTL_KEY_SIZE];
-	ftl_sim_stats stats;
-};
-
-/* ---- heap ---- */
-
-static bool before(const sim_event *a, const sim_event *b) { return a->at < b->at || (a->at == b->at && a->seq < b->seq); }
+static int event_cmp(const void *x, const void *y)
+{
+	const sim_event *a = x, *b = y;
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
 
 static void heap_push(ftl_sim *sim, sim_event ev)
 {
-	if (sim->heap_len == sim->heap_cap) {
-		sim->heap_cap = sim->heap_cap ? sim->heap_cap * 2 : 1024;
-		sim->heap = realloc(sim->heap, sim->heap_cap * sizeof(*sim->heap));
-		if (!sim->heap)
-			abort();
-	}
 	ev.seq = sim->next_seq++;
-	size_t i = sim->heap_len++;
-	while (i > 0 && before(&ev, &sim->heap[(i - 1) / 2])) {
-		sim->heap[i] = sim->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	sim->heap[i] = ev;
+	if (ftl_heap_push(&sim->events, &ev) != 0)
+		abort();
 }
 
-static sim_event heap_pop(ftl_sim *sim)
-{
-	sim_event top = sim->heap[0], last = sim->heap[--sim->heap_len];
-	size_t i = 0, n = sim->heap_len;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && before(&sim->heap[c + 1], &sim->heap[c]))
-			c++;
-		if (!before(&sim->heap[c], &last))
-			break;
-		sim->heap[i] = sim->heap[c];
-		i = c;
-	}
-	if (n > 0)
-		sim->heap[i] = last;
-	return top;
-}
+static const sim_event *heap_peek(const ftl_sim *sim) { return ftl_heap_peek(&sim->events); }
 
 /* ---- nodes ---- */
 
@@ -125,19 +52,28 @@ void ftl_sim_options_default(ftl_sim_options *o, int n, ftl_swim_profile profile
 	o->jitter_us = 100;
 }
 
-static int index_of_addr(const char *addr)
+static int index_of_addr(const ftl_sim *sim, const char *addr)
 {
 	if (strncmp(addr, "sim:", 4) != 0)
 		return -1;
-	return atoi(addr + 4);
+	int i = atoi(addr + 4);
+	return i >= 0 && i < sim->n_nodes ? i : -1;
+}
+
+int ftl_sim_index_of_name(const ftl_sim *sim, const char *name)
+{
+	if (name[0] != 'n')
+		return -1;
+	int i = atoi(name + 1);
+	return i >= 0 && i < sim->n_nodes && strcmp(sim->nodes[i].name, name) == 0 ? i : -1;
 }
 
 static void schedule_tick(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
-	if (!nd->swim || nd->is_paused)
+	if (!nd->node || nd->is_paused)
 		return;
-	int64_t at = ftl_swim_next_deadline(nd->swim);
+	int64_t at = ftl_node_next_deadline(nd->node);
 	if (at < sim->now)
 		at = sim->now;
 	if (at >= nd->tick_at)
@@ -174,20 +110,20 @@ static int64_t one_way_delay(ftl_sim *sim, int to, int64_t extra)
 
 /* Datagrams travel sealed by the sender's keyring, as between agents (channel/seal.h), so key rotation
  * and a wrong key show in the simulation as they would on a network. */
-static void receive_sealed(ftl_swim *s, int64_t now, const uint8_t *data, size_t len)
+static void receive_sealed(ftl_node *n, int64_t now, const uint8_t *data, size_t len)
 {
 	uint8_t plain[FTL_UDP_PACKET_MAX];
 	size_t plain_len;
-	if (ftl_open_datagram(ftl_swim_keyring(s), data, len, plain, &plain_len) != 0)
-		ftl_swim_count_drop(s, FTL_DROP_KEYRING);
+	if (ftl_open_datagram(ftl_swim_keyring(ftl_node_swim(n)), data, len, plain, &plain_len) != 0)
+		ftl_swim_count_drop(ftl_node_swim(n), FTL_DROP_KEYRING);
 	else
-		ftl_swim_receive(s, now, plain, plain_len);
+		ftl_node_receive_datagram(n, now, plain, plain_len);
 }
 
 static void send_datagram(ftl_sim *sim, int from, const ftl_swim_output *out)
 {
-	int to = index_of_addr(out->to_addr);
-	if (to < 0 || to >= sim->n_nodes) {
+	int to = index_of_addr(sim, out->to_addr);
+	if (to < 0) {
 		sim->stats.to_dead++;
 		return;
 	}
@@ -203,20 +139,25 @@ static void send_datagram(ftl_sim *sim, int from, const ftl_swim_output *out)
 	}
 	uint8_t *copy = malloc(FTL_UDP_PACKET_MAX);
 	size_t len;
-	if (!copy || ftl_seal_datagram(ftl_swim_keyring(sim->nodes[from].swim), out->data, out->len, copy, &len) != 0)
+	if (!copy || ftl_seal_datagram(ftl_swim_keyring(ftl_node_swim(sim->nodes[from].node)), out->data, out->len, copy, &len) != 0)
 		abort(); /* the core's budget leaves room for the seal */
 	heap_push(sim, (sim_event){.at = sim->now + one_way_delay(sim, to, extra), .kind = EV_DATAGRAM,
 				   .node = to, .life = sim->nodes[to].life, .len = len, .data = copy});
 }
 
+static bool is_connected(const ftl_sim *sim, int a, int b)
+{
+	return is_reachable(sim, a, b) && is_reachable(sim, b, a);
+}
+
 static void start_push_pull(ftl_sim *sim, int from, const ftl_swim_output *out)
 {
-	int to = index_of_addr(out->to_addr);
-	if (to < 0 || to >= sim->n_nodes || !is_reachable(sim, from, to) || !is_reachable(sim, to, from))
+	int to = index_of_addr(sim, out->to_addr);
+	if (to < 0 || !is_connected(sim, from, to))
 		return;
 	sim_event ev = {.kind = EV_PP_REQUEST, .node = to, .from = from, .life = sim->nodes[to].life,
 			.is_join = out->is_join};
-	if (ftl_swim_push_pull_encode(sim->nodes[from].swim, out->is_join, &ev.data, &ev.len) != 0)
+	if (ftl_swim_push_pull_encode(ftl_node_swim(sim->nodes[from].node), out->is_join, &ev.data, &ev.len) != 0)
 		return;
 	ev.at = sim->now + one_way_delay(sim, to, 0);
 	heap_push(sim, ev);
@@ -228,7 +169,7 @@ static void start_push_pull(ftl_sim *sim, int from, const ftl_swim_output *out)
  * timeout. Loss is ignored (TCP retransmits within the timeout). */
 static void start_check(ftl_sim *sim, int from, const ftl_swim_output *out)
 {
-	int to = index_of_addr(out->to_addr);
+	int to = index_of_addr(sim, out->to_addr);
 	check_done *d = calloc(1, sizeof(*d));
 	if (!d)
 		abort();
@@ -237,8 +178,8 @@ static void start_check(ftl_sim *sim, int from, const ftl_swim_output *out)
 	d->generation = out->generation;
 	int64_t at = sim->now + out->timeout_us;
 	d->result = FTL_CHECK_NO_ANSWER;
-	if (to >= 0 && to < sim->n_nodes && is_reachable(sim, from, to) && is_reachable(sim, to, from)) {
-		d->result = sim->nodes[to].swim ? FTL_CHECK_ACCEPTED : FTL_CHECK_REFUSED;
+	if (to >= 0 && is_connected(sim, from, to)) {
+		d->result = sim->nodes[to].node ? FTL_CHECK_ACCEPTED : FTL_CHECK_REFUSED;
 		at = sim->now + one_way_delay(sim, to, 0) + one_way_delay(sim, from, 0);
 		sim->stats.refusals += d->result == FTL_CHECK_REFUSED;
 	}
@@ -246,14 +187,60 @@ static void start_check(ftl_sim *sim, int from, const ftl_swim_output *out)
 				   .len = sizeof(*d), .data = (uint8_t *)d});
 }
 
+/* A rendezvous frame over TCP: delayed like a datagram, never lost, cut by a partition either way. */
+static void send_frame(ftl_sim *sim, int from, const ftl_node_frame *f)
+{
+	int to = index_of_addr(sim, f->to_addr);
+	if (to < 0 || !is_connected(sim, from, to)) {
+		sim->stats.blocked++;
+		return;
+	}
+	uint8_t *copy = malloc(f->msg.len);
+	if (!copy)
+		abort();
+	memcpy(copy, f->msg.data, f->msg.len);
+	heap_push(sim, (sim_event){.at = sim->now + one_way_delay(sim, to, 0), .kind = EV_FRAME, .node = to,
+				   .life = sim->nodes[to].life, .len = f->msg.len, .data = copy});
+}
+
+/* True when this frame is the one after which the node is to crash (ftl_sim_crash_after_sends). */
+static bool is_crash_point(sim_node *nd, const ftl_node_frame *f)
+{
+	rdv_msg m;
+	const char *err;
+	bool is_it = false;
+	if (nd->crash_type < 0 || rdv_decode(f->msg.data, f->msg.len, &m, &err) != 0)
+		return false;
+	if ((int)m.type == nd->crash_type)
+		is_it = --nd->crash_after <= 0;
+	rdv_msg_free(&m);
+	return is_it;
+}
+
+static void hand_out(ftl_sim *sim, int i, const ftl_node_event *ev)
+{
+	sim_node *nd = &sim->nodes[i];
+	sim->stats.aborts += ev->is_abort;
+	if (ev->kind == FTL_NODE_EVENT_VIEW) {
+		ftl_sim_record_view(sim, i);
+		return;
+	}
+	if (ev->kind != FTL_NODE_EVENT_MEMBER)
+		return;
+	if (ev->member.type != FTL_EVENT_SUSPECT)
+		nd->membership_changed_us = sim->now;
+	if (sim->cb)
+		sim->cb(sim->cb_ctx, sim, i, &ev->member);
+}
+
 /* Takes everything a node produced after a call into it. */
 static void drain(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
-	if (!nd->swim)
+	if (!nd->node)
 		return;
 	ftl_swim_output out;
-	while (ftl_swim_next_output(nd->swim, &out)) {
+	while (ftl_node_next_output(nd->node, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
 			send_datagram(sim, i, &out);
 		else if (out.kind == FTL_OUTPUT_CHECK)
@@ -261,14 +248,28 @@ static void drain(ftl_sim *sim, int i)
 		else
 			start_push_pull(sim, i, &out);
 	}
-	ftl_swim_event ev;
-	while (ftl_swim_next_event(nd->swim, &ev))
-		if (sim->cb)
-			sim->cb(sim->cb_ctx, sim, i, &ev);
+	ftl_node_event ev;
+	while (ftl_node_next_event(nd->node, &ev))
+		hand_out(sim, i, &ev);
+	ftl_node_frame f;
+	while (nd->node && ftl_node_next_frame(nd->node, &f)) {
+		bool is_last = is_crash_point(nd, &f);
+		send_frame(sim, i, &f);
+		ftl_node_frame_free(&f);
+		if (is_last)
+			ftl_sim_crash(sim, i);
+	}
 	schedule_tick(sim, i);
 }
 
-static ftl_swim *start_node(ftl_sim *sim, int i)
+static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+{
+	const sim_node *nd = ctx;
+	int len = snprintf((char *)blob, cap, "%s@%llu", nd->name, (unsigned long long)epoch);
+	return len < (int)cap ? len : (int)cap - 1;
+}
+
+static void start_node(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
 	const char *err = NULL;
@@ -279,39 +280,37 @@ static ftl_swim *start_node(ftl_sim *sim, int i)
 		fprintf(stderr, "sim: keyring: %s\n", err);
 		abort();
 	}
-	ftl_swim_options so = {
-		.name = nd->name,
-		.generation = nd->generation,
-		.addr = nd->addr,
-		.config = sim->opt.config,
-		.keyring = nd->keyring,
-		.seed = ftl_rng_next(&sim->net_rng),
+	uint8_t meta[FTL_META_MAX];
+	size_t meta_len = sim->opt.is_training ? ftl_meta_pack(nd->data_addr, NULL, 0, meta, sizeof(meta)) : 0;
+	nd->generation = ++sim->next_generation;
+	ftl_node_options no = {
+		.swim = {
+			.name = nd->name,
+			.generation = nd->generation,
+			.addr = nd->addr,
+			.meta = meta,
+			.meta_len = (uint16_t)meta_len,
+			.config = sim->opt.config,
+			.keyring = nd->keyring,
+			.seed = ftl_rng_next(&sim->net_rng),
+		},
+		.is_training = sim->opt.is_training,
+		.data_addr = nd->data_addr,
+		.rdv = sim->opt.rdv,
+		.blob_cb = sim->opt.is_with_blob ? blob_cb : NULL,
+		.blob_ctx = nd,
 	};
-	nd->swim = ftl_swim_new(&so, sim->now, &err);
-	if (!nd->swim) {
+	nd->node = ftl_node_new(&no, sim->now, &err);
+	if (!nd->node) {
 		fprintf(stderr, "sim: node %d: %s\n", i, err);
 		abort();
 	}
 	nd->tick_at = INT64_MAX;
-	return nd->swim;
-}
-
-static int live_seed(ftl_sim *sim, int except)
-{
-	for (int j = 0; j < sim->n_nodes; j++)
-		if (j != except && sim->nodes[j].swim && !sim->nodes[j].is_paused)
-			return j;
-	return -1;
-}
-
-static void join_through_seed(ftl_sim *sim, int i)
-{
-	int seed = live_seed(sim, i);
-	if (seed >= 0) {
-		const char *addr = sim->nodes[seed].addr;
-		ftl_swim_join(sim->nodes[i].swim, &addr, 1);
-	}
-	drain(sim, i);
+	nd->crash_type = -1;
+	nd->view_digest = 0;
+	nd->membership_changed_us = sim->now;
+	/* It resolves its seeds as it starts, as the agent does. */
+	heap_push(sim, (sim_event){.at = sim->now, .kind = EV_SEEDS, .node = i, .life = nd->life});
 }
 
 static void init_slot(ftl_sim *sim, int i)
@@ -320,8 +319,10 @@ static void init_slot(ftl_sim *sim, int i)
 	memset(nd, 0, sizeof(*nd));
 	snprintf(nd->name, sizeof(nd->name), "n%d", i);
 	snprintf(nd->addr, sizeof(nd->addr), "sim:%d", i);
-	nd->generation = 1;
+	/* Data addresses run against names and generations, so an order derived from them would show. */
+	snprintf(nd->data_addr, sizeof(nd->data_addr), "10.%d.%d.1:29500", 200 - i / 200, 250 - i % 200);
 	nd->tick_at = INT64_MAX;
+	nd->crash_type = -1;
 }
 
 static void converge(ftl_sim *sim)
@@ -333,7 +334,9 @@ static void converge(ftl_sim *sim)
 			ftl_msg_alive a = {.generation = sim->nodes[j].generation};
 			strcpy(a.name, sim->nodes[j].name);
 			strcpy(a.addr, sim->nodes[j].addr);
-			ftl_swim_add_known(sim->nodes[i].swim, sim->now, &a);
+			if (sim->opt.is_training)
+				a.meta_len = (uint16_t)ftl_meta_pack(sim->nodes[j].data_addr, NULL, 0, a.meta, sizeof(a.meta));
+			ftl_node_add_known(sim->nodes[i].node, sim->now, &a);
 		}
 	}
 }
@@ -341,6 +344,8 @@ static void converge(ftl_sim *sim)
 ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 {
 	ftl_sim *sim = calloc(1, sizeof(*sim));
+	if (sim)
+		ftl_heap_create(&sim->events, sizeof(sim_event), event_cmp);
 	if (!sim)
 		return NULL;
 	sim->opt = *o;
@@ -355,6 +360,7 @@ ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 		fprintf(stderr, "sim: seed=%" PRIu64 " (FTL_SIM_SEED=%" PRIu64 " replays this run)\n", sim->opt.seed,
 			sim->opt.seed);
 	ftl_rng_seed(&sim->net_rng, sim->opt.seed);
+	ftl_rng_seed(&sim->dns_rng, sim->opt.seed ^ 0x5eed5eed5eed5eedULL);
 	for (int k = 0; k < FTL_KEY_SIZE; k++)
 		sim->key[k] = (uint8_t)ftl_rng_next(&sim->net_rng);
 	sim->nodes = calloc((size_t)sim->opt.capacity, sizeof(*sim->nodes));
@@ -367,16 +373,12 @@ ftl_sim *ftl_sim_new(const ftl_sim_options *o)
 		init_slot(sim, i);
 		start_node(sim, i);
 	}
-	if (o->is_cold_start) {
-		for (int i = 1; i < o->n; i++)
-			join_through_seed(sim, i);
-	} else {
+	if (!o->is_cold_start)
 		converge(sim);
-	}
+	for (int i = 0; i < o->n; i++)
+		ftl_node_tick(sim->nodes[i].node, sim->now); /* the rendezvous hears of the members it was given */
 	for (int i = 0; i < o->n; i++)
 		drain(sim, i);
-	if (o->rejoin_interval_us > 0)
-		heap_push(sim, (sim_event){.at = o->rejoin_interval_us, .kind = EV_REJOIN});
 	return sim;
 }
 
@@ -393,18 +395,18 @@ void ftl_sim_delete(ftl_sim *sim)
 {
 	if (!sim)
 		return;
-	while (sim->heap_len > 0) {
-		sim_event ev = heap_pop(sim);
+	sim_event ev;
+	while (ftl_heap_pop(&sim->events, &ev))
 		free_event(&ev);
-	}
 	for (int i = 0; i < sim->n_nodes; i++) {
 		clear_backlog(&sim->nodes[i]);
 		free(sim->nodes[i].backlog);
-		ftl_swim_delete(sim->nodes[i].swim);
+		ftl_node_delete(sim->nodes[i].node);
 		ftl_keyring_delete(sim->nodes[i].keyring);
 	}
 	free(sim->nodes);
-	free(sim->heap);
+	free(sim->records);
+	ftl_heap_destroy(&sim->events);
 	free(sim->links);
 	free(sim);
 }
@@ -425,8 +427,13 @@ static void deliver(ftl_sim *sim, sim_event *ev)
 		}
 		return;
 	}
-	sim->stats.delivered++;
-	receive_sealed(nd->swim, sim->now, ev->data, ev->len);
+	if (ev->kind == EV_FRAME) {
+		sim->stats.frames++;
+		ftl_node_receive_frame(nd->node, sim->now, ev->data, ev->len);
+	} else {
+		sim->stats.delivered++;
+		receive_sealed(nd->node, sim->now, ev->data, ev->len);
+	}
 	drain(sim, ev->node);
 }
 
@@ -435,12 +442,12 @@ static void push_pull_leg(ftl_sim *sim, sim_event *ev)
 	sim_node *nd = &sim->nodes[ev->node];
 	if (nd->is_paused)
 		return; /* the connection times out */
-	ftl_swim_push_pull_merge(nd->swim, sim->now, ev->data, ev->len, NULL);
+	ftl_node_push_pull_merge(nd->node, sim->now, ev->data, ev->len, NULL);
 	sim->stats.push_pulls++;
-	if (ev->kind == EV_PP_REQUEST && sim->nodes[ev->from].swim && is_reachable(sim, ev->node, ev->from)) {
+	if (ev->kind == EV_PP_REQUEST && sim->nodes[ev->from].node && is_reachable(sim, ev->node, ev->from)) {
 		sim_event reply = {.kind = EV_PP_REPLY, .node = ev->from, .from = ev->node,
 				   .life = sim->nodes[ev->from].life};
-		if (ftl_swim_push_pull_encode(nd->swim, false, &reply.data, &reply.len) == 0) {
+		if (ftl_swim_push_pull_encode(ftl_node_swim(nd->node), false, &reply.data, &reply.len) == 0) {
 			reply.at = sim->now + one_way_delay(sim, ev->from, 0);
 			heap_push(sim, reply);
 		}
@@ -448,40 +455,52 @@ static void push_pull_leg(ftl_sim *sim, sim_event *ev)
 	drain(sim, ev->node);
 }
 
-/* The seed rule of the agent: a node that sees fewer live members than the DNS answer rejoins. */
-static void rejoin_round(ftl_sim *sim)
+/* What DNS answers node i: the fixed seeds' addresses, or (a headless Service) up to FTL_SIM_DNS_ANSWER
+ * running nodes, a fresh random sample each time. */
+static size_t dns_answer(ftl_sim *sim, int i, const char **answer)
 {
-	int running = ftl_sim_running_count(sim, -1);
-	for (int i = 0; i < sim->n_nodes; i++) {
-		sim_node *nd = &sim->nodes[i];
-		if (!nd->swim || nd->is_paused)
-			continue;
-		ftl_swim *s = nd->swim;
-		if ((int)(ftl_swim_count(s, FTL_MEMBER_ALIVE) + ftl_swim_count(s, FTL_MEMBER_SUSPECT)) >= running)
-			continue;
-		for (int tries = 0; tries < 8; tries++) {
-			int j = (int)ftl_rng_below(&sim->net_rng, (uint32_t)sim->n_nodes);
-			ftl_member_state st;
-			if (j == i || !sim->nodes[j].swim || (ftl_sim_view(sim, i, j, &st) && st == FTL_MEMBER_ALIVE))
-				continue;
-			const char *addr = sim->nodes[j].addr;
-			ftl_swim_join(s, &addr, 1);
-			drain(sim, i);
-			break;
-		}
+	size_t n = 0;
+	if (sim->opt.n_seeds > 0) {
+		for (int k = 0; k < sim->opt.n_seeds && k < FTL_SIM_MAX_SEEDS; k++)
+			answer[n++] = sim->nodes[sim->opt.seeds[k]].addr;
+		return n;
 	}
-	heap_push(sim, (sim_event){.at = sim->now + sim->opt.rejoin_interval_us, .kind = EV_REJOIN});
+	int seen = 0;
+	for (int j = 0; j < sim->n_nodes; j++) { /* reservoir sampling over the running nodes */
+		if (!sim->nodes[j].node)
+			continue;
+		if (n < FTL_SIM_DNS_ANSWER) {
+			answer[n++] = sim->nodes[j].addr;
+		} else {
+			uint32_t r = ftl_rng_below(&sim->dns_rng, (uint32_t)seen + 1);
+			if (r < FTL_SIM_DNS_ANSWER)
+				answer[r] = sim->nodes[j].addr;
+		}
+		seen++;
+	}
+	return n;
+}
+
+/* Node i resolves its seeds and applies the node's seed rule; again after reseed_interval. */
+static void resolve_seeds(ftl_sim *sim, int i)
+{
+	sim_node *nd = &sim->nodes[i];
+	if (!nd->is_paused) {
+		const char *answer[FTL_SIM_DNS_ANSWER];
+		size_t n = dns_answer(sim, i, answer);
+		sim->stats.seed_joins += ftl_node_seeds_answered(nd->node, sim->now, answer, n);
+		drain(sim, i);
+	}
+	if (sim->opt.reseed_interval_us > 0 && nd->node)
+		heap_push(sim, (sim_event){.at = sim->now + sim->opt.reseed_interval_us, .kind = EV_SEEDS, .node = i,
+					   .life = nd->life});
 }
 
 static void run_event(ftl_sim *sim, sim_event *ev)
 {
 	sim_node *nd = &sim->nodes[ev->node];
 	sim->stats.events_run++;
-	if (ev->kind == EV_REJOIN) {
-		rejoin_round(sim);
-		return;
-	}
-	if (!nd->swim || ev->life != nd->life) {
+	if (!nd->node || ev->life != nd->life) {
 		if (ev->kind != EV_TICK)
 			sim->stats.to_dead++;
 		return;
@@ -491,11 +510,15 @@ static void run_event(ftl_sim *sim, sim_event *ev)
 		if (ev->at != nd->tick_at || nd->is_paused)
 			return; /* superseded by an earlier tick, or paused */
 		nd->tick_at = INT64_MAX;
-		ftl_swim_tick(nd->swim, sim->now);
+		ftl_node_tick(nd->node, sim->now);
 		drain(sim, ev->node);
 		break;
 	case EV_DATAGRAM:
+	case EV_FRAME:
 		deliver(sim, ev);
+		break;
+	case EV_SEEDS:
+		resolve_seeds(sim, ev->node);
 		break;
 	case EV_PP_REQUEST:
 	case EV_PP_REPLY:
@@ -505,19 +528,17 @@ static void run_event(ftl_sim *sim, sim_event *ev)
 		const check_done *d = (const check_done *)ev->data;
 		if (nd->is_paused)
 			return; /* the check expires in the core */
-		ftl_swim_check_done(nd->swim, sim->now, d->name, d->generation, d->addr, d->result);
+		ftl_node_check_done(nd->node, sim->now, d->name, d->generation, d->addr, d->result);
 		drain(sim, ev->node);
 		break;
 	}
-	case EV_REJOIN:
-		break;
 	}
 }
 
 void ftl_sim_run_until(ftl_sim *sim, int64_t t_us)
 {
-	while (sim->heap_len > 0 && sim->heap[0].at <= t_us) {
-		sim_event ev = heap_pop(sim);
+	sim_event ev;
+	while (heap_peek(sim) && heap_peek(sim)->at <= t_us && ftl_heap_pop(&sim->events, &ev)) {
 		sim->now = ev.at;
 		run_event(sim, &ev);
 		free_event(&ev);
@@ -538,18 +559,21 @@ void ftl_sim_on_event(ftl_sim *sim, ftl_sim_event_cb cb, void *ctx)
 
 int ftl_sim_size(const ftl_sim *sim) { return sim->n_nodes; }
 int ftl_sim_capacity(const ftl_sim *sim) { return sim->opt.capacity; }
-ftl_swim *ftl_sim_node(ftl_sim *sim, int i) { return sim->nodes[i].swim; }
+ftl_node *ftl_sim_get_node(ftl_sim *sim, int i) { return sim->nodes[i].node; }
+ftl_swim *ftl_sim_node(ftl_sim *sim, int i) { return sim->nodes[i].node ? ftl_node_swim(sim->nodes[i].node) : NULL; }
+const ftl_rdv *ftl_sim_rdv(ftl_sim *sim, int i) { return sim->nodes[i].node ? ftl_node_rdv(sim->nodes[i].node) : NULL; }
 const char *ftl_sim_name(const ftl_sim *sim, int i) { return sim->nodes[i].name; }
-bool ftl_sim_is_running(const ftl_sim *sim, int i) { return sim->nodes[i].swim != NULL; }
+bool ftl_sim_is_running(const ftl_sim *sim, int i) { return sim->nodes[i].node != NULL; }
 
 void ftl_sim_crash(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
-	ftl_swim_delete(nd->swim);
-	nd->swim = NULL;
+	ftl_node_delete(nd->node);
+	nd->node = NULL;
 	nd->life++;
 	nd->is_paused = false;
 	nd->tick_at = INT64_MAX;
+	nd->view_digest = 0;
 	clear_backlog(nd);
 }
 
@@ -562,13 +586,11 @@ void ftl_sim_resume(ftl_sim *sim, int i)
 		return;
 	nd->is_paused = false;
 	nd->tick_at = INT64_MAX;
-	for (int k = 0; k < nd->n_backlog && nd->swim; k++) {
-		sim->stats.delivered++;
-		receive_sealed(nd->swim, sim->now, nd->backlog[k].data, nd->backlog[k].len);
-	}
+	for (int k = 0; k < nd->n_backlog && nd->node; k++)
+		deliver(sim, &nd->backlog[k]);
 	clear_backlog(nd);
-	if (nd->swim) {
-		ftl_swim_tick(nd->swim, sim->now);
+	if (nd->node) {
+		ftl_node_tick(nd->node, sim->now);
 		drain(sim, i);
 	}
 }
@@ -577,27 +599,49 @@ void ftl_sim_set_slow(ftl_sim *sim, int i, int64_t extra_delay_us) { sim->nodes[
 
 void ftl_sim_leave(ftl_sim *sim, int i)
 {
-	if (!sim->nodes[i].swim)
+	if (!sim->nodes[i].node)
 		return;
-	ftl_swim_leave(sim->nodes[i].swim, sim->now);
+	ftl_node_leave(sim->nodes[i].node, sim->now);
 	drain(sim, i);
 }
 
 void ftl_sim_hint(ftl_sim *sim, int observer, int subject)
 {
-	if (!sim->nodes[observer].swim || sim->nodes[observer].is_paused)
+	if (!sim->nodes[observer].node || sim->nodes[observer].is_paused)
 		return;
-	ftl_swim_hint(sim->nodes[observer].swim, sim->now, sim->nodes[subject].name);
+	ftl_node_comm_failed(sim->nodes[observer].node, sim->now, sim->nodes[subject].name);
 	drain(sim, observer);
 }
 
 void ftl_sim_restart(ftl_sim *sim, int i)
 {
-	if (sim->nodes[i].swim)
+	if (sim->nodes[i].node)
 		ftl_sim_crash(sim, i);
-	sim->nodes[i].generation++;
 	start_node(sim, i);
-	join_through_seed(sim, i);
+	drain(sim, i);
+}
+
+void ftl_sim_crash_after_sends(ftl_sim *sim, int i, int msg_type, int k)
+{
+	sim->nodes[i].crash_type = msg_type;
+	sim->nodes[i].crash_after = k;
+}
+
+void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch)
+{
+	if (!sim->nodes[i].node)
+		return;
+	ftl_node_request_rebuild(sim->nodes[i].node, sim->now, epoch);
+	drain(sim, i);
+}
+
+int ftl_sim_waive_quorum(ftl_sim *sim, int i)
+{
+	if (!sim->nodes[i].node)
+		return -1;
+	int rc = ftl_node_waive_quorum(sim->nodes[i].node, sim->now);
+	drain(sim, i);
+	return rc;
 }
 
 int ftl_sim_add_node(ftl_sim *sim)
@@ -607,7 +651,7 @@ int ftl_sim_add_node(ftl_sim *sim)
 	int i = sim->n_nodes++;
 	init_slot(sim, i);
 	start_node(sim, i);
-	join_through_seed(sim, i);
+	drain(sim, i);
 	return i;
 }
 
@@ -641,7 +685,7 @@ void ftl_sim_heal(ftl_sim *sim) { memset(sim->blocked, 0, sizeof(sim->blocked));
 
 bool ftl_sim_view(ftl_sim *sim, int observer, int subject, ftl_member_state *state)
 {
-	ftl_swim *s = sim->nodes[observer].swim;
+	ftl_swim *s = ftl_sim_node(sim, observer);
 	if (!s)
 		return false;
 	const ftl_member *m = ftl_swim_find(s, sim->nodes[subject].name);
@@ -666,7 +710,7 @@ int ftl_sim_running_count(const ftl_sim *sim, int except)
 {
 	int n = 0;
 	for (int i = 0; i < sim->n_nodes; i++)
-		n += i != except && sim->nodes[i].swim != NULL;
+		n += i != except && sim->nodes[i].node != NULL;
 	return n;
 }
 

@@ -24,7 +24,7 @@ static void partition_then_heal(bool is_two_way)
 	const int n = 20;
 	ftl_sim_options o;
 	ftl_sim_options_default(&o, n, FTL_PROFILE_TRAIN);
-	o.rejoin_interval_us = 2 * SEC;
+	o.reseed_interval_us = 2 * SEC;
 	ftl_watch w;
 	ftl_sim *sim = sim_start(&o, n, FTL_PROFILE_TRAIN, &w);
 	for (int i = 0; i < n; i++)

@@ -2,8 +2,8 @@
  * rendezvous needs to build communicators, then the user's own metadata (FTL_META). Layout:
  * "<data addr>\x1f<user meta>"; a member with no data address (a plain ftl-agent) takes no part in
  * training views. */
-#ifndef FTL_AGENT_META_H
-#define FTL_AGENT_META_H
+#ifndef FTL_NODE_META_H
+#define FTL_NODE_META_H
 
 #include <stddef.h>
 #include <stdint.h>

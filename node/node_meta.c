@@ -1,5 +1,5 @@
-/* The metadata layout of agent_meta.h. */
-#include "agent_meta.h"
+/* The metadata layout of node_meta.h. */
+#include "node_meta.h"
 
 #include <string.h>
 

@@ -1,0 +1,116 @@
+/* One member's whole decision logic, as a pure state machine: SWIM membership (membership/swim.h) joined to
+ * the rendezvous (rendezvous/rendezvous.h) by the rules that used to live in the agent's glue:
+ *  - the member feed: every membership change hands the rendezvous the alive (and suspect) members that can
+ *    train (those whose metadata carries a data address, node_meta.h) and the names of those that left;
+ *  - the abort rules: the death or leave of a member of the view in use, and every new view, end the
+ *    communicator in use (the event says so, so the shell aborts it in the same breath as it publishes the
+ *    change, and a step blocked in a collective returns at once);
+ *  - the seed rule: a seed's DNS answer is joined wherever it names an address not seen alive (that is how a
+ *    node joins, how the two sides of a healed partition meet, and how nodes that started before their seed
+ *    was up merge with it later); a healthy cluster sends nothing;
+ *  - comm hints: a peer whose connection reset is probed now instead of in its turn (never a death alone).
+ *
+ * Like its parts it does no I/O and reads no clock. The caller passes `now` (microseconds, any monotonic
+ * clock) into every input, and after each one takes out what to send (datagrams, push-pulls and checks:
+ * ftl_node_next_output; rendezvous frames for a named member: ftl_node_next_frame) and what happened
+ * (ftl_node_next_event), then calls ftl_node_tick at ftl_node_next_deadline. The agent is a libuv shell
+ * around it; the simulator (tests/sim) runs thousands of them on virtual time.
+ *
+ * Frames are plaintext here: the shell seals them for the wire and opens them on arrival, so that one
+ * channel seals every agent-to-agent byte. */
+#ifndef FTL_NODE_H
+#define FTL_NODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rendezvous.h"
+#include "swim.h"
+
+typedef struct ftl_node ftl_node;
+
+typedef struct ftl_node_options {
+	ftl_swim_options swim;          /* membership (when training, swim.meta carries data_addr: node_meta.h) */
+	bool is_training;               /* take part in views; false: membership only (a plain ftl-agent) */
+	const char *data_addr;          /* training: "ip:port" of this member's comm listener */
+	ftl_rdv_config rdv;             /* training: the rendezvous settings */
+	ftl_rdv_blob_cb blob_cb;        /* training: the coordinator's bootstrap bytes (NULL: none) */
+	void *blob_ctx;
+} ftl_node_options;
+
+/* A rendezvous frame for one member: "send this to member msg.to". The shell delivers the bytes to that
+ * member's ftl_node_receive_frame, reliably or not (the protocol resends). */
+typedef struct ftl_node_frame {
+	ftl_rdv_output msg;             /* msg.to: the member, by name; msg.data[0..msg.len): plaintext, read-only,
+					 * released by ftl_node_frame_free */
+	char to_addr[FTL_ADDR_MAX];     /* its gossip address as membership knows it */
+} ftl_node_frame;
+
+typedef enum ftl_node_event_kind {
+	FTL_NODE_EVENT_MEMBER,          /* a membership event (.member) */
+	FTL_NODE_EVENT_VIEW,            /* a new view was taken (ftl_node_rdv: current view, rank, phase), maybe one
+					 * we are not in (a spare, or a minority catching up): hold no comm for it */
+	FTL_NODE_EVENT_LEFT,            /* our graceful leave has been gossiped enough: safe to go */
+	FTL_NODE_EVENT_KIND_MAX
+} ftl_node_event_kind;
+
+extern const char *const ftl_node_event_kind_strs[FTL_NODE_EVENT_KIND_MAX];
+
+typedef struct ftl_node_event {
+	ftl_node_event_kind kind;
+	ftl_swim_event member;          /* FTL_NODE_EVENT_MEMBER */
+	bool is_abort;                  /* the abort rule: this change ends the communicator in use (if any) */
+	char why[160];                  /* is_abort: why, for the log ("member w3 of the view is gone") */
+} ftl_node_event;
+
+/* NULL with *err set when an option is bad (the message names it). */
+ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us, const char **err);
+void ftl_node_delete(ftl_node *n);
+
+/* ---- inputs ---- */
+/* A gossip datagram from a peer, already opened by the channel (plaintext). */
+void ftl_node_receive_datagram(ftl_node *n, int64_t now_us, const uint8_t *data, size_t len);
+/* A rendezvous frame from a peer, already opened by the channel; ignored when not training. */
+void ftl_node_receive_frame(ftl_node *n, int64_t now_us, const uint8_t *data, size_t len);
+void ftl_node_tick(ftl_node *n, int64_t now_us);
+/* The latest time by which ftl_node_tick must be called (maybe in the past: call it now). */
+int64_t ftl_node_next_deadline(const ftl_node *n);
+/* A push-pull frame from a peer, opened by the channel (swim.h); -1 (counted) when it does not decode. */
+int ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
+/* How a proof-of-death check the node asked for went (swim.h). */
+void ftl_node_check_done(ftl_node *n, int64_t now_us, const char *name, uint64_t generation, const char *addr,
+			 ftl_swim_check_result result);
+/* The comm saw its connection to member `name` fail (reset, refused): probe it now (swim.h, hints). */
+void ftl_node_comm_failed(ftl_node *n, int64_t now_us, const char *name);
+/* Learns a member without gossip or event (swim.h, ftl_swim_add_known), for a node that starts from a member
+ * list it already trusts; the rendezvous hears of it at the next input (a tick will do). */
+int ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a);
+/* The seed rule: one seed's DNS answer (addresses as "ip:port"). Joins through every answer that is not our
+ * own address and not a member seen alive; returns how many joins it queued. */
+size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *addrs, size_t n_addrs);
+
+/* ---- user requests ---- */
+void ftl_node_leave(ftl_node *n, int64_t now_us);
+int ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len);
+int ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
+		    const char **err);
+/* The communicator of view `epoch` failed here with no membership change to explain it (rendezvous.h). */
+void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
+/* `ftlctl quorum reset` (rendezvous.h): -1 unless training and waiting for quorum. */
+int ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
+
+/* ---- outputs: each returns false when there is nothing more ---- */
+bool ftl_node_next_output(ftl_node *n, ftl_swim_output *out);
+bool ftl_node_next_frame(ftl_node *n, ftl_node_frame *out);
+void ftl_node_frame_free(ftl_node_frame *f);
+bool ftl_node_next_event(ftl_node *n, ftl_node_event *ev);
+
+/* ---- reading state (changes go through the inputs above) ---- */
+ftl_swim *ftl_node_swim(const ftl_node *n);          /* for reads and push-pull encoding */
+const ftl_rdv *ftl_node_rdv(const ftl_node *n);      /* NULL when not training */
+bool ftl_node_has_left(const ftl_node *n);
+/* The member named in the current view (by name: any generation), -1 when not in it or not training. */
+int ftl_node_rank_in_view(const ftl_node *n, const char *name);
+
+#endif

@@ -1,0 +1,47 @@
+/* The seed rule. A seed is a host:port name that the shell re-resolves through DNS every reseed interval (a
+ * Kubernetes headless Service answers with every pod); each answer comes here. The node push-pulls with every
+ * address of the answer that is neither its own nor a member it sees alive: that is how a new node joins, how
+ * the two sides of a healed partition find each other once gossip has given up on them, and how nodes that
+ * started before their seed was up merge with it later (otherwise each side would form a cluster of its own
+ * and train alone). A healthy cluster sends nothing. O(members x answers) per answer. */
+#include "node_internal.h"
+
+#include <string.h>
+
+/* Marks answers[k] seen alive (in is_alive[k]) for every alive member at that address. */
+static void mark_alive(const ftl_swim *s, const char *const *addrs, size_t n_addrs, bool *is_alive)
+{
+	const ftl_members *t = ftl_swim_members(s);
+	for (uint32_t i = 0; i < t->len; i++) {
+		if (t->arr[i].state != FTL_MEMBER_ALIVE)
+			continue;
+		for (size_t k = 0; k < n_addrs; k++)
+			is_alive[k] |= strcmp(t->arr[i].addr, addrs[k]) == 0;
+	}
+}
+
+static bool is_repeated(const char *const *addrs, size_t k)
+{
+	for (size_t j = 0; j < k; j++)
+		if (strcmp(addrs[j], addrs[k]) == 0)
+			return true;
+	return false;
+}
+
+size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *addrs, size_t n_addrs)
+{
+	bool is_alive[64] = {false};
+	if (n_addrs > 64)
+		n_addrs = 64; /* a resolver reads a bounded answer; so do we */
+	mark_alive(n->swim, addrs, n_addrs, is_alive);
+	const ftl_member *self = ftl_swim_find(n->swim, ftl_swim_name(n->swim));
+	size_t joins = 0;
+	for (size_t k = 0; k < n_addrs; k++) {
+		if (is_alive[k] || is_repeated(addrs, k) || (self && strcmp(self->addr, addrs[k]) == 0))
+			continue;
+		ftl_swim_join(n->swim, &addrs[k], 1);
+		joins++;
+	}
+	ftl_node_settle(n, now_us);
+	return joins;
+}
