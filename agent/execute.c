@@ -29,7 +29,6 @@
 
 #include "checkpoint.h"
 #include "log.h"
-#include "sampler.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
  * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */
@@ -390,7 +389,7 @@ static void advance(ftl_training *t, int world)
 	t->step++;
 	if (!t->dataset_size)
 		return;
-	t->sample_pos += ftl_sampler_advance(t->dataset_size, t->sample_pos, world, t->batch_per_rank);
+	t->sample_pos += ftl_batch_advance(t, world);
 	if (t->sample_pos >= t->dataset_size) {
 		t->data_epoch++;
 		t->sample_pos = 0;
@@ -512,10 +511,10 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 			.data_epoch = t->data_epoch,
 			.sample_pos = t->sample_pos,
 		};
-		if (t->dataset_size) {
-			info.indices = t->indices;
-			info.n_indices = ftl_sampler_slice(t->dataset_size, t->sampler_seed, t->data_epoch, t->sample_pos,
-							  w.rank, t->batch_per_rank, t->indices);
+		if (ftl_batch_fill_step(t, w.rank, (int)w.n, &info) != FTL_OK) {
+			e = fail(a, FTL_ERR_SYSTEM, "out of memory for the step's %llu indices (FTL_GLOBAL_BATCH)",
+				 (unsigned long long)t->cfg.batch.global_batch);
+			break;
 		}
 		e = ftl_train_metrics_step(a, step, ctx, &info);
 		if (e == FTL_OK) {

@@ -74,7 +74,7 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
-	if (checkpoint_from_env(t, err, len) ||
+	if (checkpoint_from_env(t, err, len) || ftl_batch_config_from_env(&t->batch, err, len) ||
 	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
@@ -131,6 +131,8 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 			 (long long)t->checkpoint_every, t->checkpoint_keep);
 		return -1;
 	}
+	if (ftl_batch_config_check(&t->batch, err, len) != 0)
+		return -1;
 	a->train.cfg = *t;
 	ftl_train_metrics_create(&a->train.metrics);
 	if (ftl_checkpoint_setup(&a->train, err, len) != 0)
@@ -181,6 +183,7 @@ void ftl_training_free(ftl_training *t)
 		close(t->data_fd);
 	free(t->view.members);
 	free(t->indices);
+	ftl_batch_runtime_free(&t->batch);
 }
 
 int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "ftl/execute.h"
+#include "global_batch.h"
 #include "rendezvous.h"
 #include "train_metrics.h"
 
@@ -71,6 +72,7 @@ typedef struct ftl_training {
 	uint32_t batch_per_rank;
 	uint64_t sampler_seed;
 	uint64_t *indices;               /* [batch_per_rank] */
+	ftl_batch_runtime batch;         /* a fixed global batch's indices, the exact sum's scratch */
 	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
 	uint64_t job_id;                 /* the job's checkpoint identity (checkpoint.h): drawn by a rank 0 that
 					  * starts with nothing to resume, read from the checkpoint it resumes,

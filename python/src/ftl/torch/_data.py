@@ -2,11 +2,13 @@
 
 ftl decides which samples each rank uses (StepInfo.indices, from a global position that survives
 rescales), so a DistributedSampler and a DataLoader's own shuffling have no say: batch() fetches exactly
-those samples and collates them as a DataLoader would.
+those samples and collates them as a DataLoader would. With a fixed global batch whose share is more than
+a rank can hold (FTL_MAX_BATCH_PER_RANK), micro_batches() yields it in chunks for gradient accumulation.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from dataclasses import replace
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from torch.utils.data import default_collate
 
@@ -21,3 +23,13 @@ def batch(dataset: Any, info: Any, collate_fn: Callable[[Sequence[Any]], Any] = 
     fetch_many = getattr(dataset, "__getitems__", None)  # a Dataset may fetch a batch at once (Subset does)
     samples = fetch_many(indices) if fetch_many else [dataset[i] for i in indices]
     return collate_fn(samples)
+
+
+def micro_batches(dataset: Any, info: Any,
+                  collate_fn: Callable[[Sequence[Any]], Any] = default_collate) -> Iterator[Any]:
+    """This rank's samples of the step in chunks of info.micro_batch (all at once when it is 0), collated:
+    run forward and backward on each, scaling each chunk's loss by its share of the rank's samples (or
+    summing, then dividing once), so the accumulated gradient is the rank's mean, as with one batch()."""
+    size = info.micro_batch or len(info.indices)
+    for start in range(0, len(info.indices), max(size, 1)):
+        yield batch(dataset, replace(info, indices=info.indices[start:start + size]), collate_fn)

@@ -1,0 +1,151 @@
+/* The exact allreduce's promise (ftl_comm_allreduce_exact, comm/comm_exact.c): the same rows summed by any
+ * number of ranks, each holding any consecutive run of them, give the same bits; and those bits are the
+ * true sum to within the fixed-point step (far closer than a float sum's rounding).
+ *
+ *   test_comm_exact pure           grouping rows differently never changes the integers; the error bound
+ *   test_comm_exact world N        N processes (tcp on loopback) each sum their run of the rows; every rank
+ *                                  must report the digest the single-process sum gives
+ * The rows are seeded pseudo-random floats over 12 orders of magnitude, with a few exact cancellations,
+ * so that a float sum in ring order would differ between world sizes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_exact.h"
+#include "harness.h"
+
+enum { ROWS = 12, COUNT = 5000, REP_DIGEST = 1 };
+
+static uint64_t next_random(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Row r of the test input, written to row[COUNT]. */
+static void make_row(int r, float *row)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull + (uint64_t)r * 7919;
+	for (int k = 0; k < COUNT; k++) {
+		double mantissa = (double)(next_random(&s) >> 11) / 9007199254740992.0 - 0.5;
+		int exponent = (int)(next_random(&s) % 40) - 30; /* 2^-30 .. 2^9 */
+		row[k] = (float)ldexp(mantissa, exponent);
+		if (k % 97 == 0)
+			row[k] = r % 2 ? 1e6f : -1e6f; /* rows cancel in pairs: order-sensitive in float */
+	}
+}
+
+static uint64_t digest(const float *v, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a over the bytes */
+	const unsigned char *p = (const unsigned char *)v;
+	for (size_t i = 0; i < n * sizeof(float); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The sum of all rows in one process, through the same pure steps as the allreduce. */
+static void local_exact_sum(float *out)
+{
+	float *rows = harness_xmalloc((size_t)ROWS * COUNT * sizeof(float));
+	int64_t *acc = calloc(COUNT, sizeof(int64_t));
+	for (int r = 0; r < ROWS; r++)
+		make_row(r, rows + (size_t)r * COUNT);
+	int e = ftl_exact_exponent(ftl_exact_max_abs(rows, (size_t)ROWS * COUNT), ROWS);
+	for (int r = 0; r < ROWS; r++)
+		ftl_exact_accumulate(rows + (size_t)r * COUNT, COUNT, e, acc);
+	ftl_exact_result(acc, COUNT, e, out);
+	free(rows);
+	free(acc);
+}
+
+static int test_pure(void)
+{
+	float *rows = harness_xmalloc((size_t)ROWS * COUNT * sizeof(float));
+	for (int r = 0; r < ROWS; r++)
+		make_row(r, rows + (size_t)r * COUNT);
+	int e = ftl_exact_exponent(ftl_exact_max_abs(rows, (size_t)ROWS * COUNT), ROWS);
+	int64_t *all = calloc(COUNT, sizeof(int64_t)), *odd = calloc(COUNT, sizeof(int64_t)),
+		*even = calloc(COUNT, sizeof(int64_t));
+	for (int r = ROWS - 1; r >= 0; r--) /* one order... */
+		ftl_exact_accumulate(rows + (size_t)r * COUNT, COUNT, e, all);
+	for (int r = 0; r < ROWS; r++) /* ...and two groups, added afterwards */
+		ftl_exact_accumulate(rows + (size_t)r * COUNT, COUNT, e, r % 2 ? odd : even);
+	int failures = 0;
+	double worst = 0;
+	for (int k = 0; k < COUNT; k++) {
+		if (odd[k] + even[k] != all[k])
+			failures++;
+		long double exact = 0; /* the reference: 64-bit mantissas lose nothing the fixed point keeps */
+		for (int r = 0; r < ROWS; r++)
+			exact += rows[(size_t)r * COUNT + k];
+		double err = fabs((double)((long double)all[k] * ldexpl(1.0L, -e) - exact));
+		worst = err > worst ? err : worst;
+	}
+	/* Each row rounds by at most half a step of 2^-e. */
+	double bound = ROWS * 0.5 * ldexp(1.0, -e);
+	printf("exponent %d; grouping changed %d sums; worst error %.3g (bound %.3g)\n", e, failures, worst, bound);
+	float nan_row[3] = {1, NAN, 2};
+	int nan_wins = isinf(ftl_exact_max_abs(nan_row, 3));
+	free(rows);
+	free(all);
+	free(odd);
+	free(even);
+	return failures == 0 && worst <= bound * 1.0001 && nan_wins && ftl_exact_exponent(0, 5) == 0 ? 0 : 1;
+}
+
+static int world_child(struct harness_child *c)
+{
+	ftl_comm *comm = harness_comm_all(c, 7, 60000);
+	if (!comm)
+		return 1;
+	/* Rank r takes a consecutive run of rows, runs differing by at most one. */
+	int base = ROWS / c->n, extra = ROWS % c->n;
+	int first = c->rank * base + (c->rank < extra ? c->rank : extra), n = base + (c->rank < extra);
+	float *rows = harness_xmalloc((size_t)(n ? n : 1) * COUNT * sizeof(float));
+	for (int r = 0; r < n; r++)
+		make_row(first + r, rows + (size_t)r * COUNT);
+	float *out = harness_xmalloc(COUNT * sizeof(float));
+	int64_t *scratch = harness_xmalloc(COUNT * sizeof(int64_t));
+	ftl_err e = ftl_comm_allreduce_exact(comm, rows, (size_t)n, COUNT, ROWS, out, scratch);
+	if (e != FTL_OK)
+		fprintf(stderr, "rank %d: %s\n", c->rank, ftl_comm_error(comm));
+	harness_report(c, REP_DIGEST, e, (int64_t)digest(out, COUNT));
+	ftl_comm_destroy(comm);
+	free(rows);
+	free(out);
+	free(scratch);
+	return e == FTL_OK ? 0 : 1;
+}
+
+static int test_world(int n)
+{
+	float *expected = harness_xmalloc(COUNT * sizeof(float));
+	local_exact_sum(expected);
+	uint64_t want = digest(expected, COUNT);
+	free(expected);
+	struct harness h;
+	if (harness_start(&h, n, 60, world_child, NULL) != 0)
+		return 1;
+	int agree = 0;
+	struct harness_report rep;
+	for (int i = 0; i < n && harness_read(&h, &rep) == 0; i++) {
+		printf("rank %d of %d: %s, digest %016llx (single process: %016llx)\n", rep.rank, n,
+		       ftl_strerror((ftl_err)rep.err), (unsigned long long)rep.value, (unsigned long long)want);
+		agree += rep.err == FTL_OK && (uint64_t)rep.value == want;
+	}
+	return harness_wait(&h, 0) == 0 && agree == n ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "pure") == 0)
+		return test_pure();
+	if (argc == 3 && strcmp(argv[1], "world") == 0)
+		return test_world(atoi(argv[2]));
+	fprintf(stderr, "usage: %s pure | world N\n", argv[0]);
+	return 2;
+}
