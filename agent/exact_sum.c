@@ -16,15 +16,15 @@ ftl_err ftl_allreduce_exact(ftl_agent *a, const float *rows, size_t n_rows, size
 		return FTL_ERR_INVALID;
 	}
 	ftl_batch_runtime *r = &t->batch;
-	if (r->scratch_cap < count) {
-		int64_t *scratch = realloc(r->scratch, (count ? count : 1) * sizeof(*scratch));
+	size_t need = ftl_comm_allreduce_exact_scratch(count);
+	if (r->scratch_bytes < need) {
+		void *scratch = realloc(r->scratch, need ? need : 1);
 		if (!scratch) {
-			snprintf(t->last_error, sizeof(t->last_error),
-				 "ftl_allreduce_exact: out of memory for %zu integers", count);
+			snprintf(t->last_error, sizeof(t->last_error), "ftl_allreduce_exact: out of memory for %zu bytes", need);
 			return FTL_ERR_SYSTEM;
 		}
 		r->scratch = scratch;
-		r->scratch_cap = count;
+		r->scratch_bytes = need;
 	}
 	ftl_err e = ftl_comm_allreduce_exact(t->comm, rows, n_rows, count, total_rows, out, r->scratch);
 	if (e != FTL_OK)

@@ -31,8 +31,8 @@ void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible,
 typedef struct ftl_batch_runtime {
 	uint64_t *indices;     /* the rank's indices of a step with a fixed global batch */
 	size_t indices_cap;
-	int64_t *scratch;      /* ftl_allreduce_exact's integers */
-	size_t scratch_cap;
+	void *scratch;         /* ftl_allreduce_exact's integers */
+	size_t scratch_bytes;
 } ftl_batch_runtime;
 
 void ftl_batch_runtime_free(ftl_batch_runtime *r);

@@ -6,14 +6,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The power of two 2^s the rows are scaled by: total_rows values of magnitude at most max_abs (finite)
- * sum below 2^62 once scaled. 0 when max_abs is 0. */
+/* Elements per block: each block has its own scale. */
+#define FTL_EXACT_BLOCK 64
+
+/* Blocks of count elements (the last may be short). */
+size_t ftl_exact_blocks(size_t count);
+/* block_max[b] = max(block_max[b], |row[k]| for k in block b); INFINITY for a NaN or an infinity. */
+void ftl_exact_block_max(const float *row, size_t count, float *block_max);
+/* The power of two 2^s a block is scaled by: total_rows values of magnitude at most max_abs (finite), each
+ * rounded, sum to at most 2^30 in magnitude once scaled. 0 when max_abs is 0. */
 int ftl_exact_exponent(float max_abs, uint64_t total_rows);
-/* The largest magnitude among n floats; INFINITY when one is NaN or infinite. */
-float ftl_exact_max_abs(const float *rows, size_t n);
-/* acc[k] += round(row[k] * 2^exponent), nearest with ties to even. */
-void ftl_exact_accumulate(const float *row, size_t count, int exponent, int64_t *acc);
-/* out[k] = acc[k] * 2^-exponent, rounded to float. */
-void ftl_exact_result(const int64_t *acc, size_t count, int exponent, float *out);
+/* acc[k] += round(row[k] * 2^exponents[block of k]), nearest with ties to even. */
+void ftl_exact_accumulate(const float *row, size_t count, const int32_t *exponents, int32_t *acc);
+/* out[k] = acc[k] * 2^-exponents[block of k], rounded to float. */
+void ftl_exact_result(const int32_t *acc, size_t count, const int32_t *exponents, float *out);
 
 #endif
