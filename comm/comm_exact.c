@@ -26,20 +26,32 @@
 
 enum { HEADROOM_BITS = 30 };
 
+/* rintf into an int32: nearest, ties to even (the default rounding mode), the same value either way; GCC
+ * vectorizes its builtin (cvtps2dq) where lrintf's long stays scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define ROUND_TO_INT32(x) __builtin_irintf(x)
+#else
+#define ROUND_TO_INT32(x) ((int32_t)lrintf(x))
+#endif
+
 size_t ftl_exact_blocks(size_t count) { return (count + FTL_EXACT_BLOCK - 1) / FTL_EXACT_BLOCK; }
 
 void ftl_exact_block_max(const float *row, size_t count, float *block_max)
 {
 	for (size_t b = 0, k = 0; k < count; b++) {
 		size_t end = k + FTL_EXACT_BLOCK < count ? k + FTL_EXACT_BLOCK : count;
-		float m = block_max[b];
-		int is_nan = 0;
-		for (; k < end; k++) { /* branch-free: the compiler vectorizes it */
-			float v = fabsf(row[k]);
-			m = v > m ? v : m;
-			is_nan |= v != v;
+		/* On the bits: a non-negative float orders as its bit pattern, and a NaN's (sign cleared) is above
+		 * infinity's, so an integer max (which the compiler vectorizes) finds both. */
+		uint32_t m, u;
+		memcpy(&m, &block_max[b], sizeof(m));
+		for (; k < end; k++) {
+			memcpy(&u, &row[k], sizeof(u));
+			u &= 0x7fffffffu;
+			m = u > m ? u : m;
 		}
-		block_max[b] = is_nan ? INFINITY : m; /* it must win, so that every rank sees it */
+		float max_abs;
+		memcpy(&max_abs, &m, sizeof(max_abs));
+		block_max[b] = m >= 0x7f800000u ? INFINITY : max_abs; /* a NaN must win, so that every rank sees it */
 	}
 }
 
@@ -65,7 +77,7 @@ void ftl_exact_accumulate(const float *row, size_t count, const int32_t *exponen
 		float scale = ldexpf(1.0f, exponents[b]); /* a power of two: row * scale is exact (or a subnormal
 							   * rounded the same way everywhere) */
 		for (; k < end; k++)
-			acc[k] += (int32_t)lrintf(row[k] * scale);
+			acc[k] += ROUND_TO_INT32(row[k] * scale);
 	}
 }
 
