@@ -73,7 +73,9 @@ def scenario_global_batch_accuracy(train, ctl):
     env = {**base.JOB, "FTL_GLOBAL_BATCH": 64, "FTL_OPTIMIZER": "adam"}
 
     def run(disrupt):
-        job = base.new_job(train, ctl, FTL_STEPS=steps, **env)
+        # The step's sleep changes no number: none without faults; long steps with them, so that the job
+        # still runs when the joiner has imported torch (tens of seconds on a loaded machine).
+        job = base.new_job(train, ctl, FTL_STEPS=steps, **{**env, "FTL_STEP_SLEEP_MS": 250 if disrupt else 0})
         base.start_job(job, 4)
         among = None
         if disrupt:
