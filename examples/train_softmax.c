@@ -12,7 +12,7 @@
  *    contract of ftl/execute.h: if the allreduce fails because a peer died, nothing was changed and
  *    ftl_execute runs the step again on the next view);
  *  - the global batch: by default FTL_BATCH per rank, so it grows with the world and the learning rate
- *    follows FTL_LR_SCALING (ftl_lr_policy, ftl/elastic.h; the rate is registered state, "lr"). With
+ *    follows FTL_LR_SCALING (ftl_lr_policy, ftl/elastic.h; the rate is then registered state, "lr"). With
  *    FTL_GLOBAL_BATCH every step takes that many samples at any world size, split across the ranks, and
  *    the gradient is the mean over them (summed counts, not ranks); FTL_MAX_BATCH_PER_RANK computes a
  *    rank's share in micro-batches (gradient accumulation). With FTL_REPRODUCIBLE=1 too, each micro-shard
@@ -109,7 +109,7 @@ typedef struct trainer {
 	float *reduce;    /* [n_params + N_STATS]: gradient sum, then the statistics */
 	float *rows;      /* reproducible mode: one row like reduce per micro-shard of this rank */
 	size_t rows_cap;  /* ... rows allocated */
-	double lr;        /* registered as "lr": the rate the job used last (job state, like the momentum) */
+	double lr;        /* the rate the job used last; registered as "lr" under FTL_LR_SCALING (job state) */
 	ftl_lr_policy lr_policy;
 	uint8_t *ballast; /* [extra_state_mb MB] registered as "ballast": stands in for a large model's state */
 	step_result last;
@@ -373,7 +373,8 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	}
 	if (ftl_register_buffer(a, "params", t->params, t->n_params * sizeof(float), false) != 0 ||
 	    ftl_register_buffer(a, "momentum", t->velocity, t->n_params * sizeof(float), false) != 0 ||
-	    ftl_register_buffer(a, "lr", &t->lr, sizeof(t->lr), false) != 0 ||
+	    /* the rate moves only under a scaling policy: then it is job state (a joiner ramps from it) */
+	    (t->cfg.lr_scaling != FTL_LR_CONSTANT && ftl_register_buffer(a, "lr", &t->lr, sizeof(t->lr), false) != 0) ||
 	    (t->ballast && ftl_register_buffer(a, "ballast", t->ballast, t->cfg.extra_state_mb << 20, false) != 0) ||
 	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
 		fprintf(stderr, "train_softmax: registering the state or the sampler failed\n");

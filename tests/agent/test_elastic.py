@@ -123,6 +123,14 @@ def scenario_global_batch_exactly_once(train, ctl):
     test_training.scenario_exactly_once(train, ctl, size=10000, batch=16, steps=150)
 
 
+def scenario_lr_policy_join(train, ctl):
+    """FTL_LR_SCALING=sqrt with a warm-up of 20 steps (the growing global batch): a worker joins mid-ramp
+    and computes the same rate as the others from its first step on (its digest equals theirs after every
+    step: a different rate would change the parameters at once), test_training's join scenario."""
+    test_training.JOB.update(FTL_LR_SCALING="sqrt", FTL_LR_WARMUP_STEPS=20)
+    test_training.scenario_join(train, ctl)
+
+
 def main():
     return main_of(globals(), limit=300)
 
