@@ -120,7 +120,7 @@ typedef struct ftl_training_config {
 					* kept either way */
 	bool checkpoint_blake2b;       /* [FTL_CHECKPOINT_CHECKSUM=xxh3|blake2b] the checksum new files carry:
 					* XXH3-128 (default, fast) or BLAKE2b-256; files of either kind load */
-	ftl_batch_config batch;        /* the global batch (above); set it with the sampler, ftl_set_sampler */
+	ftl_batch_config batch;        /* the global batch (above); ftl_set_batch changes it afterwards */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);
