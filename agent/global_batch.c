@@ -91,6 +91,22 @@ int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len
 	return 0;
 }
 
+ftl_err ftl_batch_check_against_rank0(ftl_agent *a)
+{
+	const ftl_batch_config *b = &a->train.cfg.batch;
+	int64_t mine[3] = {(int64_t)b->global_batch, b->max_batch_per_rank, b->is_reproducible}, root[3];
+	memcpy(root, mine, sizeof(root));
+	ftl_err e = ftl_broadcast(a, root, 3, FTL_I64, 0);
+	if (e != FTL_OK || memcmp(root, mine, sizeof(mine)) == 0)
+		return e;
+	snprintf(a->train.last_error, sizeof(a->train.last_error),
+		 "ftl: this worker has FTL_GLOBAL_BATCH=%lld FTL_MAX_BATCH_PER_RANK=%lld FTL_REPRODUCIBLE=%lld but rank 0 "
+		 "has %lld, %lld, %lld: every worker of a job must cut its steps the same way; give them the same settings",
+		 (long long)mine[0], (long long)mine[1], (long long)mine[2], (long long)root[0], (long long)root[1],
+		 (long long)root[2]);
+	return FTL_ERR_INVALID;
+}
+
 /* The growing batch: batch_per_rank on every rank (sampler.h). */
 static void fill_growing(ftl_training *t, int rank, ftl_step_info *info)
 {

@@ -41,6 +41,10 @@ int ftl_batch_config_check(const ftl_batch_config *b, char *err, size_t len);
 /* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE into b (unset leaves a field); -1 naming one. */
 int ftl_batch_config_from_env(ftl_batch_config *b, char *err, size_t len);
 
+/* In the state sync: rank 0's global batch settings to every member; FTL_ERR_INVALID, with a message naming
+ * both, on a member whose own differ (a job whose ranks cut steps differently would train on garbage). */
+ftl_err ftl_batch_check_against_rank0(ftl_agent *a);
+
 struct ftl_training;
 /* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
  * training's position. FTL_ERR_SYSTEM when the indices do not fit in memory. */

@@ -61,6 +61,8 @@ ftl_err ftl_state_sync(ftl_agent *a, int rank)
 			e = FTL_ERR_INVALID;
 		}
 	}
+	if (e == FTL_OK)
+		e = ftl_batch_check_against_rank0(a);
 	for (int i = 0; e == FTL_OK && i < t->n_buffers; i++)
 		e = bcast_bytes(a, t->buffers[i].ptr, t->buffers[i].bytes);
 	if (e == FTL_OK && hdr[3] > 0) {
