@@ -24,11 +24,12 @@ static const char *const known_names[] = {
 	"FTL_COLLECTIVE_TIMEOUT_MS", "FTL_COMM", "FTL_CUDA_DEVICE", "FTL_CHECKPOINT_DIR", "FTL_CHECKPOINT_EVERY",
 	"FTL_COMM_SHM", "FTL_COMM_SHM_SLOT_KB",
 	"FTL_CHECKPOINT_KEEP", "FTL_CHECKPOINT_BUSY", "FTL_CHECKPOINT_FRESH", "FTL_CHECKPOINT_CHECKSUM", "FTL_EXPECTED_WORKERS",
-	"FTL_EXPECTED_WAIT_MS",
+	"FTL_EXPECTED_WAIT_MS", "FTL_GLOBAL_BATCH", "FTL_MAX_BATCH_PER_RANK", "FTL_REPRODUCIBLE",
 	/* ftlctl */
 	"FTL_CONTROL_SOCKET",
 	/* examples/train_softmax.c and train_cuda.c (the examples and the demo set these on every worker) */
 	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
+	"FTL_LR_SCALING", "FTL_LR_WARMUP_STEPS",
 	/* examples/torch_digits.py */
 	"FTL_OPTIMIZER", "FTL_LR",
 	/* the Python package (python/src/ftl/_lib.py) */

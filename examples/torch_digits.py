@@ -11,7 +11,11 @@ ftl makes them one job that survives kill -9, joins and leaves:
     the gradients (weighted by sample counts) with GradientAverager's fused buckets, and only then
     lets the optimizer update, the same on every rank (the step contract: if a collective fails
     because a peer died, nothing changed and the step runs again on the next view);
-  - ftl.torch.lr_scaling keeps the learning rate in step with the world size (square-root rule).
+  - ftl.torch.lr_scaling keeps the learning rate in step with the world size (square-root rule), when the
+    global batch grows with the world (FTL_BATCH per rank). With FTL_GLOBAL_BATCH every step takes that
+    many samples at any world size, split across the ranks (FTL_MAX_BATCH_PER_RANK: in micro-batches,
+    gradients accumulated), and the gradients are averaged by sample count: the same optimisation
+    whatever the world size, so the rate stays as it is.
 
 Settings: the agent's and the job's FTL_* variables, and
   FTL_STEPS (300), FTL_BATCH samples per rank per step (32), FTL_STEP_SLEEP_MS extra time per step (0),
@@ -94,7 +98,8 @@ class Trainer:
                           torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9))
         self.state = ftl.torch.ElasticState(agent, self.model, self.optimizer)
         self.grads = ftl.torch.GradientAverager(agent, self.model)
-        self.scale_lr = ftl.torch.lr_scaling(self.optimizer, lr, "sqrt", warmup_steps=10, base_world=BASE_WORLD)
+        policy = None if os.environ.get("FTL_GLOBAL_BATCH", "0") not in ("", "0") else "sqrt"
+        self.scale_lr = ftl.torch.lr_scaling(self.optimizer, lr, policy, warmup_steps=10, base_world=BASE_WORLD)
         agent.set_sampler(len(self.train), self.batch_per_rank, SAMPLER_SEED)
         self.last = None  # (info, samples, loss, accuracy) of the last successful step
 
@@ -107,13 +112,12 @@ class Trainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         stats = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, samples
-        batch = ftl.torch.batch(self.train, info)
-        if batch is not None:
+        for batch in ftl.torch.micro_batches(self.train, info):  # one batch unless FTL_MAX_BATCH_PER_RANK
             x, y = batch
             logits = self.model(x)
-            loss = F.cross_entropy(logits, y)
-            loss.backward()
-            stats += torch.tensor([loss.item() * len(y), (logits.argmax(1) == y).sum().item(), len(y)])
+            loss = F.cross_entropy(logits, y, reduction="sum")
+            (loss / len(info.indices)).backward()  # accumulated: the mean over this rank's samples
+            stats += torch.tensor([loss.item(), (logits.argmax(1) == y).sum().item(), len(y)])
         if self.sleep_s:
             time.sleep(self.sleep_s)
         self.agent.allreduce(stats)  # sum over the world

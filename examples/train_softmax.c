@@ -10,7 +10,14 @@
  *  - a step computes the gradient over its slice, adds the gradients (and the loss and counts) of all
  *    ranks with one allreduce, and only then applies the update, the same on every rank (the step
  *    contract of ftl/execute.h: if the allreduce fails because a peer died, nothing was changed and
- *    ftl_execute runs the step again on the next view).
+ *    ftl_execute runs the step again on the next view);
+ *  - the global batch: by default FTL_BATCH per rank, so it grows with the world and the learning rate
+ *    follows FTL_LR_SCALING (ftl_lr_policy, ftl/elastic.h; the rate is then registered state, "lr"). With
+ *    FTL_GLOBAL_BATCH every step takes that many samples at any world size, split across the ranks, and
+ *    the gradient is the mean over them (summed counts, not ranks); FTL_MAX_BATCH_PER_RANK computes a
+ *    rank's share in micro-batches (gradient accumulation). With FTL_REPRODUCIBLE=1 too, each micro-shard
+ *    gets its own row and ftl_allreduce_exact sums the rows exactly: the digest after every step is then
+ *    the same at any world size and through any kills and joins.
  *
  * Settings come from the environment: the agent's and the job's FTL_* (ftl/agent.h, ftl/execute.h), and
  *   FTL_STEPS          steps to train (300)
@@ -20,6 +27,9 @@
  *   FTL_LOG_INDICES=1  also log the dataset indices of every step attempt
  *   FTL_EXTRA_STATE_MB extra registered state ("ballast", touched every step) to make the state as large as
  *                      a real model's, for checkpoint and state-sync benchmarks (0)
+ *   FTL_LR_SCALING     none|linear|sqrt: the rate for the world size when the global batch grows with it,
+ *                      0.01 being tuned for 4 workers (none); refused with FTL_GLOBAL_BATCH
+ *   FTL_LR_WARMUP_STEPS after a view change the rate moves to its new target over this many steps (10)
  *
  * Empty, malformed or out-of-range values are refused with the variable named (exit 2); these names are in
  * libftl's table of known FTL_* names, so none of them is reported as unknown.
@@ -62,7 +72,8 @@
 enum { DIM = 32, CLASSES = 10 };
 static const uint64_t DATA_SEED = 20240501;    /* the same on every worker: the same dataset */
 static const uint64_t SAMPLER_SEED = 7;        /* the same on every worker: the same epoch orders */
-static const float LEARNING_RATE = 0.01f;
+static const double LEARNING_RATE = 0.01;
+static const uint32_t LR_BASE_WORLD = 4;       /* LEARNING_RATE is tuned for this many workers */
 static const float MOMENTUM = 0.9f;
 
 /* What the allreduce adds up after the gradient: the step's statistics, in the same float buffer. */
@@ -75,6 +86,8 @@ typedef struct settings {
 	uint64_t step_sleep_ms;
 	bool is_logging_indices;
 	uint64_t extra_state_mb;
+	ftl_lr_scaling lr_scaling;
+	uint64_t lr_warmup_steps;
 } settings;
 
 /* The outcome of the step's last (successful) run, printed once ftl_execute returned. */
@@ -94,6 +107,10 @@ typedef struct trainer {
 	float *params;    /* registered with ftl as "params" */
 	float *velocity;  /* registered as "momentum": optimizer state is job state too */
 	float *reduce;    /* [n_params + N_STATS]: gradient sum, then the statistics */
+	float *rows;      /* reproducible mode: one row like reduce per micro-shard of this rank */
+	size_t rows_cap;  /* ... rows allocated */
+	double lr;        /* the rate the job used last; registered as "lr" under FTL_LR_SCALING (job state) */
+	ftl_lr_policy lr_policy;
 	uint8_t *ballast; /* [extra_state_mb MB] registered as "ballast": stands in for a large model's state */
 	step_result last;
 } trainer;
@@ -119,6 +136,16 @@ static void settings_from_env(settings *s)
 	s->step_sleep_ms = env_number("FTL_STEP_SLEEP_MS", 0, 0, 60000);
 	s->is_logging_indices = env_number("FTL_LOG_INDICES", 0, 0, 1) == 1;
 	s->extra_state_mb = env_number("FTL_EXTRA_STATE_MB", 0, 0, 65536);
+	s->lr_warmup_steps = env_number("FTL_LR_WARMUP_STEPS", 10, 0, 1000000);
+	const char *scaling = getenv("FTL_LR_SCALING");
+	s->lr_scaling = FTL_LR_CONSTANT;
+	for (int k = 0; scaling && k < FTL_LR_SCALING_MAX; k++)
+		if (strcmp(scaling, ftl_lr_scaling_strs[k]) == 0)
+			s->lr_scaling = (ftl_lr_scaling)k;
+	if (scaling && strcmp(scaling, ftl_lr_scaling_strs[s->lr_scaling]) != 0) {
+		fprintf(stderr, "train_softmax: FTL_LR_SCALING=%s: expected none, linear or sqrt\n", scaling);
+		exit(2);
+	}
 }
 
 /* Prints one JSON object as a line on stdout and frees it (jansson escapes every string). */
@@ -169,6 +196,69 @@ static void print_indices(const trainer *t, const ftl_step_info *info)
 			     (json_int_t)info->sample_pos, "indices", indices));
 }
 
+/* The gradient sum and the statistics of indices[0, n) into row (np + N_STATS floats), from zero. */
+static void compute_row(const trainer *t, const uint64_t *indices, size_t n, float *row)
+{
+	size_t np = t->n_params;
+	memset(row, 0, (np + N_STATS) * sizeof(float));
+	softmax_sums sums = {0};
+	softmax_accumulate(t->params, &t->train, indices, n, row, &sums);
+	row[np + STAT_LOSS] = (float)sums.loss;
+	row[np + STAT_CORRECT] = (float)sums.correct;
+	row[np + STAT_SAMPLES] = (float)n;
+}
+
+/* This rank's micro-batches: info->micro_batch indices each (the last may be shorter), or one. */
+static size_t micro_batches(const ftl_step_info *info)
+{
+	if (!info->micro_batch)
+		return info->n_indices ? 1 : 0;
+	return (info->n_indices + info->micro_batch - 1) / info->micro_batch;
+}
+
+static size_t micro_batch_len(const ftl_step_info *info, size_t k)
+{
+	if (!info->micro_batch)
+		return info->n_indices;
+	size_t start = k * info->micro_batch;
+	return info->n_indices - start < info->micro_batch ? info->n_indices - start : info->micro_batch;
+}
+
+/* The usual sum: every micro-batch's gradient accumulated into one buffer (a model too large for the
+ * whole share at once would run forward and backward per micro-batch the same way), one float allreduce. */
+static ftl_err sum_gradients(trainer *t, const ftl_step_info *info)
+{
+	size_t np = t->n_params, rows = micro_batches(info);
+	float *row = t->reduce;
+	memset(row, 0, (np + N_STATS) * sizeof(float));
+	for (size_t k = 0; k < rows; k++) {
+		softmax_sums sums = {0};
+		softmax_accumulate(t->params, &t->train, info->indices + k * info->micro_batch,
+				   micro_batch_len(info, k), row, &sums);
+		row[np + STAT_LOSS] += (float)sums.loss;
+		row[np + STAT_CORRECT] += (float)sums.correct;
+	}
+	row[np + STAT_SAMPLES] = (float)info->n_indices;
+	return ftl_allreduce(t->agent, row, row, np + N_STATS, FTL_F32, FTL_SUM);
+}
+
+/* Reproducible mode: each micro-shard's gradient in its own row, computed whole here, and the rows of every
+ * rank summed exactly: the same bits whichever ranks computed which shards. */
+static ftl_err sum_gradients_exactly(trainer *t, const ftl_step_info *info)
+{
+	size_t width = t->n_params + N_STATS, rows = micro_batches(info);
+	if (rows > t->rows_cap) {
+		float *more = realloc(t->rows, rows * width * sizeof(float));
+		if (!more)
+			return FTL_ERR_SYSTEM;
+		t->rows = more;
+		t->rows_cap = rows;
+	}
+	for (size_t k = 0; k < rows; k++)
+		compute_row(t, info->indices + k * info->micro_batch, micro_batch_len(info, k), t->rows + k * width);
+	return ftl_allreduce_exact(t->agent, t->rows, rows, width, info->total_micro, t->reduce);
+}
+
 /* One training step (ftl_step_fn). Registered state changes only after the allreduce succeeded. */
 static ftl_err train_step(void *ctx, const ftl_step_info *info)
 {
@@ -176,26 +266,19 @@ static ftl_err train_step(void *ctx, const ftl_step_info *info)
 	size_t np = t->n_params;
 	if (t->cfg.is_logging_indices)
 		print_indices(t, info); /* before the allreduce: a rank that dies in it has still logged */
-
-	memset(t->reduce, 0, (np + N_STATS) * sizeof(float));
-	softmax_sums sums = {0};
-	softmax_accumulate(t->params, &t->train, info->indices, info->n_indices, t->reduce, &sums);
-	t->reduce[np + STAT_LOSS] = (float)sums.loss;
-	t->reduce[np + STAT_CORRECT] = (float)sums.correct;
-	t->reduce[np + STAT_SAMPLES] = (float)info->n_indices;
 	if (t->cfg.step_sleep_ms)
 		sleep_ms(t->cfg.step_sleep_ms);
-
-	ftl_err err = ftl_allreduce(t->agent, t->reduce, t->reduce, np + N_STATS, FTL_F32, FTL_SUM);
+	ftl_err err = info->total_micro ? sum_gradients_exactly(t, info) : sum_gradients(t, info);
 	if (err)
 		return err; /* nothing changed: ftl_execute may run this step again on a new view */
+	t->lr = ftl_lr_policy_step(&t->lr_policy, t->lr, info);
 
 	/* Every rank now holds the same sums, so every rank makes the same update. */
 	float samples = t->reduce[np + STAT_SAMPLES];
 	if (samples > 0) {
 		for (size_t k = 0; k < np; k++)
 			t->reduce[k] /= samples;
-		sgd_momentum_update(t->params, t->velocity, t->reduce, np, LEARNING_RATE, MOMENTUM);
+		sgd_momentum_update(t->params, t->velocity, t->reduce, np, (float)t->lr, MOMENTUM);
 	}
 	if (t->ballast) /* the same change on every rank, so it is job state like the rest */
 		t->ballast[(info->step * 4099) % (t->cfg.extra_state_mb << 20)] += 1;
@@ -251,6 +334,8 @@ static int trainer_init(trainer *t)
 	t->params = calloc(t->n_params, sizeof(float));
 	t->velocity = calloc(t->n_params, sizeof(float));
 	t->reduce = calloc(t->n_params + N_STATS, sizeof(float));
+	t->lr = LEARNING_RATE;
+	ftl_lr_policy_init(&t->lr_policy, t->cfg.lr_scaling, LEARNING_RATE, LR_BASE_WORLD, t->cfg.lr_warmup_steps);
 	if (t->cfg.extra_state_mb && !(t->ballast = calloc(t->cfg.extra_state_mb, 1u << 20))) {
 		fprintf(stderr, "train_softmax: FTL_EXTRA_STATE_MB=%llu: cannot allocate %llu MiB of extra state "
 				"(out of memory); choose a smaller value or unset it\n",
@@ -272,6 +357,11 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 		fprintf(stderr, "train_softmax: %s\n", err);
 		exit(2);
 	}
+	if (training.batch.global_batch && t->cfg.lr_scaling != FTL_LR_CONSTANT) {
+		fprintf(stderr, "train_softmax: FTL_LR_SCALING=%s with FTL_GLOBAL_BATCH: a fixed global batch keeps its "
+				"learning rate at any world size; unset FTL_LR_SCALING\n", ftl_lr_scaling_strs[t->cfg.lr_scaling]);
+		exit(2);
+	}
 	ftl_agent *a = ftl_agent_new(cfg, err, sizeof(err));
 	if (!a) {
 		fprintf(stderr, "train_softmax: %s\n", err);
@@ -283,6 +373,8 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	}
 	if (ftl_register_buffer(a, "params", t->params, t->n_params * sizeof(float), false) != 0 ||
 	    ftl_register_buffer(a, "momentum", t->velocity, t->n_params * sizeof(float), false) != 0 ||
+	    /* the rate moves only under a scaling policy: then it is job state (a joiner ramps from it) */
+	    (t->cfg.lr_scaling != FTL_LR_CONSTANT && ftl_register_buffer(a, "lr", &t->lr, sizeof(t->lr), false) != 0) ||
 	    (t->ballast && ftl_register_buffer(a, "ballast", t->ballast, t->cfg.extra_state_mb << 20, false) != 0) ||
 	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
 		fprintf(stderr, "train_softmax: registering the state or the sampler failed\n");
@@ -357,6 +449,7 @@ static void trainer_free(trainer *t)
 	free(t->params);
 	free(t->velocity);
 	free(t->reduce);
+	free(t->rows);
 	free(t->ballast);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "global_batch.h"
 #include "log.h"
 
 const char *const ftl_exec_state_strs[FTL_EXEC_STATE_MAX] = {
@@ -245,11 +246,14 @@ static void run_step(ftl_exec *m)
 		.attempt = m->runs++,
 		.data_epoch = r->data_epoch,
 		.sample_pos = r->sample_pos,
-		.indices = r->dataset_size ? r->indices : NULL,
-		.n_indices = ftl_state_slice(r, w->rank),
 	};
 	m->last_error[0] = '\0';
-	ftl_err e = m->step(m->step_ctx, &info);
+	ftl_err e = ftl_batch_fill_step(r, w->rank, (int)w->n, &info, m->last_error, sizeof(m->last_error));
+	if (e != FTL_OK) {
+		fail(m, e, true);
+		return;
+	}
+	e = m->step(m->step_ctx, &info);
 	if (e != FTL_OK) {
 		if (!m->last_error[0])
 			snprintf(m->last_error, sizeof(m->last_error), "the step returned %s", ftl_strerror(e));

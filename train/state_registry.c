@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "errfmt.h"
-#include "sampler.h"
+#include "global_batch.h"
 
 /* Which memory the backend moves: nccl broadcasts device memory in place, tcp reads host memory. CUDA is
  * asked about the pointer only in a job that uses it (nccl): under tcp that would make a CUDA context on
@@ -68,18 +68,11 @@ int ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t
 	if (!idx)
 		return ftl_errf(err, err_len, "ftl_set_sampler: out of memory for %u indices", batch_per_rank);
 	r->indices = idx;
+	r->indices_cap = batch_per_rank;
 	r->dataset_size = dataset_size;
 	r->batch_per_rank = batch_per_rank;
 	r->sampler_seed = seed;
 	return 0;
-}
-
-size_t ftl_state_slice(ftl_state_registry *r, int rank)
-{
-	if (!r->dataset_size)
-		return 0;
-	return ftl_sampler_slice(r->dataset_size, r->sampler_seed, r->data_epoch, r->sample_pos, rank,
-				 r->batch_per_rank, r->indices);
 }
 
 void ftl_state_advance(ftl_state_registry *r, int world)
@@ -88,7 +81,7 @@ void ftl_state_advance(ftl_state_registry *r, int world)
 	r->has_state = true;
 	if (!r->dataset_size)
 		return;
-	r->sample_pos += ftl_sampler_advance(r->dataset_size, r->sample_pos, world, r->batch_per_rank);
+	r->sample_pos += ftl_batch_advance(r, world);
 	if (r->sample_pos >= r->dataset_size) {
 		r->data_epoch++;
 		r->sample_pos = 0;
@@ -107,4 +100,5 @@ void ftl_state_free(ftl_state_registry *r)
 {
 	free(r->indices);
 	r->indices = NULL;
+	r->indices_cap = 0;
 }

@@ -1,7 +1,7 @@
 /* The state registry: everything that makes up a job's state, in one place, so that state sync and
  * checkpoints take it without knowing the agent: the registered buffers (host or device memory), the
- * save/load callbacks for anything else, the step count, the elastic sampler's position, and the job's
- * checkpoint identity. It belongs to the training thread; nothing here takes a lock.
+ * save/load callbacks for anything else, the step count, the elastic sampler's position and how a step cuts
+ * it (global_batch.h), and the job's checkpoint identity. It belongs to the training thread; nothing here takes a lock.
  *
  * Where buffers live is the communicator's business: under FTL_COMM=nccl every registered buffer is
  * device memory (broadcast in place by NCCL), under tcp every one is host memory. Registration refuses the
@@ -37,7 +37,10 @@ typedef struct ftl_state_registry {
 	uint64_t dataset_size;           /* 0 = no sampler */
 	uint32_t batch_per_rank;
 	uint64_t sampler_seed;
-	uint64_t *indices;               /* [batch_per_rank]: this rank's share of the step */
+	ftl_batch_config batch;          /* a fixed global batch (global_batch.h): set by ftl_set_training and
+					  * ftl_set_batch, checked against rank 0's by state sync */
+	uint64_t *indices;               /* [indices_cap]: this rank's share of the step */
+	size_t indices_cap;              /* batch_per_rank, or the global batch once a step took one */
 	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */
 	uint64_t job_id;                 /* the job's checkpoint identity (checkpoint.h): drawn by a rank 0 that
 					  * starts with nothing to resume, read from the checkpoint it resumes,
@@ -52,8 +55,6 @@ int ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr
 /* Sets the sampler (dataset size, batch per rank, seed). -1 with the reason. */
 int ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed,
 			  char *err, size_t err_len);
-/* This rank's indices for the step at the current position (0 without a sampler). */
-size_t ftl_state_slice(ftl_state_registry *r, int rank);
 /* After a completed step of `world` ranks: the step count and the sampler position move on. */
 void ftl_state_advance(ftl_state_registry *r, int world);
 /* Bytes of every registered buffer together. */

@@ -1,7 +1,8 @@
 /* State sync: after a view change or a failed step, every member takes rank 0's state by broadcast.
  * First a header (step, data epoch, sample position, the save callback's length, the job's checkpoint id,
- * each buffer's size) so that a shape mismatch is an error with a message rather than garbage; then every
- * registered buffer, then the save/load bytes.
+ * each buffer's size) so that a shape mismatch is an error with a message rather than garbage; then rank 0's
+ * global batch settings (a member whose own differ stops, naming both); then every registered buffer, then
+ * the save/load bytes.
  *
  * Which communicator moves what (issue 14): control data is host memory and goes over the host path
  * (c->ctrl); a registered buffer goes over the communicator that reads its kind of memory, in place: a
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "errfmt.h"
+#include "global_batch.h"
 
 #define HDR_FIXED 5
 
@@ -112,9 +114,10 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 		free(saved);
 		return comm_failed(e, c, err, err_len);
 	}
-	if ((e = check_sizes(r, hdr, mine, err, err_len)) != FTL_OK) {
+	if ((e = check_sizes(r, hdr, mine, err, err_len)) != FTL_OK ||
+	    (e = ftl_batch_check_against_rank0(&r->batch, c->ctrl, err, err_len)) != FTL_OK) {
 		free(saved);
-		return e;
+		return e == FTL_ERR_INVALID ? e : comm_failed(e, c, err, err_len);
 	}
 	for (int i = 0; e == FTL_OK && i < r->n_buffers; i++)
 		e = bcast_buffer(c, &r->buffers[i]);

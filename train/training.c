@@ -17,6 +17,7 @@
 #include "errfmt.h"
 #include "checkpoint.h"
 #include "exec_feed.h"
+#include "global_batch.h"
 #include "log.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
@@ -82,7 +83,7 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
-	if (checkpoint_from_env(t, err, len) ||
+	if (checkpoint_from_env(t, err, len) || ftl_batch_config_from_env(&t->batch, err, len) ||
 	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
@@ -146,12 +147,15 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 			 (long long)t->checkpoint_every, t->checkpoint_keep);
 		return -1;
 	}
+	if (ftl_batch_config_check(&t->batch, err, len) != 0)
+		return -1;
 	ftl_training *tr = &a->train;
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
 	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, err, len) != 0)
 		return -1;
 	tr->state.backend = t->backend;
+	tr->state.batch = t->batch;
 	ftl_exec_retry_policy policy = {
 		.max_retries = t->max_retries,
 		.setup_grace_us = (int64_t)t->collective_timeout_ms * 1000,
@@ -213,6 +217,7 @@ void ftl_training_free(ftl_training *t)
 	free(t->view.members);
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
+	free(t->exact_scratch);
 }
 
 void ftl_training_abort_comms_locked(ftl_training *t)
@@ -260,6 +265,17 @@ int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank
 {
 	return refused(a, ftl_state_set_sampler(&a->train.state, dataset_size, batch_per_rank, seed,
 						a->train.exec.last_error, sizeof(a->train.exec.last_error)));
+}
+
+int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len)
+{
+	if (a->is_started)
+		return ftl_errf(err, len, "ftl_set_batch: call it before ftl_agent_start");
+	if (ftl_batch_config_check(b, err, len) != 0)
+		return -1;
+	a->train.cfg.batch = *b;
+	a->train.state.batch = *b;
+	return 0;
 }
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)

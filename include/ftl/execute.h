@@ -60,9 +60,36 @@ typedef struct ftl_step_info {
 	size_t n_indices;
 	uint64_t data_epoch;
 	uint64_t sample_pos;
+	/* With a fixed global batch (ftl_batch_config): the samples the step takes over every rank together
+	 * (global_batch, or fewer at the end of a data epoch), 0 otherwise. Compute indices in micro-batches
+	 * of micro_batch (the last may be shorter; 0: all at once) and accumulate their gradients. In
+	 * reproducible mode each micro-batch is one of the step's total_micro fixed micro-shards, this rank's
+	 * first being number first_micro: compute each one's gradient whole, in its own row, and sum the rows
+	 * with ftl_allreduce_exact (ftl/elastic.h). */
+	uint64_t global_batch;
+	uint32_t micro_batch;
+	uint32_t first_micro;
+	uint32_t total_micro;
 } ftl_step_info;
 
 typedef ftl_err (*ftl_step_fn)(void *ctx, const ftl_step_info *info);
+
+/* The global batch. By default it grows with the world (the sampler's batch_per_rank on every rank, see
+ * ftl_set_sampler; the learning rate then wants ftl_lr_policy, ftl/elastic.h). With global_batch set,
+ * every step takes exactly that many positions of the data epoch's permutation at any world size, split
+ * across the ranks as evenly as possible (ranks differ by at most one sample; fewer at the end of a data
+ * epoch); average the gradients by sample count, not by rank count, and a step computes the mean gradient
+ * over the same samples whatever the world size. max_batch_per_rank cuts a rank's share into micro-batches
+ * (gradient accumulation) when it is more than a rank can hold. Reproducible mode cuts the step into fixed
+ * micro-shards of max_batch_per_rank positions, each computed whole on one rank, and sums them exactly
+ * (ftl_allreduce_exact): the parameters after step S are then bit for bit the same whatever the world
+ * size and whatever failures came before S. */
+typedef struct ftl_batch_config {
+	uint64_t global_batch;         /* [FTL_GLOBAL_BATCH] samples per step over all ranks; 0 = off (default) */
+	uint32_t max_batch_per_rank;   /* [FTL_MAX_BATCH_PER_RANK] micro-batch (reproducible: micro-shard) size;
+					* 0 = a rank takes its share at once (default) */
+	bool is_reproducible;          /* [FTL_REPRODUCIBLE=0|1] needs both of the above; default 0 */
+} ftl_batch_config;
 
 /* Training settings, also from the environment by ftl_agent_config_from_env (names in brackets). Set
  * them with ftl_set_training before ftl_agent_start. */
@@ -99,6 +126,7 @@ typedef struct ftl_training_config {
 					* host (same boot id and network namespace); default auto */
 	int comm_shm_slot_kb;          /* [FTL_COMM_SHM_SLOT_KB] shared-memory bytes per rank and round,
 					* 4..262144 KiB; 0 = 1024 (default) */
+	ftl_batch_config batch;        /* the global batch (above); ftl_set_batch changes it afterwards */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);
@@ -153,6 +181,11 @@ FTL_API int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb l
  * consumes world_size * batch_per_rank positions, rank r taking the r-th slice. The position is job state
  * (synced and checkpointed), so across a rescale every sample of an epoch is used exactly once. */
 FTL_API int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
+/* The fixed global batch (ftl_batch_config above; ftl_training_config_from_env reads it with the rest):
+ * after ftl_set_training and before ftl_agent_start, in either order with ftl_set_sampler (whose
+ * batch_per_rank it then overrides).
+ * -1 with err naming the setting and the fix. */
+FTL_API int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t err_len);
 
 /* Where the job stands, for reports (any thread). */
 typedef struct ftl_job_status {
@@ -168,5 +201,8 @@ FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
 #ifdef __cplusplus
 }
 #endif
+
+/* The fixed global batch's exact sum and the learning-rate policy build on the declarations above. */
+#include "ftl/elastic.h"
 
 #endif

@@ -242,6 +242,9 @@ static const setting_case setting_cases[] = {
 	{"FTL_CHECKPOINT_CHECKSUM", false, {"", "crc32", "XXH3"}, NULL},
 	{"FTL_EXPECTED_WORKERS", true, {"5000"}, NULL},
 	{"FTL_EXPECTED_WAIT_MS", true, {"86400001"}, NULL},
+	{"FTL_GLOBAL_BATCH", true, {"4294967296"}, NULL},
+	{"FTL_MAX_BATCH_PER_RANK", true, {"4294967296"}, NULL},
+	{"FTL_REPRODUCIBLE", true, {"2", "yes"}, NULL},
 };
 
 static void test_every_setting_refuses_its_bad_values_by_name(void **state)

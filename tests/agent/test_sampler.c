@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "global_batch.h"
 #include "sampler.h"
 
 /* Counts how often each index of [0, m) was produced; fails on an index out of range. */
@@ -183,6 +184,92 @@ static void test_changing_world_size_covers_every_index_exactly_once(void **stat
 	run_epochs_with_changing_world(999, 5, shrink_to_one, 2, 4, 2);
 }
 
+/* A fixed global batch of 100 on 3 ranks: 34, 33, 33 consecutive positions, whatever the data. */
+static void test_global_batch_of_100_on_3_ranks_splits_34_33_33(void **state)
+{
+	static const uint64_t offsets[] = {0, 34, 67}, counts[] = {34, 33, 33};
+	for (int rank = 0; rank < 3; rank++) {
+		ftl_batch_share s;
+		ftl_batch_share_of(100, 0, false, 3, rank, &s);
+		assert_int_equal(s.offset, offsets[rank]);
+		assert_int_equal(s.count, counts[rank]);
+	}
+	assert_int_equal(ftl_batch_step_len(1000, 0, 100), 100);
+	assert_int_equal(ftl_batch_step_len(1000, 950, 100), 50); /* the end of the data epoch */
+	assert_int_equal(ftl_batch_step_len(1000, 1000, 100), 0);
+}
+
+/* Whole data epochs with a fixed global batch while the world changes between steps: every step takes the
+ * global batch (fewer only at the epoch's end), and each epoch uses every index exactly once. */
+static void run_global_batch_epochs(uint64_t m, uint64_t batch, uint32_t micro, bool is_reproducible,
+				    const int *worlds, size_t n_worlds, int epochs)
+{
+	uint64_t *slice = malloc(batch * sizeof(*slice));
+	assert_non_null(slice);
+	size_t step = 0;
+	for (int epoch = 0; epoch < epochs; epoch++) {
+		coverage c;
+		coverage_init(&c, m);
+		uint64_t pos = 0;
+		while (pos < m) {
+			int world = worlds[step++ % n_worlds];
+			uint64_t len = ftl_batch_step_len(m, pos, batch), taken = 0;
+			assert_int_equal(len, m - pos < batch ? m - pos : batch);
+			for (int rank = 0; rank < world; rank++) {
+				ftl_batch_share sh;
+				ftl_batch_share_of(len, micro, is_reproducible, world, rank, &sh);
+				assert_int_equal(sh.offset, taken); /* consecutive runs, in rank order */
+				size_t n = sh.count ? ftl_sampler_slice(m, 9, (uint64_t)epoch, pos + sh.offset, 0,
+									(uint32_t)sh.count, slice) : 0;
+				assert_int_equal(n, sh.count);
+				for (size_t k = 0; k < n; k++)
+					coverage_add(&c, slice[k]);
+				taken += n;
+			}
+			assert_int_equal(taken, len);
+			pos += len;
+		}
+		assert_each_seen_once(&c);
+		free(c.seen);
+	}
+	free(slice);
+}
+
+static void test_global_batch_covers_every_index_exactly_once_as_the_world_changes(void **state)
+{
+	static const int three[] = {3};
+	static const int changing[] = {4, 4, 3, 5, 5, 2, 1, 7, 3, 6};
+	run_global_batch_epochs(10000, 100, 0, false, three, 1, 2);          /* B = 100 on 3 workers */
+	run_global_batch_epochs(1003, 100, 0, false, changing, 10, 3);       /* a short last step */
+	run_global_batch_epochs(1003, 100, 16, true, changing, 10, 3);       /* whole micro-shards */
+	run_global_batch_epochs(50, 100, 0, false, changing, 10, 2);         /* an epoch shorter than a step */
+}
+
+/* Reproducible mode: micro-shard k of a step holds the same positions whatever the world size, and a rank
+ * that gets none (more ranks than shards) takes nothing. */
+static void test_micro_shards_do_not_depend_on_the_world_size(void **state)
+{
+	const uint64_t len = 100;
+	const uint32_t micro = 16; /* 7 shards: six of 16 and one of 4 */
+	for (int world = 1; world <= 9; world++) {
+		uint32_t next_shard = 0;
+		for (int rank = 0; rank < world; rank++) {
+			ftl_batch_share sh;
+			ftl_batch_share_of(len, micro, true, world, rank, &sh);
+			assert_int_equal(sh.total_micro, 7);
+			if (sh.count == 0)
+				continue;
+			assert_int_equal(sh.first_micro, next_shard);
+			assert_int_equal(sh.offset, (uint64_t)sh.first_micro * micro);
+			uint64_t shards = (sh.count + micro - 1) / micro;
+			next_shard += (uint32_t)shards;
+			uint64_t end = (uint64_t)next_shard * micro < len ? (uint64_t)next_shard * micro : len;
+			assert_int_equal(sh.offset + sh.count, end); /* whole shards only */
+		}
+		assert_int_equal(next_shard, 7);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -193,6 +280,9 @@ int main(void)
 		cmocka_unit_test(test_slice_takes_the_ranks_positions_and_clips_at_the_end),
 		cmocka_unit_test(test_advance_moves_by_the_global_batch_clipped_at_the_end),
 		cmocka_unit_test(test_changing_world_size_covers_every_index_exactly_once),
+		cmocka_unit_test(test_global_batch_of_100_on_3_ranks_splits_34_33_33),
+		cmocka_unit_test(test_global_batch_covers_every_index_exactly_once_as_the_world_changes),
+		cmocka_unit_test(test_micro_shards_do_not_depend_on_the_world_size),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -78,6 +78,19 @@ def test_step_exception_propagates_and_collectives_need_a_step(run_dir):
         assert status["view"]["world_size"] == 1 and status["self"]["name"] == agent.status()["self"]["name"]
 
 
+def test_fixed_global_batch_takes_the_same_samples_per_step(run_dir):
+    agent = ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}")
+    with pytest.raises(ftl.ConfigError, match="FTL_REPRODUCIBLE"):
+        agent.set_batch(100, reproducible=True)  # without a micro-shard size
+    agent.set_sampler(1000, 8, seed=3)
+    agent.set_batch(100, max_batch_per_rank=32)
+    with agent:
+        first = agent.execute(lambda info: info)
+        second = agent.execute(lambda info: info)
+    assert (len(first.indices), first.global_batch, first.micro_batch) == (100, 100, 32)  # not 8: the batch is fixed
+    assert second.sample_pos == 100 and not set(first.indices.tolist()) & set(second.indices.tolist())
+
+
 def test_collectives_work_in_place_without_copies(pair):
     a, b = pair
     arrays = [np.full(1000, 1.0, dtype=np.float32), np.full(1000, 2.0, dtype=np.float32)]

@@ -98,6 +98,16 @@ def test_batch_collates_the_steps_indices():
     assert ftl.torch.batch(data, SimpleNamespace(indices=[])) is None
 
 
+def test_micro_batches_cut_the_share_for_gradient_accumulation():
+    data = TensorDataset(torch.arange(10.0).reshape(10, 1), torch.arange(10))
+    share = torch.tensor([7, 2, 5, 9, 0]).numpy()
+    chunks = [y.tolist() for _, y in ftl.torch.micro_batches(data, SimpleNamespace(indices=share, micro_batch=2))]
+    assert chunks == [[7, 2], [5, 9], [0]]
+    whole = [y.tolist() for _, y in ftl.torch.micro_batches(data, SimpleNamespace(indices=share, micro_batch=0))]
+    assert whole == [[7, 2, 5, 9, 0]]
+    assert list(ftl.torch.micro_batches(data, SimpleNamespace(indices=[], micro_batch=2))) == []
+
+
 def test_lr_scaling_follows_the_world_size_and_a_joiner_agrees():
     def info(step, epoch, world):
         return SimpleNamespace(step=step, view_epoch=epoch, world_size=world)

@@ -135,12 +135,14 @@ typedef struct fake_step {
 	const ftl_err *results;      /* per run; past the end: FTL_OK */
 	int n_results, runs;
 	int last_attempt;
+	ftl_step_info last_info;     /* indices point into the registry: valid until the next step */
 } fake_step;
 
 static ftl_err step_fn(void *ctx, const ftl_step_info *info)
 {
 	fake_step *s = ctx;
 	s->last_attempt = info->attempt;
+	s->last_info = *info;
 	return s->runs < s->n_results ? s->results[s->runs++] : (s->runs++, FTL_OK);
 }
 
@@ -358,6 +360,27 @@ static void test_wait_that_ends_fails_the_call(void **state)
 	rig_delete(r);
 }
 
+/* A fixed global batch: the step's info holds this rank's even share of the same global batch at every
+ * world size, and a step moves the sampler by the global batch, not by world x batch_per_rank. */
+static void test_fixed_global_batch_cuts_each_step_the_same_at_any_world_size(void **state)
+{
+	const script_view views[] = {{.seq = 1, .rank = 1, .n = 3}, {.seq = 2, .rank = 1, .n = 2}};
+	rig *r = rig_new(views, 2, NULL);
+	char err[256];
+	assert_int_equal(ftl_state_set_sampler(&r->reg, 1000, 4, 7, err, sizeof(err)), 0);
+	r->reg.batch = (ftl_batch_config){.global_batch = 10};
+	assert_int_equal(run_call(r, NULL, 0), FTL_OK);
+	const ftl_step_info *info = &r->step.last_info;
+	assert_int_equal(info->global_batch, 10);
+	assert_int_equal(info->n_indices, 3); /* 10 on 3 ranks: 4, 3, 3 */
+	assert_int_equal(r->reg.sample_pos, 10);
+	assert_int_equal(run_call(r, NULL, 0), FTL_OK);
+	assert_int_equal(info->sample_pos, 10);
+	assert_int_equal(info->n_indices, 5); /* 10 on 2 ranks: 5, 5 */
+	assert_int_equal(r->reg.sample_pos, 20);
+	rig_delete(r);
+}
+
 static void test_every_declared_transition_was_taken(void **state)
 {
 	int declared = 0;
@@ -388,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_step_error_that_is_not_about_a_peer_fails_at_once),
 		cmocka_unit_test(test_retries_are_spent_then_the_step_fails),
 		cmocka_unit_test(test_wait_that_ends_fails_the_call),
+		cmocka_unit_test(test_fixed_global_batch_cuts_each_step_the_same_at_any_world_size),
 		cmocka_unit_test(test_every_declared_transition_was_taken),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

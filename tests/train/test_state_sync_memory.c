@@ -1,6 +1,7 @@
 /* State sync under nccl never hands a host pointer to the device communicator and never a device pointer
  * to the host one (issue 14), proved with a comm double that classifies every pointer it is handed; and
- * registration refuses the wrong kind of memory for the backend with a message that says what to do. */
+ * registration refuses the wrong kind of memory for the backend with a message that says what to do; a
+ * member whose global batch settings differ from rank 0's is refused over the host path. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,10 +101,33 @@ static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
 	uint64_t moved = 0;
 	assert_int_equal(ftl_state_sync(&r, &pair, 1, &moved, err, sizeof(err)), FTL_OK);
 	assert_int_equal(c->device_pointers, 0);
-	assert_int_equal(c->calls, 3); /* header, 4 words of params, the padded tail word */
+	assert_int_equal(c->calls, 4); /* header, batch settings, 4 words of params, the padded tail word */
 	assert_true(moved == sizeof(params));
 	ftl_comm_destroy(&c->base);
 	ftl_state_free(&r);
+}
+
+/* A member whose fixed global batch differs from rank 0's stops at the sync with both named; the settings
+ * go over the host path, never the device comm. */
+static void test_global_batch_unlike_rank_0s_is_refused_naming_both(void **state)
+{
+	fake_tape settings = {0};
+	char err[512] = "";
+	uint64_t moved = 0;
+	for (int rank = 0; rank < 2; rank++) {
+		ftl_state_registry r = {.backend = FTL_COMM_NCCL, .batch = {.global_batch = rank ? 100 : 64}};
+		fake_comm *data = fake_comm_new(FTL_COMM_NCCL, rank, 2), *ctrl = fake_comm_new(FTL_COMM_TCP, rank, 2);
+		data->tape = ctrl->tape = &settings;
+		ftl_comm_pair pair = {&data->base, &ctrl->base};
+		ftl_err e = ftl_state_sync(&r, &pair, rank, &moved, err, sizeof(err));
+		assert_int_equal(e, rank == 0 ? FTL_OK : FTL_ERR_INVALID);
+		assert_int_equal(data->calls, 0);
+		ftl_comm_destroy(&data->base);
+		ftl_comm_destroy(&ctrl->base);
+	}
+	assert_non_null(strstr(err, "FTL_GLOBAL_BATCH=100"));
+	assert_non_null(strstr(err, "rank 0 has 64"));
+	fake_tape_free(&settings);
 }
 
 static void test_host_buffer_under_nccl_is_refused_at_registration(void **state)
@@ -145,6 +169,7 @@ int main(void)
 		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_rank_0),
 		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_a_joiner),
 		cmocka_unit_test(test_tcp_job_syncs_everything_over_its_one_comm),
+		cmocka_unit_test(test_global_batch_unlike_rank_0s_is_refused_naming_both),
 		cmocka_unit_test(test_host_buffer_under_nccl_is_refused_at_registration),
 		cmocka_unit_test(test_device_buffer_under_tcp_is_refused_at_registration),
 		cmocka_unit_test(test_device_buffer_under_nccl_is_taken_when_cuda_cannot_tell),

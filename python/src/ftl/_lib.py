@@ -28,7 +28,13 @@ class StepInfoC(ctypes.Structure):
     """struct ftl_step_info (include/ftl/execute.h)."""
     _fields_ = [("rank", ctypes.c_int), ("world_size", ctypes.c_int), ("step", c_u64), ("view_epoch", c_u64),
                 ("attempt", ctypes.c_int), ("indices", ctypes.POINTER(c_u64)), ("n_indices", c_size),
-                ("data_epoch", c_u64), ("sample_pos", c_u64)]
+                ("data_epoch", c_u64), ("sample_pos", c_u64), ("global_batch", c_u64),
+                ("micro_batch", ctypes.c_uint32), ("first_micro", ctypes.c_uint32), ("total_micro", ctypes.c_uint32)]
+
+
+class BatchConfigC(ctypes.Structure):
+    """struct ftl_batch_config (include/ftl/execute.h)."""
+    _fields_ = [("global_batch", c_u64), ("max_batch_per_rank", ctypes.c_uint32), ("is_reproducible", ctypes.c_bool)]
 
 
 class JobStatusC(ctypes.Structure):
@@ -66,6 +72,7 @@ _PROTOTYPES = {
     "ftl_register_buffer": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, ctypes.c_void_p, c_size, ctypes.c_bool]),
     "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
+    "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC), ctypes.c_char_p, c_size]),
     "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
 }
 

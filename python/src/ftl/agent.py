@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Optional, TypeVar
 import numpy as np
 
 from . import _buffers
-from ._lib import LOAD_FN, SAVE_FN, STEP_FN, JobStatusC, lib, text
+from ._lib import LOAD_FN, SAVE_FN, STEP_FN, BatchConfigC, JobStatusC, lib, text
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
 
 T = TypeVar("T")
@@ -43,6 +43,8 @@ class StepInfo:
     indices: np.ndarray  # this rank's dataset indices for the step (uint64; empty without a sampler)
     data_epoch: int
     sample_pos: int
+    global_batch: int = 0  # a fixed global batch: the step's samples over all ranks (0: it grows with the world)
+    micro_batch: int = 0   # compute indices in chunks of this many and accumulate the gradients (0: at once)
 
 
 def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
@@ -217,6 +219,17 @@ class Agent:
         if self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0:
             raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_last_error(handle))}", INVALID)
 
+    def set_batch(self, global_batch: int, max_batch_per_rank: int = 0, reproducible: bool = False) -> None:
+        """A fixed global batch (FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE do the same):
+        every step takes global_batch samples at any world size, split across the ranks (StepInfo.indices);
+        average the gradients by sample count (GradientAverager.average(samples=...)). max_batch_per_rank
+        sets StepInfo.micro_batch: compute the share in chunks of that many, accumulating gradients.
+        Before start()."""
+        cfg = BatchConfigC(global_batch, max_batch_per_rank, reproducible)
+        err = ctypes.create_string_buffer(_ERR_LEN)
+        if self._lib.ftl_set_batch(self._handle(), ctypes.byref(cfg), err, _ERR_LEN) != 0:
+            raise ConfigError(text(err.value))
+
     # ---- steps ----
 
     def execute(self, step: Callable[[StepInfo], T]) -> T:
@@ -243,7 +256,8 @@ class Agent:
         c = info_p.contents
         indices = (np.ctypeslib.as_array(c.indices, shape=(c.n_indices,)).copy() if c.n_indices
                    else np.empty(0, dtype=np.uint64))
-        info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos)
+        info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
+                        c.global_batch, c.micro_batch)
         self._step_thread = threading.get_ident()
         try:
             self._outcome["result"] = self._step(info)

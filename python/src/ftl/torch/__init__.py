@@ -15,12 +15,13 @@
             agent.execute(step)
 
 ElasticState makes the model and the optimizer job state (a joiner gets rank 0's), GradientAverager
-averages gradients over the current world, batch() fetches a step's samples from a Dataset, and
-lr_scaling() adapts the learning rate when the world size changes. python/README.md shows the diff.
+averages gradients over the current world, batch() fetches a step's samples from a Dataset (micro_batches()
+in chunks, with a fixed global batch: FTL_GLOBAL_BATCH), and lr_scaling() adapts the learning rate when the
+world size changes (for a global batch that grows with it). python/README.md shows the diff.
 """
 from ._buckets import GradientAverager
-from ._data import batch
+from ._data import batch, micro_batches
 from ._lr import LRScaling, lr_scaling
 from ._state import ElasticState
 
-__all__ = ["ElasticState", "GradientAverager", "batch", "lr_scaling", "LRScaling"]
+__all__ = ["ElasticState", "GradientAverager", "batch", "micro_batches", "lr_scaling", "LRScaling"]

@@ -1,0 +1,85 @@
+/* Elastic-invariant training: what makes a job's result not depend on how many workers it had.
+ *
+ * With a fixed global batch (ftl_batch_config, ftl/execute.h) every step averages the gradient over the
+ * same samples at any world size; only the order of the float additions still differs. Reproducible mode
+ * removes that too: the step's fixed micro-shards are summed exactly (ftl_allreduce_exact below), so the
+ * parameters after step S are bit for bit those of any other world size.
+ *
+ * When the job lets the global batch grow with the world instead (the sampler's batch_per_rank), the
+ * learning rate must follow: ftl_lr_policy below is the usual rule (linear or square root), ramped over a
+ * few steps after each view change. */
+#ifndef FTL_ELASTIC_H
+#define FTL_ELASTIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/export.h"
+
+#include "ftl/execute.h"
+#include "ftl/ftl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The exact sum of float rows over the world, in an order that cannot matter: rank r holds n_rows rows of
+ * count floats (its micro-shards' gradients), the world total_rows in all (the same on every rank; it
+ * bounds the sum); out (count floats, every rank) gets the sum of every row of every rank.
+ *
+ * How: the elements are taken in blocks of 64; an allreduce-max agrees on each block's largest magnitude
+ * M; each row's block is scaled by the power of two 2^s that keeps total_rows * M * 2^s within 2^30,
+ * rounded to int32 (nearest, ties to even), and the integers are added, locally and by an i32 allreduce.
+ * Integer addition is associative and cannot overflow under that bound, so the sum is the same whatever
+ * the world size, the ring or the grouping of rows on ranks; each element keeps 30 - log2(total_rows) bits
+ * below its block's M (27 for 8 rows; float keeps 24 below the element). A NaN or an infinity in any row
+ * is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl: FTL_ERR_UNSUPPORTED). scratch:
+ * ftl_comm_allreduce_exact_scratch(count) bytes of the caller's, 4-byte aligned. Costs a max allreduce of
+ * count/64 floats and a sum allreduce of as many bytes as the f32 one, plus the conversions. */
+FTL_API ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
+					 uint64_t total_rows, float *out, void *scratch);
+FTL_API size_t ftl_comm_allreduce_exact_scratch(size_t count);
+/* The same on the current view's communicator, inside a step (the scratch is the agent's). */
+FTL_API ftl_err ftl_allreduce_exact(ftl_agent *a, const float *rows, size_t n_rows, size_t count,
+				    uint64_t total_rows, float *out);
+
+/* The learning rate as the world size changes, for a job whose global batch grows with it. */
+typedef enum ftl_lr_scaling {
+	FTL_LR_CONSTANT, /* base_lr whatever the world (a fixed global batch) */
+	FTL_LR_LINEAR,   /* base_lr * world / base_world (Goyal et al., 2017) */
+	FTL_LR_SQRT,     /* base_lr * sqrt(world / base_world) (Krizhevsky, 2014; often better with Adam) */
+	FTL_LR_SCALING_MAX
+} ftl_lr_scaling;
+
+extern FTL_API const char *const ftl_lr_scaling_strs[FTL_LR_SCALING_MAX]; /* "none", "linear", "sqrt" */
+
+/* The policy and its ramp. After each view change the rate moves from where it was to the new world's
+ * target linearly over warmup_steps steps (0: at once), since a sudden change can destabilise training.
+ * Every rank must compute the same rate, a joiner included: the ramp starts from the rate the job used
+ * last (job state: keep it in a registered buffer, so every rank holds rank 0's after a view change) at
+ * the first step of each view, both the same on every rank; the ramp fields are the hook's own. */
+typedef struct ftl_lr_policy {
+	ftl_lr_scaling scaling;
+	double base_lr;          /* tuned for base_world workers */
+	uint32_t base_world;
+	uint64_t warmup_steps;
+	uint64_t ramp_view;      /* the view epoch the ramp started in (0: none yet) */
+	uint64_t ramp_step;      /* the job step it started at */
+	double ramp_from;        /* the rate it started from */
+} ftl_lr_policy;
+
+/* -1 for base_world 0 or a rate that is not positive and finite. */
+FTL_API int ftl_lr_policy_init(ftl_lr_policy *p, ftl_lr_scaling scaling, double base_lr, uint32_t base_world,
+			       uint64_t warmup_steps);
+/* base_lr scaled for world_size by the policy. */
+FTL_API double ftl_lr_policy_target(const ftl_lr_policy *p, int world_size);
+/* The hook, called in every step with the step's info and the rate the job used last: at the first step
+ * of a view (a view change) it starts a ramp; it returns the rate for this step. Store the rate into the
+ * job's state only after the step's collectives succeeded (the step contract). */
+FTL_API double ftl_lr_policy_step(ftl_lr_policy *p, double current_lr, const ftl_step_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

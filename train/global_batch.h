@@ -1,0 +1,49 @@
+/* The fixed global batch (ftl_batch_config, include/ftl/execute.h): which positions of a step each rank
+ * takes whatever the world size (pure), and its side of the state registry (the step's indices, how far a
+ * step moves the sampler) and of state sync (every member's settings against rank 0's). */
+#ifndef FTL_TRAIN_GLOBAL_BATCH_H
+#define FTL_TRAIN_GLOBAL_BATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/execute.h"
+#include "state_registry.h"
+
+/* One rank's share of a step, in positions relative to the step's first. */
+typedef struct ftl_batch_share {
+	uint64_t offset;
+	uint64_t count;
+	uint32_t first_micro;  /* reproducible mode: the index of its first micro-shard in the step */
+	uint32_t total_micro;  /* reproducible mode: the step's micro-shards (0 otherwise) */
+} ftl_batch_share;
+
+/* How many positions a step at pos takes: the global batch, clipped at the end of the data epoch. */
+uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global_batch);
+/* Rank r of world's share of a step of step_len positions. Plain: ranks take consecutive runs whose sizes
+ * differ by at most one. Reproducible: the step is cut into micro-shards of `micro` positions (the last
+ * may be shorter) and ranks take consecutive runs of whole shards whose counts differ by at most one, so
+ * a shard's positions never depend on the world size. */
+void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible, int world, int rank,
+			ftl_batch_share *out);
+
+/* -1 with err naming the setting and the fix for a configuration that cannot work. */
+int ftl_batch_config_check(const ftl_batch_config *b, char *err, size_t len);
+/* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE into b (unset leaves a field); -1 naming one. */
+int ftl_batch_config_from_env(ftl_batch_config *b, char *err, size_t len);
+
+/* In the state sync, over the host control comm (a tcp comm, also beside nccl): rank 0's global batch
+ * settings to every member; FTL_ERR_INVALID, with err naming both, on a member whose own differ (a job whose
+ * ranks cut steps differently would train on garbage); a comm error as the comm returned it, err untouched
+ * (the caller says what the comm says). */
+ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl, char *err, size_t len);
+
+/* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
+ * registry's position. FTL_ERR_SYSTEM, err saying so, when the indices do not fit in memory. */
+ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info, char *err,
+			    size_t len);
+/* How far a successful step of world ranks moves the sampler's position. */
+uint64_t ftl_batch_advance(const ftl_state_registry *r, int world);
+
+#endif
