@@ -15,12 +15,12 @@
 #include <time.h>
 
 #include "addr.h"
-#include "node_meta.h"
-#include "checkpoint.h"
+#include "node/node_meta.h"
+#include "train/checkpoint.h"
 #include "log.h"
 #include "metrics.h"
-#include "run_dir.h"
-#include "seal.h"
+#include "base/run_dir.h"
+#include "channel/seal.h"
 
 int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
 

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "node_meta.h"
-#include "checkpoint.h"
+#include "node/node_meta.h"
+#include "train/checkpoint.h"
 #include "log.h"
 
 json_t *ftl_agent_error_reply(const char *msg)

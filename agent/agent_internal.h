@@ -11,10 +11,10 @@
 
 #include "config.h"
 #include "control.h"
-#include "deadline.h"
-#include "node.h"
-#include "tcp_frame.h"
-#include "training.h"
+#include "base/deadline.h"
+#include "node/node.h"
+#include "channel/tcp_frame.h"
+#include "train/training.h"
 
 #define FTL_TCP_TIMEOUT_MS 5000
 #define FTL_PEER_IDLE_MS 30000          /* an outgoing rendezvous connection unused this long is closed */

@@ -22,7 +22,7 @@
 
 #include "addr.h"
 #include "log.h"
-#include "seal.h"
+#include "channel/seal.h"
 
 #define FTL_PEER_CONNS_MAX 128
 #define FTL_PEER_QUEUED_MAX (8u << 20)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "node_meta.h"
+#include "node/node_meta.h"
 #include "log.h"
 
 static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)

@@ -20,7 +20,7 @@
 
 #include "addr.h"
 #include "log.h"
-#include "seal.h"
+#include "channel/seal.h"
 
 typedef struct pp_conn {
 	ftl_agent *a;

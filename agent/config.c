@@ -16,7 +16,7 @@
 
 #include "addr.h"
 #include "errfmt.h"
-#include "keyring.h"
+#include "membership/keyring.h"
 
 void ftl_agent_config_default(ftl_agent_config *cfg)
 {

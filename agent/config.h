@@ -6,10 +6,10 @@
 #include <sys/socket.h>
 
 #include "ftl/agent.h"
-#include "keyring.h"
+#include "membership/keyring.h"
 #include "log.h"
-#include "message.h"
-#include "profile.h"
+#include "membership/message.h"
+#include "membership/profile.h"
 
 typedef struct ftl_agent_settings {
 	struct sockaddr_storage bind;

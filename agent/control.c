@@ -26,7 +26,7 @@
  * can write is refused. Closing removes the socket file
  * only if it is still the one this server bound. */
 #include "control.h"
-#include "run_dir.h"
+#include "base/run_dir.h"
 
 #include <errno.h>
 #include <signal.h>

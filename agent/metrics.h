@@ -12,11 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "checkpoint.h"
-#include "keyring.h"
-#include "rendezvous.h"
-#include "swim.h"
-#include "train_metrics.h"
+#include "train/checkpoint.h"
+#include "membership/keyring.h"
+#include "rendezvous/rendezvous.h"
+#include "membership/swim.h"
+#include "train/train_metrics.h"
 
 typedef struct ftl_metrics_snapshot {
 	char name[64];

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keyring.h"
+#include "membership/keyring.h"
 #include "tcp_frame.h"
-#include "wire.h"
+#include "membership/wire.h"
 
 /* The most plaintext one datagram carries once sealed into FTL_UDP_PACKET_MAX bytes. */
 #define FTL_SEAL_DATAGRAM_PLAIN_MAX (FTL_UDP_PACKET_MAX - FTL_KEYRING_OVERHEAD)

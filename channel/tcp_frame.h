@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "keyring.h"
+#include "membership/keyring.h"
 
 #define FTL_TCP_UNAUTH_MAX (256u << 10) /* the largest frame a peer that proved nothing may send */
 #define FTL_TCP_FRAME_MAX (32u << 20)   /* the largest frame after a sealed header (push-pull of ~80k members) */

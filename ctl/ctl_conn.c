@@ -3,7 +3,7 @@
 #include "ctl_conn.h"
 
 #include "ctl_exit.h"
-#include "run_dir.h"
+#include "base/run_dir.h"
 
 #include <errno.h>
 #include <poll.h>

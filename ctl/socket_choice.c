@@ -3,7 +3,7 @@
 #include "socket_choice.h"
 
 #include "ctl_exit.h"
-#include "run_dir.h"
+#include "base/run_dir.h"
 
 #include <dirent.h>
 #include <errno.h>

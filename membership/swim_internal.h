@@ -5,8 +5,8 @@
 
 #include "awareness.h"
 #include "broadcast.h"
-#include "deadline.h"
-#include "fifo.h"
+#include "base/deadline.h"
+#include "base/fifo.h"
 #include "rng.h"
 #include "swim.h"
 #include "tombstones.h"

@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rendezvous.h"
-#include "swim.h"
+#include "rendezvous/rendezvous.h"
+#include "membership/swim.h"
 
 typedef struct ftl_node ftl_node;
 

@@ -38,7 +38,7 @@
 #include <msgpack.h>
 
 #include "rdv_msg.h"
-#include "wire_schema.h"
+#include "membership/wire_schema.h"
 
 _Static_assert(RDV_MSG_READY == 0 && RDV_MSG_PREPARE == 1 && RDV_MSG_PROMISE == 2 && RDV_MSG_ACCEPT == 3 &&
 		       RDV_MSG_ACCEPTED == 4 && RDV_MSG_REJECT == 5 && RDV_MSG_COMMIT == 6,

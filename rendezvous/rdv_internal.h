@@ -11,8 +11,8 @@
 #ifndef FTL_RDV_INTERNAL_H
 #define FTL_RDV_INTERNAL_H
 
-#include "deadline.h"
-#include "fifo.h"
+#include "base/deadline.h"
+#include "base/fifo.h"
 #include "rdv_candidate.h"
 #include "rdv_msg.h"
 #include "rdv_peers.h"

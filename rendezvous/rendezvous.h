@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "message.h" /* FTL_NAME_MAX, FTL_ADDR_MAX */
+#include "membership/message.h" /* FTL_NAME_MAX, FTL_ADDR_MAX */
 
 #define FTL_RDV_BLOB_MAX 256      /* opaque bootstrap bytes (an NCCL unique id is 128) */
 #define FTL_RDV_MAX_MEMBERS 4096  /* members in one view or candidate; more is refused */

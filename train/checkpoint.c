@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "errfmt.h"
-#include "log.h"
+#include "agent/errfmt.h"
+#include "agent/log.h"
 
 /* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that
  * thread may stage a final checkpoint, since only it knows no step is half way. */

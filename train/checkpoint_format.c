@@ -4,7 +4,7 @@
  * files and by choice) matches: a truncated file, a flipped byte or a half-written temp can then never
  * load as valid. */
 #include "checkpoint.h"
-#include "errfmt.h"
+#include "agent/errfmt.h"
 
 #include <assert.h>
 #include <sodium.h>

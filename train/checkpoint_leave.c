@@ -6,7 +6,7 @@
  * taken there and nowhere else: by ftl_execute when it finds the agent has left, and by ftl_agent_leave
  * when that very thread calls it between steps (ftl_checkpoint_final checks the thread). A leave asked
  * from another thread while a step runs is picked up by the next ftl_execute, which returns "left". */
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 #include "checkpoint.h"
 
 void ftl_checkpoint_before_leaving(ftl_agent *a)

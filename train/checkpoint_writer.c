@@ -30,8 +30,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "errfmt.h"
-#include "log.h"
+#include "agent/errfmt.h"
+#include "agent/log.h"
 
 /* Write granularity, and how often the kernel is told to start writing back. */
 #define CHUNK_BYTES (8u << 20)

@@ -2,13 +2,13 @@
  * include/ftl/execute.h): a failure keeps the communicator's diagnostic for ftl_last_error, and an
  * asynchronous request remembers the communicator it was made on, so one that outlived a view change is
  * refused rather than waited on a communicator that is gone. */
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "agent/log.h"
 
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)

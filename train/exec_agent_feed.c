@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 
 /* Under the lock. A view we are in is usable when it is not the abandoned one and either the rendezvous
  * holds it current (phase training) or its communicator already works here (a view stays usable while

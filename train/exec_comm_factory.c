@@ -20,9 +20,9 @@
 
 #include <xxhash.h>
 
-#include "agent_internal.h"
-#include "comm_rebuild.h"
-#include "log.h"
+#include "agent/agent_internal.h"
+#include "comm/comm_rebuild.h"
+#include "agent/log.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
  * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */

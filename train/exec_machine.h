@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "ftl/execute.h"
-#include "rendezvous.h"
+#include "rendezvous/rendezvous.h"
 #include "state_registry.h"
 #include "state_sync.h"
 

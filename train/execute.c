@@ -1,7 +1,7 @@
 /* ftl_execute (the contract is in include/ftl/execute.h): the agent's state machine (exec_machine.h) run
  * for one step over the agent's view feed and comm factory, and the final checkpoint of a rank 0 that finds
  * it has left. */
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 
 #include <stdio.h>
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errfmt.h"
+#include "agent/errfmt.h"
 #include "sampler.h"
 
 uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global_batch)

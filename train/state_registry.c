@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errfmt.h"
+#include "agent/errfmt.h"
 #include "global_batch.h"
 
 /* Which memory the backend moves: nccl broadcasts device memory in place, tcp reads host memory. CUDA is

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errfmt.h"
+#include "agent/errfmt.h"
 #include "global_batch.h"
 
 #define HDR_FIXED 5

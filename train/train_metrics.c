@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 
 const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX] = {"death", "leave", "join", "rebuild", "first"};
 

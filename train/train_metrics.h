@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 #include "ftl/execute.h"
-#include "histogram.h"
-#include "rendezvous.h"
+#include "agent/histogram.h"
+#include "rendezvous/rendezvous.h"
 
 /* Why a view this worker adopted differs from the one before: a member died, left, joined, or the same
  * members took a new epoch (a communicator that failed without a membership change); the first view is

@@ -1,7 +1,7 @@
 /* Training settings and registration: the FTL_* training variables, the comm (data) listener each worker
  * keeps across communicators, registered buffers and callbacks and the sampler (into the state registry),
  * the job status, and the ftl_execute state machine's place in it. */
-#include "agent_internal.h"
+#include "agent/agent_internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,12 +13,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "errfmt.h"
+#include "agent/addr.h"
+#include "agent/errfmt.h"
 #include "checkpoint.h"
 #include "exec_feed.h"
 #include "global_batch.h"
-#include "log.h"
+#include "agent/log.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
  * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */

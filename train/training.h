@@ -10,7 +10,7 @@
 #include "checkpoint.h"
 #include "exec_machine.h"
 #include "ftl/execute.h"
-#include "rendezvous.h"
+#include "rendezvous/rendezvous.h"
 #include "state_registry.h"
 #include "train_metrics.h"
 

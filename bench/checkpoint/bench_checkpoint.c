@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
-#include "log.h"
+#include "train/checkpoint.h"
+#include "agent/log.h"
 
 #define ROUNDS 3
 #define CHUNK (4u << 20)

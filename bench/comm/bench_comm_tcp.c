@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "bench_comm.h"
-#include "comm_tcp.h"
-#include "harness.h"
+#include "comm/comm_tcp.h"
+#include "tests/comm/harness.h"
 
 enum { REP_FIGURE = 1 };
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/comm/harness.h"
 
 enum { STEP_SHARDS = 8 };
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "bench_json.h"
-#include "watch.h"
+#include "tests/sim/watch.h"
 
 static int cmp_double(const void *a, const void *b)
 {

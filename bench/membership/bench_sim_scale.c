@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "bench_json.h"
-#include "watch.h"
+#include "tests/sim/watch.h"
 
 static double wall(void)
 {

@@ -17,8 +17,8 @@
 #include <nccl.h>
 
 #include "../membership/bench_json.h"
-#include "comm_rebuild.h"
-#include "nccl_one_rank.h"
+#include "comm/comm_rebuild.h"
+#include "tests/comm/nccl_one_rank.h"
 
 enum { MAX_REPS = 1000 };
 

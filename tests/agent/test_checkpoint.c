@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "train/checkpoint.h"
 
 /* A small image: two buffers and some save bytes, with a recognisable payload. */
 static uint8_t *make_image(ftl_ckpt_header *h, size_t *len)

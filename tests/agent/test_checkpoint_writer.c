@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "checkpoint.h"
+#include "train/checkpoint.h"
 
 static char *temp_dir(void)
 {

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "addr.h"
-#include "config.h"
+#include "agent/addr.h"
+#include "agent/config.h"
 #include "ftl/execute.h"
 #include "ftl/settings.h"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "histogram.h"
-#include "metrics.h"
+#include "agent/histogram.h"
+#include "agent/metrics.h"
 
 static void test_histogram_buckets_are_cumulative_and_end_at_inf(void **state)
 {

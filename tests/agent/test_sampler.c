@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "global_batch.h"
-#include "sampler.h"
+#include "train/global_batch.h"
+#include "train/sampler.h"
 
 /* Counts how often each index of [0, m) was produced; fails on an index out of range. */
 typedef struct coverage {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "seal.h"
+#include "channel/seal.h"
 
 static ftl_keyring *ring(const char *cluster, uint8_t key_byte)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tcp_frame.h"
+#include "channel/tcp_frame.h"
 
 static ftl_keyring *ring(uint8_t fill)
 {

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm_tcp.h"
+#include "comm/comm_tcp.h"
 #include "harness.h"
 
 int64_t harness_now_ns(void)

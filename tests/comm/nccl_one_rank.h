@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 #define NCCL_ONE_RANK_SKIP 77
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "comm_reduce.h"
+#include "comm/comm_reduce.h"
 #include "refdata.h"
 
 static uint64_t mix(uint64_t x)

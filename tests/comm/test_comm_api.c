@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 static void test_errors_have_clear_messages(void **state)
 {

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_compress.h"
-#include "comm_reduce.h"
+#include "comm/comm_compress.h"
+#include "comm/comm_reduce.h"
 #include "harness.h"
 
 /* Rank r's element i: smooth, signed, not exact in bf16, magnitudes over a few binades. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_exact.h"
+#include "comm/comm_exact.h"
 #include "harness.h"
 
 enum { ROWS = 12, COUNT = 5000, REP_DIGEST = 1 };

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime.h>
 
-#include "comm_rebuild.h"
+#include "comm/comm_rebuild.h"
 #include "nccl_one_rank.h"
 
 enum { CYCLES = 100, WARMUP = 4, N = 1 << 16 };

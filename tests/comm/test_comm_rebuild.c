@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "comm_rebuild.h"
+#include "comm/comm_rebuild.h"
 #include "harness.h"
 
 static void test_plan_drops_the_dead_ranks_and_keeps_the_order(void **state)

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "comm_reduce.h"
+#include "comm/comm_reduce.h"
 
 static void test_f16_round_trips_every_non_nan_pattern(void **state)
 {

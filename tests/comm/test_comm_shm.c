@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm_shm.h"
+#include "comm/comm_shm.h"
 #include "harness.h"
 #include "refdata.h"
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "comm_shm.h"
+#include "comm/comm_shm.h"
 
 #define N 4
 

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "comm_tcp.h"
+#include "comm/comm_tcp.h"
 #include "harness.h"
 #include "refdata.h"
 

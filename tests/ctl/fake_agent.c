@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control.h"
+#include "agent/control.h"
 
 #define BIG_REPLY_BYTES (4u << 20)
 

@@ -18,7 +18,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "control.h"
+#include "agent/control.h"
 #include "fake_agent.h"
 #include "line_client.h"
 #include "test_dirs.h"

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "readiness.h"
+#include "ctl/readiness.h"
 
 /* A STATUS reply for self "w1" with the given view (JSON text or "null") and w1's rank ("null" or N). */
 static json_t *status_with(const char *view, const char *self_rank)

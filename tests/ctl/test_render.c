@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl_render.h"
-#include "member_filter.h"
-#include "run_dir.h"
-#include "top.h"
+#include "ctl/ctl_render.h"
+#include "ctl/member_filter.h"
+#include "base/run_dir.h"
+#include "ctl/top.h"
 
 static const char status_with_view[] =
 	"{\"ok\":true,\"cluster\":\"prod\",\"profile\":\"lan\","

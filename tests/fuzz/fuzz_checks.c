@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "membership/wire.h"
 #include "wire_equal.h"
 
 /* More than any 4096-byte input can describe (every member takes a few bytes). */

@@ -2,7 +2,7 @@
 #ifndef FTL_TESTS_FUZZ_FIXTURE_H
 #define FTL_TESTS_FUZZ_FIXTURE_H
 
-#include "keyring.h"
+#include "membership/keyring.h"
 
 #define FUZZ_CLUSTER "ftl-fuzz"
 

@@ -8,7 +8,7 @@
 
 #include "fuzz_checks.h"
 #include "fuzz_fixture.h"
-#include "keyring.h"
+#include "membership/keyring.h"
 
 #define FUZZ_MAX_INPUT 65536
 

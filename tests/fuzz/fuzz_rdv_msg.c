@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "fuzz_checks.h"
-#include "rdv_msg.h"
+#include "rendezvous/rdv_msg.h"
 #include "rdv_samples.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -9,7 +9,7 @@
 
 #include "fuzz_checks.h"
 #include "fuzz_fixture.h"
-#include "tcp_frame.h"
+#include "channel/tcp_frame.h"
 
 static void read_stream(ftl_keyring *kr, const uint8_t *data, size_t size)
 {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rdv_msg.h"
+#include "rendezvous/rdv_msg.h"
 
 /* A message of the given type. Views get n members from members[] (filled here); is_max makes every
  * string as long as the caps allow, the blob full and the integers large. */

@@ -15,10 +15,10 @@
 #include <msgpack.h>
 
 #include "fuzz_fixture.h"
-#include "keyring.h"
+#include "membership/keyring.h"
 #include "rdv_samples.h"
-#include "tcp_frame.h"
-#include "wire.h"
+#include "channel/tcp_frame.h"
+#include "membership/wire.h"
 #include "wire_samples.h"
 
 typedef struct seed {

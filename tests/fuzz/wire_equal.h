@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "message.h"
+#include "membership/message.h"
 
 static inline bool wire_meta_equal(uint16_t a_len, const uint8_t *a, uint16_t b_len, const uint8_t *b)
 {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "message.h"
+#include "membership/message.h"
 
 /* Fills dst with a string of exactly len bytes of c (len < the buffer's size). */
 static inline void sample_text(char *dst, size_t len, char c)

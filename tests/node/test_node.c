@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "node.h"
-#include "node_meta.h"
+#include "node/node.h"
+#include "node/node_meta.h"
 
 #define MS 1000LL
 #define NODES 3

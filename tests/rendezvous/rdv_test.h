@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sim.h"
+#include "tests/sim/sim.h"
 
 #define SEC 1000000LL
 #define MS 1000LL

@@ -3,8 +3,8 @@
  * needs a strict majority of the previous view's members that did not leave. */
 #include "rdv_test.h"
 
-#include "rdv_candidate.h"
-#include "rdv_view.h"
+#include "rendezvous/rdv_candidate.h"
+#include "rendezvous/rdv_view.h"
 
 static ftl_rdv_member member(const char *name, uint64_t generation)
 {

@@ -8,8 +8,8 @@
 #include <msgpack.h>
 
 #include "../fuzz/rdv_samples.h"
-#include "rdv_msg.h"
-#include "rng.h"
+#include "rendezvous/rdv_msg.h"
+#include "membership/rng.h"
 
 static ftl_rdv_member members[8];
 

@@ -4,7 +4,7 @@
  * mid-commit is taken over, and every member gets the coordinator's bootstrap blob. */
 #include "rdv_test.h"
 
-#include "rdv_msg.h"
+#include "rendezvous/rdv_msg.h"
 
 static void test_four_joins_within_settle_time_make_one_view_change(void **state)
 {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "rng.h"
+#include "membership/rng.h"
 
 #define TRIALS 40
 #define EPISODES 3

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "node_meta.h"
-#include "rdv_msg.h"
-#include "seal.h"
+#include "node/node_meta.h"
+#include "rendezvous/rdv_msg.h"
+#include "channel/seal.h"
 
 /* A proof-of-death check's outcome on its way back to the node that asked (EV_CHECK_DONE's data). */
 typedef struct check_done {

@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "node.h"
+#include "node/node.h"
 
 #define FTL_SIM_MAX_GROUPS 8
 #define FTL_SIM_PAUSE_BACKLOG 256 /* datagrams and frames a paused node holds, like socket buffers */

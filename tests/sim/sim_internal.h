@@ -3,8 +3,8 @@
 #ifndef FTL_TESTS_SIM_INTERNAL_H
 #define FTL_TESTS_SIM_INTERNAL_H
 
-#include "heap.h"
-#include "rng.h"
+#include "base/heap.h"
+#include "membership/rng.h"
 #include "sim.h"
 
 typedef enum ev_kind { EV_TICK, EV_DATAGRAM, EV_FRAME, EV_PP_REQUEST, EV_PP_REPLY, EV_SEEDS, EV_CHECK_DONE } ev_kind;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdv_view.h"
+#include "rendezvous/rdv_view.h"
 
 void ftl_sim_record_view(ftl_sim *sim, int i)
 {

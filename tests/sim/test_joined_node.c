@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdv_msg.h"
+#include "rendezvous/rdv_msg.h"
 
 static int cluster_size(void)
 {

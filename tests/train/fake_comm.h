@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
 #define FAKE_DEVICE_BYTES 4096
 extern unsigned char fake_device_memory[FAKE_DEVICE_BYTES];

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "exec_machine.h"
+#include "train/exec_machine.h"
 #include "fake_comm.h"
 
 /* ---- the scripted view feed ---- */

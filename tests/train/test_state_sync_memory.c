@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "fake_comm.h"
-#include "state_sync.h"
+#include "train/state_sync.h"
 
 static char saved_here[40] = "optimizer state on rank 0";
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "deadline.h"
+#include "base/deadline.h"
 
 static void test_timer_never_fires_early_and_never_sleeps_past_its_cap(void **state)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "fifo.h"
+#include "base/fifo.h"
 
 static void test_items_come_out_in_order_across_growth_and_slides(void **state)
 {

@@ -8,8 +8,8 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "heap.h"
-#include "rng.h"
+#include "base/heap.h"
+#include "membership/rng.h"
 
 typedef struct event {
 	int64_t at;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keyring.h"
+#include "membership/keyring.h"
 
 enum { PT_LEN = 40, SEALED_LEN = PT_LEN + FTL_KEYRING_OVERHEAD };
 

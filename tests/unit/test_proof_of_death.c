@@ -9,7 +9,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "swim.h"
+#include "membership/swim.h"
 
 #define MS 1000LL
 

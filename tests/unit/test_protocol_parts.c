@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "awareness.h"
-#include "broadcast.h"
-#include "members.h"
-#include "profile.h"
-#include "suspicion.h"
+#include "membership/awareness.h"
+#include "membership/broadcast.h"
+#include "membership/members.h"
+#include "membership/profile.h"
+#include "membership/suspicion.h"
 
 static void test_suspicion_starts_at_max_and_shrinks_to_min_with_confirmations(void **state)
 {

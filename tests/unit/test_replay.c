@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "swim.h"
+#include "membership/swim.h"
 
 static const uint8_t k1[FTL_KEY_SIZE] = {1};
 static const uint8_t k2[FTL_KEY_SIZE] = {2};

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rng.h"
-#include "swim.h"
+#include "membership/rng.h"
+#include "membership/swim.h"
 
 static const uint8_t key_a[FTL_KEY_SIZE] = {1};
 

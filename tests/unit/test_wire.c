@@ -14,8 +14,8 @@
 
 #include "../fuzz/wire_equal.h"
 #include "../fuzz/wire_samples.h"
-#include "keyring.h"
-#include "wire.h"
+#include "membership/keyring.h"
+#include "membership/wire.h"
 
 static void assert_msg_round_trips(const ftl_msg *m)
 {
