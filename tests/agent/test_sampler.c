@@ -140,12 +140,18 @@ static void test_advance_moves_by_the_global_batch_clipped_at_the_end(void **sta
 	assert_int_equal(ftl_sampler_advance(100, 0, 0, 8), 0);
 }
 
-/* Runs whole data epochs, the world size changing between steps as in a job with kills and joins, and
- * checks that within each epoch the union of every rank's slices is every index exactly once. */
-static void run_epochs_with_changing_world(uint64_t m, uint32_t b, const int *worlds, size_t n_worlds,
-					   uint64_t seed, int epochs)
+/* One step of an epoch driver: every rank of a world of `world` takes its slice at pos (all added to c);
+ * returns how far the step moves pos. */
+typedef uint64_t (*epoch_step_fn)(const void *cfg, uint64_t m, int epoch, uint64_t pos, int world, coverage *c,
+				  uint64_t *slice);
+
+/* Runs whole data epochs of m indices, the world size taking the values of worlds in turn between steps
+ * as in a job with kills and joins, and checks that within each epoch the union of every rank's slices is
+ * every index exactly once. slice_cap: the most one rank takes in a step. */
+static void run_epochs(uint64_t m, size_t slice_cap, const int *worlds, size_t n_worlds, int epochs,
+		       epoch_step_fn step_fn, const void *cfg)
 {
-	uint64_t *slice = malloc(b * sizeof(*slice));
+	uint64_t *slice = malloc(slice_cap * sizeof(*slice));
 	assert_non_null(slice);
 	size_t step = 0;
 	for (int epoch = 0; epoch < epochs; epoch++) {
@@ -153,16 +159,7 @@ static void run_epochs_with_changing_world(uint64_t m, uint32_t b, const int *wo
 		coverage_init(&c, m);
 		uint64_t pos = 0;
 		while (pos < m) {
-			int world = worlds[step++ % n_worlds];
-			size_t taken = 0;
-			for (int rank = 0; rank < world; rank++) {
-				size_t n = ftl_sampler_slice(m, seed, (uint64_t)epoch, pos, rank, b, slice);
-				for (size_t k = 0; k < n; k++)
-					coverage_add(&c, slice[k]);
-				taken += n;
-			}
-			uint64_t advance = ftl_sampler_advance(m, pos, world, b);
-			assert_int_equal(taken, advance);
+			uint64_t advance = step_fn(cfg, m, epoch, pos, worlds[step++ % n_worlds], &c, slice);
 			assert_true(advance > 0);
 			pos += advance;
 		}
@@ -171,6 +168,35 @@ static void run_epochs_with_changing_world(uint64_t m, uint32_t b, const int *wo
 		free(c.seen);
 	}
 	free(slice);
+}
+
+/* The per-rank sampler: every rank takes up to b indices, and the step advances by what they took. */
+struct per_rank_cfg {
+	uint64_t seed;
+	uint32_t b;
+};
+
+static uint64_t per_rank_step(const void *cfg, uint64_t m, int epoch, uint64_t pos, int world, coverage *c,
+			      uint64_t *slice)
+{
+	const struct per_rank_cfg *p = cfg;
+	size_t taken = 0;
+	for (int rank = 0; rank < world; rank++) {
+		size_t n = ftl_sampler_slice(m, p->seed, (uint64_t)epoch, pos, rank, p->b, slice);
+		for (size_t k = 0; k < n; k++)
+			coverage_add(c, slice[k]);
+		taken += n;
+	}
+	uint64_t advance = ftl_sampler_advance(m, pos, world, p->b);
+	assert_int_equal(taken, advance);
+	return advance;
+}
+
+static void run_epochs_with_changing_world(uint64_t m, uint32_t b, const int *worlds, size_t n_worlds,
+					   uint64_t seed, int epochs)
+{
+	struct per_rank_cfg cfg = {.seed = seed, .b = b};
+	run_epochs(m, b, worlds, n_worlds, epochs, per_rank_step, &cfg);
 }
 
 static void test_changing_world_size_covers_every_index_exactly_once(void **state)
@@ -200,39 +226,39 @@ static void test_global_batch_of_100_on_3_ranks_splits_34_33_33(void **state)
 }
 
 /* Whole data epochs with a fixed global batch while the world changes between steps: every step takes the
- * global batch (fewer only at the epoch's end), and each epoch uses every index exactly once. */
+ * global batch (fewer only at the epoch's end) in consecutive runs, in rank order. */
+struct global_batch_cfg {
+	uint64_t batch;
+	uint32_t micro;
+	bool is_reproducible;
+};
+
+static uint64_t global_batch_step(const void *cfg, uint64_t m, int epoch, uint64_t pos, int world, coverage *c,
+				  uint64_t *slice)
+{
+	const struct global_batch_cfg *g = cfg;
+	uint64_t len = ftl_batch_step_len(m, pos, g->batch), taken = 0;
+	assert_int_equal(len, m - pos < g->batch ? m - pos : g->batch);
+	for (int rank = 0; rank < world; rank++) {
+		ftl_batch_share sh;
+		ftl_batch_share_of(len, g->micro, g->is_reproducible, world, rank, &sh);
+		assert_int_equal(sh.offset, taken);
+		size_t n = sh.count ? ftl_sampler_slice(m, 9, (uint64_t)epoch, pos + sh.offset, 0, (uint32_t)sh.count,
+							slice) : 0;
+		assert_int_equal(n, sh.count);
+		for (size_t k = 0; k < n; k++)
+			coverage_add(c, slice[k]);
+		taken += n;
+	}
+	assert_int_equal(taken, len);
+	return len;
+}
+
 static void run_global_batch_epochs(uint64_t m, uint64_t batch, uint32_t micro, bool is_reproducible,
 				    const int *worlds, size_t n_worlds, int epochs)
 {
-	uint64_t *slice = malloc(batch * sizeof(*slice));
-	assert_non_null(slice);
-	size_t step = 0;
-	for (int epoch = 0; epoch < epochs; epoch++) {
-		coverage c;
-		coverage_init(&c, m);
-		uint64_t pos = 0;
-		while (pos < m) {
-			int world = worlds[step++ % n_worlds];
-			uint64_t len = ftl_batch_step_len(m, pos, batch), taken = 0;
-			assert_int_equal(len, m - pos < batch ? m - pos : batch);
-			for (int rank = 0; rank < world; rank++) {
-				ftl_batch_share sh;
-				ftl_batch_share_of(len, micro, is_reproducible, world, rank, &sh);
-				assert_int_equal(sh.offset, taken); /* consecutive runs, in rank order */
-				size_t n = sh.count ? ftl_sampler_slice(m, 9, (uint64_t)epoch, pos + sh.offset, 0,
-									(uint32_t)sh.count, slice) : 0;
-				assert_int_equal(n, sh.count);
-				for (size_t k = 0; k < n; k++)
-					coverage_add(&c, slice[k]);
-				taken += n;
-			}
-			assert_int_equal(taken, len);
-			pos += len;
-		}
-		assert_each_seen_once(&c);
-		free(c.seen);
-	}
-	free(slice);
+	struct global_batch_cfg cfg = {.batch = batch, .micro = micro, .is_reproducible = is_reproducible};
+	run_epochs(m, batch, worlds, n_worlds, epochs, global_batch_step, &cfg);
 }
 
 static void test_global_batch_covers_every_index_exactly_once_as_the_world_changes(void **state)
