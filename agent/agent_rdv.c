@@ -49,7 +49,7 @@ void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o)
 
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
-	const ftl_view_copy *v = &a->train.view;
+	const ftl_rdv_view *v = &a->train.view;
 	if (strcmp(name, a->cfg.name) == 0)
 		return v->seq ? v->self_rank : -1; /* by generation too: a restarted worker is not its predecessor */
 	for (uint32_t i = 0; i < v->n; i++)
@@ -121,26 +121,20 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	ftl_training *t = &a->train;
 	const ftl_rdv *rdv = ftl_node_rdv(a->node);
 	const ftl_rdv_view *v = ftl_rdv_current(rdv);
-	ftl_rdv_member *copy = malloc((v->n ? v->n : 1) * sizeof(*copy));
-	if (!copy)
+	ftl_rdv_view copy = {0}; /* made outside the lock, swapped in under it */
+	if (ftl_rdv_view_copy(&copy, v) != 0)
 		return;
-	memcpy(copy, v->members, v->n * sizeof(*copy));
+	copy.self_rank = ftl_rdv_rank(rdv);
 	pthread_mutex_lock(&a->lock);
 	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
 	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
 	ftl_train_metrics_view_locked(a, v);
-	free(t->view.members);
-	t->view.members = copy;
-	t->view.seq++;
-	t->view.self_rank = ftl_rdv_rank(rdv);
+	copy.seq = t->view.seq + 1;
+	ftl_rdv_view_clear(&t->view);
+	t->view = copy;
 	t->phase = ftl_rdv_get_phase(rdv); /* with the view, so the training thread never sees one without the other */
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
-	t->view.epoch = v->epoch;
-	t->view.lineage = v->lineage;
-	t->view.n = v->n;
-	t->view.blob_len = v->blob_len;
-	memcpy(t->view.blob, v->blob, v->blob_len);
 	abort_comm_locked(a, why);
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);

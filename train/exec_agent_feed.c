@@ -20,31 +20,19 @@
  * the next one is agreed, e.g. while joiners settle). */
 static bool is_usable(const ftl_training *t, const ftl_abandoned_view *ab)
 {
-	const ftl_view_copy *v = &t->view;
+	const ftl_rdv_view *v = &t->view;
 	if (v->seq == 0 || v->self_rank < 0 || v->seq == ab->seq)
 		return false;
 	return t->phase == FTL_RDV_TRAINING || t->exec.comm_seq == v->seq;
 }
 
-/* Under the lock; the view is copied only when it is not the one already in hand. */
-static int copy_view(const ftl_view_copy *v, ftl_work_view *w)
+/* Under the lock; the view is copied only when it is not the one already in hand (a usable view has us in
+ * it, so its members are never empty). */
+static int copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
 {
 	if (w->seq == v->seq && w->members)
 		return 0;
-	ftl_rdv_member *members = malloc((v->n ? v->n : 1) * sizeof(*members));
-	if (!members)
-		return -1;
-	memcpy(members, v->members, v->n * sizeof(*members));
-	free(w->members);
-	w->members = members;
-	w->seq = v->seq;
-	w->epoch = v->epoch;
-	w->lineage = v->lineage;
-	w->n = v->n;
-	w->rank = v->self_rank;
-	w->blob_len = v->blob_len;
-	memcpy(w->blob, v->blob, v->blob_len);
-	return 0;
+	return ftl_rdv_view_copy(w, v);
 }
 
 /* Under the lock: the error when the wait has lasted too long (message in err), else FTL_OK; *deadline_us
@@ -127,7 +115,7 @@ static void sleep_until(ftl_agent *a, int64_t deadline_us)
 	pthread_cond_timedwait(&a->changed, &a->lock, &until);
 }
 
-static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, char *err, size_t len)
+static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t len)
 {
 	ftl_agent *a = ctx;
 	ftl_training *t = &a->train;
@@ -170,21 +158,21 @@ static bool feed_is_newest(void *ctx, uint64_t seq)
 
 static int64_t feed_now_us(void *ctx) { return ftl_agent_now_us(ctx); }
 
-static void feed_stepping(void *ctx, const ftl_work_view *w, uint64_t step, bool is_retry)
+static void feed_stepping(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry)
 {
 	ftl_agent *a = ctx;
 	ftl_job_status *s = &a->train.status;
 	pthread_mutex_lock(&a->lock);
 	s->step = step;
 	s->view_epoch = w->epoch;
-	s->rank = w->rank;
+	s->rank = w->self_rank;
 	s->world_size = (int)w->n;
 	if (is_retry)
 		s->retries++;
 	pthread_mutex_unlock(&a->lock);
 }
 
-static void feed_synced(void *ctx, const ftl_work_view *w, uint64_t bytes, int64_t took_us)
+static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us)
 {
 	ftl_agent *a = ctx;
 	pthread_mutex_lock(&a->lock);

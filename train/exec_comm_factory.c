@@ -63,7 +63,7 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 }
 
 /* The tcp bootstrap of w: every member's data address, by rank (malloc'd text). */
-static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
+static char *tcp_bootstrap(const ftl_rdv_view *w, size_t *len)
 {
 	const char **addrs = malloc(w->n * sizeof(*addrs));
 	if (!addrs)
@@ -80,14 +80,14 @@ static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
 }
 
 /* The config of w's communicator on backend; *text is the tcp bootstrap it points to (free it after). */
-static ftl_err config_for(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
+static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
 			  char **text, char *err, size_t len)
 {
 	ftl_training *t = &a->train;
 	struct ftl_comm_config cfg;
 	ftl_comm_config_init(&cfg);
 	cfg.backend = backend;
-	cfg.rank = w->rank;
+	cfg.rank = w->self_rank;
 	cfg.world_size = (int)w->n;
 	/* Epochs are unique within a lineage only: two clusters that formed apart and merged may share one. */
 	cfg.comm_id = w->epoch ^ (w->lineage * 0x9e3779b97f4a7c15ULL);
@@ -116,7 +116,7 @@ static ftl_err config_for(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend
 }
 
 /* The comm's error as the step's: what failed, where, why. */
-static ftl_err built(ftl_err e, const ftl_work_view *w, ftl_comm_backend backend, const char *why, char *err,
+static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend, const char *why, char *err,
 		     size_t len)
 {
 	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
@@ -131,7 +131,7 @@ static ftl_err built(ftl_err e, const ftl_work_view *w, ftl_comm_backend backend
 	return e;
 }
 
-static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
+static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
 		      size_t len)
 {
 	struct ftl_comm_config cfg;
@@ -146,7 +146,7 @@ static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend bac
 }
 
 /* A member incarnation as comm_rebuild compares them: equal keys, the same process. */
-static uint64_t *member_keys(const ftl_work_view *w)
+static uint64_t *member_keys(const ftl_rdv_view *w)
 {
 	uint64_t *keys = malloc(sizeof(*keys) * (w->n ? w->n : 1));
 	for (uint32_t i = 0; keys && i < w->n; i++)
@@ -156,7 +156,7 @@ static uint64_t *member_keys(const ftl_work_view *w)
 
 /* w's device comm: the last one shrunk where every rank can, else a fresh init (comm_rebuild.h). The last
  * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
-static ftl_err rebuild_device(ftl_agent *a, const ftl_work_view *w, ftl_comm *host, ftl_comm **out, char *err,
+static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out, char *err,
 			      size_t len)
 {
 	ftl_training *t = &a->train;
@@ -190,7 +190,7 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_work_view *w, ftl_comm *ho
 	return built(e, w, t->cfg.backend, why, err, len);
 }
 
-static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t len)
+static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
 {
 	ftl_agent *a = ctx;
 	ftl_comm_backend backend = a->train.cfg.backend;
@@ -207,7 +207,7 @@ static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *o
 	*out = c;
 	char fields[128];
 	snprintf(fields, sizeof(fields), "epoch=%llu rank=%d world_size=%u took_ms=%.1f", (unsigned long long)w->epoch,
-		 w->rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
+		 w->self_rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
 	ftl_log(FTL_LOG_INFO, "training", fields, "communicator built (%s%s)", ftl_comm_backend_strs[backend],
 		backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data");
 	return FTL_OK;

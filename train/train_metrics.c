@@ -108,7 +108,7 @@ static bool has_member(const ftl_rdv_member *members, uint32_t n, const char *na
 /* O(old n * new n) name comparisons, once per view change. */
 void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 {
-	const ftl_view_copy *old = &a->train.view;
+	const ftl_rdv_view *old = &a->train.view;
 	bool died = false, left = false, joined = false;
 	for (uint32_t i = 0; i < old->n; i++) {
 		if (has_member(v->members, v->n, old->members[i].name))

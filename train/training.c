@@ -214,7 +214,7 @@ void ftl_training_free(ftl_training *t)
 	t->comm_keys = NULL;
 	if (t->data_fd >= 0 && t->is_enabled)
 		close(t->data_fd);
-	free(t->view.members);
+	ftl_rdv_view_clear(&t->view);
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
 	free(t->exact_scratch);

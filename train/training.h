@@ -14,18 +14,6 @@
 #include "state_registry.h"
 #include "train_metrics.h"
 
-typedef struct ftl_view_copy {
-	uint64_t seq;                    /* this worker's count of views taken (0: none yet): unlike the epoch,
-					  * it names one view even across lineages */
-	int self_rank;                   /* ours, -1 when we are not a member (a spare, or catching up) */
-	uint64_t epoch;                  /* 0: none yet */
-	uint64_t lineage;                /* the cluster history it belongs to (epochs repeat across lineages) */
-	uint32_t n;
-	ftl_rdv_member *members;         /* [n] by rank, owned */
-	uint16_t blob_len;
-	uint8_t blob[FTL_RDV_BLOB_MAX];
-} ftl_view_copy;
-
 typedef struct ftl_training {
 	bool is_enabled;                 /* ftl_set_training was called */
 	ftl_training_config cfg;
@@ -33,7 +21,8 @@ typedef struct ftl_training {
 	char data_addr[FTL_ADDR_MAX];
 
 	/* under the agent's lock */
-	ftl_view_copy view;              /* the newest view this worker knows of (it may not be in it) */
+	ftl_rdv_view view;               /* the newest view this worker knows of (it may not be in it): the agent's
+					  * copy (rendezvous.h), numbered by seq, replaced whole on every view */
 	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
 	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
