@@ -23,6 +23,7 @@
 #include "agent_internal.h"
 #include "comm_rebuild.h"
 #include "log.h"
+#include "training.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
  * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */
@@ -34,8 +35,8 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
 {
 	ftl_agent *a = arg;
 	pthread_mutex_lock(&a->lock);
-	if (peer_rank >= 0 && (uint32_t)peer_rank < a->train.view.n && a->n_hints < FTL_MAX_HINTS)
-		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->train.view.members[peer_rank].name);
+	if (peer_rank >= 0 && (uint32_t)peer_rank < a->views.view.n && a->n_hints < FTL_MAX_HINTS)
+		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->views.view.members[peer_rank].name);
 	pthread_mutex_unlock(&a->lock);
 	uv_async_send(&a->wake);
 }
@@ -44,12 +45,12 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
  * were built for arrived meanwhile: nobody aborted them yet, so this does. */
 static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	pthread_mutex_lock(&a->lock);
 	ftl_comm_pair old = {t->comm, t->ctrl_comm};
 	t->comm = c->data;
 	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
-	if (c->data && t->view.seq != seq)
+	if (c->data && a->views.view.seq != seq)
 		ftl_training_abort_comms_locked(t);
 	t->comm_seq = c->data ? seq : 0;
 	if (!c->data) {
@@ -83,7 +84,7 @@ static char *tcp_bootstrap(const ftl_rdv_view *w, size_t *len)
 static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
 			  char **text, char *err, size_t len)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
 	ftl_comm_config_init(&cfg);
 	cfg.backend = backend;
@@ -159,7 +160,7 @@ static uint64_t *member_keys(const ftl_rdv_view *w)
 static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out, char *err,
 			      size_t len)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
 	char *text;
 	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text, err, len);
@@ -193,7 +194,7 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
 {
 	ftl_agent *a = ctx;
-	ftl_comm_backend backend = a->train.cfg.backend;
+	ftl_comm_backend backend = a->train->cfg.backend;
 	int64_t start = ftl_agent_now_us(a);
 	ftl_comm_pair c = {0};
 	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl, err, len);
