@@ -5,9 +5,9 @@
  * side catching up after a heal): the training thread must never go on building the communicator of a view
  * the cluster has left behind. When the node's abort rule fires (a member of the view in use is gone, or a
  * new view was taken) it aborts the communicator through the training layer's hook (agent_training.h), so
- * that a step blocked in a collective returns at once and ftl_execute moves to the next view. It also carries the training thread's rebuild requests, says who is
- * missing when the quorum is lost, and warns when this worker's job merges into another lineage (its steps
- * are then discarded for the other's). */
+ * that a step blocked in a collective returns at once and ftl_execute moves to the next view. It also
+ * carries the training thread's rebuild requests, says who is missing when the quorum is lost, and warns
+ * when this worker's job merges into another lineage (its steps are then discarded for the other's). */
 #include "agent_internal.h"
 
 #include <stdlib.h>

@@ -51,62 +51,71 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 	ftl_metrics_put(t, ",name=");
 	ftl_metrics_label_value(t, s->name);
 	ftl_metrics_put(t, "} 1\n");
-	ftl_metrics_per_label(t, "ftl_members", "gauge", "Members by state, as this agent sees them (itself included).", "state",
-		  ftl_member_state_strs, s->members, FTL_MEMBER_STATE_MAX);
+	ftl_metrics_per_label(t, "ftl_members", "gauge", "Members by state, as this agent sees them (itself included).",
+			      "state", ftl_member_state_strs, s->members, FTL_MEMBER_STATE_MAX);
 	static const char *const directions[] = {"sent", "received"};
-	ftl_metrics_per_label(t, "ftl_gossip_packets_total", "counter", "Gossip UDP packets by direction.", "direction", directions,
-		  (uint64_t[]){s->swim.packets_sent, s->swim.packets_received}, 2);
-	ftl_metrics_per_label(t, "ftl_gossip_bytes_total", "counter", "Gossip UDP bytes by direction.", "direction", directions,
-		  (uint64_t[]){s->swim.bytes_sent, s->swim.bytes_received}, 2);
-	ftl_metrics_per_label(t, "ftl_gossip_messages_sent_total", "counter", "Primary gossip messages sent, by type.", "type",
-		  ftl_msg_type_strs, s->swim.sent, FTL_MSG_TYPE_MAX);
+	ftl_metrics_per_label(t, "ftl_gossip_packets_total", "counter", "Gossip UDP packets by direction.", "direction",
+			      directions, (uint64_t[]){s->swim.packets_sent, s->swim.packets_received}, 2);
+	ftl_metrics_per_label(t, "ftl_gossip_bytes_total", "counter", "Gossip UDP bytes by direction.", "direction",
+			      directions, (uint64_t[]){s->swim.bytes_sent, s->swim.bytes_received}, 2);
+	ftl_metrics_per_label(t, "ftl_gossip_messages_sent_total", "counter", "Primary gossip messages sent, by type.",
+			      "type", ftl_msg_type_strs, s->swim.sent, FTL_MSG_TYPE_MAX);
 	ftl_metrics_per_label(t, "ftl_gossip_messages_received_total", "counter",
-		  "Gossip messages received (piggybacked included), by type.", "type", ftl_msg_type_strs,
-		  s->swim.received, FTL_MSG_TYPE_MAX);
+			      "Gossip messages received (piggybacked included), by type.", "type", ftl_msg_type_strs,
+			      s->swim.received, FTL_MSG_TYPE_MAX);
 	ftl_metrics_per_label(t, "ftl_gossip_dropped_total", "counter", "Gossip messages dropped, by reason.", "reason",
-		  ftl_swim_drop_strs, s->swim.dropped, FTL_DROP_MAX);
+			      ftl_swim_drop_strs, s->swim.dropped, FTL_DROP_MAX);
 	ftl_metrics_per_label(t, "ftl_gossip_undecryptable_total", "counter",
-		  "Packets the keyring could not open, by reason (wrong key, tampered, plaintext).", "reason",
-		  ftl_keyring_drop_strs, s->keyring.dropped, FTL_KEYRING_DROP_MAX);
-	ftl_metrics_single(t, "ftl_gossip_probes_total", "counter", "Probes (pings) this agent sent.", (double)s->swim.probes);
+			      "Packets the keyring could not open, by reason (wrong key, tampered, plaintext).",
+			      "reason", ftl_keyring_drop_strs, s->keyring.dropped, FTL_KEYRING_DROP_MAX);
+	ftl_metrics_single(t, "ftl_gossip_probes_total", "counter", "Probes (pings) this agent sent.",
+			   (double)s->swim.probes);
 	ftl_metrics_single(t, "ftl_gossip_probes_failed_total", "counter", "Probes that got no ack in time.",
-	       (double)s->swim.probes_failed);
+			   (double)s->swim.probes_failed);
 	/* Two counters rather than a summary: rate(rtt) / rate(acks) is the mean round trip over any window. */
 	ftl_metrics_single(t, "ftl_gossip_probe_rtt_seconds_total", "counter",
-	       "Round trips of this agent's direct probes (ping to ack), summed.", (double)s->swim.probe_rtt_sum_us / 1e6);
+			   "Round trips of this agent's direct probes (ping to ack), summed.",
+			   (double)s->swim.probe_rtt_sum_us / 1e6);
 	ftl_metrics_single(t, "ftl_gossip_probe_acks_total", "counter", "Direct acks of this agent's probes.",
-	       (double)s->swim.probe_acks);
+			   (double)s->swim.probe_acks);
 	ftl_metrics_single(t, "ftl_membership_suspicions_total", "counter",
-	       "Members that became suspect here (this agent's probes or others' rumors).", (double)s->swim.suspicions);
+			   "Members that became suspect here (this agent's probes or others' rumors).",
+			   (double)s->swim.suspicions);
 	ftl_metrics_single(t, "ftl_membership_suspicions_refuted_total", "counter",
-	       "Suspected members that came back alive instead of dying.", (double)s->swim.suspicions_refuted);
+			   "Suspected members that came back alive instead of dying.",
+			   (double)s->swim.suspicions_refuted);
 	ftl_metrics_single(t, "ftl_gossip_refutations_total", "counter",
-	       "Suspicions of this agent it refuted (its incarnation raised).", (double)s->swim.refutations);
-	ftl_metrics_single(t, "ftl_gossip_push_pulls_total", "counter", "Full-state push-pull merges.", (double)s->swim.push_pulls);
+			   "Suspicions of this agent it refuted (its incarnation raised).",
+			   (double)s->swim.refutations);
+	ftl_metrics_single(t, "ftl_gossip_push_pulls_total", "counter", "Full-state push-pull merges.",
+			   (double)s->swim.push_pulls);
 	ftl_metrics_single(t, "ftl_gossip_tcp_timeouts_total", "counter", "Push-pull TCP exchanges that timed out.",
-	       (double)s->tcp_timeouts);
-	ftl_metrics_single(t, "ftl_gossip_health_score", "gauge", "Lifeguard local health: 0 is healthy, higher stretches probes.",
-	       (double)s->health);
+			   (double)s->tcp_timeouts);
+	ftl_metrics_single(t, "ftl_gossip_health_score", "gauge",
+			   "Lifeguard local health: 0 is healthy, higher stretches probes.", (double)s->health);
 	ftl_metrics_per_label(t, "ftl_membership_events_total", "counter",
-		  "Membership changes seen here, by type (suspect: suspicions raised; alive: refuted).", "type",
-		  ftl_swim_event_type_strs, s->events, FTL_EVENT_TYPE_MAX);
-	ftl_metrics_per_label(t, "ftl_membership_deaths_total", "counter", "Deaths declared or accepted here, by path.", "reason",
-		  ftl_death_reason_strs, s->swim.deaths_declared, FTL_DEATH_REASON_MAX);
-	ftl_metrics_single(t, "ftl_membership_checks_total", "counter", "Proof-of-death connects tried.", (double)s->swim.checks);
-	ftl_metrics_single(t, "ftl_membership_checks_refused_total", "counter", "Proof-of-death connects refused (dead at once).",
-	       (double)s->swim.checks_refused);
+			      "Membership changes seen here, by type (suspect: suspicions raised; alive: refuted).",
+			      "type", ftl_swim_event_type_strs, s->events, FTL_EVENT_TYPE_MAX);
+	ftl_metrics_per_label(t, "ftl_membership_deaths_total", "counter", "Deaths declared or accepted here, by path.",
+			      "reason", ftl_death_reason_strs, s->swim.deaths_declared, FTL_DEATH_REASON_MAX);
+	ftl_metrics_single(t, "ftl_membership_checks_total", "counter", "Proof-of-death connects tried.",
+			   (double)s->swim.checks);
+	ftl_metrics_single(t, "ftl_membership_checks_refused_total", "counter",
+			   "Proof-of-death connects refused (dead at once).", (double)s->swim.checks_refused);
 }
 
 static void view(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 {
 	ftl_metrics_single(t, "ftl_view_epoch", "gauge", "Epoch of the newest view this worker knows of (0: none).",
-	       (double)s->view_epoch);
+			   (double)s->view_epoch);
 	ftl_metrics_single(t, "ftl_view_world_size", "gauge", "Members of the newest view.", (double)s->world_size);
-	ftl_metrics_single(t, "ftl_view_rank", "gauge", "This worker's rank in the newest view (-1: not a member).", (double)s->rank);
+	ftl_metrics_single(t, "ftl_view_rank", "gauge", "This worker's rank in the newest view (-1: not a member).",
+			   (double)s->rank);
 	uint64_t is_phase[FTL_RDV_PHASE_MAX] = {0};
 	is_phase[s->phase] = 1;
-	ftl_metrics_per_label(t, "ftl_view_phase", "gauge", "The rendezvous phase: 1 for the current one, 0 for the others.",
-		  "phase", ftl_rdv_phase_strs, is_phase, FTL_RDV_PHASE_MAX);
+	ftl_metrics_per_label(t, "ftl_view_phase", "gauge",
+			      "The rendezvous phase: 1 for the current one, 0 for the others.", "phase",
+			      ftl_rdv_phase_strs, is_phase, FTL_RDV_PHASE_MAX);
 }
 
 char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len)

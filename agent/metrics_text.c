@@ -44,7 +44,8 @@ void ftl_metrics_label_value(ftl_metrics_text *t, const char *v)
 {
 	ftl_metrics_put(t, "\"");
 	for (; *v; v++)
-		ftl_metrics_put(t, "%s", *v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : (char[]){*v, 0});
+		ftl_metrics_put(t, "%s",
+				*v == '\\' ? "\\\\" : *v == '"' ? "\\\"" : *v == '\n' ? "\\n" : (char[]){*v, 0});
 	ftl_metrics_put(t, "\"");
 }
 
@@ -60,8 +61,8 @@ void ftl_metrics_single(ftl_metrics_text *t, const char *name, const char *type,
 }
 
 /* One series per label value: names[i] -> values[i], skipping names that are NULL or empty. */
-void ftl_metrics_per_label(ftl_metrics_text *t, const char *name, const char *type, const char *help, const char *label,
-		      const char *const *names, const uint64_t *values, int n)
+void ftl_metrics_per_label(ftl_metrics_text *t, const char *name, const char *type, const char *help,
+			   const char *label, const char *const *names, const uint64_t *values, int n)
 {
 	ftl_metrics_family(t, name, type, help);
 	for (int i = 0; i < n; i++) {
@@ -77,7 +78,8 @@ void ftl_metrics_histogram(ftl_metrics_text *t, const char *name, const char *he
 {
 	ftl_metrics_family(t, name, "histogram", help);
 	for (int i = 0; i < h->n_bounds; i++)
-		ftl_metrics_put(t, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)ftl_histogram_cumulative(h, i));
+		ftl_metrics_put(t, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i],
+				(unsigned long long)ftl_histogram_cumulative(h, i));
 	ftl_metrics_put(t, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count);
 	ftl_metrics_put(t, "%s_sum %.17g\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->count);
 }

@@ -1,6 +1,6 @@
 /* The training side of an agent (a->train; the agent sees it only through agent_training.h): the
- * communicators, the ftl_execute state machine, the state registry and the checkpoints. What both threads touch is guarded by the agent's
- * lock; the rest belongs to one thread, as marked. */
+ * communicators, the ftl_execute state machine, the state registry and the checkpoints. What both threads
+ * touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
 #ifndef FTL_TRAIN_TRAINING_H
 #define FTL_TRAIN_TRAINING_H
 
