@@ -423,7 +423,7 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
 		return -1;
-	if (a->train_ops)
+	if (a->is_training)
 		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until); /* the clock of a->changed */

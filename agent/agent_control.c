@@ -109,7 +109,7 @@ static json_t *status_json(ftl_agent *a)
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
 			 counters_json(a));
 	json_object_set_new(j, "timing", timing_json(a));
-	if (a->train_ops) {
+	if (a->is_training) {
 		a->train_ops->status(a, j);
 	} else {
 		json_object_set_new(j, "checkpoint", json_null());

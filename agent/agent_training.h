@@ -30,7 +30,8 @@ typedef struct ftl_agent_views {
 	ftl_job_status status;           /* the job as the training thread last reported it (ftl_get_job_status) */
 } ftl_agent_views;
 
-/* The training layer's calls, each with the agent it was attached to. */
+/* The training layer's calls, each with the agent it was attached to; all but free only once
+ * ftl_set_training has set a->is_training (before the start, fixed after it). */
 typedef struct ftl_agent_training_ops {
 	/* ftl_agent_start, before the node exists: open the comm listener (its address into a->data_addr). */
 	int (*listen)(struct ftl_agent *a, char *err, size_t err_len);

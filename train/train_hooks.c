@@ -62,8 +62,8 @@ static void status(ftl_agent *a, json_t *status)
 {
 	ftl_training *t = a->train;
 	json_object_set_new(status, "checkpoint", ftl_checkpoint_status_json(&t->ckpt));
-	json_object_set_new(status, "execute", a->is_training ? json_pack("{s:s}", "state",
-		ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]) : json_null());
+	json_object_set_new(status, "execute",
+			    json_pack("{s:s}", "state", ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]));
 }
 
 static void training_free(ftl_agent *a)
