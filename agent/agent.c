@@ -16,7 +16,6 @@
 
 #include "addr.h"
 #include "node/node_meta.h"
-#include "train/checkpoint.h"
 #include "log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
@@ -198,7 +197,7 @@ static void on_wake(uv_async_t *h)
 	pthread_mutex_lock(&a->lock);
 	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
 	uint8_t meta_buf[FTL_META_MAX];
-	uint16_t meta_len = (uint16_t)ftl_meta_pack(a->train.data_addr, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
+	uint16_t meta_len = (uint16_t)ftl_meta_pack(a->data_addr, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
 	char hints[FTL_MAX_HINTS][FTL_NAME_MAX];
 	int n_hints = a->n_hints;
 	memcpy(hints, a->hints, sizeof(hints));
@@ -228,7 +227,6 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t len)
 		return NULL;
 	}
 	a->cfg = *cfg;
-	a->train.data_fd = -1;
 	if (ftl_agent_config_resolve(cfg, &a->set, err, len) != 0) {
 		free(a);
 		return NULL;
@@ -276,9 +274,9 @@ static uint64_t wall_us(void)
 static int make_node(ftl_agent *a, char *err, size_t len)
 {
 	uint8_t meta[FTL_META_MAX];
-	size_t meta_len = ftl_meta_pack(a->train.data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
+	size_t meta_len = ftl_meta_pack(a->data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
 					sizeof(meta));
-	if (!a->train.data_addr[0]) { /* not training: the metadata is the user's alone */
+	if (!a->data_addr[0]) { /* not training: the metadata is the user's alone */
 		meta_len = strlen(a->cfg.meta);
 		memcpy(meta, a->cfg.meta, meta_len);
 	}
@@ -298,8 +296,8 @@ static int make_node(ftl_agent *a, char *err, size_t len)
 		.is_addr_valid = ftl_addr_is_member,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
 	}};
-	if (a->train.is_enabled)
-		ftl_agent_rdv_options(a, &o);
+	if (a->is_training)
+		a->train_ops->node_options(a, &o);
 	const char *serr;
 	a->node = ftl_node_new(&o, ftl_agent_now_us(a), &serr);
 	if (!a->node) {
@@ -360,7 +358,7 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 		snprintf(err, len, "the agent is already started");
 		return -1;
 	}
-	if (a->train.is_enabled && ftl_agent_data_listen(a, err, len) != 0)
+	if (a->is_training && a->train_ops->listen(a, err, len) != 0)
 		return -1;
 	if (make_node(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
 		return -1;
@@ -425,7 +423,8 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
 		return -1;
-	ftl_checkpoint_before_leaving(a); /* on the training thread, between steps: rank 0 checkpoints first */
+	if (a->is_training)
+		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until); /* the clock of a->changed */
 	until.tv_sec += timeout_ms / 1000;
@@ -487,7 +486,9 @@ void ftl_agent_delete(ftl_agent *a)
 	if (!a)
 		return;
 	ftl_agent_stop(a);
-	ftl_training_free(&a->train);
+	if (a->train_ops)
+		a->train_ops->free(a);
+	ftl_rdv_view_clear(&a->views.view);
 	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
 	pthread_mutex_destroy(&a->lock);

@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "node/node_meta.h"
-#include "train/checkpoint.h"
 #include "log.h"
 
 json_t *ftl_agent_error_reply(const char *msg)
@@ -22,7 +21,7 @@ static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
 			      (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000));
 	pthread_mutex_lock(&a->lock);
-	int rank = a->train.is_enabled ? ftl_agent_rank_of(a, m->name) : -1;
+	int rank = a->is_training ? ftl_agent_rank_of(a, m->name) : -1;
 	pthread_mutex_unlock(&a->lock);
 	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
 	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
@@ -110,8 +109,12 @@ static json_t *status_json(ftl_agent *a)
 			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
 			 counters_json(a));
 	json_object_set_new(j, "timing", timing_json(a));
-	json_object_set_new(j, "checkpoint", ftl_checkpoint_status_json(&a->train.ckpt));
-	json_object_set_new(j, "execute", ftl_training_execute_json(&a->train));
+	if (a->is_training) {
+		a->train_ops->status(a, j);
+	} else {
+		json_object_set_new(j, "checkpoint", json_null());
+		json_object_set_new(j, "execute", json_null());
+	}
 	return j;
 }
 

@@ -13,8 +13,8 @@
 #include "control.h"
 #include "base/deadline.h"
 #include "node/node.h"
+#include "agent_training.h"
 #include "channel/tcp_frame.h"
-#include "train/training.h"
 
 #define FTL_TCP_TIMEOUT_MS 5000
 #define FTL_PEER_IDLE_MS 30000          /* an outgoing rendezvous connection unused this long is closed */
@@ -72,7 +72,14 @@ struct ftl_agent {
 	bool has_left;
 	bool is_stopped;
 	ftl_agent_counts counts;
-	ftl_training train;       /* the training side, when ftl_set_training was called */
+	ftl_agent_views views;    /* the rendezvous's decisions for the training thread (agent_training.h) */
+
+	/* The training layer above, attached before the start (agent_training.h); the agent never looks inside
+	 * train, it calls train_ops. */
+	bool is_training;         /* ftl_set_training was called: a rendezvous, views for the training thread */
+	char data_addr[FTL_ADDR_MAX];    /* the comm listener's address, advertised in the metadata ("": none) */
+	struct ftl_training *train;      /* owned by train/, freed through train_ops->free (NULL: none) */
+	const ftl_agent_training_ops *train_ops;
 };
 
 int64_t ftl_agent_now_us(ftl_agent *a);
@@ -97,8 +104,6 @@ void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out);
 void ftl_agent_check_close_all(ftl_agent *a);
 
 /* agent_rdv.c: the rendezvous side of the node, on the loop thread */
-/* The node's training options (the rendezvous settings, the data address, the NCCL id maker). */
-void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o);
 /* The node's abort rule fired for a membership event: abort the communicator in use, if any. */
 void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why);
 /* The node took a new view: hand it to the training thread and abort the old communicator, in one step. */

@@ -4,10 +4,10 @@
  * view the node takes to the training thread, including views this worker is not in (a spare, or a minority
  * side catching up after a heal): the training thread must never go on building the communicator of a view
  * the cluster has left behind. When the node's abort rule fires (a member of the view in use is gone, or a
- * new view was taken) it aborts the communicator, so that a step blocked in a collective returns at once and
- * ftl_execute moves to the next view. It also carries the training thread's rebuild requests, says who is
- * missing when the quorum is lost, and warns when this worker's job merges into another lineage (its steps
- * are then discarded for the other's). */
+ * new view was taken) it aborts the communicator through the training layer's hook (agent_training.h), so
+ * that a step blocked in a collective returns at once and ftl_execute moves to the next view. It also
+ * carries the training thread's rebuild requests, says who is missing when the quorum is lost, and warns
+ * when this worker's job merges into another lineage (its steps are then discarded for the other's). */
 #include "agent_internal.h"
 
 #include <stdlib.h>
@@ -16,40 +16,9 @@
 #include "node/node_meta.h"
 #include "log.h"
 
-static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
-{
-	ftl_agent *a = ctx;
-	if (a->train.cfg.backend != FTL_COMM_NCCL)
-		return 0;
-	char err[256];
-	if (ftl_comm_nccl_unique_id(blob, cap, err, sizeof(err)) != FTL_OK) {
-		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
-			(unsigned long long)epoch, err);
-		return -1;
-	}
-	return FTL_COMM_NCCL_ID_LEN;
-}
-
-void ftl_agent_rdv_options(ftl_agent *a, ftl_node_options *o)
-{
-	ftl_training *t = &a->train;
-	o->is_training = true;
-	o->data_addr = t->data_addr;
-	o->rdv = (ftl_rdv_config){
-		.min_workers = t->cfg.min_workers,
-		.max_workers = t->cfg.max_workers,
-		.settle_us = t->cfg.settle_ms * 1000,
-		.ready_interval_us = a->set.swim.ready_interval_us,
-		.expected_workers = t->cfg.expected_workers,
-		.expected_wait_us = t->cfg.expected_wait_ms * 1000,
-	};
-	o->blob_cb = make_blob;
-	o->blob_ctx = a;
-}
-
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
-	const ftl_view_copy *v = &a->train.view;
+	const ftl_rdv_view *v = &a->views.view;
 	if (strcmp(name, a->cfg.name) == 0)
 		return v->seq ? v->self_rank : -1; /* by generation too: a restarted worker is not its predecessor */
 	for (uint32_t i = 0; i < v->n; i++)
@@ -58,28 +27,18 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name)
 	return -1;
 }
 
-/* Aborts the communicator in use, so a blocked collective returns now (loop thread, under the lock). */
-static void abort_comm_locked(ftl_agent *a, const char *why)
-{
-	if (a->train.comm) {
-		ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives in progress: %s", why);
-		ftl_training_abort_comms_locked(&a->train);
-	}
-}
-
 void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why)
 {
+	if (!a->is_training)
+		return;
 	pthread_mutex_lock(&a->lock);
-	if (a->train.comm) {
-		ftl_train_metrics_disrupted_locked(&a->train.metrics, ftl_agent_now_us(a));
-		abort_comm_locked(a, why);
-	}
+	a->train_ops->abort_locked(a, why, true);
 	pthread_mutex_unlock(&a->lock);
 }
 
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len)
 {
-	if (!a->train.is_enabled)
+	if (!a->is_training)
 		return;
 	ftl_node_receive_frame(a->node, ftl_agent_now_us(a), plain, len);
 	ftl_agent_flush(a);
@@ -118,30 +77,24 @@ static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv
 
 void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 {
-	ftl_training *t = &a->train;
+	ftl_agent_views *t = &a->views;
 	const ftl_rdv *rdv = ftl_node_rdv(a->node);
 	const ftl_rdv_view *v = ftl_rdv_current(rdv);
-	ftl_rdv_member *copy = malloc((v->n ? v->n : 1) * sizeof(*copy));
-	if (!copy)
+	ftl_rdv_view copy = {0}; /* made outside the lock, swapped in under it */
+	if (ftl_rdv_view_copy(&copy, v) != 0)
 		return;
-	memcpy(copy, v->members, v->n * sizeof(*copy));
+	copy.self_rank = ftl_rdv_rank(rdv);
 	pthread_mutex_lock(&a->lock);
 	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
 	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
-	ftl_train_metrics_view_locked(a, v);
-	free(t->view.members);
-	t->view.members = copy;
-	t->view.seq++;
-	t->view.self_rank = ftl_rdv_rank(rdv);
+	a->train_ops->view_locked(a, v);
+	copy.seq = t->view.seq + 1;
+	ftl_rdv_view_clear(&t->view);
+	t->view = copy;
 	t->phase = ftl_rdv_get_phase(rdv); /* with the view, so the training thread never sees one without the other */
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
-	t->view.epoch = v->epoch;
-	t->view.lineage = v->lineage;
-	t->view.n = v->n;
-	t->view.blob_len = v->blob_len;
-	memcpy(t->view.blob, v->blob, v->blob_len);
-	abort_comm_locked(a, why);
+	a->train_ops->abort_locked(a, why, false);
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
 	char fields[128];
@@ -156,7 +109,7 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
  * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
 static void describe_missing(ftl_agent *a, const ftl_rdv *rdv, ftl_rdv_phase phase)
 {
-	ftl_training *t = &a->train;
+	ftl_agent_views *t = &a->views;
 	char text[sizeof(t->missing)] = "";
 	if (phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		const char *names[16];
@@ -182,8 +135,8 @@ static void describe_missing(ftl_agent *a, const ftl_rdv *rdv, ftl_rdv_phase pha
 
 void ftl_agent_rdv_wake(ftl_agent *a)
 {
-	ftl_training *t = &a->train;
-	if (!t->is_enabled)
+	ftl_agent_views *t = &a->views;
+	if (!a->is_training)
 		return;
 	pthread_mutex_lock(&a->lock);
 	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
@@ -201,8 +154,8 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 
 int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
 {
-	ftl_training *t = &a->train;
-	if (!t->is_enabled) {
+	ftl_agent_views *t = &a->views;
+	if (!a->is_training) {
 		snprintf(err, len, "this agent does not train (no rendezvous)");
 		return -1;
 	}
@@ -223,7 +176,7 @@ int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
 
 void ftl_agent_rdv_publish(ftl_agent *a)
 {
-	ftl_training *t = &a->train;
+	ftl_agent_views *t = &a->views;
 	const ftl_rdv *rdv = ftl_node_rdv(a->node);
 	if (!rdv)
 		return;
@@ -245,8 +198,8 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)
 {
-	ftl_training *t = &a->train;
-	if (!t->is_enabled)
+	ftl_agent_views *t = &a->views;
+	if (!a->is_training)
 		return json_null();
 	pthread_mutex_lock(&a->lock);
 	json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:I, s:i}", "epoch", (json_int_t)t->view.epoch, "phase",
@@ -260,7 +213,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 			"without them; never while they may still be alive on the other side of a partition"));
 	}
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
-	ftl_train_metrics_status_locked(&t->metrics, j);
+	a->train_ops->view_status_locked(a, j);
 	pthread_mutex_unlock(&a->lock);
 	return j;
 }

@@ -1,8 +1,9 @@
 /* /metrics: what the agent knows, in the Prometheus text exposition format (version 0.0.4).
  *
- * A snapshot is taken on the loop thread (which owns the membership core) with the training side copied
- * under the agent's lock; the text is then built from the snapshot alone, a pure function that the unit
- * test drives with made-up snapshots. metrics_http.c serves it. Names follow Prometheus conventions: the
+ * A snapshot is taken on the loop thread (which owns the membership core) with the views copied under the
+ * agent's lock and the training layer's families rendered by it (agent_training.h); the text is then
+ * built from the snapshot alone, a pure function that the unit test drives with made-up snapshots.
+ * metrics_http.c serves it. Names follow Prometheus conventions: the
  * ftl_ prefix, base units in the name (_seconds, _bytes), _total on counters, histograms with cumulative
  * _bucket{le=...} series ending at +Inf, then _sum and _count. */
 #ifndef FTL_AGENT_METRICS_H
@@ -12,11 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "train/checkpoint.h"
 #include "membership/keyring.h"
+#include "metrics_text.h"
 #include "rendezvous/rendezvous.h"
 #include "membership/swim.h"
-#include "train/train_metrics.h"
 
 typedef struct ftl_metrics_snapshot {
 	char name[64];
@@ -34,17 +34,14 @@ typedef struct ftl_metrics_snapshot {
 	int rank;                             /* -1: not a member of the newest view */
 	uint32_t world_size;
 	ftl_rdv_phase phase;
-	uint64_t retries;
-	ftl_train_metrics train;
-	/* checkpoints (has_checkpoints false: off) */
-	bool has_checkpoints;
-	ftl_ckpt_writer_stats ckpt;
+	ftl_metrics_text training;            /* the training layer's families, rendered by it (empty: none) */
 } ftl_metrics_snapshot;
 
 struct ftl_agent;
 
 /* Loop thread. */
 void ftl_metrics_snapshot_take(struct ftl_agent *a, ftl_metrics_snapshot *out);
+void ftl_metrics_snapshot_free(ftl_metrics_snapshot *s);
 /* The exposition text (NUL-terminated, *len without the NUL), malloc'd; NULL when out of memory. */
 char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len);
 

@@ -122,6 +122,7 @@ static void reply_metrics(http_conn *c)
 	ftl_metrics_snapshot_take(c->srv->agent, &snap);
 	size_t len;
 	char *text = ftl_metrics_render(&snap, &len);
+	ftl_metrics_snapshot_free(&snap);
 	if (!text) {
 		reply_error(c, "500 Internal Server Error", "", "out of memory\n");
 		return;

@@ -9,7 +9,7 @@
 
 void rdv_acceptor_reset(rdv_acceptor *a)
 {
-	rdv_view_clear(&a->value);
+	ftl_rdv_view_clear(&a->value);
 	memset(a, 0, sizeof *a);
 }
 
@@ -52,7 +52,7 @@ void rdv_acceptor_on_accept(ftl_rdv *r, const rdv_msg *m)
 		reject(r, m);
 		return;
 	}
-	if (rdv_view_copy(&a->value, &m->view) != 0) {
+	if (ftl_rdv_view_copy(&a->value, &m->view) != 0) {
 		a->accepted.round = 0; /* out of memory: accept nothing rather than a torn value */
 		return;
 	}

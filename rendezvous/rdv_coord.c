@@ -42,7 +42,7 @@ void rdv_proposal_abort(ftl_rdv *r)
 {
 	rdv_proposal *p = &r->proposal;
 	int64_t retry_us = p->retry_us;
-	rdv_view_clear(&p->value);
+	ftl_rdv_view_clear(&p->value);
 	free(p->acceptors);
 	free(p->is_answered);
 	memset(p, 0, sizeof *p);
@@ -157,7 +157,7 @@ static void commit_value(ftl_rdv *r)
 	if (chosen.lineage == 0)
 		chosen.lineage = rdv_view_digest(&chosen) | 1;
 	commit(r, &chosen);
-	rdv_view_clear(&chosen);
+	ftl_rdv_view_clear(&chosen);
 }
 
 /* Fills the blob of our own value; false when the callback postpones the commit. */
@@ -220,7 +220,7 @@ static void begin_prepare(ftl_rdv *r, int64_t now_us, const rdv_target *t)
 			    .members = (ftl_rdv_member *)t->members};
 
 	rdv_proposal_abort(r);
-	if (collect_acceptors(r) != 0 || rdv_view_copy(&p->value, &own) != 0) {
+	if (collect_acceptors(r) != 0 || ftl_rdv_view_copy(&p->value, &own) != 0) {
 		rdv_proposal_abort(r);
 		r->dropped++;
 		return;
@@ -305,7 +305,7 @@ void rdv_coord_on_promise(ftl_rdv *r, int64_t now_us, const rdv_msg *m)
 		return;
 	if (m->accepted.round > 0 && m->view.epoch == r->view.epoch + 1 && m->view.lineage == r->view.lineage &&
 	    rdv_ballot_cmp(&m->accepted, &p->value_ballot) > 0) {
-		if (rdv_view_copy(&p->value, &m->view) != 0) {
+		if (ftl_rdv_view_copy(&p->value, &m->view) != 0) {
 			rdv_proposal_abort(r); /* out of memory: a later attempt retries */
 			return;
 		}

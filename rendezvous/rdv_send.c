@@ -61,7 +61,7 @@ static void queue_inbox(ftl_rdv *r, const rdv_msg *m)
 {
 	rdv_msg copy = *m, *slot;
 	copy.view.members = NULL;
-	if (rdv_view_copy(&copy.view, &m->view) != 0) {
+	if (ftl_rdv_view_copy(&copy.view, &m->view) != 0) {
 		r->dropped++;
 		return;
 	}

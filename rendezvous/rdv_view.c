@@ -64,13 +64,13 @@ int rdv_view_id_cmp(const rdv_view_id *a, const rdv_view_id *b)
 	return cmp_u64(a->lineage, b->lineage);
 }
 
-void rdv_view_clear(ftl_rdv_view *v)
+void ftl_rdv_view_clear(ftl_rdv_view *v)
 {
 	free(v->members);
 	memset(v, 0, sizeof *v);
 }
 
-int rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src)
+int ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src)
 {
 	ftl_rdv_member *members = NULL;
 	if (dst == src)
@@ -78,7 +78,7 @@ int rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src)
 	if (src->n > 0) {
 		members = malloc(src->n * sizeof *members);
 		if (members == NULL) {
-			rdv_view_clear(dst);
+			ftl_rdv_view_clear(dst);
 			return -1;
 		}
 		memcpy(members, src->members, src->n * sizeof *members);

@@ -1,7 +1,7 @@
-/* Owned copies of views and member lists, and the 64-bit digests that let peers compare candidates and
- * views without sending them. A digest is FNV-1a over the ordered (name, generation) pairs (and, for a
- * view, the epoch and blob): not collision-proof against an attacker, but every message is authenticated
- * by the cluster key before it gets here. Internal to rendezvous/. */
+/* Copies of views (ftl_rdv_view_copy: rendezvous.h, with the ownership rules), and the 64-bit digests
+ * that let peers compare candidates and views without sending them. A digest is FNV-1a over the ordered
+ * (name, generation) pairs (and, for a view, the epoch and blob): not collision-proof against an attacker,
+ * but every message is authenticated by the cluster key before it gets here. Internal to rendezvous/. */
 #ifndef FTL_RDV_VIEW_H
 #define FTL_RDV_VIEW_H
 
@@ -10,10 +10,6 @@
 
 #include "rendezvous.h"
 
-/* Frees the members array and resets v to "no view" (epoch 0). */
-void rdv_view_clear(ftl_rdv_view *v);
-/* Makes dst a deep copy of src (dst's old members are freed); -1 on OOM (dst is then cleared). */
-int rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
 /* The index of (name, generation) in v, or -1. O(n). */
 int rdv_view_find(const ftl_rdv_view *v, const char *name, uint64_t generation);
 

@@ -75,7 +75,7 @@ void ftl_rdv_delete(ftl_rdv *r)
 		return;
 	rdv_proposal_abort(r);
 	rdv_acceptor_reset(&r->acceptor);
-	rdv_view_clear(&r->view);
+	ftl_rdv_view_clear(&r->view);
 	rdv_candidate_free(&r->cand);
 	rdv_peers_free(&r->peers);
 	free(r->left_names);
@@ -143,7 +143,7 @@ bool rdv_has_left(const ftl_rdv *r, const char *name)
 
 int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 {
-	if (rdv_view_copy(&r->view, v) != 0)
+	if (ftl_rdv_view_copy(&r->view, v) != 0)
 		return -1;
 	r->view_digest = rdv_view_digest(&r->view);
 	r->view_members_digest = rdv_members_digest(r->view.members, r->view.n);

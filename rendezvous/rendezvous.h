@@ -60,6 +60,17 @@ typedef struct ftl_rdv_member {
 	char data_addr[FTL_ADDR_MAX];   /* "ip:port" of its comm listener */
 } ftl_rdv_member;
 
+/* A view: the one view type of the tree, from the rendezvous's messages to the training thread's copy.
+ *
+ * Ownership. Whoever holds the struct owns members, with one exception: the pointers ftl_rdv_current and
+ * ftl_rdv_take_new_view return are borrowed from the rendezvous, read-only and valid until the next call
+ * into it (the loop thread only). A holder that keeps a view past that, or hands it to another thread (the
+ * agent's newest view under its lock, the view ftl_execute works in), takes a deep copy with
+ * ftl_rdv_view_copy and releases it with ftl_rdv_view_clear; a copy is never shared between threads.
+ *
+ * seq and self_rank are the holder's notes, not the protocol's: they travel in no message and count in no
+ * digest. The rendezvous leaves them 0; the agent numbers the views it hands to the training thread
+ * (seq 1, 2, ...) and records its own rank there. self_rank means something only when seq is not 0. */
 typedef struct ftl_rdv_view {
 	uint64_t epoch;                 /* 0 = no view yet */
 	uint64_t lineage;               /* the cluster it descends from: a digest of its first view (0 = none) */
@@ -67,7 +78,16 @@ typedef struct ftl_rdv_view {
 	ftl_rdv_member *members;        /* [n], by rank: members[0] is rank 0, the coordinator */
 	uint16_t blob_len;
 	uint8_t blob[FTL_RDV_BLOB_MAX];
+	uint64_t seq;                   /* this worker's count of views taken (0: not one): unlike the epoch, it
+					 * names one view even across lineages */
+	int self_rank;                  /* ours in it, -1 when we are not a member (a spare, or catching up) */
 } ftl_rdv_view;
+
+/* Makes dst a deep copy of src, notes included (dst's old members are freed); -1 on OOM (dst is then
+ * cleared). O(n). */
+int ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
+/* Frees the members array and resets v to "no view" (epoch 0, seq 0). */
+void ftl_rdv_view_clear(ftl_rdv_view *v);
 
 typedef enum ftl_rdv_phase {
 	FTL_RDV_NO_VIEW,            /* no view yet, or too few workers (below min_workers) */

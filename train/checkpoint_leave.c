@@ -9,13 +9,15 @@
 #include "agent/agent_internal.h"
 #include "checkpoint.h"
 
+#include "training.h"
+
 void ftl_checkpoint_before_leaving(ftl_agent *a)
 {
-	ftl_training *t = &a->train;
-	if (!t->is_enabled || !t->ckpt.writer)
+	ftl_training *t = a->train;
+	if (!a->is_training || !t->ckpt.writer)
 		return;
 	pthread_mutex_lock(&a->lock);
-	ftl_job_status last = t->status; /* the view this worker last stepped in, as its training thread left it */
+	ftl_job_status last = a->views.status; /* the view this worker last stepped in, as its training thread left it */
 	pthread_mutex_unlock(&a->lock);
 	if (last.rank == 0 && last.world_size > 0)
 		ftl_checkpoint_final(&t->ckpt, &t->state, last.view_epoch, (uint32_t)last.world_size);

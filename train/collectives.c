@@ -9,26 +9,29 @@
 #include <stdlib.h>
 
 #include "agent/log.h"
+#include "training.h"
 
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 {
+	if (!ftl_training_of(a))
+		return err;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(a->train.exec.last_error, sizeof(a->train.exec.last_error), fmt, ap);
+	vsnprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), fmt, ap);
 	va_end(ap);
-	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train.exec.last_error);
+	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train->exec.last_error);
 	return err;
 }
 
 static ftl_err check(ftl_agent *a, ftl_err e)
 {
-	if (e != FTL_OK && a->train.comm)
-		snprintf(a->train.exec.last_error, sizeof(a->train.exec.last_error), "%s", ftl_comm_error(a->train.comm));
+	if (e != FTL_OK && a->train->comm)
+		snprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), "%s", ftl_comm_error(a->train->comm));
 	return e;
 }
 
-static ftl_comm *current(ftl_agent *a) { return a->train.comm; }
+static ftl_comm *current(ftl_agent *a) { return a->train ? a->train->comm : NULL; }
 
 ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op)
 {
@@ -77,7 +80,7 @@ ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, si
 	ftl_request *r = malloc(sizeof(*r));
 	if (r == NULL)
 		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce_async: out of memory");
-	*r = (ftl_request){.comm = current(a), .comm_seq = a->train.comm_seq};
+	*r = (ftl_request){.comm = current(a), .comm_seq = a->train->comm_seq};
 	ftl_err e = ftl_comm_allreduce_async(current(a), sendbuf, recvbuf, count, dtype, op, &r->inner);
 	if (e != FTL_OK) {
 		free(r);
@@ -93,7 +96,7 @@ static ftl_err check_request(ftl_agent *a, ftl_request **req, const char *what)
 	if (req == NULL || *req == NULL)
 		return fail(a, FTL_ERR_INVALID, "%s: the request is NULL (already waited?)", what);
 	ftl_request *r = *req;
-	if (r->comm == current(a) && r->comm_seq == a->train.comm_seq)
+	if (r->comm == current(a) && r->comm_seq == a->train->comm_seq)
 		return FTL_OK;
 	free(r);
 	*req = NULL;

@@ -6,10 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "training.h"
+
 ftl_err ftl_allreduce_exact(ftl_agent *a, const float *rows, size_t n_rows, size_t count, uint64_t total_rows,
 			    float *out)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = ftl_training_of(a);
+	if (!t)
+		return FTL_ERR_SYSTEM;
 	char *err = t->exec.last_error;
 	size_t err_len = sizeof(t->exec.last_error);
 	if (!t->comm) {

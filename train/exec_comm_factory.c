@@ -23,6 +23,7 @@
 #include "agent/agent_internal.h"
 #include "comm/comm_rebuild.h"
 #include "agent/log.h"
+#include "training.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
  * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */
@@ -34,8 +35,8 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
 {
 	ftl_agent *a = arg;
 	pthread_mutex_lock(&a->lock);
-	if (peer_rank >= 0 && (uint32_t)peer_rank < a->train.view.n && a->n_hints < FTL_MAX_HINTS)
-		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->train.view.members[peer_rank].name);
+	if (peer_rank >= 0 && (uint32_t)peer_rank < a->views.view.n && a->n_hints < FTL_MAX_HINTS)
+		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->views.view.members[peer_rank].name);
 	pthread_mutex_unlock(&a->lock);
 	uv_async_send(&a->wake);
 }
@@ -44,12 +45,12 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
  * were built for arrived meanwhile: nobody aborted them yet, so this does. */
 static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	pthread_mutex_lock(&a->lock);
 	ftl_comm_pair old = {t->comm, t->ctrl_comm};
 	t->comm = c->data;
 	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
-	if (c->data && t->view.seq != seq)
+	if (c->data && a->views.view.seq != seq)
 		ftl_training_abort_comms_locked(t);
 	t->comm_seq = c->data ? seq : 0;
 	if (!c->data) {
@@ -63,7 +64,7 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 }
 
 /* The tcp bootstrap of w: every member's data address, by rank (malloc'd text). */
-static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
+static char *tcp_bootstrap(const ftl_rdv_view *w, size_t *len)
 {
 	const char **addrs = malloc(w->n * sizeof(*addrs));
 	if (!addrs)
@@ -80,14 +81,14 @@ static char *tcp_bootstrap(const ftl_work_view *w, size_t *len)
 }
 
 /* The config of w's communicator on backend; *text is the tcp bootstrap it points to (free it after). */
-static ftl_err config_for(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
+static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
 			  char **text, char *err, size_t len)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
 	ftl_comm_config_init(&cfg);
 	cfg.backend = backend;
-	cfg.rank = w->rank;
+	cfg.rank = w->self_rank;
 	cfg.world_size = (int)w->n;
 	/* Epochs are unique within a lineage only: two clusters that formed apart and merged may share one. */
 	cfg.comm_id = w->epoch ^ (w->lineage * 0x9e3779b97f4a7c15ULL);
@@ -116,7 +117,7 @@ static ftl_err config_for(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend
 }
 
 /* The comm's error as the step's: what failed, where, why. */
-static ftl_err built(ftl_err e, const ftl_work_view *w, ftl_comm_backend backend, const char *why, char *err,
+static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend, const char *why, char *err,
 		     size_t len)
 {
 	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
@@ -131,7 +132,7 @@ static ftl_err built(ftl_err e, const ftl_work_view *w, ftl_comm_backend backend
 	return e;
 }
 
-static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
+static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
 		      size_t len)
 {
 	struct ftl_comm_config cfg;
@@ -146,7 +147,7 @@ static ftl_err create(ftl_agent *a, const ftl_work_view *w, ftl_comm_backend bac
 }
 
 /* A member incarnation as comm_rebuild compares them: equal keys, the same process. */
-static uint64_t *member_keys(const ftl_work_view *w)
+static uint64_t *member_keys(const ftl_rdv_view *w)
 {
 	uint64_t *keys = malloc(sizeof(*keys) * (w->n ? w->n : 1));
 	for (uint32_t i = 0; keys && i < w->n; i++)
@@ -156,10 +157,10 @@ static uint64_t *member_keys(const ftl_work_view *w)
 
 /* w's device comm: the last one shrunk where every rank can, else a fresh init (comm_rebuild.h). The last
  * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
-static ftl_err rebuild_device(ftl_agent *a, const ftl_work_view *w, ftl_comm *host, ftl_comm **out, char *err,
+static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out, char *err,
 			      size_t len)
 {
-	ftl_training *t = &a->train;
+	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
 	char *text;
 	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text, err, len);
@@ -190,10 +191,10 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_work_view *w, ftl_comm *ho
 	return built(e, w, t->cfg.backend, why, err, len);
 }
 
-static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t len)
+static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
 {
 	ftl_agent *a = ctx;
-	ftl_comm_backend backend = a->train.cfg.backend;
+	ftl_comm_backend backend = a->train->cfg.backend;
 	int64_t start = ftl_agent_now_us(a);
 	ftl_comm_pair c = {0};
 	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl, err, len);
@@ -207,7 +208,7 @@ static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *o
 	*out = c;
 	char fields[128];
 	snprintf(fields, sizeof(fields), "epoch=%llu rank=%d world_size=%u took_ms=%.1f", (unsigned long long)w->epoch,
-		 w->rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
+		 w->self_rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
 	ftl_log(FTL_LOG_INFO, "training", fields, "communicator built (%s%s)", ftl_comm_backend_strs[backend],
 		backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data");
 	return FTL_OK;

@@ -90,8 +90,7 @@ void ftl_exec_set_checkpoints(ftl_exec *m, const ftl_exec_checkpoint_ops *ops, v
 
 void ftl_exec_destroy(ftl_exec *m)
 {
-	free(m->view.members);
-	m->view.members = NULL;
+	ftl_rdv_view_clear(&m->view);
 }
 
 static int64_t now_us(ftl_exec *m) { return m->feed->now_us(m->feed_ctx); }
@@ -179,7 +178,7 @@ static void build_comm(ftl_exec *m)
  * just replaced by the other lineage's state. Said at warn level with both step counts. */
 static void warn_if_lineage_changed(ftl_exec *m, uint64_t steps_before)
 {
-	const ftl_work_view *w = &m->view;
+	const ftl_rdv_view *w = &m->view;
 	if (m->synced_lineage != 0 && m->synced_lineage != w->lineage && steps_before > 0) {
 		char fields[192];
 		snprintf(fields, sizeof(fields), "old_lineage=%016llx old_steps=%llu new_lineage=%016llx new_steps=%llu "
@@ -198,7 +197,7 @@ static void warn_if_lineage_changed(ftl_exec *m, uint64_t steps_before)
  * stop the job (the hook says why). Without checkpoints a new job starts. */
 static ftl_err resume_if_needed(ftl_exec *m)
 {
-	if (m->view.rank != 0 || m->reg->has_state)
+	if (m->view.self_rank != 0 || m->reg->has_state)
 		return FTL_OK;
 	if (m->ckpt)
 		return m->ckpt->resume(m->ckpt_ctx, m->reg, m->last_error, sizeof(m->last_error));
@@ -215,7 +214,7 @@ static void sync_state(ftl_exec *m)
 	}
 	uint64_t steps_before = m->reg->has_state ? m->reg->step : 0, bytes = 0;
 	int64_t start = now_us(m);
-	e = ftl_state_sync(m->reg, &m->comms, m->view.rank, &bytes, m->last_error, sizeof(m->last_error));
+	e = ftl_state_sync(m->reg, &m->comms, m->view.self_rank, &bytes, m->last_error, sizeof(m->last_error));
 	if (e != FTL_OK) {
 		move_on(m, e, FAILED_SETUP);
 		return;
@@ -235,11 +234,11 @@ static void sync_state(ftl_exec *m)
 static void run_step(ftl_exec *m)
 {
 	ftl_state_registry *r = m->reg;
-	const ftl_work_view *w = &m->view;
+	const ftl_rdv_view *w = &m->view;
 	m->setup_failing_since_us = 0;
 	m->feed->stepping(m->feed_ctx, w, r->step, m->runs > 0);
 	ftl_step_info info = {
-		.rank = w->rank,
+		.rank = w->self_rank,
 		.world_size = (int)w->n,
 		.step = r->step,
 		.view_epoch = w->epoch,
@@ -248,7 +247,7 @@ static void run_step(ftl_exec *m)
 		.sample_pos = r->sample_pos,
 	};
 	m->last_error[0] = '\0';
-	ftl_err e = ftl_batch_fill_step(r, w->rank, (int)w->n, &info, m->last_error, sizeof(m->last_error));
+	ftl_err e = ftl_batch_fill_step(r, w->self_rank, (int)w->n, &info, m->last_error, sizeof(m->last_error));
 	if (e != FTL_OK) {
 		fail(m, e, true);
 		return;
@@ -262,7 +261,7 @@ static void run_step(ftl_exec *m)
 	}
 	ftl_state_advance(r, (int)w->n);
 	m->feed->stepping(m->feed_ctx, w, r->step, false);
-	if (w->rank == 0 && m->ckpt)
+	if (w->self_rank == 0 && m->ckpt)
 		m->ckpt->after_step(m->ckpt_ctx, r, w->epoch, w->n);
 	m->result = FTL_OK;
 	enter(m, FTL_EXEC_IDLE);

@@ -51,18 +51,6 @@ typedef enum ftl_exec_state {
 } ftl_exec_state;
 extern const char *const ftl_exec_state_strs[FTL_EXEC_STATE_MAX];
 
-/* A copy of the view the training thread works in. */
-typedef struct ftl_work_view {
-	uint64_t seq;                    /* this worker's count of views taken: names one view across lineages */
-	uint64_t epoch;
-	uint64_t lineage;
-	int rank;
-	uint32_t n;
-	ftl_rdv_member *members;         /* [n], owned */
-	uint16_t blob_len;
-	uint8_t blob[FTL_RDV_BLOB_MAX];
-} ftl_work_view;
-
 /* What the machine is waiting out: a view whose communicator failed here, and when to ask for it again. */
 typedef struct ftl_abandoned_view {
 	uint64_t seq;                    /* 0: none */
@@ -86,21 +74,21 @@ typedef struct ftl_view_feed_ops {
 	 * Once ab->rebuild_at_us has passed while ab->seq is still the newest view, asks for its members under
 	 * a new epoch (once: sets ab->is_asked). Returns an error with its message in err when the wait must
 	 * end (the agent stopped or left, no usable view for too long). */
-	ftl_err (*wait)(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, char *err, size_t err_len);
+	ftl_err (*wait)(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t err_len);
 	/* Whether view seq is still the newest this worker knows of. */
 	bool (*is_newest)(void *ctx, uint64_t seq);
 	int64_t (*now_us)(void *ctx);    /* monotonic */
 	/* Reports, for status and metrics: a step is about to run in w (is_retry: not its first run), or has
 	 * completed; a state sync of w completed. */
-	void (*stepping)(void *ctx, const ftl_work_view *w, uint64_t step, bool is_retry);
-	void (*synced)(void *ctx, const ftl_work_view *w, uint64_t bytes, int64_t took_us);
+	void (*stepping)(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry);
+	void (*synced)(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us);
 } ftl_view_feed_ops;
 
 /* Where a view's communicators come from. */
 typedef struct ftl_comm_factory_ops {
 	/* Builds w's communicators and installs them as those collectives use; an error with its message in
 	 * err otherwise (FTL_ERR_PEER_LOST when the members are not building the same view yet). */
-	ftl_err (*build)(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t err_len);
+	ftl_err (*build)(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t err_len);
 	/* Uninstalls and tears down the installed communicators (none: nothing). */
 	void (*drop)(void *ctx);
 } ftl_comm_factory_ops;
@@ -124,7 +112,7 @@ typedef struct ftl_exec {
 	void *ckpt_ctx;
 	ftl_state_registry *reg;
 
-	ftl_work_view view;              /* the view in hand */
+	ftl_rdv_view view;               /* the view in hand: the machine's own copy (rendezvous.h), freed by it */
 	ftl_abandoned_view abandoned;
 	ftl_comm_pair comms;             /* built for comm_seq */
 	uint64_t comm_seq;               /* the view (seq) the communicators were built for; 0: none */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "training.h"
 
 typedef struct metered_step {
 	ftl_agent *a;
@@ -22,12 +23,14 @@ static ftl_err run_metered(void *arg, const ftl_step_info *info)
 
 ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 {
-	ftl_training *t = &a->train;
-	if (!t->is_enabled || !a->is_started) {
-		snprintf(t->exec.last_error, sizeof(t->exec.last_error),
-			 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
+	if (!a->is_training || !a->is_started) {
+		ftl_training *t = ftl_training_of(a);
+		if (t)
+			snprintf(t->exec.last_error, sizeof(t->exec.last_error),
+				 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 		return FTL_ERR_INVALID;
 	}
+	ftl_training *t = a->train;
 	metered_step m = {a, step, ctx};
 	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);
 	if (e != FTL_OK && ftl_agent_has_left(a))

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/agent_internal.h"
+#include "training.h"
 
 const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX] = {"death", "leave", "join", "rebuild", "first"};
 
@@ -37,7 +38,7 @@ void ftl_train_metrics_disrupted_locked(ftl_train_metrics *m, int64_t now_us)
 static void disrupted(ftl_agent *a)
 {
 	pthread_mutex_lock(&a->lock);
-	ftl_train_metrics_disrupted_locked(&a->train.metrics, ftl_agent_now_us(a));
+	ftl_train_metrics_disrupted_locked(&a->train->metrics, ftl_agent_now_us(a));
 	pthread_mutex_unlock(&a->lock);
 }
 
@@ -46,7 +47,7 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 	int64_t start = ftl_agent_now_us(a);
 	ftl_err e = step(ctx, info);
 	int64_t now = ftl_agent_now_us(a);
-	ftl_train_metrics *m = &a->train.metrics;
+	ftl_train_metrics *m = &a->train->metrics;
 	pthread_mutex_lock(&a->lock);
 	if (e == FTL_OK) {
 		m->steps++;
@@ -77,8 +78,8 @@ ftl_err ftl_train_metrics_allreduce(ftl_agent *a, ftl_comm *c, const void *sendb
 	}
 	double took = seconds_since(a, start);
 	pthread_mutex_lock(&a->lock);
-	a->train.metrics.allreduce_bytes += (uint64_t)count * ftl_dtype_size(dtype);
-	ftl_histogram_observe(&a->train.metrics.allreduce_seconds, took);
+	a->train->metrics.allreduce_bytes += (uint64_t)count * ftl_dtype_size(dtype);
+	ftl_histogram_observe(&a->train->metrics.allreduce_seconds, took);
 	pthread_mutex_unlock(&a->lock);
 	return e;
 }
@@ -108,7 +109,7 @@ static bool has_member(const ftl_rdv_member *members, uint32_t n, const char *na
 /* O(old n * new n) name comparisons, once per view change. */
 void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 {
-	const ftl_view_copy *old = &a->train.view;
+	const ftl_rdv_view *old = &a->views.view;
 	bool died = false, left = false, joined = false;
 	for (uint32_t i = 0; i < old->n; i++) {
 		if (has_member(v->members, v->n, old->members[i].name))
@@ -126,5 +127,5 @@ void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 			       : left	   ? FTL_VIEW_CAUSE_LEAVE
 			       : joined	   ? FTL_VIEW_CAUSE_JOIN
 					   : FTL_VIEW_CAUSE_REBUILD;
-	a->train.metrics.views[cause]++;
+	a->train->metrics.views[cause]++;
 }

@@ -10,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "ftl/execute.h"
 #include "agent/histogram.h"
+#include "agent/metrics_text.h"
 #include "rendezvous/rendezvous.h"
 
 /* Why a view this worker adopted differs from the one before: a member died, left, joined, or the same
@@ -58,7 +60,22 @@ void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64
 /* Adds "recoveries" and "last_recovery_ms" (null before the first) to the status's view object. */
 void ftl_train_metrics_status_locked(const ftl_train_metrics *m, json_t *view);
 void ftl_train_metrics_disrupted_locked(ftl_train_metrics *m, int64_t now_us);
-/* Before the view in t is replaced by v: counts the change by cause (swim: to tell a death from a leave). */
+/* Before the agent's newest view is replaced by v: counts the change by cause (swim: to tell a death from a
+ * leave). */
 void ftl_train_metrics_view_locked(struct ftl_agent *a, const ftl_rdv_view *v);
+
+/* train_metrics_render.c: the training's /metrics families. */
+typedef struct ftl_train_metrics_snapshot {
+	ftl_train_metrics train;
+	uint64_t retries;                /* steps run again after a failure (the job status) */
+	bool has_checkpoints;            /* false: checkpoints off, their families are not shown */
+	ftl_ckpt_writer_stats ckpt;
+} ftl_train_metrics_snapshot;
+
+/* A pure function of the snapshot (the unit test drives it with made-up ones). */
+void ftl_train_metrics_render(ftl_metrics_text *t, const ftl_train_metrics_snapshot *s);
+/* Loop thread: a snapshot of a's training (its metrics copied under the lock), rendered into out, which
+ * starts empty; the caller frees out->buf. */
+void ftl_train_metrics_render_from(struct ftl_agent *a, ftl_metrics_text *out);
 
 #endif

@@ -14,11 +14,12 @@
 #include <unistd.h>
 
 #include "agent/addr.h"
-#include "agent/errfmt.h"
 #include "checkpoint.h"
+#include "agent/errfmt.h"
 #include "exec_feed.h"
 #include "global_batch.h"
 #include "agent/log.h"
+#include "training.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
  * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */
@@ -149,7 +150,11 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 	}
 	if (ftl_batch_config_check(&t->batch, err, len) != 0)
 		return -1;
-	ftl_training *tr = &a->train;
+	ftl_training *tr = ftl_training_of(a);
+	if (!tr) {
+		snprintf(err, len, "ftl_set_training: out of memory");
+		return -1;
+	}
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
 	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, err, len) != 0)
@@ -166,9 +171,21 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 	ftl_exec_set_feed(&tr->exec, &ftl_exec_agent_feed, a);
 	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
 	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
-	tr->is_enabled = true;
-	tr->data_fd = -1;
+	a->is_training = true;
 	return 0;
+}
+
+ftl_training *ftl_training_of(ftl_agent *a)
+{
+	if (a->train)
+		return a->train;
+	ftl_training *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	t->data_fd = -1;
+	a->train = t;
+	a->train_ops = &ftl_training_hooks;
+	return t;
 }
 
 /* The comm listener: the advertised IP, a port the kernel picks; kept for the agent's life. */
@@ -198,26 +215,9 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 		((struct sockaddr_in *)&ss)->sin_port = port;
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = port;
-	ftl_addr_format((struct sockaddr *)&ss, a->train.data_addr, sizeof(a->train.data_addr));
-	a->train.data_fd = fd;
+	ftl_addr_format((struct sockaddr *)&ss, a->data_addr, sizeof(a->data_addr));
+	a->train->data_fd = fd;
 	return 0;
-}
-
-void ftl_training_free(ftl_training *t)
-{
-	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
-	if (t->ctrl_comm != t->comm)
-		ftl_comm_destroy(t->ctrl_comm);
-	ftl_comm_destroy(t->comm);
-	t->comm = t->ctrl_comm = NULL;
-	free(t->comm_keys);
-	t->comm_keys = NULL;
-	if (t->data_fd >= 0 && t->is_enabled)
-		close(t->data_fd);
-	free(t->view.members);
-	ftl_exec_destroy(&t->exec);
-	ftl_state_free(&t->state);
-	free(t->exact_scratch);
 }
 
 void ftl_training_abort_comms_locked(ftl_training *t)
@@ -228,43 +228,42 @@ void ftl_training_abort_comms_locked(ftl_training *t)
 		ftl_comm_abort(t->ctrl_comm);
 }
 
-json_t *ftl_training_execute_json(ftl_training *t)
-{
-	if (!t->is_enabled)
-		return json_null();
-	return json_pack("{s:s}", "state", ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]);
-}
-
 /* A refused registration: said in the log and kept for ftl_last_error. */
 static int refused(ftl_agent *a, int rc)
 {
 	if (rc != 0)
-		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train.exec.last_error);
+		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train->exec.last_error);
 	return rc;
 }
 
 int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
 {
-	char *err = a->train.exec.last_error;
-	size_t len = sizeof(a->train.exec.last_error);
-	if (!a->train.is_enabled)
+	if (!ftl_training_of(a))
+		return -1;
+	char *err = a->train->exec.last_error;
+	size_t len = sizeof(a->train->exec.last_error);
+	if (!a->is_training)
 		return refused(a, ftl_errf(err, len, "ftl_register_buffer '%s': call ftl_set_training first (it says "
 					   "which memory the backend moves)", name ? name : "(null)"));
-	return refused(a, ftl_state_register_buffer(&a->train.state, name, ptr, bytes, is_device, err, len));
+	return refused(a, ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device, err, len));
 }
 
 int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
 {
-	a->train.state.save = save;
-	a->train.state.load = load;
-	a->train.state.cb_ctx = ctx;
+	if (!ftl_training_of(a))
+		return -1;
+	a->train->state.save = save;
+	a->train->state.load = load;
+	a->train->state.cb_ctx = ctx;
 	return 0;
 }
 
 int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
 {
-	return refused(a, ftl_state_set_sampler(&a->train.state, dataset_size, batch_per_rank, seed,
-						a->train.exec.last_error, sizeof(a->train.exec.last_error)));
+	if (!ftl_training_of(a))
+		return -1;
+	return refused(a, ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed,
+						a->train->exec.last_error, sizeof(a->train->exec.last_error)));
 }
 
 int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len)
@@ -273,16 +272,18 @@ int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len
 		return ftl_errf(err, len, "ftl_set_batch: call it before ftl_agent_start");
 	if (ftl_batch_config_check(b, err, len) != 0)
 		return -1;
-	a->train.cfg.batch = *b;
-	a->train.state.batch = *b;
+	if (!ftl_training_of(a))
+		return ftl_errf(err, len, "ftl_set_batch: out of memory");
+	a->train->cfg.batch = *b;
+	a->train->state.batch = *b;
 	return 0;
 }
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
 {
 	pthread_mutex_lock(&a->lock);
-	*out = a->train.status;
+	*out = a->views.status;
 	pthread_mutex_unlock(&a->lock);
 }
 
-const char *ftl_last_error(ftl_agent *a) { return a->train.exec.last_error; }
+const char *ftl_last_error(ftl_agent *a) { return a->train ? a->train->exec.last_error : ""; }

@@ -1,6 +1,6 @@
-/* The training side of an agent: the view handed to the training thread, the communicators, the ftl_execute
- * state machine, the state registry and the checkpoints. What both threads touch is guarded by the agent's
- * lock; the rest belongs to one thread, as marked. */
+/* The training side of an agent (a->train; the agent sees it only through agent_training.h): the
+ * communicators, the ftl_execute state machine, the state registry and the checkpoints. What both threads
+ * touch is guarded by the agent's lock; the rest belongs to one thread, as marked. */
 #ifndef FTL_TRAIN_TRAINING_H
 #define FTL_TRAIN_TRAINING_H
 
@@ -14,38 +14,16 @@
 #include "state_registry.h"
 #include "train_metrics.h"
 
-typedef struct ftl_view_copy {
-	uint64_t seq;                    /* this worker's count of views taken (0: none yet): unlike the epoch,
-					  * it names one view even across lineages */
-	int self_rank;                   /* ours, -1 when we are not a member (a spare, or catching up) */
-	uint64_t epoch;                  /* 0: none yet */
-	uint64_t lineage;                /* the cluster history it belongs to (epochs repeat across lineages) */
-	uint32_t n;
-	ftl_rdv_member *members;         /* [n] by rank, owned */
-	uint16_t blob_len;
-	uint8_t blob[FTL_RDV_BLOB_MAX];
-} ftl_view_copy;
-
 typedef struct ftl_training {
-	bool is_enabled;                 /* ftl_set_training was called */
 	ftl_training_config cfg;
-	int data_fd;                     /* the comm listener, kept across communicators */
-	char data_addr[FTL_ADDR_MAX];
+	int data_fd;                     /* the comm listener, kept across communicators (its address: a->data_addr) */
 
-	/* under the agent's lock */
-	ftl_view_copy view;              /* the newest view this worker knows of (it may not be in it) */
-	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
-	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
-	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
+	/* under the agent's lock (the views themselves are the agent's: a->views, agent_training.h) */
 	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
 	ftl_comm *ctrl_comm;             /* nccl: the tcp comm beside it for control data (NULL under tcp) */
 	uint64_t comm_seq;               /* the view (seq) they were built for (0: none) */
 	uint64_t *comm_keys;             /* nccl: that view's members (name and generation hashed), by rank, */
 	uint32_t comm_n;                 /* so that the next view can shrink comm (exec_comm_factory.c) */
-	ftl_rdv_phase phase;
-	char coordinator[FTL_NAME_MAX];
-	ftl_job_status status;
-	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
 
 	/* training thread */
@@ -59,12 +37,15 @@ typedef struct ftl_training {
 struct ftl_agent;
 
 /* training.c */
+/* The agent's training state, made on first use (registration may come before ftl_set_training) with the
+ * hooks the agent calls (train_hooks.c); NULL when out of memory. */
+ftl_training *ftl_training_of(struct ftl_agent *a);
 int ftl_agent_data_listen(struct ftl_agent *a, char *err, size_t len);
-void ftl_training_free(ftl_training *t);
 /* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
  * in use so a blocked collective returns now. */
 void ftl_training_abort_comms_locked(ftl_training *t);
-/* The "execute" object of the status: the state machine's state (any thread). */
-json_t *ftl_training_execute_json(ftl_training *t);
+
+/* train_hooks.c: what the agent calls (agent/agent_training.h) */
+extern const struct ftl_agent_training_ops ftl_training_hooks;
 
 #endif

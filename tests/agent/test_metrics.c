@@ -15,6 +15,7 @@
 
 #include "agent/histogram.h"
 #include "agent/metrics.h"
+#include "train/train_metrics.h"
 
 static void test_histogram_buckets_are_cumulative_and_end_at_inf(void **state)
 {
@@ -165,16 +166,21 @@ static void full_snapshot(ftl_metrics_snapshot *s)
 	s->world_size = 3;
 	s->rank = 1;
 	s->phase = FTL_RDV_TRAINING;
-	ftl_train_metrics_create(&s->train);
-	s->train.steps = 5;
-	s->train.views[FTL_VIEW_CAUSE_DEATH] = 1;
+	/* the training layer's families, as it renders them into the snapshot */
+	ftl_train_metrics_snapshot t = {0};
+	ftl_train_metrics_create(&t.train);
+	t.train.steps = 5;
+	t.train.views[FTL_VIEW_CAUSE_DEATH] = 1;
 	for (int i = 0; i < 5; i++)
-		ftl_histogram_observe(&s->train.step_seconds, 0.02 * i);
-	ftl_histogram_observe(&s->train.recovery_seconds, 2.5);
-	ftl_histogram_observe(&s->train.allreduce_seconds, 1e9); /* above every bound: +Inf only */
-	s->has_checkpoints = true;
-	s->ckpt.written = 2;
-	s->ckpt.last_write_us = 1500;
+		ftl_histogram_observe(&t.train.step_seconds, 0.02 * i);
+	ftl_histogram_observe(&t.train.recovery_seconds, 2.5);
+	ftl_histogram_observe(&t.train.allreduce_seconds, 1e9); /* above every bound: +Inf only */
+	t.has_checkpoints = true;
+	t.ckpt.written = 2;
+	t.ckpt.last_write_us = 1500;
+	assert_int_equal(ftl_metrics_text_create(&s->training, 64), 0);
+	ftl_train_metrics_render(&s->training, &t);
+	assert_false(s->training.is_oom);
 }
 
 static char *render(const ftl_metrics_snapshot *s, size_t *len)
@@ -204,6 +210,7 @@ static void test_exposition_is_well_formed_with_help_type_and_cumulative_buckets
 	assert_non_null(strstr(text, "ftl_membership_deaths_total{reason=\"suspicion timed out\"} 1\n"));
 	assert_null(strstr(text, "reason=\"\"")); /* the "no death" reason is not a series */
 	free(text);
+	ftl_metrics_snapshot_free(&s);
 }
 
 static void test_bare_agent_shows_membership_only(void **state)
@@ -211,7 +218,7 @@ static void test_bare_agent_shows_membership_only(void **state)
 	ftl_metrics_snapshot s;
 	full_snapshot(&s);
 	s.is_training = false;
-	s.has_checkpoints = false;
+	ftl_metrics_snapshot_free(&s); /* a bare agent has no training layer to render anything */
 	size_t len;
 	char *text = render(&s, &len);
 	check_exposition(text, len);
@@ -219,6 +226,7 @@ static void test_bare_agent_shows_membership_only(void **state)
 	assert_null(strstr(text, "ftl_training_"));
 	assert_null(strstr(text, "ftl_checkpoint"));
 	free(text);
+	ftl_metrics_snapshot_free(&s);
 }
 
 static void test_label_values_are_escaped(void **state)
@@ -231,6 +239,7 @@ static void test_label_values_are_escaped(void **state)
 	check_exposition(text, len);
 	assert_non_null(strstr(text, "ftl_agent_info{cluster=\"a\\\"b\\\\c\\nd\",name=\"w0\"} 1\n"));
 	free(text);
+	ftl_metrics_snapshot_free(&s);
 }
 
 int main(void)

@@ -33,7 +33,7 @@ typedef struct fake_feed {
 	int syncs, steppings, retries;
 } fake_feed;
 
-static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, char *err, size_t len)
+static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t len)
 {
 	fake_feed *f = ctx;
 	f->seen_ab = *ab;
@@ -50,7 +50,7 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, ch
 	w->seq = s->seq;
 	w->epoch = s->seq * 10;
 	w->lineage = 1;
-	w->rank = s->rank;
+	w->self_rank = s->rank;
 	w->n = s->n;
 	f->newest = s->seq;
 	return FTL_OK;
@@ -59,14 +59,14 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_work_view *w, ch
 static bool feed_is_newest(void *ctx, uint64_t seq) { return ((fake_feed *)ctx)->newest == seq; }
 static int64_t feed_now_us(void *ctx) { return ((fake_feed *)ctx)->now_us; }
 
-static void feed_stepping(void *ctx, const ftl_work_view *w, uint64_t step, bool is_retry)
+static void feed_stepping(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry)
 {
 	fake_feed *f = ctx;
 	f->steppings++;
 	f->retries += is_retry;
 }
 
-static void feed_synced(void *ctx, const ftl_work_view *w, uint64_t bytes, int64_t took_us) { ((fake_feed *)ctx)->syncs++; }
+static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us) { ((fake_feed *)ctx)->syncs++; }
 
 static const ftl_view_feed_ops fake_feed_ops = {
 	.wait = feed_wait,
@@ -96,7 +96,7 @@ static void factory_drop(void *ctx)
 	f->held = (ftl_comm_pair){0};
 }
 
-static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *out, char *err, size_t len)
+static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
 {
 	fake_factory *f = ctx;
 	f->builds++;
@@ -106,7 +106,7 @@ static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *o
 		snprintf(err, len, "scripted: the build fails with %s", ftl_strerror(f->build_error));
 		return f->build_error;
 	}
-	fake_comm *c = fake_comm_new(FTL_COMM_TCP, w->rank, (int)w->n);
+	fake_comm *c = fake_comm_new(FTL_COMM_TCP, w->self_rank, (int)w->n);
 	c->destroyed = &f->destroyed;
 	c->fail_next = f->sync_error;
 	f->sync_error = FTL_OK;

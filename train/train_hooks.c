@@ -1,0 +1,97 @@
+/* The training layer's side of the seam with the agent (agent/agent_training.h): the calls the agent makes
+ * into training without knowing it, registered on the agent with its training state (ftl_training_of). Each
+ * one hands over to the file that owns the work: the comm listener and the registry (training.c), the
+ * metrics (train_metrics.c), the checkpoints (checkpoint.c, checkpoint_leave.c). */
+#include "agent/agent_internal.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/log.h"
+#include "training.h"
+
+/* The coordinator's bootstrap blob for a view about to be committed: the NCCL unique id of its rank 0. */
+static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+{
+	ftl_agent *a = ctx;
+	if (a->train->cfg.backend != FTL_COMM_NCCL)
+		return 0;
+	char err[256];
+	if (ftl_comm_nccl_unique_id(blob, cap, err, sizeof(err)) != FTL_OK) {
+		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
+			(unsigned long long)epoch, err);
+		return -1;
+	}
+	return FTL_COMM_NCCL_ID_LEN;
+}
+
+static void node_options(ftl_agent *a, ftl_node_options *o)
+{
+	ftl_training *t = a->train;
+	o->is_training = true;
+	o->data_addr = a->data_addr;
+	o->rdv = (ftl_rdv_config){
+		.min_workers = t->cfg.min_workers,
+		.max_workers = t->cfg.max_workers,
+		.settle_us = t->cfg.settle_ms * 1000,
+		.ready_interval_us = a->set.swim.ready_interval_us,
+		.expected_workers = t->cfg.expected_workers,
+		.expected_wait_us = t->cfg.expected_wait_ms * 1000,
+	};
+	o->blob_cb = make_blob;
+	o->blob_ctx = a;
+}
+
+static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
+{
+	ftl_training *t = a->train;
+	if (!t->comm)
+		return;
+	if (is_member_gone)
+		ftl_train_metrics_disrupted_locked(&t->metrics, ftl_agent_now_us(a));
+	ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives in progress: %s", why);
+	ftl_training_abort_comms_locked(t);
+}
+
+static void view_status_locked(ftl_agent *a, json_t *view)
+{
+	ftl_train_metrics_status_locked(&a->train->metrics, view);
+}
+
+static void status(ftl_agent *a, json_t *status)
+{
+	ftl_training *t = a->train;
+	json_object_set_new(status, "checkpoint", ftl_checkpoint_status_json(&t->ckpt));
+	json_object_set_new(status, "execute",
+			    json_pack("{s:s}", "state", ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]));
+}
+
+static void training_free(ftl_agent *a)
+{
+	ftl_training *t = a->train;
+	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
+	if (t->ctrl_comm != t->comm)
+		ftl_comm_destroy(t->ctrl_comm);
+	ftl_comm_destroy(t->comm);
+	free(t->comm_keys);
+	if (t->data_fd >= 0)
+		close(t->data_fd);
+	ftl_exec_destroy(&t->exec);
+	ftl_state_free(&t->state);
+	free(t->exact_scratch);
+	free(t);
+	a->train = NULL;
+	a->train_ops = NULL;
+}
+
+const ftl_agent_training_ops ftl_training_hooks = {
+	.listen = ftl_agent_data_listen,
+	.node_options = node_options,
+	.abort_locked = abort_locked,
+	.view_locked = ftl_train_metrics_view_locked,
+	.view_status_locked = view_status_locked,
+	.status = status,
+	.metrics = ftl_train_metrics_render_from,
+	.before_leave = ftl_checkpoint_before_leaving,
+	.free = training_free,
+};
