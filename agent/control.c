@@ -442,7 +442,11 @@ static int make_parent_dir(const char *path, char *err, size_t err_len)
 			break;
 		*p = '/';
 	}
-	return ftl_run_dir_check_private(dir, err, err_len);
+	if (ftl_run_dir_check_private(dir) != FTL_OK) {
+		snprintf(err, err_len, "%s", ftl_diag_message());
+		return -1;
+	}
+	return 0;
 }
 
 /* Leaves path free for bind: removes a socket file nobody listens on; refuses if an agent answers. */

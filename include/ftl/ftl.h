@@ -14,6 +14,21 @@
  *
  * Threads: one thread at a time calls a communicator; ftl_comm_abort() may be called from any thread (or a
  * signal handler) and wakes that call within milliseconds. Destroy only when no call is running. */
+
+/* Errors, one convention across the library (and its internals):
+ * - A fallible call returns ftl_err (FTL_OK is 0, so `if (err)` reads as failure) or, when it makes
+ *   something, a pointer that is NULL on failure. Pure predicates and counters return int or bool and say
+ *   so where they are declared.
+ * - The reason goes to the calling thread's diagnostics area: ftl_error_code() and ftl_error_message() read
+ *   it, e.g. "FTL_SEEDS=x: expected host:port[,host:port...]". It names the setting, the peer or the file
+ *   and the fix. A later failure on the same thread replaces it; a success leaves it alone, so read it
+ *   right after the call that failed. Internally, `return ftl_diag_set(FTL_ERR_INVALID, "...")` (base/diag.h)
+ *   records the reason and returns the code in one statement.
+ * - Exceptions, for errors that are sticky and seen from other threads: a broken communicator keeps its
+ *   reason (ftl_comm_error), since the abort that broke it may come from another thread and every later
+ *   call repeats it; the agent keeps the reason of the last failed ftl_execute or collective
+ *   (ftl_last_error), since the view change that caused it is seen on the agent's own thread. Both calls
+ *   also leave the reason in the calling thread's diagnostics area. */
 #ifndef FTL_FTL_H
 #define FTL_FTL_H
 
@@ -44,6 +59,11 @@ extern FTL_API const char *const ftl_err_strs[FTL_ERR_MAX];
 
 /* A short, stable message for an error code: "peer lost", "aborted", "timed out", ... */
 FTL_API const char *ftl_strerror(ftl_err err);
+
+/* The calling thread's last error: its code (FTL_OK when none yet) and its message ("" when none). The message
+ * stays valid until the next failing call on this thread. */
+FTL_API ftl_err ftl_error_code(void);
+FTL_API const char *ftl_error_message(void);
 
 /* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
  * even on the tcp backend. */
