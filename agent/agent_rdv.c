@@ -21,10 +21,9 @@ static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 	ftl_agent *a = ctx;
 	if (a->train.cfg.backend != FTL_COMM_NCCL)
 		return 0;
-	char err[256];
-	if (ftl_comm_nccl_unique_id(blob, cap, err, sizeof(err)) != FTL_OK) {
+	if (ftl_comm_nccl_unique_id(blob, cap) != FTL_OK) {
 		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
-			(unsigned long long)epoch, err);
+			(unsigned long long)epoch, ftl_diag_message());
 		return -1;
 	}
 	return FTL_COMM_NCCL_ID_LEN;
@@ -199,26 +198,22 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	ftl_agent_flush(a);
 }
 
-int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 {
 	ftl_training *t = &a->train;
-	if (!t->is_enabled) {
-		snprintf(err, len, "this agent does not train (no rendezvous)");
-		return -1;
-	}
+	if (!t->is_enabled)
+		return ftl_diag_set(FTL_ERR_INVALID, "this agent does not train (no rendezvous)");
 	char missing[sizeof(t->missing)];
 	pthread_mutex_lock(&a->lock);
 	snprintf(missing, sizeof(missing), "%s", t->missing);
 	pthread_mutex_unlock(&a->lock);
-	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0) {
-		snprintf(err, len, "not waiting for quorum (phase: %s): nothing to reset",
-			 ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
-		return -1;
-	}
+	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "not waiting for quorum (phase: %s): nothing to reset",
+				    ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
 	ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
 		"quorum reset by the operator: the survivors go on without the %s", missing);
 	ftl_agent_flush(a);
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_agent_rdv_publish(ftl_agent *a)

@@ -8,7 +8,7 @@
 #ifndef FTL_BASE_DIAG_H
 #define FTL_BASE_DIAG_H
 
-#include "ftl/ftl.h" /* ftl_err */
+#include "ftl/error.h"
 
 /* Longest message kept, terminator included; longer ones are cut. */
 #define FTL_DIAG_MSG_MAX 1024

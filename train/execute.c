@@ -26,7 +26,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 	if (!t->is_enabled || !a->is_started) {
 		snprintf(t->exec.last_error, sizeof(t->exec.last_error),
 			 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
-		return FTL_ERR_INVALID;
+		return ftl_diag_set(FTL_ERR_INVALID, "%s", t->exec.last_error);
 	}
 	metered_step m = {a, step, ctx};
 	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);

@@ -59,7 +59,7 @@ typedef struct ftl_training {
 struct ftl_agent;
 
 /* training.c */
-int ftl_agent_data_listen(struct ftl_agent *a, char *err, size_t len);
+ftl_err ftl_agent_data_listen(struct ftl_agent *a);
 void ftl_training_free(ftl_training *t);
 /* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
  * in use so a blocked collective returns now. */

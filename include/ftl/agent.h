@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/error.h"
 #include "ftl/export.h"
 
 #ifdef __cplusplus
@@ -68,13 +69,16 @@ typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
 
 /* Defaults (see above). */
 FTL_API void ftl_agent_config_default(ftl_agent_config *cfg);
-/* Overlays the FTL_* environment. -1 with a message naming the variable and what is expected. */
-FTL_API int ftl_agent_config_from_env(ftl_agent_config *cfg, char *err, size_t err_len);
+/* Overlays the FTL_* environment. FTL_ERR_INVALID with ftl_error_message() naming the variable and what is
+ * expected. */
+FTL_API ftl_err ftl_agent_config_from_env(ftl_agent_config *cfg);
 
-/* Checks the settings and prepares the agent; nothing is bound yet. NULL with err filled. */
-FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t err_len);
-/* Binds, starts the loop thread, the control socket, and joins the seeds. -1 with err filled. */
-FTL_API int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
+/* Checks the settings and prepares the agent; nothing is bound yet. NULL with ftl_error_message() saying
+ * which setting is wrong and what is expected. */
+FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg);
+/* Binds, starts the loop thread, the control socket, and joins the seeds. An error with
+ * ftl_error_message() saying what could not start (a port in use, a second agent with this name). */
+FTL_API ftl_err ftl_agent_start(ftl_agent *a);
 /* Called on the agent's thread for every membership change. Set before ftl_agent_start. */
 FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
 /* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out.
