@@ -233,11 +233,10 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *cfg)
 		free(a);
 		return NULL;
 	}
-	const char *kerr = NULL;
-	a->keyring = a->set.is_insecure ? ftl_keyring_new_insecure(cfg->cluster, &kerr)
-					: ftl_keyring_new(cfg->cluster, a->set.key, &kerr);
+	a->keyring = a->set.is_insecure ? ftl_keyring_new_insecure(cfg->cluster)
+					: ftl_keyring_new(cfg->cluster, a->set.key);
 	if (!a->keyring) {
-		ftl_diag_set(FTL_ERR_INVALID, "FTL_CLUSTER/FTL_GOSSIP_KEY: %s", kerr);
+		ftl_diag_prefix("FTL_CLUSTER/FTL_GOSSIP_KEY: ");
 		free(a);
 		return NULL;
 	}
@@ -300,10 +299,9 @@ static ftl_err make_node(ftl_agent *a)
 	}};
 	if (a->train.is_enabled)
 		ftl_agent_rdv_options(a, &o);
-	const char *serr;
-	a->node = ftl_node_new(&o, ftl_agent_now_us(a), &serr);
+	a->node = ftl_node_new(&o, ftl_agent_now_us(a));
 	if (!a->node)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s", serr);
+		return ftl_diag_code();
 	a->swim = ftl_node_swim(a->node);
 	return FTL_OK;
 }
