@@ -227,9 +227,8 @@ void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive
 void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len)
 {
 	rdv_msg m;
-	const char *err;
 	set_now(r, now_us);
-	if (rdv_decode(data, len, &m, &err) != 0) {
+	if (rdv_decode(data, len, &m) != 0) {
 		r->dropped++;
 		return;
 	}

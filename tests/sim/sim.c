@@ -207,9 +207,8 @@ static void send_frame(ftl_sim *sim, int from, const ftl_node_frame *f)
 static bool is_crash_point(sim_node *nd, const ftl_node_frame *f)
 {
 	rdv_msg m;
-	const char *err;
 	bool is_it = false;
-	if (nd->crash_type < 0 || rdv_decode(f->msg.data, f->msg.len, &m, &err) != 0)
+	if (nd->crash_type < 0 || rdv_decode(f->msg.data, f->msg.len, &m) != 0)
 		return false;
 	if ((int)m.type == nd->crash_type)
 		is_it = --nd->crash_after <= 0;
