@@ -414,10 +414,10 @@ static void close_all(ftl_agent *a)
 	uv_walk(&a->loop, close_one, NULL);
 }
 
-int ftl_agent_leave(ftl_agent *a, int timeout_ms)
+ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_leave: the agent is not started");
 	ftl_checkpoint_before_leaving(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
 	clock_gettime(CLOCK_MONOTONIC, &until); /* the clock of a->changed */
@@ -435,13 +435,16 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 		rc = pthread_cond_timedwait(&a->changed, &a->lock, &until);
 	bool is_done = a->has_left;
 	pthread_mutex_unlock(&a->lock);
-	return is_done ? 0 : -1;
+	if (is_done)
+		return FTL_OK;
+	return ftl_diag_set(FTL_ERR_TIMEOUT, "ftl_agent_leave: the leave did not go out within %d ms%s", timeout_ms,
+			    a->is_stopped ? " (the agent stopped)" : "");
 }
 
-int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
+ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 {
 	if (len > FTL_META_MAX)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_set_meta: %zu bytes, at most %d", len, FTL_META_MAX);
 	pthread_mutex_lock(&a->lock);
 	memcpy(a->meta, meta, len);
 	a->meta_len = (uint16_t)len;
@@ -449,7 +452,7 @@ int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 	pthread_mutex_unlock(&a->lock);
 	if (a->is_started)
 		uv_async_send(&a->wake);
-	return 0;
+	return FTL_OK;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)

@@ -414,12 +414,13 @@ void ftl_comm_destroy(ftl_comm *comm)
 	comm->ops->destroy(comm);
 }
 
-int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
+ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
 {
 	if (comm == NULL || timeout_ms <= 0)
-		return -1;
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_set_timeout: %d ms; give a positive number",
+					  timeout_ms);
 	comm->timeout_ms = timeout_ms;
-	return 0;
+	return FTL_OK;
 }
 
 const char *ftl_comm_error(const ftl_comm *comm)

@@ -84,8 +84,9 @@ FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
 /* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out.
  * Called between steps from the thread that runs ftl_execute, on the job's rank 0 with checkpoints on,
  * it first writes a checkpoint of the steps since the last one and waits until it is durable (timeout_ms
- * does not bound that write). */
-FTL_API int ftl_agent_leave(ftl_agent *a, int timeout_ms);
+ * does not bound that write). FTL_ERR_TIMEOUT when it did not go out in time, FTL_ERR_INVALID before
+ * ftl_agent_start. */
+FTL_API ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms);
 /* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
 FTL_API bool ftl_agent_has_left(ftl_agent *a);
 /* Stops the loop and closes every socket (without a leave: others will detect it as dead). */
@@ -93,8 +94,8 @@ FTL_API void ftl_agent_stop(ftl_agent *a);
 FTL_API void ftl_agent_delete(ftl_agent *a);
 
 /* Replaces this node's metadata (up to 256 bytes) and gossips it; other members see an update event.
- * -1 if too long. */
-FTL_API int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
+ * FTL_ERR_INVALID if too long. */
+FTL_API ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
 
 /* Counts of members by state as this agent sees them (self included in alive). */
 typedef struct ftl_agent_counts {

@@ -201,8 +201,8 @@ FTL_API void ftl_comm_abort(ftl_comm *comm);
  * backend tears the communicator down on a detached thread. */
 FTL_API void ftl_comm_destroy(ftl_comm *comm);
 
-/* Sets the deadline of later calls, in milliseconds (> 0). Returns 0, or -1 for a bad value. */
-FTL_API int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
+/* Sets the deadline of later calls, in milliseconds (> 0). FTL_ERR_INVALID for a bad value. */
+FTL_API ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
 
 /* The last diagnostic, "" when none. Valid until the next call on the communicator. */
 FTL_API const char *ftl_comm_error(const ftl_comm *comm);

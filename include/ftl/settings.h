@@ -21,8 +21,8 @@ extern "C" {
 FTL_API ftl_err ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max);
 
 /* Adds a program's own FTL_* variable to the known names (name is not copied: pass a string literal).
- * -1 when name does not start with FTL_ or the table of added names is full (64). */
-FTL_API int ftl_env_add_known_name(const char *name);
+ * FTL_ERR_INVALID when name does not start with FTL_ or the table of added names is full (64). */
+FTL_API ftl_err ftl_env_add_known_name(const char *name);
 
 /* The known name nearest to name by edit distance (at most 3 edits), or NULL. */
 FTL_API const char *ftl_env_closest_known_name(const char *name);

@@ -378,7 +378,7 @@ static void test_unknown_setting_warns_with_closest_name(void **state)
 	set_valid_environment();
 	setenv("FTL_MY_PROGRAM_EPOCHS", "3", 1);
 	assert_int_equal(ftl_env_add_known_name("FTL_MY_PROGRAM_EPOCHS"), 0);
-	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), -1);
+	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), FTL_ERR_INVALID);
 	resolve_capturing_log(log, sizeof(log));
 	if (strstr(log, "FTL_MY_PROGRAM_EPOCHS"))
 		fail_msg("an added name was warned about: %s", log);

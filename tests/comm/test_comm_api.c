@@ -131,7 +131,7 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	int ex = 0;
 	assert_int_equal(ftl_comm_shrink(comm, &ex, 1, &small), FTL_ERR_UNSUPPORTED);
 	assert_null(small);
-	assert_int_equal(ftl_comm_set_timeout(comm, 0), -1);
+	assert_int_equal(ftl_comm_set_timeout(comm, 0), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_set_timeout(comm, 5), 0);
 	assert_int_equal(ftl_comm_barrier(comm), FTL_OK);
 
