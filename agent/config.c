@@ -172,7 +172,8 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 	if (!c->cluster[0])
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_CLUSTER: must not be empty");
 	if (ftl_addr_parse_numeric(c->bind, &out->bind) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
 	if (port_of(&out->bind) == 0)
 		return ftl_diag_set(FTL_ERR_INVALID,
 				"FTL_BIND=%s: port 0 is not allowed (others reach this node at the bound port, and it "

@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "env_read.h"
 #include "log.h"
 
 /* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that

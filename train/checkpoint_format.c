@@ -4,7 +4,6 @@
  * files and by choice) matches: a truncated file, a flipped byte or a half-written temp can then never
  * load as valid. */
 #include "checkpoint.h"
-#include "env_read.h"
 
 #include <assert.h>
 #include <sodium.h>
@@ -181,7 +180,8 @@ ftl_err ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h)
 	uint8_t sum[FTL_CKPT_SUM_MAX_BYTES];
 	ftl_ckpt_checksum(h->sum_kind, image, len - sum_len, sum);
 	if (memcmp(sum, image + len - sum_len, sum_len) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "checksum mismatch (%s): the file is corrupt", ftl_ckpt_sum_kind_strs[h->sum_kind]);
+		return ftl_diag_set(FTL_ERR_INVALID, "checksum mismatch (%s): the file is corrupt",
+				    ftl_ckpt_sum_kind_strs[h->sum_kind]);
 	return FTL_OK;
 }
 

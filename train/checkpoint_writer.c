@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "env_read.h"
 #include "log.h"
 
 /* Write granularity, and how often the kernel is told to start writing back. */

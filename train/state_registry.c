@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_read.h"
 #include "global_batch.h"
 
 /* Which memory the backend moves: nccl broadcasts device memory in place, tcp reads host memory. CUDA is

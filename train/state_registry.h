@@ -48,9 +48,9 @@ typedef struct ftl_state_registry {
 					  * synced from rank 0 with the state; 0 = none yet */
 } ftl_state_registry;
 
-/* Adds a buffer. FTL_ERR_INVALID with the reason in the diag: the table is full, a bad argument, or memory of the wrong kind
- * for the backend (a host buffer under nccl, a device buffer under tcp; where the build has CUDA the
- * pointer itself is asked, otherwise is_device is trusted). */
+/* Adds a buffer. FTL_ERR_INVALID with the reason in the diag: the table is full, a bad argument, or memory
+ * of the wrong kind for the backend (a host buffer under nccl, a device buffer under tcp; where the build
+ * has CUDA the pointer itself is asked, otherwise is_device is trusted). */
 ftl_err ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr, size_t bytes, bool is_device);
 /* Sets the sampler (dataset size, batch per rank, seed). An error with the reason in the diag. */
 ftl_err ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env_read.h"
 #include "global_batch.h"
 
 #define HDR_FIXED 5
