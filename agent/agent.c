@@ -219,30 +219,30 @@ static void on_wake(uv_async_t *h)
 
 /* ---- lifecycle ---- */
 
-ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t len)
+ftl_agent *ftl_agent_new(const ftl_agent_config *cfg)
 {
 	ftl_agent *a = calloc(1, sizeof(*a));
 	if (!a) {
-		snprintf(err, len, "out of memory");
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory creating the agent");
 		return NULL;
 	}
 	a->cfg = *cfg;
-	if (ftl_agent_config_resolve(cfg, &a->set, err, len) != 0) {
+	if (ftl_agent_config_resolve(cfg, &a->set) != FTL_OK) {
 		free(a);
 		return NULL;
 	}
-	const char *kerr = NULL;
-	a->keyring = a->set.is_insecure ? ftl_keyring_new_insecure(cfg->cluster, &kerr)
-					: ftl_keyring_new(cfg->cluster, a->set.key, &kerr);
+	a->keyring = a->set.is_insecure ? ftl_keyring_new_insecure(cfg->cluster)
+					: ftl_keyring_new(cfg->cluster, a->set.key);
 	if (!a->keyring) {
-		snprintf(err, len, "FTL_CLUSTER/FTL_GOSSIP_KEY: %s", kerr);
+		ftl_diag_prefix("FTL_CLUSTER/FTL_GOSSIP_KEY: ");
 		free(a);
 		return NULL;
 	}
 	char dir[256];
 	if (ftl_run_dir_resolve(cfg->run_dir, dir, sizeof(dir)) != 0 ||
 	    ftl_run_dir_socket_path(dir, cfg->name, a->control_path, sizeof(a->control_path)) != 0) {
-		snprintf(err, len, "FTL_RUN_DIR: the control socket path is too long; choose a shorter directory");
+		ftl_diag_set(FTL_ERR_INVALID,
+			     "FTL_RUN_DIR: the control socket path is too long; choose a shorter directory");
 		ftl_keyring_delete(a->keyring);
 		free(a);
 		return NULL;
@@ -271,7 +271,7 @@ static uint64_t wall_us(void)
 	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
-static int make_node(ftl_agent *a, char *err, size_t len)
+static ftl_err make_node(ftl_agent *a)
 {
 	uint8_t meta[FTL_META_MAX];
 	size_t meta_len = ftl_meta_pack(a->data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
@@ -280,11 +280,10 @@ static int make_node(ftl_agent *a, char *err, size_t len)
 		meta_len = strlen(a->cfg.meta);
 		memcpy(meta, a->cfg.meta, meta_len);
 	}
-	if (meta_len == 0 && a->cfg.meta[0]) {
-		snprintf(err, len, "FTL_META is too long to travel with the data address (at most %d bytes together)",
-			 FTL_META_MAX - 1);
-		return -1;
-	}
+	if (meta_len == 0 && a->cfg.meta[0])
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_META is too long to travel with the data address (at most %d bytes together)",
+				    FTL_META_MAX - 1);
 	ftl_node_options o = {.swim = {
 		.name = a->cfg.name,
 		.generation = a->cfg.generation ? a->cfg.generation : wall_us(),
@@ -298,14 +297,11 @@ static int make_node(ftl_agent *a, char *err, size_t len)
 	}};
 	if (a->is_training)
 		a->train_ops->node_options(a, &o);
-	const char *serr;
-	a->node = ftl_node_new(&o, ftl_agent_now_us(a), &serr);
-	if (!a->node) {
-		snprintf(err, len, "%s", serr);
-		return -1;
-	}
+	a->node = ftl_node_new(&o, ftl_agent_now_us(a));
+	if (!a->node)
+		return ftl_diag_code();
 	a->swim = ftl_node_swim(a->node);
-	return 0;
+	return FTL_OK;
 }
 
 static void run_loop(void *arg)
@@ -323,7 +319,7 @@ static void run_loop(void *arg)
 	pthread_mutex_unlock(&a->lock);
 }
 
-static int bind_udp(ftl_agent *a, char *err, size_t len)
+static ftl_err bind_udp(ftl_agent *a)
 {
 	uv_udp_init(&a->loop, &a->udp);
 	a->udp.data = a;
@@ -334,53 +330,52 @@ static int bind_udp(ftl_agent *a, char *err, size_t len)
 		uv_recv_buffer_size((uv_handle_t *)&a->udp, &size);
 		rc = uv_udp_recv_start(&a->udp, on_alloc, on_udp_recv);
 	}
-	if (rc != 0) {
-		snprintf(err, len, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
-		return -1;
-	}
-	return 0;
+	if (rc != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
+	return FTL_OK;
 }
 
-/* A start that failed half way: closes what it opened and leaves the agent not started, so that
- * ftl_agent_stop (from ftl_agent_delete) does not join a loop thread that was never created. */
-static int abandon_start(ftl_agent *a)
+/* A start that failed half way (err, with its reason in the diag): closes what it opened and leaves the
+ * agent not started, so that ftl_agent_stop (from ftl_agent_delete) does not join a loop thread that was
+ * never created. Returns err. */
+static ftl_err abandon_start(ftl_agent *a, ftl_err err)
 {
 	close_all(a);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a->loop);
 	a->is_started = false;
-	return -1;
+	return err;
 }
 
-int ftl_agent_start(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_agent_start(ftl_agent *a)
 {
-	if (a->is_started) {
-		snprintf(err, len, "the agent is already started");
-		return -1;
-	}
-	if (a->is_training && a->train_ops->listen(a, err, len) != 0)
-		return -1;
-	if (make_node(a, err, len) != 0 || uv_loop_init(&a->loop) != 0)
-		return -1;
+	if (a->is_started)
+		return ftl_diag_set(FTL_ERR_INVALID, "the agent is already started");
+	ftl_err err = a->is_training ? a->train_ops->listen(a) : FTL_OK;
+	if (!err)
+		err = make_node(a);
+	if (err)
+		return err;
+	int rc = uv_loop_init(&a->loop);
+	if (rc != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent's event loop: %s", uv_strerror(rc));
 	a->is_started = true;
 	a->is_closing = false;
 	uv_timer_init(&a->loop, &a->timer);
 	a->timer.data = a;
 	uv_async_init(&a->loop, &a->wake, on_wake);
 	a->wake.data = a;
-	if (bind_udp(a, err, len) != 0 || ftl_agent_tcp_listen(a, err, len) != 0) {
-		return abandon_start(a);
-	}
-	char cerr[256];
-	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a, cerr, sizeof(cerr));
-	if (!a->control) {
-		/* Most often a second agent with the same name: a configuration error worth stopping for. */
-		snprintf(err, len, "control socket: %s", cerr);
-		return abandon_start(a);
-	}
-	if (ftl_metrics_http_start(a, err, len) != 0) {
-		return abandon_start(a);
-	}
+	err = bind_udp(a);
+	if (!err)
+		err = ftl_agent_tcp_listen(a);
+	if (err)
+		return abandon_start(a, err);
+	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a);
+	if (!a->control) /* most often a second agent with the same name: a configuration error worth stopping for */
+		return abandon_start(a, ftl_diag_prefix("control socket: "));
+	err = ftl_metrics_http_start(a);
+	if (err)
+		return abandon_start(a, err);
 	if (a->set.is_insecure)
 		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
 	char fields[1024];
@@ -390,11 +385,9 @@ int ftl_agent_start(ftl_agent *a, char *err, size_t len)
 	ftl_agent_seeds_start(a);
 	update_counts(a);
 	ftl_agent_flush(a);
-	if (uv_thread_create(&a->thread, run_loop, a) != 0) {
-		snprintf(err, len, "cannot start the agent thread");
-		return abandon_start(a);
-	}
-	return 0;
+	if (uv_thread_create(&a->thread, run_loop, a) != 0)
+		return abandon_start(a, ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent thread"));
+	return FTL_OK;
 }
 
 static void close_cb(uv_handle_t *h) {}
@@ -419,10 +412,10 @@ static void close_all(ftl_agent *a)
 	uv_walk(&a->loop, close_one, NULL);
 }
 
-int ftl_agent_leave(ftl_agent *a, int timeout_ms)
+ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_leave: the agent is not started");
 	if (a->is_training)
 		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
 	struct timespec until;
@@ -441,13 +434,16 @@ int ftl_agent_leave(ftl_agent *a, int timeout_ms)
 		rc = pthread_cond_timedwait(&a->changed, &a->lock, &until);
 	bool is_done = a->has_left;
 	pthread_mutex_unlock(&a->lock);
-	return is_done ? 0 : -1;
+	if (is_done)
+		return FTL_OK;
+	return ftl_diag_set(FTL_ERR_TIMEOUT, "ftl_agent_leave: the leave did not go out within %d ms%s", timeout_ms,
+			    a->is_stopped ? " (the agent stopped)" : "");
 }
 
-int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
+ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 {
 	if (len > FTL_META_MAX)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_set_meta: %zu bytes, at most %d", len, FTL_META_MAX);
 	pthread_mutex_lock(&a->lock);
 	memcpy(a->meta, meta, len);
 	a->meta_len = (uint16_t)len;
@@ -455,7 +451,7 @@ int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 	pthread_mutex_unlock(&a->lock);
 	if (a->is_started)
 		uv_async_send(&a->wake);
-	return 0;
+	return FTL_OK;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)

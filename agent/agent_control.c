@@ -135,9 +135,8 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	if (strcmp(cmd, "keys") == 0)
 		return ftl_agent_keys_json(a, req);
 	if (strcmp(cmd, "quorum-reset") == 0) {
-		char err[256];
-		if (ftl_agent_rdv_waive_quorum(a, err, sizeof(err)) != 0)
-			return ftl_agent_error_reply(err);
+		if (ftl_agent_rdv_waive_quorum(a) != FTL_OK)
+			return ftl_agent_error_reply(ftl_diag_message());
 		return json_pack("{s:b}", "ok", 1);
 	}
 	if (strcmp(cmd, "leave") == 0) {

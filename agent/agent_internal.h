@@ -87,7 +87,7 @@ int64_t ftl_agent_now_us(ftl_agent *a);
 void ftl_agent_flush(ftl_agent *a);
 
 /* agent_tcp.c */
-int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len);
+ftl_err ftl_agent_tcp_listen(ftl_agent *a);
 void ftl_agent_tcp_push_pull(ftl_agent *a, const char *addr, bool is_join);
 /* Closes every open exchange through its own path (before the loop's other handles). */
 void ftl_agent_tcp_close_all(ftl_agent *a);
@@ -115,8 +115,8 @@ void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len); /* o
 json_t *ftl_agent_rdv_status(ftl_agent *a);
 /* The training thread's requests (want_rebuild_seq), on the loop thread. */
 void ftl_agent_rdv_wake(ftl_agent *a);
-/* `ftlctl quorum reset`: 0, or -1 with a reason (not waiting for quorum). */
-int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len);
+/* `ftlctl quorum reset`: FTL_OK, or FTL_ERR_INVALID with the reason in the diag (not waiting for quorum). */
+ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a);
 int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -1 if not */
 
 /* agent_seeds.c */

@@ -77,12 +77,12 @@ json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req)
 	uint8_t key[FTL_KEY_SIZE];
 	if (!text || ftl_key_from_base64(text, key) != 0)
 		return ftl_agent_error_reply("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
-	const char *err;
-	int rc = ftl_node_key_op(a->node, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key, &err);
+	ftl_err rc = ftl_node_key_op(a->node, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key);
+	json_t *refusal = rc != FTL_OK ? ftl_agent_error_reply(ftl_diag_message()) : NULL; /* before the flush */
 	sodium_memzero(key, sizeof(key));
 	ftl_agent_flush(a);
-	if (rc != 0)
-		return ftl_agent_error_reply(err);
+	if (refusal)
+		return refusal;
 	ftl_log(FTL_LOG_INFO, "keys", NULL, "key %s applied here and gossiped to the cluster", op);
 	return json_pack("{s:b}", "ok", 1);
 }

@@ -16,6 +16,7 @@
 #include "node/node_meta.h"
 #include "log.h"
 
+
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
 	const ftl_rdv_view *v = &a->views.view;
@@ -152,26 +153,22 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	ftl_agent_flush(a);
 }
 
-int ftl_agent_rdv_waive_quorum(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 {
 	ftl_agent_views *t = &a->views;
-	if (!a->is_training) {
-		snprintf(err, len, "this agent does not train (no rendezvous)");
-		return -1;
-	}
+	if (!a->is_training)
+		return ftl_diag_set(FTL_ERR_INVALID, "this agent does not train (no rendezvous)");
 	char missing[sizeof(t->missing)];
 	pthread_mutex_lock(&a->lock);
 	snprintf(missing, sizeof(missing), "%s", t->missing);
 	pthread_mutex_unlock(&a->lock);
-	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0) {
-		snprintf(err, len, "not waiting for quorum (phase: %s): nothing to reset",
-			 ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
-		return -1;
-	}
+	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "not waiting for quorum (phase: %s): nothing to reset",
+				    ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
 	ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
 		"quorum reset by the operator: the survivors go on without the %s", missing);
 	ftl_agent_flush(a);
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_agent_rdv_publish(ftl_agent *a)

@@ -334,18 +334,17 @@ void ftl_agent_tcp_close_all(ftl_agent *a)
 		conn_close(c);
 }
 
-int ftl_agent_tcp_listen(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 {
 	uv_tcp_init(&a->loop, &a->tcp);
 	a->tcp.data = a;
 	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&a->tcp, 128, on_connection);
-	if (rc != 0) {
-		snprintf(err, len, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind, uv_strerror(rc));
-		return -1;
-	}
-	return 0;
+	if (rc != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind,
+				    uv_strerror(rc));
+	return FTL_OK;
 }
 
 static void on_connect(uv_connect_t *req, int status)

@@ -34,7 +34,7 @@ typedef struct ftl_agent_views {
  * ftl_set_training has set a->is_training (before the start, fixed after it). */
 typedef struct ftl_agent_training_ops {
 	/* ftl_agent_start, before the node exists: open the comm listener (its address into a->data_addr). */
-	int (*listen)(struct ftl_agent *a, char *err, size_t err_len);
+	ftl_err (*listen)(struct ftl_agent *a); /* the reason in the diag */
 	/* The node's training options: the rendezvous settings, the data address, the NCCL id maker. */
 	void (*node_options)(struct ftl_agent *a, ftl_node_options *o);
 	/* Loop thread, under the lock: abort the collectives in use, if any, so a blocked step returns now;

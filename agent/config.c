@@ -15,8 +15,9 @@
 #include <unistd.h>
 
 #include "addr.h"
-#include "errfmt.h"
 #include "membership/keyring.h"
+#include "base/diag.h"
+#include "env_read.h"
 
 void ftl_agent_config_default(ftl_agent_config *cfg)
 {
@@ -30,39 +31,39 @@ void ftl_agent_config_default(ftl_agent_config *cfg)
 	cfg->reseed_interval_ms = 5000;
 }
 
-int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
+ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 {
 	int64_t suspicion = c->suspicion_mult, retransmit = c->retransmit_mult;
 	const char *insecure = getenv("FTL_INSECURE");
 	if (insecure && strcmp(insecure, "1") != 0 && strcmp(insecure, "0") != 0)
-		return ftl_errf(err, len, "FTL_INSECURE=%s: expected 1 (plaintext gossip) or 0", insecure);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=%s: expected 1 (plaintext gossip) or 0", insecure);
 	if (insecure)
 		c->is_insecure = strcmp(insecure, "1") == 0;
-	if (ftl_env_str("FTL_NAME", c->name, sizeof(c->name), err, len) || ftl_env_str("FTL_BIND", c->bind, sizeof(c->bind), err, len) ||
-	    ftl_env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise), err, len) ||
-	    ftl_env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds), err, len) ||
-	    ftl_env_str("FTL_CLUSTER", c->cluster, sizeof(c->cluster), err, len) ||
-	    ftl_env_str("FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key), err, len) ||
-	    ftl_env_str("FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file), err, len) ||
-	    ftl_env_str("FTL_PROFILE", c->profile, sizeof(c->profile), err, len) ||
-	    ftl_env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir), err, len) ||
-	    ftl_env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level), err, len) ||
-	    ftl_env_str("FTL_META", c->meta, sizeof(c->meta), err, len) ||
-	    ftl_env_str("FTL_METRICS_ADDR", c->metrics_addr, sizeof(c->metrics_addr), err, len) ||
-	    ftl_env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000, err, len) ||
-	    ftl_env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000, err, len) ||
-	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000, err, len) ||
-	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000, err, len) ||
-	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000, err, len) ||
-	    ftl_env_int("FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000, err, len) ||
-	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000, err, len) ||
-	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64, err, len) ||
-	    ftl_env_int("FTL_RETRANSMIT_MULT", &retransmit, 1, 64, err, len))
-		return -1;
+	if (ftl_env_str("FTL_NAME", c->name, sizeof(c->name)) || ftl_env_str("FTL_BIND", c->bind, sizeof(c->bind)) ||
+	    ftl_env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise)) ||
+	    ftl_env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds)) ||
+	    ftl_env_str("FTL_CLUSTER", c->cluster, sizeof(c->cluster)) ||
+	    ftl_env_str("FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key)) ||
+	    ftl_env_str("FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file)) ||
+	    ftl_env_str("FTL_PROFILE", c->profile, sizeof(c->profile)) ||
+	    ftl_env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir)) ||
+	    ftl_env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level)) ||
+	    ftl_env_str("FTL_META", c->meta, sizeof(c->meta)) ||
+	    ftl_env_str("FTL_METRICS_ADDR", c->metrics_addr, sizeof(c->metrics_addr)) ||
+	    ftl_env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000) ||
+	    ftl_env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000) ||
+	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000) ||
+	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000) ||
+	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000) ||
+	    ftl_env_int("FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000) ||
+	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000) ||
+	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64) ||
+	    ftl_env_int("FTL_RETRANSMIT_MULT", &retransmit, 1, 64))
+		return FTL_ERR_INVALID;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
 	ftl_env_warn_unknown();
-	return 0;
+	return FTL_OK;
 }
 
 /* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */
@@ -77,7 +78,7 @@ static void warn_if_key_file_is_shared(FILE *f, const char *path)
 }
 
 /* Reads the key from FTL_GOSSIP_KEY or FTL_GOSSIP_KEY_FILE into key. */
-static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *err, size_t len)
+static ftl_err load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE])
 {
 	char text[128] = "";
 	const char *what = "FTL_GOSSIP_KEY";
@@ -87,7 +88,7 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 		what = "FTL_GOSSIP_KEY_FILE";
 		FILE *f = fopen(c->gossip_key_file, "r");
 		if (!f)
-			return ftl_errf(err, len, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
+			return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));
 		warn_if_key_file_is_shared(f, c->gossip_key_file);
 		if (!fgets(text, sizeof(text), f))
@@ -96,8 +97,8 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 		text[strcspn(text, " \r\n")] = '\0';
 	}
 	if (ftl_key_from_base64(text, key) != 0)
-		return ftl_errf(err, len, "%s: expected the base64 of 32 bytes (make one with `ftlctl keygen`)", what);
-	return 0;
+		return ftl_diag_set(FTL_ERR_INVALID, "%s: expected the base64 of 32 bytes (make one with `ftlctl keygen`)", what);
+	return FTL_OK;
 }
 
 /* A name is part of the control socket's path, of log lines and of JSON: letters, digits, '.', '_' and
@@ -121,7 +122,7 @@ static int port_of(const struct sockaddr_storage *ss)
 
 /* Each seed must be host:port with a port from 1 to 65535; the host may be a name that does not resolve
  * yet (seeds are re-resolved), but a typo in the syntax would leave this node alone for good. */
-static int check_seeds(const char *seeds, char *err, size_t len)
+static ftl_err check_seeds(const char *seeds)
 {
 	char list[sizeof(((ftl_agent_config *)0)->seeds)];
 	snprintf(list, sizeof(list), "%s", seeds);
@@ -131,12 +132,12 @@ static int check_seeds(const char *seeds, char *err, size_t len)
 		int port;
 		bool is_bare_v6 = tok[0] != '[' && strchr(tok, ':') != strrchr(tok, ':');
 		if (is_bare_v6 || ftl_addr_split(tok, host, sizeof(host), &port) != 0 || port < 1)
-			return ftl_errf(err, len,
+			return ftl_diag_set(FTL_ERR_INVALID,
 					"FTL_SEEDS: \"%s\" is not host:port with a port from 1 to 65535 (write IPv6 "
 					"as [fd00::7]:7946; separate seeds with commas)",
 					tok);
 	}
-	return 0;
+	return FTL_OK;
 }
 
 /* The FTL_* variables a timing check's message is about (it names profile fields: "probe_timeout must
@@ -161,42 +162,43 @@ static const char *timing_variables_of(const char *problem)
 	return "FTL_PROFILE and the FTL_*_MS overrides";
 }
 
-int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out, char *err, size_t len)
+ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!is_valid_name(c->name))
-		return ftl_errf(err, len, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
 	if (ftl_log_setup(c->log_level, c->name) != 0)
-		return ftl_errf(err, len, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (!c->cluster[0])
-		return ftl_errf(err, len, "FTL_CLUSTER: must not be empty");
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_CLUSTER: must not be empty");
 	if (ftl_addr_parse_numeric(c->bind, &out->bind) != 0)
-		return ftl_errf(err, len, "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
 	if (port_of(&out->bind) == 0)
-		return ftl_errf(err, len,
+		return ftl_diag_set(FTL_ERR_INVALID,
 				"FTL_BIND=%s: port 0 is not allowed (others reach this node at the bound port, and it "
 				"would be advertised as 0); choose a port such as 7946",
 				c->bind);
-	if (check_seeds(c->seeds, err, len) != 0)
-		return -1;
+	if (check_seeds(c->seeds) != FTL_OK)
+		return FTL_ERR_INVALID;
 	if (c->metrics_addr[0] && (ftl_addr_parse_numeric(c->metrics_addr, &out->metrics) != 0 || port_of(&out->metrics) == 0))
-		return ftl_errf(err, len,
+		return ftl_diag_set(FTL_ERR_INVALID,
 				"FTL_METRICS_ADDR=%s: expected a numeric ip:port with a port that is not 0, such as "
 				"0.0.0.0:9464 (where Prometheus scrapes GET /metrics), or unset for no metrics",
 				c->metrics_addr);
 	const char *adv = c->advertise[0] ? c->advertise : c->bind;
 	struct sockaddr_storage a;
 	if (ftl_addr_parse_numeric(adv, &a) != 0)
-		return ftl_errf(err, len, "FTL_ADVERTISE=%s: expected a numeric ip:port that other nodes can reach", adv);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_ADVERTISE=%s: expected a numeric ip:port that other nodes can reach", adv);
 	if (ftl_addr_is_wildcard(&a))
-		return ftl_errf(err, len,
+		return ftl_diag_set(FTL_ERR_INVALID,
 			    "FTL_ADVERTISE: %s is a wildcard address; set FTL_ADVERTISE to this node's reachable "
 			    "ip:port (on Kubernetes, the pod IP from the downward API)",
 			    adv);
 	ftl_addr_format((struct sockaddr *)&a, out->advertise, sizeof(out->advertise));
 	ftl_swim_profile profile;
 	if (ftl_swim_profile_from_name(c->profile, &profile) != 0)
-		return ftl_errf(err, len, "FTL_PROFILE=%s: expected train, lan or local", c->profile);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_PROFILE=%s: expected train, lan or local", c->profile);
 	ftl_swim_config_profile(&out->swim, profile);
 	if (c->probe_interval_ms)
 		out->swim.probe_interval_us = c->probe_interval_ms * 1000;
@@ -216,24 +218,25 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 		out->swim.retransmit_mult = c->retransmit_mult;
 	const char *bad = ftl_swim_config_check(&out->swim);
 	if (bad)
-		return ftl_errf(err, len, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, bad);
+		return ftl_diag_set(FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, bad);
 	if (c->is_insecure) {
 		if (c->gossip_key[0] || c->gossip_key_file[0])
-			return ftl_errf(err, len, "FTL_INSECURE=1 and a gossip key are both set: choose one");
+			return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=1 and a gossip key are both set: choose one");
 		out->is_insecure = true;
 	} else {
 		if (c->gossip_key[0] && c->gossip_key_file[0])
-			return ftl_errf(err, len,
+			return ftl_diag_set(FTL_ERR_INVALID,
 					"FTL_GOSSIP_KEY and FTL_GOSSIP_KEY_FILE are both set: choose one (the file keeps "
 					"the key out of the process environment)");
 		if (!c->gossip_key[0] && !c->gossip_key_file[0])
-			return ftl_errf(err, len,
+			return ftl_diag_set(FTL_ERR_INVALID,
 				    "no gossip key: set FTL_GOSSIP_KEY (or FTL_GOSSIP_KEY_FILE) to the output of "
 				    "`ftlctl keygen`, or FTL_INSECURE=1 for plaintext gossip");
-		if (load_key(c, out->key, err, len) != 0)
-			return -1;
+		ftl_err err = load_key(c, out->key);
+		if (err)
+			return err;
 	}
 	if (c->reseed_interval_ms < 100)
-		return ftl_errf(err, len, "FTL_RESEED_INTERVAL_MS: expected at least 100");
-	return 0;
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_RESEED_INTERVAL_MS: expected at least 100");
+	return FTL_OK;
 }

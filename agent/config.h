@@ -7,6 +7,8 @@
 
 #include "ftl/agent.h"
 #include "membership/keyring.h"
+#include "base/diag.h"
+#include "ftl/ftl.h"
 #include "log.h"
 #include "membership/message.h"
 #include "membership/profile.h"
@@ -20,7 +22,8 @@ typedef struct ftl_agent_settings {
 	struct sockaddr_storage metrics; /* when cfg.metrics_addr is set */
 } ftl_agent_settings;
 
-/* Checks every setting; -1 with a message naming the bad one (FTL_* variable) and what is expected. */
-int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out, char *err, size_t len);
+/* Checks every setting; an error with the diagnostic naming the bad one (FTL_* variable) and what is
+ * expected. */
+ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out);
 
 #endif

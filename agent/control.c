@@ -420,33 +420,32 @@ static void connection_cb(uv_stream_t *server, int status)
 
 /* mkdir -p of path's parent; directories created here get mode 0700. The parent itself must then be
  * this user's and closed to others (run_dir.h says why). */
-static int make_parent_dir(const char *path, char *err, size_t err_len)
+static ftl_err make_parent_dir(const char *path)
 {
 	char dir[SOCKET_PATH_MAX];
 	char *slash;
 	snprintf(dir, sizeof dir, "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL || slash == dir)
-		return 0;
+		return FTL_OK;
 	*slash = '\0';
 	for (char *p = dir + 1; ; p++) {
 		bool is_end = *p == '\0';
 		if (*p != '/' && !is_end)
 			continue;
 		*p = '\0';
-		if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-			snprintf(err, err_len, "cannot create the run directory %s: %s", dir, strerror(errno));
-			return -1;
-		}
+		if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+			return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the run directory %s: %s", dir,
+					    strerror(errno));
 		if (is_end)
 			break;
 		*p = '/';
 	}
-	return ftl_run_dir_check_private(dir, err, err_len);
+	return ftl_run_dir_check_private(dir);
 }
 
 /* Leaves path free for bind: removes a socket file nobody listens on; refuses if an agent answers. */
-static int clear_stale_socket(const char *path, char *err, size_t err_len)
+static ftl_err clear_stale_socket(const char *path)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	struct stat st;
@@ -454,42 +453,35 @@ static int clear_stale_socket(const char *path, char *err, size_t err_len)
 
 	if (lstat(path, &st) != 0) {
 		if (errno == ENOENT)
-			return 0;
-		snprintf(err, err_len, "cannot inspect %s: %s", path, strerror(errno));
-		return -1;
+			return FTL_OK;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot inspect %s: %s", path, strerror(errno));
 	}
-	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, err_len, "%s exists and is not a socket; remove it or choose another run directory",
-			 path);
-		return -1;
-	}
+	if (!S_ISSOCK(st.st_mode))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "%s exists and is not a socket; remove it or choose another run directory", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, err_len, "cannot create a socket to probe %s: %s", path, strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create a socket to probe %s: %s", path,
+				    strerror(errno));
 	memcpy(addr.sun_path, path, strlen(path) + 1);
 	rc = connect(fd, (struct sockaddr *)&addr, sizeof addr);
 	connect_errno = errno;
 	close(fd);
-	if (rc == 0 || connect_errno == EAGAIN || connect_errno == EINPROGRESS) {
-		snprintf(err, err_len,
-			 "another agent is listening on %s; stop it, or give this agent another name or run directory",
-			 path);
-		return -1;
-	}
+	if (rc == 0 || connect_errno == EAGAIN || connect_errno == EINPROGRESS)
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "another agent is listening on %s; stop it, or give this agent another name or run "
+				    "directory",
+				    path);
 	if (connect_errno == ECONNREFUSED) {
-		if (unlink(path) != 0 && errno != ENOENT) {
-			snprintf(err, err_len, "cannot remove the stale socket %s: %s", path, strerror(errno));
-			return -1;
-		}
-		return 0;
+		if (unlink(path) != 0 && errno != ENOENT)
+			return ftl_diag_set(FTL_ERR_SYSTEM, "cannot remove the stale socket %s: %s", path,
+					    strerror(errno));
+		return FTL_OK;
 	}
 	if (connect_errno == ENOENT)
-		return 0;
-	snprintf(err, err_len, "cannot check whether an agent is listening on %s: %s", path,
-		 strerror(connect_errno));
-	return -1;
+		return FTL_OK;
+	return ftl_diag_set(FTL_ERR_SYSTEM, "cannot check whether an agent is listening on %s: %s", path,
+			    strerror(connect_errno));
 }
 
 static void server_close_cb(uv_handle_t *handle)
@@ -520,26 +512,24 @@ static ftl_control *abandon_start(ftl_control *c)
  * before bind becomes the file's mode, and the chmod after bind covers other systems (nothing is
  * accepted before listen anyway). The socket is bound here rather than by uv_pipe_bind because libuv
  * unlinks a path it bound when the handle closes, even if the file there is no longer ours. Returns
- * the socket, or -1 with err filled. */
-static int bind_private_socket(ftl_control *c, char *err, size_t err_len)
+ * the socket, or -1 with the reason in the diag. */
+static int bind_private_socket(ftl_control *c)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	struct stat st;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		snprintf(err, err_len, "cannot create the control socket: %s", strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the control socket: %s", strerror(errno));
 	memcpy(addr.sun_path, c->path, strlen(c->path) + 1);
 	(void)fchmod(fd, 0600);
 	if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-		snprintf(err, err_len, "cannot bind the control socket %s: %s", c->path, strerror(errno));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot bind the control socket %s: %s", c->path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if (chmod(c->path, 0600) != 0 || lstat(c->path, &st) != 0) {
-		snprintf(err, err_len, "cannot make the control socket %s private (chmod 0600): %s", c->path,
-			 strerror(errno));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot make the control socket %s private (chmod 0600): %s", c->path,
+			     strerror(errno));
 		unlink(c->path);
 		close(fd);
 		return -1;
@@ -549,24 +539,23 @@ static int bind_private_socket(ftl_control *c, char *err, size_t err_len)
 	return fd;
 }
 
-ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
-			       char *err, size_t err_len)
+ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx)
 {
 	ftl_control *c;
 	int fd, rc;
 
 	if (strlen(path) >= SOCKET_PATH_MAX) {
-		snprintf(err, err_len,
-			 "control socket path %s is too long (%zu bytes; a Unix socket path holds at most %zu); "
-			 "choose a shorter run directory",
-			 path, strlen(path), SOCKET_PATH_MAX - 1);
+		ftl_diag_set(FTL_ERR_INVALID,
+			     "control socket path %s is too long (%zu bytes; a Unix socket path holds at most %zu); "
+			     "choose a shorter run directory",
+			     path, strlen(path), SOCKET_PATH_MAX - 1);
 		return NULL;
 	}
-	if (make_parent_dir(path, err, err_len) != 0 || clear_stale_socket(path, err, err_len) != 0)
+	if (make_parent_dir(path) != FTL_OK || clear_stale_socket(path) != FTL_OK)
 		return NULL;
 	c = calloc(1, sizeof *c);
 	if (c == NULL) {
-		snprintf(err, err_len, "out of memory starting the control socket");
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory starting the control socket");
 		return NULL;
 	}
 	c->loop = loop;
@@ -577,18 +566,18 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 	c->server.data = c;
 	c->open_handles = 1;
 
-	fd = bind_private_socket(c, err, err_len);
+	fd = bind_private_socket(c);
 	if (fd < 0)
 		return abandon_start(c);
 	rc = uv_pipe_open(&c->server, fd);
 	if (rc != 0) {
 		close(fd);
-		snprintf(err, err_len, "cannot use the control socket %s: %s", path, uv_strerror(rc));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot use the control socket %s: %s", path, uv_strerror(rc));
 		return abandon_start(c);
 	}
 	rc = uv_listen((uv_stream_t *)&c->server, LISTEN_BACKLOG, connection_cb);
 	if (rc != 0) {
-		snprintf(err, err_len, "cannot listen on the control socket %s: %s", path, uv_strerror(rc));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot listen on the control socket %s: %s", path, uv_strerror(rc));
 		return abandon_start(c);
 	}
 	return c;

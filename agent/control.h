@@ -22,6 +22,8 @@
 #include <jansson.h>
 #include <uv.h>
 
+#include "base/diag.h"
+
 #define FTL_CONTROL_MAX_LINE 65536
 
 typedef struct ftl_control ftl_control;
@@ -33,10 +35,9 @@ typedef struct ftl_control_client ftl_control_client;
 typedef json_t *(*ftl_control_handler)(void *ctx, ftl_control_client *client, const json_t *request,
 				       bool *is_stream);
 
-/* Listens on path (an existing socket file there is replaced only if nothing answers on it). NULL with
- * err filled when it cannot. */
-ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx,
-			       char *err, size_t err_len);
+/* Listens on path (an existing socket file there is replaced only if nothing answers on it). NULL with the
+ * reason in the diag when it cannot. */
+ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx);
 /* A late reply to a request whose handler returned NULL; steals reply. Safe if the client has gone. */
 void ftl_control_reply(ftl_control *c, ftl_control_client *client, json_t *reply);
 /* Sends an event line to every streaming client; does not steal event. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/diag.h"
 #include "ftl/settings.h"
 #include "log.h"
 
@@ -46,12 +47,16 @@ enum { ADDED_MAX = 64, CLOSEST_MAX_EDITS = 3, NAME_MAX_LEN = 64 };
 static const char *added_names[ADDED_MAX];
 static int n_added;
 
-int ftl_env_add_known_name(const char *name)
+ftl_err ftl_env_add_known_name(const char *name)
 {
-	if (!name || strncmp(name, "FTL_", 4) != 0 || n_added == ADDED_MAX)
-		return -1;
+	if (!name || strncmp(name, "FTL_", 4) != 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_env_add_known_name: %s does not start with FTL_",
+				    name ? name : "(null)");
+	if (n_added == ADDED_MAX)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_env_add_known_name: already %d names added, the most there "
+				    "can be", ADDED_MAX);
 	added_names[n_added++] = name;
-	return 0;
+	return FTL_OK;
 }
 
 /* Every known name, built-in then added, one per call: i from 0 until NULL. */

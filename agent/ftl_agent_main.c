@@ -21,15 +21,14 @@ int main(int argc, char **argv)
 		return strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ? 0 : 2;
 	}
 	ftl_agent_config cfg;
-	char err[512];
 	ftl_agent_config_default(&cfg);
-	if (ftl_agent_config_from_env(&cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ftl-agent: %s\n", err);
+	if (ftl_agent_config_from_env(&cfg) != 0) {
+		fprintf(stderr, "ftl-agent: %s\n", ftl_error_message());
 		return 2;
 	}
-	ftl_agent *a = ftl_agent_new(&cfg, err, sizeof(err));
+	ftl_agent *a = ftl_agent_new(&cfg);
 	if (!a) {
-		fprintf(stderr, "ftl-agent: %s\n", err);
+		fprintf(stderr, "ftl-agent: %s\n", ftl_error_message());
 		return 2;
 	}
 	/* Signals are taken here, by sigtimedwait, never by the loop thread (it inherits the mask). */
@@ -39,8 +38,8 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (ftl_agent_start(a, err, sizeof(err)) != 0) {
-		fprintf(stderr, "ftl-agent: %s\n", err);
+	if (ftl_agent_start(a) != 0) {
+		fprintf(stderr, "ftl-agent: %s\n", ftl_error_message());
 		ftl_agent_delete(a);
 		return 1;
 	}

@@ -45,8 +45,8 @@ void ftl_metrics_snapshot_free(ftl_metrics_snapshot *s);
 /* The exposition text (NUL-terminated, *len without the NUL), malloc'd; NULL when out of memory. */
 char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len);
 
-/* metrics_http.c: the listener on FTL_METRICS_ADDR (no-op when unset); -1 with a message naming it. */
-int ftl_metrics_http_start(struct ftl_agent *a, char *err, size_t len);
+/* metrics_http.c: the listener on FTL_METRICS_ADDR (no-op when unset); an error with the diag naming it. */
+ftl_err ftl_metrics_http_start(struct ftl_agent *a);
 /* Closes the listener and every open connection through their own path (before the loop's other handles). */
 void ftl_metrics_http_close(struct ftl_agent *a);
 

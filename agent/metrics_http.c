@@ -219,15 +219,13 @@ static void on_connection(uv_stream_t *listener, int status)
 
 /* ---- the listener ---- */
 
-int ftl_metrics_http_start(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_metrics_http_start(ftl_agent *a)
 {
 	if (!a->cfg.metrics_addr[0])
-		return 0;
+		return FTL_OK;
 	ftl_metrics_http *srv = calloc(1, sizeof(*srv));
-	if (!srv) {
-		snprintf(err, len, "FTL_METRICS_ADDR=%s: out of memory", a->cfg.metrics_addr);
-		return -1;
-	}
+	if (!srv)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: out of memory", a->cfg.metrics_addr);
 	srv->agent = a;
 	uv_tcp_init(&a->loop, &srv->listener);
 	srv->listener.data = srv;
@@ -235,10 +233,9 @@ int ftl_metrics_http_start(ftl_agent *a, char *err, size_t len)
 	int rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&a->set.metrics, 0);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&srv->listener, 64, on_connection);
-	if (rc != 0) {
-		snprintf(err, len, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr, uv_strerror(rc));
-		return -1; /* the caller closes every handle, this listener included */
-	}
+	if (rc != 0) /* the caller closes every handle, this listener included */
+		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr,
+				    uv_strerror(rc));
 	char fields[160];
 	snprintf(fields, sizeof(fields), "addr=%s", a->cfg.metrics_addr);
 	ftl_log(FTL_LOG_INFO, "metrics", fields, "serving GET /metrics (Prometheus text format)");

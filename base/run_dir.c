@@ -49,54 +49,48 @@ static void describe_uid(uid_t uid, char *out, size_t len)
 		snprintf(out, len, "uid %u", (unsigned)uid);
 }
 
-static int untrusted(const char *what, const char *path, const struct stat *st, const char *why,
-		     const char *remedy, char *err, size_t len)
+static ftl_err untrusted(const char *what, const char *path, const struct stat *st, const char *why,
+			 const char *remedy)
 {
 	char owner[96], me[96];
 	describe_uid(st->st_uid, owner, sizeof(owner));
 	describe_uid(geteuid(), me, sizeof(me));
-	snprintf(err, len, "%s %s is not safe to use: %s (owner %s, mode %04o; this user is %s), so another user "
-		 "could put a socket of their own there; %s",
-		 what, path, why, owner, (unsigned)(st->st_mode & 07777), me, remedy);
-	return -1;
+	return ftl_diag_set(FTL_ERR_INVALID,
+			    "%s %s is not safe to use: %s (owner %s, mode %04o; this user is %s), so another user "
+			    "could put a socket of their own there; %s",
+			    what, path, why, owner, (unsigned)(st->st_mode & 07777), me, remedy);
 }
 
 static const char run_dir_remedy[] =
 	"remove it (or have its owner remove it), or set FTL_RUN_DIR to a directory of your own with mode 0700";
 
-int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len)
+ftl_err ftl_run_dir_check_private(const char *dir)
 {
 	struct stat st;
-	if (stat(dir, &st) != 0) {
-		snprintf(err, err_len, "cannot inspect the run directory %s: %s", dir, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, err_len, "%s is not a directory; choose another run directory", dir);
-		return -1;
-	}
+	if (stat(dir, &st) != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot inspect the run directory %s: %s", dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ftl_diag_set(FTL_ERR_INVALID, "%s is not a directory; choose another run directory", dir);
 	if (st.st_uid != geteuid())
-		return untrusted("the run directory", dir, &st, "another user owns it", run_dir_remedy, err, err_len);
+		return untrusted("the run directory", dir, &st, "another user owns it", run_dir_remedy);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
 		return untrusted("the run directory", dir, &st, "group or others can write it",
-				 "chmod 700 it, or set FTL_RUN_DIR to a directory of your own with mode 0700", err,
-				 err_len);
-	return 0;
+				 "chmod 700 it, or set FTL_RUN_DIR to a directory of your own with mode 0700");
+	return FTL_OK;
 }
 
-int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len)
+ftl_err ftl_run_dir_check_socket(const char *path)
 {
 	struct stat st;
 	char dir[4096];
 	if (lstat(path, &st) != 0)
 		return 0; /* connect says there is no agent */
-	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, err_len, "%s is not a socket; point ftlctl at an agent's control socket", path);
-		return -1;
-	}
+	if (!S_ISSOCK(st.st_mode))
+		return ftl_diag_set(FTL_ERR_INVALID, "%s is not a socket; point ftlctl at an agent's control socket",
+				    path);
 	if (st.st_uid != geteuid())
 		return untrusted("the control socket", path, &st, "another user owns it",
-				 "ftlctl talks only to its own user's agents: run ftlctl as that user", err, err_len);
+				 "ftlctl talks only to its own user's agents: run ftlctl as that user");
 	snprintf(dir, sizeof(dir), "%s", path);
 	char *slash = strrchr(dir, '/');
 	if (!slash)
@@ -108,9 +102,9 @@ int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len)
 	if (stat(dir, &st) != 0)
 		return 0;
 	if (st.st_uid != geteuid() && st.st_uid != 0)
-		return untrusted("the socket's directory", dir, &st, "another user owns it", run_dir_remedy, err, err_len);
+		return untrusted("the socket's directory", dir, &st, "another user owns it", run_dir_remedy);
 	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
 		return untrusted("the socket's directory", dir, &st, "group or others can write it (and it is not sticky)",
-				 run_dir_remedy, err, err_len);
-	return 0;
+				 run_dir_remedy);
+	return FTL_OK;
 }

@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 
+#include "diag.h"
+
 #define FTL_RUN_DIR_ENV "FTL_RUN_DIR"
 #define FTL_CONTROL_SOCKET_ENV "FTL_CONTROL_SOCKET"
 #define FTL_NAME_ENV "FTL_NAME"
@@ -26,12 +28,13 @@ int ftl_run_dir_resolve(const char *explicit_dir, char *out, size_t out_len);
 /* Writes <run_dir>/<name>.sock into out. Returns 0, or -1 when it does not fit. */
 int ftl_run_dir_socket_path(const char *run_dir, const char *name, char *out, size_t out_len);
 
-/* 0 when dir is a directory owned by this user that group and others cannot write; -1 with err saying
- * which (the path, its owner, its mode) and what to do. */
-int ftl_run_dir_check_private(const char *dir, char *err, size_t err_len);
+/* FTL_OK when dir is a directory owned by this user that group and others cannot write; else an error with
+ * the diagnostic saying which (the path, its owner, its mode) and what to do. */
+ftl_err ftl_run_dir_check_private(const char *dir);
 
-/* ftlctl's check before it sends anything: 0 when path does not exist (nothing to trust yet), or is a
- * socket owned by this user in a directory others cannot swap it in; -1 with err otherwise. */
-int ftl_run_dir_check_socket(const char *path, char *err, size_t err_len);
+/* ftlctl's check before it sends anything: FTL_OK when path does not exist (nothing to trust yet), or is a
+ * socket owned by this user in a directory others cannot swap it in; an error with the diagnostic
+ * otherwise. */
+ftl_err ftl_run_dir_check_socket(const char *path);
 
 #endif

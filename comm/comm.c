@@ -54,13 +54,14 @@ ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const c
 	return err;
 }
 
-ftl_err ftl_comm_fail_buf(char *buf, size_t len, ftl_err err, const char *fmt, ...)
+ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...)
 {
+	char text[FTL_COMM_ERR_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	format_error(buf, len, fmt, ap);
+	format_error(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	return err;
+	return ftl_diag_set(err, "%s", text);
 }
 
 void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
@@ -88,50 +89,48 @@ int ftl_comm_backend_is_available(ftl_comm_backend backend)
 		return 1;
 #ifdef FTL_HAVE_NCCL
 	if (backend == FTL_COMM_NCCL)
-		return ftl_comm_nccl_probe(NULL, 0);
+		return ftl_comm_nccl_probe();
 #endif
 	return 0;
 }
 
-ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
+ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, ftl_comm **out)
 {
-	if (err != NULL && err_len > 0)
-		err[0] = '\0';
 	if (out == NULL)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "ftl_comm_create: out is NULL");
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_create: out is NULL");
 	*out = NULL;
 	if (cfg == NULL)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "ftl_comm_create: config is NULL");
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_create: config is NULL");
 	if (cfg->world_size < 1 || cfg->world_size > FTL_COMM_WORLD_MAX)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "world size %d is not in 1..%d",
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "world size %d is not in 1..%d",
 					 cfg->world_size, FTL_COMM_WORLD_MAX);
 	if (cfg->rank < 0 || cfg->rank >= cfg->world_size)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "rank %d is not in 0..%d", cfg->rank,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "rank %d is not in 0..%d", cfg->rank,
 					 cfg->world_size - 1);
 	if (cfg->bootstrap == NULL && cfg->bootstrap_len > 0)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "bootstrap is NULL but its length is %zu",
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "bootstrap is NULL but its length is %zu",
 					 cfg->bootstrap_len);
 	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->tcp_user_timeout_ms < 0)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "timeouts must not be negative");
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "timeouts must not be negative");
 	if ((unsigned)cfg->shm >= FTL_COMM_SHM_MODE_MAX)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "shm mode %d is neither auto nor off", (int)cfg->shm);
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "shm mode %d is neither auto nor off", (int)cfg->shm);
 	if (cfg->shm_slot_bytes != 0 &&
 	    (cfg->shm_slot_bytes < FTL_COMM_SHM_SLOT_MIN || cfg->shm_slot_bytes > FTL_COMM_SHM_SLOT_MAX))
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID,
 					 "shm slot of %zu bytes is not in %u..%u (FTL_COMM_SHM_SLOT_KB 4..262144)",
 					 cfg->shm_slot_bytes, FTL_COMM_SHM_SLOT_MIN, FTL_COMM_SHM_SLOT_MAX);
 	switch (cfg->backend) {
 	case FTL_COMM_TCP:
-		return ftl_comm_tcp_create(cfg, out, err, err_len);
+		return ftl_comm_tcp_create(cfg, out);
 	case FTL_COMM_NCCL:
 #ifdef FTL_HAVE_NCCL
-		return ftl_comm_nccl_create(cfg, out, err, err_len);
+		return ftl_comm_nccl_create(cfg, out);
 #else
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED,
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED,
 					 "the nccl backend is not built in (CMake found no CUDA/NCCL)");
 #endif
 	default:
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "unknown backend %d", (int)cfg->backend);
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "unknown backend %d", (int)cfg->backend);
 	}
 }
 
@@ -143,12 +142,12 @@ ftl_err ftl_comm_await(struct ftl_comm *comm)
 }
 
 /* A started communicator, waited for: the ready one ftl_comm_create promises. */
-ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len)
+ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out)
 {
-	ftl_err e = ftl_comm_start(cfg, out, err, err_len);
+	ftl_err e = ftl_comm_start(cfg, out);
 	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
 		return e;
-	ftl_comm_fail_buf(err, err_len, e, "%s", (*out)->error + 5 /* without "ftl: " */);
+	ftl_comm_fail_diag(e, "%s", (*out)->error + 5 /* without "ftl: " */);
 	ftl_comm_destroy(*out);
 	*out = NULL;
 	return e;
@@ -159,15 +158,15 @@ bool ftl_comm_can_shrink(const struct ftl_comm *comm)
 	return comm != NULL && comm->ops->shrink != NULL && (comm->ops->can_shrink == NULL || comm->ops->can_shrink());
 }
 
-ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len)
+ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap)
 {
 	if (buf == NULL || cap < FTL_COMM_NCCL_ID_LEN)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "unique id needs %d bytes",
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "unique id needs %d bytes",
 					 FTL_COMM_NCCL_ID_LEN);
 #ifdef FTL_HAVE_NCCL
-	return ftl_comm_nccl_make_id(buf, cap, err, err_len);
+	return ftl_comm_nccl_make_id(buf, cap);
 #else
-	return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED, "the nccl backend is not built in");
+	return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the nccl backend is not built in");
 #endif
 }
 
@@ -415,12 +414,13 @@ void ftl_comm_destroy(ftl_comm *comm)
 	comm->ops->destroy(comm);
 }
 
-int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
+ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
 {
 	if (comm == NULL || timeout_ms <= 0)
-		return -1;
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_set_timeout: %d ms; give a positive number",
+					  timeout_ms);
 	comm->timeout_ms = timeout_ms;
-	return 0;
+	return FTL_OK;
 }
 
 const char *ftl_comm_error(const ftl_comm *comm)

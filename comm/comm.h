@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "base/diag.h"
 #include "ftl/ftl.h"
 
 #define FTL_COMM_ERR_MAX 320 /* bytes of a diagnostic, NUL included */
@@ -111,7 +112,7 @@ void ftl_comm_async_unlock(struct ftl_comm *comm);
 /* Creates a communicator whose setup may still be running (a non-blocking NCCL init: started, not waited
  * for): the first call on it, or ftl_comm_await, completes it. tcp connects here as ftl_comm_create does.
  * What the caller does between the two (a state-sync header over the host comm) overlaps the setup. */
-ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len);
+ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, struct ftl_comm **out);
 
 /* Waits for a started communicator's setup; FTL_OK at once when it is ready. A failure breaks it. */
 ftl_err ftl_comm_await(struct ftl_comm *comm);
@@ -128,24 +129,21 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* The same into a caller's buffer (creation, before a communicator exists); buf may be NULL. */
-ftl_err ftl_comm_fail_buf(char *buf, size_t len, ftl_err err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+/* The same into the calling thread's diag (creation, before a communicator exists). */
+ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Milliseconds on the monotonic clock, for deadlines. */
 int64_t ftl_comm_now_ms(void);
 
 /* Backend constructors, called by ftl_comm_create with a validated config. */
-ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err,
-			    size_t err_len);
+ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out);
 #ifdef FTL_HAVE_NCCL
-ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err,
-			     size_t err_len);
+ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out);
 /* 1 when the loaded NCCL has ncclCommShrink (2.27+, found with dlsym), else 0. */
 bool ftl_comm_nccl_can_shrink(void);
-ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap, char *err, size_t err_len);
-/* 1 when NCCL loads and a CUDA device is visible; else 0 with the reason in why. */
-int ftl_comm_nccl_probe(char *why, size_t why_len);
+ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap);
+/* 1 when NCCL loads and a CUDA device is visible; else 0 with the reason in the diag. */
+int ftl_comm_nccl_probe(void);
 /* Teardowns still running on detached threads (tests wait for 0 before they exit). */
 int ftl_comm_nccl_pending_teardowns(void);
 #endif

@@ -75,28 +75,28 @@ bool ftl_comm_nccl_can_shrink(void)
 #endif
 }
 
-int ftl_comm_nccl_probe(char *why, size_t why_len)
+int ftl_comm_nccl_probe(void)
 {
 	int n = 0;
 	cudaError_t ce = cudaGetDeviceCount(&n);
 	if (ce != cudaSuccess || n == 0) {
-		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "no usable CUDA device: %s",
+		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "no usable CUDA device: %s",
 				  ce != cudaSuccess ? cudaGetErrorString(ce) : "device count is 0");
 		return 0;
 	}
 	if (runtime_version() < NONBLOCKING_MIN_VERSION) {
-		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "NCCL %d is older than 2.14", runtime_version());
+		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "NCCL %d is older than 2.14", runtime_version());
 		return 0;
 	}
 	return 1;
 }
 
-ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap, char *err, size_t err_len)
+ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap)
 {
 	ncclUniqueId id;
 	ncclResult_t r = ncclGetUniqueId(&id);
 	if (r != ncclSuccess)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "ncclGetUniqueId: %s", ncclGetErrorString(r));
+		return ftl_comm_fail_diag(FTL_ERR_BACKEND, "ncclGetUniqueId: %s", ncclGetErrorString(r));
 	memcpy(buf, &id, sizeof(id));
 	return FTL_OK;
 }
@@ -297,15 +297,15 @@ static const struct ftl_comm_backend_ops nccl_ops = {
 };
 
 /* A communicator struct with its stream and scratch; the NCCL communicator comes later. */
-static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_nccl **out, char *err, size_t err_len)
+static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_nccl **out)
 {
 	cudaError_t ce = cudaSetDevice(cfg->cuda_device);
 	if (ce != cudaSuccess)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "cudaSetDevice(%d): %s", cfg->cuda_device,
+		return ftl_comm_fail_diag(FTL_ERR_BACKEND, "cudaSetDevice(%d): %s", cfg->cuda_device,
 					 cudaGetErrorString(ce));
 	struct ftl_comm_nccl *c = calloc(1, sizeof(*c));
 	if (c == NULL)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
 	ftl_comm_base_init(&c->base, &nccl_ops, cfg);
 	c->device = cfg->cuda_device;
 	c->stream = (cudaStream_t)cfg->cuda_stream;
@@ -317,7 +317,7 @@ static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_ncc
 		ce = cudaMalloc((void **)&c->scratch, sizeof(int));
 	if (ce != cudaSuccess) {
 		release(c);
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_BACKEND, "CUDA stream or memory: %s",
+		return ftl_comm_fail_diag(FTL_ERR_BACKEND, "CUDA stream or memory: %s",
 					 cudaGetErrorString(ce));
 	}
 	*out = c;
@@ -326,10 +326,10 @@ static ftl_err alloc_comm(const struct ftl_comm_config *cfg, struct ftl_comm_ncc
 
 /* After a non-blocking init or shrink was started: an error now, or the communicator to await later. */
 static ftl_err started(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, const char *what,
-		       struct ftl_comm **out, char *err, size_t err_len)
+		       struct ftl_comm **out)
 {
 	if (r != ncclSuccess && r != ncclInProgress) {
-		ftl_err e = ftl_comm_fail_buf(err, err_len, nccl_code(r), "%s: %s", what, ncclGetErrorString(r));
+		ftl_err e = ftl_comm_fail_diag(nccl_code(r), "%s: %s", what, ncclGetErrorString(r));
 		release(c);
 		return e;
 	}
@@ -340,18 +340,18 @@ static ftl_err started(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, 
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len)
+ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
 {
 	if (cfg->bootstrap_len != sizeof(ncclUniqueId))
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID,
 					 "nccl bootstrap must be a %zu-byte ncclUniqueId, got %zu bytes",
 					 sizeof(ncclUniqueId), cfg->bootstrap_len);
 	int version = runtime_version();
 	if (version < NONBLOCKING_MIN_VERSION)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_UNSUPPORTED,
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED,
 					 "NCCL %d cannot make non-blocking communicators (needs 2.14)", version);
 	struct ftl_comm_nccl *c;
-	ftl_err e = alloc_comm(cfg, &c, err, err_len);
+	ftl_err e = alloc_comm(cfg, &c);
 	if (e != FTL_OK)
 		return e;
 	ncclUniqueId id;
@@ -360,7 +360,7 @@ ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm 
 	config.blocking = 0;
 	ncclResult_t r = ncclCommInitRankConfig(&c->nccl, cfg->world_size, id, cfg->rank, &config);
 	return started(c, r, cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000, "ncclCommInitRankConfig",
-		       out, err, err_len);
+		       out);
 }
 
 static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclude_count, struct ftl_comm **out)
@@ -393,19 +393,18 @@ static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclud
 	if (exclude_count > 0)
 		memcpy(list, exclude, sizeof(int) * (size_t)exclude_count);
 	struct ftl_comm_nccl *c;
-	char err[FTL_COMM_ERR_MAX];
-	ftl_err e = alloc_comm(&cfg, &c, err, sizeof(err));
+	ftl_err e = alloc_comm(&cfg, &c);
 	if (e == FTL_OK) {
 		ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 		config.blocking = 0;
 		/* A broken parent may have kernels stuck on a dead peer: abort them first. */
 		int flags = comm->broken != FTL_OK || atomic_load(&comm->is_aborted) ? NCCL_SHRINK_ABORT : NCCL_SHRINK_DEFAULT;
 		ncclResult_t r = shrink(old->nccl, list, exclude_count, &c->nccl, &config, flags);
-		e = started(c, r, comm->timeout_ms, "ncclCommShrink", out, err, sizeof(err));
+		e = started(c, r, comm->timeout_ms, "ncclCommShrink", out);
 	}
 	free(list);
 	if (e != FTL_OK)
-		ftl_comm_fail(comm, e, comm->broken != FTL_OK, "%s", err + 5);
+		ftl_comm_fail(comm, e, comm->broken != FTL_OK, "%s", ftl_diag_message() + 5 /* without "ftl: " */);
 	return e;
 #else
 	(void)old;

@@ -10,11 +10,10 @@ const char *const ftl_comm_rebuild_path_strs[FTL_COMM_REBUILD_PATH_MAX] = {
 };
 
 /* O(old_n): one walk over the old members, matching the new ones in order. */
-int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude,
-			  char *why, size_t why_len)
+int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude)
 {
 	if (new_n < 1 || new_n > old_n) {
-		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "the new view has %d members and the old %d: "
+		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the new view has %d members and the old %d: "
 				  "members joined, so a fresh init", new_n, old_n);
 		return -1;
 	}
@@ -26,7 +25,7 @@ int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *n
 			exclude[n_excluded++] = i;
 	}
 	if (matched < new_n) {
-		ftl_comm_fail_buf(why, why_len, FTL_ERR_UNSUPPORTED, "new rank %d (key %016llx) is not a survivor of "
+		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "new rank %d (key %016llx) is not a survivor of "
 				  "the old view in rank order (a joiner or a reordering), so a fresh init", matched,
 				  (unsigned long long)new_keys[matched]);
 		return -1;
@@ -60,18 +59,17 @@ static uint64_t offer_of(const struct ftl_comm_rebuild *rb, int *exclude, int *n
 	if (rb->old == NULL || rb->old->comm_id == 0 || !ftl_comm_can_shrink(rb->old) || rb->old_keys == NULL ||
 	    rb->new_keys == NULL || rb->old_n != rb->old->world_size)
 		return 0;
-	*n_excluded = ftl_comm_rebuild_plan(rb->old_keys, rb->old_n, rb->new_keys, rb->new_n, exclude, NULL, 0);
+	*n_excluded = ftl_comm_rebuild_plan(rb->old_keys, rb->old_n, rb->new_keys, rb->new_n, exclude);
 	return *n_excluded >= 0 ? rb->old->comm_id : 0;
 }
 
-static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int n_excluded, struct ftl_comm **out,
-		      char *err, size_t err_len)
+static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int n_excluded, struct ftl_comm **out)
 {
 	ftl_err e = ftl_comm_shrink(rb->old, exclude, n_excluded, out);
 	if (e != FTL_OK)
-		return ftl_comm_fail_buf(err, err_len, e, "%s", ftl_comm_error(rb->old) + 5);
+		return ftl_comm_fail_diag(e, "%s", ftl_comm_error(rb->old) + 5);
 	if ((*out)->rank != rb->cfg->rank || (*out)->world_size != rb->cfg->world_size) {
-		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "shrink gave rank %d of %d, the view says %d of %d",
+		e = ftl_comm_fail_diag(FTL_ERR_INVALID, "shrink gave rank %d of %d, the view says %d of %d",
 				      (*out)->rank, (*out)->world_size, rb->cfg->rank, rb->cfg->world_size);
 		ftl_comm_destroy(*out);
 		*out = NULL;
@@ -85,19 +83,18 @@ static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **out, ftl_comm_rebuild_path *path,
-			 char *err, size_t err_len)
+ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **out, ftl_comm_rebuild_path *path)
 {
 	*out = NULL;
 	*path = FTL_COMM_REBUILD_INIT;
 	ftl_err e = FTL_OK;
 	int *exclude = malloc(sizeof(int) * (size_t)(rb->old_n > 0 ? rb->old_n : 1));
 	if (exclude == NULL) {
-		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "rebuild: out of memory");
+		e = ftl_comm_fail_diag(FTL_ERR_SYSTEM, "rebuild: out of memory");
 		goto done;
 	}
 	if (rb->host != NULL && (rb->host->rank != rb->cfg->rank || rb->host->world_size != rb->cfg->world_size)) {
-		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "rebuild: the host communicator is rank %d of %d, "
+		e = ftl_comm_fail_diag(FTL_ERR_INVALID, "rebuild: the host communicator is rank %d of %d, "
 				      "the device one %d of %d: build both for the same view", rb->host->rank,
 				      rb->host->world_size, rb->cfg->rank, rb->cfg->world_size);
 		goto done;
@@ -106,15 +103,15 @@ ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **ou
 	uint64_t offer = offer_of(rb, exclude, &n_excluded);
 	bool agreed = false;
 	if (rb->host != NULL && (e = ftl_comm_rebuild_vote(rb->host, offer, &agreed)) != FTL_OK) {
-		ftl_comm_fail_buf(err, err_len, e, "rebuild: the vote on shrink or init failed: %s",
+		ftl_comm_fail_diag(e, "rebuild: the vote on shrink or init failed: %s",
 				  ftl_comm_error(rb->host) + 5);
 		goto done;
 	}
 	if (agreed) {
 		*path = FTL_COMM_REBUILD_SHRINK;
-		e = shrink(rb, exclude, n_excluded, out, err, err_len);
+		e = shrink(rb, exclude, n_excluded, out);
 	} else {
-		e = ftl_comm_start(rb->cfg, out, err, err_len);
+		e = ftl_comm_start(rb->cfg, out);
 	}
 done:
 	ftl_comm_destroy(rb->old);

@@ -29,9 +29,8 @@ extern const char *const ftl_comm_rebuild_path_strs[FTL_COMM_REBUILD_PATH_MAX];
  * ones with some removed, in the same order (survivors keep their relative order; a joiner, a reorder or
  * a key seen twice needs a fresh init). Keys identify a member incarnation (equal keys: the same process).
  * Writes the old ranks to drop into exclude (room for old_n) and returns how many (0: the same members, a
- * rebuild after an abort); -1 with why when only a fresh init will do. */
-int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude,
-			  char *why, size_t why_len);
+ * rebuild after an abort); -1 with the reason in the diag when only a fresh init will do. */
+int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude);
 
 /* The vote over host (every rank of the new view calls it): offer is this rank's parent id, or 0 when it
  * has nothing to shrink. *agreed is true when every rank offered the same nonzero id. */
@@ -51,10 +50,9 @@ struct ftl_comm_rebuild {
 /* The new view's device communicator in *out: shrunk from rb->old when the plan allows it and the vote
  * agrees, else started from rb->cfg (ftl_comm_start: its first call completes the init, so the caller's
  * state-sync header exchange over the host comm runs meanwhile). rb->old is destroyed either way (its
- * teardown runs off the critical path). *path says which way was taken. On failure *out is NULL and err
+ * teardown runs off the critical path). *path says which way was taken. On failure *out is NULL and the diag
  * says why; the error is the comm's (a lost peer in the vote or the shrink is FTL_ERR_PEER_LOST or
  * FTL_ERR_TIMEOUT, as for a failed build). */
-ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **out, ftl_comm_rebuild_path *path,
-			 char *err, size_t err_len);
+ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **out, ftl_comm_rebuild_path *path);
 
 #endif /* FTL_COMM_REBUILD_H */

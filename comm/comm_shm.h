@@ -92,7 +92,7 @@ static inline char *ftl_comm_shm_slot(const struct ftl_comm_shm *s, int n, uint6
 /* comm_shm_setup.c: exchanges identities over the connected tcp comm; when all ranks are local, builds
  * the segment and sets t->shm. Falls back to tcp (t->shm stays NULL) when any rank cannot; fails only
  * when the tcp exchange itself fails. */
-ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err, size_t err_len);
+ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg);
 void ftl_comm_shm_detach(struct ftl_comm_tcp *t);
 
 /* comm_shm_sync.c: one collective in progress. */

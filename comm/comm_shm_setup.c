@@ -295,14 +295,14 @@ static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ft
 	return rc;
 }
 
-ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err, size_t err_len)
+ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
 {
 	int n = t->base.world_size;
 	if (n == 1)
 		return FTL_OK;
 	struct ftl_comm_shm_identity me, *ids = calloc((size_t)n, sizeof(*ids));
 	if (ids == NULL)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
 	read_identity(&me, cfg->shm != FTL_COMM_SHM_OFF && n <= FTL_COMM_SHM_WORLD_MAX);
 	ftl_err e = ftl_comm_tcp_allgather(&t->base, &me, ids, sizeof(me) / 4, FTL_I32);
 	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n);
@@ -330,6 +330,6 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 	else
 		free_shm(s, n);
 	if (e != FTL_OK)
-		ftl_comm_fail_buf(err, err_len, e, "%s", t->base.error + (strncmp(t->base.error, "ftl: ", 5) == 0 ? 5 : 0));
+		ftl_comm_fail_diag(e, "%s", t->base.error + (strncmp(t->base.error, "ftl: ", 5) == 0 ? 5 : 0));
 	return e;
 }

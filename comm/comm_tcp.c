@@ -54,11 +54,11 @@ static const struct ftl_comm_backend_ops tcp_ops = {
 	.is_async = true,
 };
 
-ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out, char *err, size_t err_len)
+ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
 {
 	struct ftl_comm_tcp *t = calloc(1, sizeof(*t));
 	if (t == NULL)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
+		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
 	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
 	t->next_fd = t->prev_fd = -1;
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -77,11 +77,11 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	}
 	ftl_err e;
 	if (t->wake_fd < 0 || t->addrs == NULL || t->steps == NULL || t->scratch == NULL || t->stage == NULL)
-		e = ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory or file descriptors");
+		e = ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory or file descriptors");
 	else
-		e = ftl_comm_tcp_connect(t, cfg, err, err_len);
+		e = ftl_comm_tcp_connect(t, cfg);
 	if (e == FTL_OK)
-		e = ftl_comm_shm_attach(t, cfg, err, err_len);
+		e = ftl_comm_shm_attach(t, cfg);
 	if (e != FTL_OK) {
 		tcp_destroy(&t->base);
 		return e;

@@ -142,8 +142,7 @@ bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm);
 
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */
-ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
-			     size_t err_len);
+ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg);
 
 /* comm_tcp_engine.c: runs a plan to completion or to the first failure (reported by ftl_comm_fail and
  * passed on to the rest of the ring and the mesh links). */

@@ -86,23 +86,22 @@ static bool split_addr(const char *addr, char host[FTL_COMM_ADDR_MAX], const cha
 }
 
 /* "host:port" or "[v6]:port" to a socket address. */
-static ftl_err resolve(const char *addr, struct addrinfo **out, char *err, size_t err_len)
+static ftl_err resolve(const char *addr, struct addrinfo **out)
 {
 	char host[FTL_COMM_ADDR_MAX];
 	const char *port;
 	if (!split_addr(addr, host, &port))
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "address '%s' is not host:port", addr);
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "address '%s' is not host:port", addr);
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
 	int rc = getaddrinfo(host, port, &hints, out);
 	if (rc != 0)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "cannot resolve '%s': %s", addr,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "cannot resolve '%s': %s", addr,
 					 gai_strerror(rc));
 	return FTL_OK;
 }
 
 /* Splits the bootstrap into t->addrs; exactly world_size non-empty lines (a final newline is fine). */
-static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
-			       size_t err_len)
+static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
 {
 	const char *p = cfg->bootstrap;
 	const char *end = p + cfg->bootstrap_len;
@@ -111,23 +110,23 @@ static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_con
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		size_t len = (size_t)((eol != NULL ? eol : end) - p);
 		if (n == cfg->world_size)
-			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+			return ftl_comm_fail_diag(FTL_ERR_INVALID,
 						 "tcp bootstrap has more than %d addresses", cfg->world_size);
 		if (len == 0 || len >= FTL_COMM_ADDR_MAX || memchr(p, '\0', len) != NULL)
-			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+			return ftl_comm_fail_diag(FTL_ERR_INVALID,
 						 "tcp bootstrap: address of rank %d is empty, too long or has a NUL", n);
 		memcpy(t->addrs[n], p, len);
 		t->addrs[n][len] = '\0';
 		char host[FTL_COMM_ADDR_MAX];
 		const char *port;
 		if (!split_addr(t->addrs[n], host, &port))
-			return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+			return ftl_comm_fail_diag(FTL_ERR_INVALID,
 						 "tcp bootstrap: address of rank %d, '%s', is not host:port", n, t->addrs[n]);
 		n++;
 		p += len + (eol != NULL);
 	}
 	if (n != cfg->world_size)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID,
 					 "tcp bootstrap has %d addresses for world size %d", n, cfg->world_size);
 	return FTL_OK;
 }
@@ -198,10 +197,10 @@ static bool is_retryable(int e)
 }
 
 /* Connects to addr, retrying refusals until the deadline (the peer may not listen yet). */
-static int connect_to(const char *addr, int64_t deadline, char *err, size_t err_len)
+static int connect_to(const char *addr, int64_t deadline)
 {
 	struct addrinfo *ai;
-	if (resolve(addr, &ai, err, err_len) != FTL_OK)
+	if (resolve(addr, &ai) != FTL_OK)
 		return -1;
 	int last = 0;
 	for (;;) {
@@ -236,22 +235,22 @@ static int connect_to(const char *addr, int64_t deadline, char *err, size_t err_
 		nanosleep(&nap, NULL);
 	}
 	freeaddrinfo(ai);
-	ftl_comm_fail_buf(err, err_len, FTL_ERR_TIMEOUT, "cannot connect to %s: %s", addr, strerror(last));
+	ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "cannot connect to %s: %s", addr, strerror(last));
 	return -1;
 }
 
 /* A listening socket on addr, for callers that did not bring one. */
-static int listen_on(const char *addr, char *err, size_t err_len)
+static int listen_on(const char *addr)
 {
 	struct addrinfo *ai;
-	if (resolve(addr, &ai, err, err_len) != FTL_OK)
+	if (resolve(addr, &ai) != FTL_OK)
 		return -1; /* the address was checked by parse_bootstrap: a DNS failure */
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd >= 0)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "cannot listen on %s: %s", addr, strerror(errno));
+		ftl_comm_fail_diag(FTL_ERR_SYSTEM, "cannot listen on %s: %s", addr, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
@@ -337,14 +336,14 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 }
 
 /* Reads the answer to our hello on fd from rank next. */
-static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int next, int64_t deadline, char *err, size_t err_len)
+static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int next, int64_t deadline)
 {
 	struct ack a;
 	if (exchange_all(fd, &a, sizeof(a), false, deadline) < 0 || a.magic != ACK_MAGIC)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) did not accept our connection: %s",
+		return ftl_comm_fail_diag(FTL_ERR_PEER_LOST, "rank %d (%s) did not accept our connection: %s",
 					 next, t->addrs[next], a.magic != ACK_MAGIC ? "bad answer" : strerror(errno));
 	if (a.status != ACK_OK)
-		return ftl_comm_fail_buf(err, err_len, FTL_ERR_INVALID, "rank %d (%s) refused us: %s", next,
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "rank %d (%s) refused us: %s", next,
 					 t->addrs[next],
 					 a.status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
 								    : "it expects another rank or world size");
@@ -352,16 +351,15 @@ static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int next, int64_t deadli
 }
 
 /* Connects to rank peer and says hello on the given link; the fd, or -1 with err filled. */
-static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int64_t deadline,
-		char *err, size_t err_len)
+static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int64_t deadline)
 {
-	int fd = connect_to(t->addrs[peer], deadline, err, err_len);
+	int fd = connect_to(t->addrs[peer], deadline);
 	if (fd < 0)
 		return -1;
 	struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
 			  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
 	if (exchange_all(fd, &h, sizeof(h), true, deadline) < 0) {
-		ftl_comm_fail_buf(err, err_len, FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s", peer,
+		ftl_comm_fail_diag(FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s", peer,
 				  t->addrs[peer], strerror(errno));
 		close(fd);
 		return -1;
@@ -378,16 +376,15 @@ static int accepts_left(const struct ftl_comm_tcp *t)
 	return left;
 }
 
-ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, char *err,
-			     size_t err_len)
+ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
 {
-	ftl_err e = parse_bootstrap(t, cfg, err, err_len);
+	ftl_err e = parse_bootstrap(t, cfg);
 	if (e != FTL_OK || cfg->world_size == 1)
 		return e;
 	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
 	int user_timeout = cfg->tcp_user_timeout_ms > 0 ? cfg->tcp_user_timeout_ms : 10000;
 	int rank = t->base.rank, next = ftl_comm_tcp_next(t), prev = ftl_comm_tcp_prev(t);
-	int lfd = cfg->listen_fd >= 0 ? cfg->listen_fd : listen_on(t->addrs[rank], err, err_len);
+	int lfd = cfg->listen_fd >= 0 ? cfg->listen_fd : listen_on(t->addrs[rank]);
 	if (lfd < 0)
 		return FTL_ERR_SYSTEM;
 
@@ -395,7 +392,7 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0;
 	bool is_acked[1 + FTL_COMM_TCP_LINKS_MAX] = {false};
 	e = FTL_ERR_TIMEOUT;
-	t->next_fd = dial(t, cfg, next, -1, deadline, err, err_len);
+	t->next_fd = dial(t, cfg, next, -1, deadline);
 	if (t->next_fd < 0)
 		goto out;
 	out_fd[n_out] = t->next_fd;
@@ -403,7 +400,7 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	for (int i = 0; i < t->n_links; i++) {
 		if (t->link_rank[i] < rank)
 			continue;
-		t->link_fd[i] = dial(t, cfg, t->link_rank[i], i, deadline, err, err_len);
+		t->link_fd[i] = dial(t, cfg, t->link_rank[i], i, deadline);
 		if (t->link_fd[i] < 0)
 			goto out;
 		out_fd[n_out] = t->link_fd[i];
@@ -419,19 +416,19 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 		if (rc < 0 && errno == EINTR)
 			continue;
 		if (rc <= 0) {
-			e = ftl_comm_fail_buf(err, err_len, rc == 0 ? FTL_ERR_TIMEOUT : FTL_ERR_SYSTEM,
+			e = ftl_comm_fail_diag(rc == 0 ? FTL_ERR_TIMEOUT : FTL_ERR_SYSTEM,
 					      "%s within %d ms", n_acked < n_out ? "a peer did not answer our hello"
 										 : "a peer did not connect",
 					      cfg->connect_timeout_ms);
 			if (rc == 0 && t->prev_fd < 0)
-				ftl_comm_fail_buf(err, err_len, FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us in time",
+				ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us in time",
 						  prev, t->addrs[prev]);
 			goto out;
 		}
 		for (int i = 0; i < n_out; i++) {
 			if (fds[1 + i].revents == 0)
 				continue;
-			if ((e = read_ack(t, out_fd[i], out_peer[i], deadline, err, err_len)) != FTL_OK)
+			if ((e = read_ack(t, out_fd[i], out_peer[i], deadline)) != FTL_OK)
 				goto out;
 			is_acked[i] = true;
 			n_acked++;

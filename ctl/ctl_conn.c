@@ -85,9 +85,8 @@ int ctl_conn_open(ctl_conn *conn, const char *path)
 			path, sizeof addr.sun_path - 1);
 		return CTL_EXIT_USAGE;
 	}
-	char why[1024];
-	if (ftl_run_dir_check_socket(path, why, sizeof why) != 0) {
-		fprintf(stderr, "ftlctl: %s\n", why); /* nothing was sent */
+	if (ftl_run_dir_check_socket(path) != FTL_OK) {
+		fprintf(stderr, "ftlctl: %s\n", ftl_diag_message()); /* nothing was sent */
 		return CTL_EXIT_DENIED;
 	}
 	memcpy(addr.sun_path, path, strlen(path) + 1);

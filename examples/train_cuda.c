@@ -75,10 +75,9 @@ static double now_s(int clock)
 
 static uint64_t setting(const char *var, int64_t fallback, int64_t min, int64_t max)
 {
-	char err[256];
 	int64_t x = fallback;
-	if (ftl_env_int(var, &x, min, max, err, sizeof(err)) != 0) {
-		fprintf(stderr, "train_cuda: %s\n", err);
+	if (ftl_env_int(var, &x, min, max) != FTL_OK) {
+		fprintf(stderr, "train_cuda: %s\n", ftl_error_message());
 		exit(2);
 	}
 	return (uint64_t)x;
@@ -231,9 +230,8 @@ static void job_free(gpu_job *j)
 /* The agent, told about the job's device state and data. Exits 2 on a bad setting. */
 static void make_agent(gpu_job *j)
 {
-	char err[512];
-	if (!(j->agent = ftl_agent_new_from_env(err, sizeof(err)))) {
-		fprintf(stderr, "train_cuda: %s\n", err);
+	if (!(j->agent = ftl_agent_new_from_env())) {
+		fprintf(stderr, "train_cuda: %s\n", ftl_error_message());
 		exit(2);
 	}
 	size_t state_bytes = j->n_params * sizeof(float);
@@ -242,7 +240,7 @@ static void make_agent(gpu_job *j)
 	    (j->extra && ftl_register_buffer(j->agent, "ballast", j->extra, j->extra_bytes, true) != 0) ||
 	    ftl_set_sampler(j->agent, j->train.n, j->batch, SAMPLER_SEED) != 0) {
 		fprintf(stderr, "train_cuda: registering the device state or the sampler failed: %s\n",
-			ftl_last_error(j->agent));
+			ftl_error_message());
 		exit(2);
 	}
 }
@@ -278,10 +276,9 @@ int main(void)
 		return 1;
 	}
 	make_agent(&j);
-	char err[512];
 	int status = 1;
-	if (ftl_agent_start(j.agent, err, sizeof(err)) != 0)
-		fprintf(stderr, "train_cuda: %s\n", err);
+	if (ftl_agent_start(j.agent) != FTL_OK)
+		fprintf(stderr, "train_cuda: %s\n", ftl_error_message());
 	else
 		status = train(&j);
 	job_free(&j);

@@ -119,10 +119,9 @@ typedef struct trainer {
  * is refused naming the variable, exit 2). */
 static uint64_t env_number(const char *var, int64_t fallback, int64_t min, int64_t max)
 {
-	char err[256];
 	int64_t x = fallback;
-	if (ftl_env_int(var, &x, min, max, err, sizeof(err)) != 0) {
-		fprintf(stderr, "train_softmax: %s\n", err);
+	if (ftl_env_int(var, &x, min, max) != FTL_OK) {
+		fprintf(stderr, "train_softmax: %s\n", ftl_error_message());
 		exit(2);
 	}
 	return (uint64_t)x;
@@ -348,13 +347,11 @@ static int trainer_init(trainer *t)
 /* Makes the agent and tells it about the job: its settings, its state, its data. */
 static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 {
-	char err[512];
 	ftl_training_config training;
 	ftl_agent_config_default(cfg);
 	ftl_training_config_default(&training);
-	if (ftl_agent_config_from_env(cfg, err, sizeof(err)) != 0 ||
-	    ftl_training_config_from_env(&training, err, sizeof(err)) != 0) {
-		fprintf(stderr, "train_softmax: %s\n", err);
+	if (ftl_agent_config_from_env(cfg) != FTL_OK || ftl_training_config_from_env(&training) != FTL_OK) {
+		fprintf(stderr, "train_softmax: %s\n", ftl_error_message());
 		exit(2);
 	}
 	if (training.batch.global_batch && t->cfg.lr_scaling != FTL_LR_CONSTANT) {
@@ -362,13 +359,13 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 				"learning rate at any world size; unset FTL_LR_SCALING\n", ftl_lr_scaling_strs[t->cfg.lr_scaling]);
 		exit(2);
 	}
-	ftl_agent *a = ftl_agent_new(cfg, err, sizeof(err));
+	ftl_agent *a = ftl_agent_new(cfg);
 	if (!a) {
-		fprintf(stderr, "train_softmax: %s\n", err);
+		fprintf(stderr, "train_softmax: %s\n", ftl_error_message());
 		exit(2);
 	}
-	if (ftl_set_training(a, &training, err, sizeof(err)) != 0) {
-		fprintf(stderr, "train_softmax: %s\n", err);
+	if (ftl_set_training(a, &training) != FTL_OK) {
+		fprintf(stderr, "train_softmax: %s\n", ftl_error_message());
 		exit(2);
 	}
 	if (ftl_register_buffer(a, "params", t->params, t->n_params * sizeof(float), false) != 0 ||
@@ -377,7 +374,7 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	    (t->cfg.lr_scaling != FTL_LR_CONSTANT && ftl_register_buffer(a, "lr", &t->lr, sizeof(t->lr), false) != 0) ||
 	    (t->ballast && ftl_register_buffer(a, "ballast", t->ballast, t->cfg.extra_state_mb << 20, false) != 0) ||
 	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
-		fprintf(stderr, "train_softmax: registering the state or the sampler failed\n");
+		fprintf(stderr, "train_softmax: registering the state or the sampler failed: %s\n", ftl_error_message());
 		exit(2);
 	}
 	return a;
@@ -466,10 +463,9 @@ int main(void)
 	t.name = cfg.name;
 	stop_watcher watcher = {.agent = t.agent, .name = t.name};
 	block_stop_signals(&watcher.signals);
-	char err[512];
 	int status = 1;
-	if (ftl_agent_start(t.agent, err, sizeof(err)) != 0) {
-		fprintf(stderr, "train_softmax: %s\n", err);
+	if (ftl_agent_start(t.agent) != FTL_OK) {
+		fprintf(stderr, "train_softmax: %s\n", ftl_error_message());
 	} else if (pthread_create(&watcher.thread, NULL, watch_stop_signals, &watcher) != 0) {
 		fprintf(stderr, "train_softmax: cannot start the signal watcher thread\n");
 	} else {

@@ -34,27 +34,27 @@ struct ftl_keyring {
 	ftl_keyring_stats stats;
 };
 
-static ftl_keyring *keyring_alloc(const char *cluster, const char **err)
+static ftl_keyring *keyring_alloc(const char *cluster)
 {
 	ftl_keyring *kr;
 	size_t len;
 
 	if (sodium_init() < 0) {
-		*err = "sodium_init failed";
+		ftl_diag_set(FTL_ERR_SYSTEM, "sodium_init failed");
 		return NULL;
 	}
 	len = cluster == NULL ? 0 : strnlen(cluster, FTL_CLUSTER_MAX);
 	if (len == 0) {
-		*err = "cluster name is empty";
+		ftl_diag_set(FTL_ERR_INVALID, "cluster name is empty");
 		return NULL;
 	}
 	if (len == FTL_CLUSTER_MAX) {
-		*err = "cluster name too long";
+		ftl_diag_set(FTL_ERR_INVALID, "cluster name too long");
 		return NULL;
 	}
 	kr = calloc(1, sizeof *kr);
 	if (kr == NULL) {
-		*err = "out of memory";
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 		return NULL;
 	}
 	memcpy(kr->cluster, cluster, len);
@@ -62,9 +62,9 @@ static ftl_keyring *keyring_alloc(const char *cluster, const char **err)
 	return kr;
 }
 
-ftl_keyring *ftl_keyring_new(const char *cluster, const uint8_t key[FTL_KEY_SIZE], const char **err)
+ftl_keyring *ftl_keyring_new(const char *cluster, const uint8_t key[FTL_KEY_SIZE])
 {
-	ftl_keyring *kr = keyring_alloc(cluster, err);
+	ftl_keyring *kr = keyring_alloc(cluster);
 	if (kr == NULL)
 		return NULL;
 	memcpy(kr->keys[0], key, FTL_KEY_SIZE);
@@ -72,9 +72,9 @@ ftl_keyring *ftl_keyring_new(const char *cluster, const uint8_t key[FTL_KEY_SIZE
 	return kr;
 }
 
-ftl_keyring *ftl_keyring_new_insecure(const char *cluster, const char **err)
+ftl_keyring *ftl_keyring_new_insecure(const char *cluster)
 {
-	ftl_keyring *kr = keyring_alloc(cluster, err);
+	ftl_keyring *kr = keyring_alloc(cluster);
 	if (kr != NULL)
 		kr->is_insecure = true;
 	return kr;

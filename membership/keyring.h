@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
+
 #include "key_fingerprint.h"
 
 #define FTL_KEY_SIZE 32
@@ -42,11 +44,11 @@ typedef struct ftl_keyring_stats {
 	uint64_t dropped[FTL_KEYRING_DROP_MAX];
 } ftl_keyring_stats;
 
-/* A secure keyring with one key (the primary), or NULL with *err set (sodium_init failed, cluster name
- * empty or too long). */
-ftl_keyring *ftl_keyring_new(const char *cluster, const uint8_t key[FTL_KEY_SIZE], const char **err);
+/* A secure keyring with one key (the primary), or NULL with the reason in the diag (sodium_init failed,
+ * cluster name empty or too long). */
+ftl_keyring *ftl_keyring_new(const char *cluster, const uint8_t key[FTL_KEY_SIZE]);
 /* An insecure keyring: plaintext on the wire. The caller logs the warning. */
-ftl_keyring *ftl_keyring_new_insecure(const char *cluster, const char **err);
+ftl_keyring *ftl_keyring_new_insecure(const char *cluster);
 void ftl_keyring_delete(ftl_keyring *kr);
 
 bool ftl_keyring_is_insecure(const ftl_keyring *kr);

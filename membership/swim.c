@@ -36,14 +36,16 @@ static const char *check_options(const ftl_swim_options *o)
 	return ftl_swim_config_check(&o->config);
 }
 
-ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **err)
+ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us)
 {
-	*err = check_options(o);
-	if (*err)
+	const char *bad = check_options(o);
+	if (bad) {
+		ftl_diag_set(FTL_ERR_INVALID, "%s", bad);
 		return NULL;
+	}
 	ftl_swim *s = calloc(1, sizeof(*s));
 	if (!s) {
-		*err = "out of memory";
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 		return NULL;
 	}
 	s->cfg = o->config;
@@ -62,7 +64,7 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us, const char **e
 	ftl_member *self = ftl_swim_add_member(s, o->name, o->addr, now_us);
 	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != 0 || ftl_swim_take_key_fps(s) != 0) {
 		ftl_swim_delete(s);
-		*err = "out of memory";
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 		return NULL;
 	}
 	self->generation = o->generation;

@@ -159,8 +159,8 @@ typedef struct ftl_swim_stats {
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */
 } ftl_swim_stats;
 
-/* NULL with *err set when an option is bad (the message names it). */
-ftl_swim *ftl_swim_new(const ftl_swim_options *opt, int64_t now_us, const char **err);
+/* NULL with the reason in the diag when an option is bad (the message names it). */
+ftl_swim *ftl_swim_new(const ftl_swim_options *opt, int64_t now_us);
 void ftl_swim_delete(ftl_swim *s);
 
 /* Inputs. A datagram, opened (at most FTL_UDP_PACKET_MAX - FTL_KEYRING_OVERHEAD bytes). */
@@ -202,11 +202,10 @@ int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t
 
 /* A keyring change for the whole cluster: applied here at once, then gossiped so every member applies it
  * (once: each change carries a random serial). Rotate by install, then use, then remove, letting each
- * step reach everyone first (ftlctl keys ...). -1 if it cannot be applied here (the reason in *err, valid
- * until the next call). Refused before anything changes: `use` of a key that some live member does not
+ * step reach everyone first (ftlctl keys ...). FTL_ERR_INVALID if it cannot be applied here (the reason in
+ * the diag). Refused before anything changes: `use` of a key that some live member does not
  * hold, and `remove` of a key that some live member still seals with (both would cut members off). */
-int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
-		    const char **err);
+ftl_err ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE]);
 /* Which live members hold which keys, as their gossiped fingerprints say (key_census.h). */
 void ftl_swim_key_census(ftl_swim *s, ftl_key_census *out);
 

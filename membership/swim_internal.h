@@ -90,7 +90,6 @@ struct ftl_swim {
 	uint64_t key_version;      /* the newest key change applied or heard of by push-pull (swim_keys.c) */
 	bool is_key_version_known; /* false from a join until the first push-pull: key changes wait */
 	uint64_t keyring_changes;  /* the keyring's change count when our fingerprints were last taken */
-	char key_op_error[512];    /* the reason a key op was refused, when it needs numbers or names */
 	int64_t next_probe_us;
 	int64_t next_gossip_us;
 	int64_t last_push_pull_us;  /* the next is due a size-scaled interval after it */
@@ -153,8 +152,8 @@ void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);
 /* A peer's key version, from a push-pull that opened: ours becomes the larger of the two. */
 void ftl_swim_learn_key_version(ftl_swim *s, uint64_t version);
 /* swim_key_census.c */
-/* Whether op would cut live members off (a refusal); the reason in *err (valid until the next op). */
-bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE], const char **err);
+/* Whether op would cut live members off (a refusal, its reason in the diag). */
+bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE]);
 /* Takes our key fingerprints from the keyring (ftl_swim_new); -1 on OOM. */
 int ftl_swim_take_key_fps(ftl_swim *s);
 /* When the keyring changed since our fingerprints were taken (a key op, or a caller that changed it

@@ -70,10 +70,10 @@ static void append_lacking(ftl_swim *s, const uint8_t fp[FTL_KEY_FP_SIZE], char 
 		appendf(out, cap, ")");
 }
 
-bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE], const char **err)
+bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
 {
-	char *msg = s->key_op_error;
-	size_t cap = sizeof(s->key_op_error);
+	char msg[512];
+	size_t cap = sizeof(msg);
 	if (op == FTL_KEY_INSTALL || ftl_keyring_is_insecure(s->keyring))
 		return false;
 	uint8_t fp[FTL_KEY_FP_SIZE];
@@ -87,14 +87,14 @@ bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key
 		append_lacking(s, fp, msg, cap);
 		appendf(msg, cap, ": `ftlctl keys install KEY` again and `keys use` it once `ftlctl keys list` shows "
 			"%u/%u", c.members, c.members);
-		*err = msg;
+		ftl_diag_set(FTL_ERR_INVALID, "%s", msg);
 		return true;
 	}
 	if (op == FTL_KEY_REMOVE && row && row->local != 0 && row->primaries > 0) {
 		snprintf(msg, cap, "that key is still the primary key of %u of %u live members: `keys use` the new "
 			 "key and remove the old one once `ftlctl keys list` shows the new one primary on every member",
 			 row->primaries, c.members);
-		*err = msg;
+		ftl_diag_set(FTL_ERR_INVALID, "%s", msg);
 		return true;
 	}
 	return false;

@@ -29,19 +29,20 @@ static bool is_seen(ftl_swim *s, uint64_t serial)
 	return false;
 }
 
-static int apply(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE], const char **err)
+/* Changes the keyring here; -1 with the reason in the diag. */
+static int apply(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
 {
 	ftl_keyring *kr = s->keyring;
 	int rc = -1;
-	*err = NULL;
 	if (ftl_keyring_is_insecure(kr))
-		*err = "the cluster runs without encryption (insecure mode): there are no keys to change";
+		ftl_diag_set(FTL_ERR_INVALID,
+			     "the cluster runs without encryption (insecure mode): there are no keys to change");
 	else if (op == FTL_KEY_INSTALL && (rc = ftl_keyring_install(kr, key)) != 0)
-		*err = "the keyring is full: remove an old key first";
+		ftl_diag_set(FTL_ERR_INVALID, "the keyring is full: remove an old key first");
 	else if (op == FTL_KEY_USE && ((rc = ftl_keyring_install(kr, key)) != 0 || (rc = ftl_keyring_use(kr, key)) != 0))
-		*err = "the key could not be installed (keyring full)";
+		ftl_diag_set(FTL_ERR_INVALID, "the key could not be installed (keyring full)");
 	else if (op == FTL_KEY_REMOVE && (rc = ftl_keyring_remove(kr, key)) != 0)
-		*err = "that key is the primary or is not installed: `use` another key first";
+		ftl_diag_set(FTL_ERR_INVALID, "that key is the primary or is not installed: `use` another key first");
 	if (rc == 0) {
 		s->stats.key_ops_applied++;
 		ftl_swim_sync_key_fps(s);
@@ -70,26 +71,19 @@ static bool is_installed(const ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 	return false;
 }
 
-int ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
-		    const char **err)
+ftl_err ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
 {
-	if ((unsigned)op >= FTL_KEY_OP_MAX) {
-		*err = "unknown key operation";
-		return -1;
-	}
-	if (!s->is_key_version_known) {
-		*err = "this node has not exchanged state with the cluster yet (no push-pull): try again once it has joined";
-		return -1;
-	}
-	if (op == FTL_KEY_USE && !ftl_keyring_is_insecure(s->keyring) && !is_installed(s->keyring, key)) {
-		*err = "that key is not installed: `ftlctl keys install KEY` first, and let it reach every member "
-		       "(`ftlctl keys list`) before `keys use`";
-		return -1;
-	}
-	if (ftl_swim_key_op_cuts_off(s, op, key, err))
-		return -1;
-	if (apply(s, op, key, err) != 0)
-		return -1;
+	if ((unsigned)op >= FTL_KEY_OP_MAX)
+		return ftl_diag_set(FTL_ERR_INVALID, "unknown key operation");
+	if (!s->is_key_version_known)
+		return ftl_diag_set(FTL_ERR_INVALID, "this node has not exchanged state with the cluster yet (no "
+				    "push-pull): try again once it has joined");
+	if (op == FTL_KEY_USE && !ftl_keyring_is_insecure(s->keyring) && !is_installed(s->keyring, key))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "that key is not installed: `ftlctl keys install KEY` first, and let it reach every "
+				    "member (`ftlctl keys list`) before `keys use`");
+	if (ftl_swim_key_op_cuts_off(s, op, key) || apply(s, op, key) != 0)
+		return FTL_ERR_INVALID;
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};
 	msg.u.key_op.version = ++s->key_version;
 	msg.u.key_op.serial = ftl_rng_next(&s->rng);
@@ -129,8 +123,7 @@ void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k)
 		return;
 	if (k->version > s->key_version)
 		s->key_version = k->version;
-	const char *err;
-	apply(s, (ftl_key_op_kind)k->op, k->key, &err);
+	apply(s, (ftl_key_op_kind)k->op, k->key); /* counted as failed when it cannot apply here */
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};
 	msg.u.key_op = *k;
 	gossip_op(s, &msg);

@@ -42,8 +42,7 @@ void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t l
 	s->stats.bytes_received += len + FTL_KEYRING_OVERHEAD;
 	ftl_msg msgs[FTL_WIRE_MAX_MSGS];
 	size_t n;
-	const char *err;
-	if (ftl_wire_decode_packet(data, len, msgs, FTL_WIRE_MAX_MSGS, &n, &err) != 0) {
+	if (ftl_wire_decode_packet(data, len, msgs, FTL_WIRE_MAX_MSGS, &n) != 0) {
 		s->stats.dropped[FTL_DROP_MALFORMED]++;
 		return;
 	}
@@ -119,8 +118,7 @@ int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, 
 		max = PP_MAX_MEMBERS;
 	ftl_pp_member *arr = calloc(max, sizeof(*arr));
 	ftl_push_pull hdr;
-	const char *err;
-	if (!arr || ftl_wire_decode_push_pull(frame, len, &hdr, arr, max, &err) != 0) {
+	if (!arr || ftl_wire_decode_push_pull(frame, len, &hdr, arr, max) != 0) {
 		s->stats.dropped[FTL_DROP_PUSH_PULL]++;
 		free(arr);
 		return -1;

@@ -13,7 +13,8 @@
  * with key 16 holding the array of member maps. Its member count is capped by the caller's array.
  *
  * Every decoder is bounded: it reads only [buf, buf+len), allocates nothing sized by the input beyond
- * msgpack-c's zone for one object of at most len bytes, and returns -1 with *err set for malformed input. */
+ * msgpack-c's zone for one object of at most len bytes, and returns -1 for malformed input with a static
+ * reason in the calling thread's diag (base/diag.h), which the caller may log; it counts the drop. */
 #ifndef FTL_MEMBERSHIP_WIRE_H
 #define FTL_MEMBERSHIP_WIRE_H
 
@@ -54,20 +55,19 @@ size_t ftl_wire_packet_room(const ftl_wire_packet *p);
 /* Patches the count in and returns the packet's length. */
 size_t ftl_wire_packet_finish(ftl_wire_packet *p);
 
-/* Decodes a compound packet into out[0..max). Returns 0 and sets *n, or -1 and sets *err (a static
- * string naming the problem: "truncated", "bad version", "too many messages", "name too long", ...).
+/* Decodes a compound packet into out[0..max). Returns 0 and sets *n, or -1 with the reason in the diag (a
+ * static string naming the problem: "truncated", "bad version", "too many messages", "name too long", ...).
  * A packet with more than max messages is malformed. A message of an unknown type (from a newer peer) is
  * skipped: it is not in out[] or *n and is not an error, but counts against max. */
-int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t max, size_t *n,
-			   const char **err);
+int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t max, size_t *n);
 
 /* Encodes a push-pull frame into a malloc'd buffer (*buf, *len; the caller frees it); returns 0, or -1 on
  * allocation failure or a field a decoder would refuse (as ftl_wire_encode_msg, or a state out of range). */
 int ftl_wire_encode_push_pull(const ftl_push_pull *hdr, const ftl_pp_member *members, uint8_t **buf,
 			      size_t *len);
 /* Decodes a push-pull frame; at most max members are accepted (more is malformed). Returns 0 or -1
- * with *err set. hdr->count tells how many of members[] were filled. */
+ * with the reason in the diag. hdr->count tells how many of members[] were filled. */
 int ftl_wire_decode_push_pull(const uint8_t *buf, size_t len, ftl_push_pull *hdr, ftl_pp_member *members,
-			      size_t max, const char **err);
+			      size_t max);
 
 #endif

@@ -128,7 +128,7 @@ const msgpack_object *wire_map_find(const msgpack_object_map *map, uint64_t key)
 
 /* Fills base (zeroed by the caller) from map per schema. Keys the schema does not name are skipped,
  * including ones the caller reads itself (type, members). */
-int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base, const char **err)
+int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base)
 {
 	uint64_t seen_keys = 0;
 	uint64_t found_fields = 0;
@@ -137,187 +137,151 @@ int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *
 		const msgpack_object *k = &map->ptr[i].key;
 		const wire_field *f;
 		size_t index;
-		if (k->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-			*err = "bad key";
-			return -1;
-		}
+		if (k->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			return wire_refuse("bad key");
 		if (k->via.u64 < TRACKED_KEYS) {
 			uint64_t bit = UINT64_C(1) << k->via.u64;
-			if (seen_keys & bit) {
-				*err = "duplicate key";
-				return -1;
-			}
+			if (seen_keys & bit)
+				return wire_refuse("duplicate key");
 			seen_keys |= bit;
 		}
 		f = find_field(s, k->via.u64, &index);
 		if (f == NULL)
 			continue;
-		if ((*err = read_value(f, &map->ptr[i].val, base)) != NULL)
-			return -1;
+		const char *why = read_value(f, &map->ptr[i].val, base);
+		if (why != NULL)
+			return wire_refuse(why);
 		found_fields |= UINT64_C(1) << index;
 	}
 	for (size_t i = 0; i < s->count; i++) {
 		if (!(found_fields & (UINT64_C(1) << i)) && s->fields[i].kind != WIRE_KIND_META &&
-		    s->fields[i].kind != WIRE_KIND_OPT_U64 && s->fields[i].kind != WIRE_KIND_KEY_FPS) {
-			*err = "missing field";
-			return -1;
-		}
+		    s->fields[i].kind != WIRE_KIND_OPT_U64 && s->fields[i].kind != WIRE_KIND_KEY_FPS)
+			return wire_refuse("missing field");
 	}
 	return 0;
 }
 
-int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
+int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up)
 {
 	size_t off = 0;
 	msgpack_unpack_return rc;
 
-	if (wire_skim(buf, len, err) != 0)
+	if (wire_skim(buf, len) != 0)
 		return -1;
 	rc = msgpack_unpack_next(up, (const char *)buf, len, &off);
-	if (rc == MSGPACK_UNPACK_NOMEM_ERROR) {
-		*err = "out of memory";
-		return -1;
-	}
-	if (rc != MSGPACK_UNPACK_SUCCESS || off != len) {
-		*err = "bad msgpack"; /* the skim accepted it, so msgpack-c and the skim disagree */
-		return -1;
-	}
+	if (rc == MSGPACK_UNPACK_NOMEM_ERROR)
+		return wire_refuse("out of memory");
+	if (rc != MSGPACK_UNPACK_SUCCESS || off != len)
+		return wire_refuse("bad msgpack");
 	return 0;
 }
 
 /* Checks the version byte, then unpacks the one object that follows into *up (which the caller
  * destroys in every case). */
-static int unpack_frame(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err)
+static int unpack_frame(const uint8_t *buf, size_t len, msgpack_unpacked *up)
 {
 	msgpack_unpacked_init(up);
-	if (len < 1) {
-		*err = "truncated";
-		return -1;
-	}
-	if (buf[0] != FTL_WIRE_VERSION) {
-		*err = "bad version";
-		return -1;
-	}
-	return wire_unpack(buf + 1, len - 1, up, err);
+	if (len < 1)
+		return wire_refuse("truncated");
+	if (buf[0] != FTL_WIRE_VERSION)
+		return wire_refuse("bad version");
+	return wire_unpack(buf + 1, len - 1, up);
 }
 
 /* Decodes one message map. Sets *is_known to false (and fills nothing) for a type we do not know. */
-static int read_msg(const msgpack_object *o, ftl_msg *out, bool *is_known, const char **err)
+static int read_msg(const msgpack_object *o, ftl_msg *out, bool *is_known)
 {
 	const msgpack_object *type;
 
-	if (o->type != MSGPACK_OBJECT_MAP) {
-		*err = "message not a map";
-		return -1;
-	}
+	if (o->type != MSGPACK_OBJECT_MAP)
+		return wire_refuse("message not a map");
 	type = wire_map_find(&o->via.map, WIRE_KEY_TYPE);
-	if (type == NULL) {
-		*err = "missing type";
-		return -1;
-	}
-	if (type->type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		*err = "wrong type";
-		return -1;
-	}
+	if (type == NULL)
+		return wire_refuse("missing type");
+	if (type->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return wire_refuse("wrong type");
 	*is_known = type->via.u64 < FTL_MSG_TYPE_MAX;
 	if (!*is_known)
 		return 0;
 	memset(out, 0, sizeof *out);
 	out->type = (ftl_msg_type)type->via.u64;
-	return wire_read_fields(&o->via.map, &wire_msg_schemas[out->type], &out->u, err);
+	return wire_read_fields(&o->via.map, &wire_msg_schemas[out->type], &out->u);
 }
 
-static int read_packet(const msgpack_object *root, ftl_msg *out, size_t max, size_t *n, const char **err)
+static int read_packet(const msgpack_object *root, ftl_msg *out, size_t max, size_t *n)
 {
 	const msgpack_object_array *msgs;
 
-	if (root->type != MSGPACK_OBJECT_ARRAY) {
-		*err = "not an array";
-		return -1;
-	}
+	if (root->type != MSGPACK_OBJECT_ARRAY)
+		return wire_refuse("not an array");
 	msgs = &root->via.array;
-	if (msgs->size > max || msgs->size > FTL_WIRE_MAX_MSGS) {
-		*err = "too many messages";
-		return -1;
-	}
+	if (msgs->size > max || msgs->size > FTL_WIRE_MAX_MSGS)
+		return wire_refuse("too many messages");
 	for (uint32_t i = 0; i < msgs->size; i++) {
 		bool is_known;
-		if (read_msg(&msgs->ptr[i], &out[*n], &is_known, err) != 0)
+		if (read_msg(&msgs->ptr[i], &out[*n], &is_known) != 0)
 			return -1;
 		*n += is_known;
 	}
 	return 0;
 }
 
-int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t max, size_t *n,
-			   const char **err)
+int ftl_wire_decode_packet(const uint8_t *buf, size_t len, ftl_msg *out, size_t max, size_t *n)
 {
 	msgpack_unpacked up;
 	int rc;
 
 	*n = 0;
-	rc = unpack_frame(buf, len, &up, err);
+	rc = unpack_frame(buf, len, &up);
 	if (rc == 0)
-		rc = read_packet(&up.data, out, max, n, err);
+		rc = read_packet(&up.data, out, max, n);
 	msgpack_unpacked_destroy(&up);
 	if (rc != 0)
 		*n = 0;
 	return rc;
 }
 
-static int read_members(const msgpack_object_map *map, ftl_pp_member *members, size_t max, uint32_t *count,
-			const char **err)
+static int read_members(const msgpack_object_map *map, ftl_pp_member *members, size_t max, uint32_t *count)
 {
 	const msgpack_object *list = wire_map_find(map, WIRE_KEY_MEMBERS);
 
-	if (list == NULL) {
-		*err = "missing field";
-		return -1;
-	}
-	if (list->type != MSGPACK_OBJECT_ARRAY) {
-		*err = "wrong type";
-		return -1;
-	}
-	if (list->via.array.size > max) {
-		*err = "too many members";
-		return -1;
-	}
+	if (list == NULL)
+		return wire_refuse("missing field");
+	if (list->type != MSGPACK_OBJECT_ARRAY)
+		return wire_refuse("wrong type");
+	if (list->via.array.size > max)
+		return wire_refuse("too many members");
 	for (uint32_t i = 0; i < list->via.array.size; i++) {
 		const msgpack_object *m = &list->via.array.ptr[i];
-		if (m->type != MSGPACK_OBJECT_MAP) {
-			*err = "member not a map";
-			return -1;
-		}
+		if (m->type != MSGPACK_OBJECT_MAP)
+			return wire_refuse("member not a map");
 		memset(&members[i], 0, sizeof members[i]);
-		if (wire_read_fields(&m->via.map, &wire_pp_member_schema, &members[i], err) != 0)
+		if (wire_read_fields(&m->via.map, &wire_pp_member_schema, &members[i]) != 0)
 			return -1;
 	}
 	*count = list->via.array.size;
 	return 0;
 }
 
-static int read_push_pull(const msgpack_object *root, ftl_push_pull *hdr, ftl_pp_member *members, size_t max,
-			  const char **err)
+static int read_push_pull(const msgpack_object *root, ftl_push_pull *hdr, ftl_pp_member *members, size_t max)
 {
-	if (root->type != MSGPACK_OBJECT_MAP) {
-		*err = "not a map";
+	if (root->type != MSGPACK_OBJECT_MAP)
+		return wire_refuse("not a map");
+	if (wire_read_fields(&root->via.map, &wire_pp_header_schema, hdr) != 0)
 		return -1;
-	}
-	if (wire_read_fields(&root->via.map, &wire_pp_header_schema, hdr, err) != 0)
-		return -1;
-	return read_members(&root->via.map, members, max, &hdr->count, err);
+	return read_members(&root->via.map, members, max, &hdr->count);
 }
 
 int ftl_wire_decode_push_pull(const uint8_t *buf, size_t len, ftl_push_pull *hdr, ftl_pp_member *members,
-			      size_t max, const char **err)
+			      size_t max)
 {
 	msgpack_unpacked up;
 	int rc;
 
 	memset(hdr, 0, sizeof *hdr);
-	rc = unpack_frame(buf, len, &up, err);
+	rc = unpack_frame(buf, len, &up);
 	if (rc == 0)
-		rc = read_push_pull(&up.data, hdr, members, max, err);
+		rc = read_push_pull(&up.data, hdr, members, max);
 	msgpack_unpacked_destroy(&up);
 	if (rc != 0)
 		hdr->count = 0;

@@ -59,11 +59,11 @@ const char *wire_text_error(wire_kind kind, const char *text, size_t len);
 size_t wire_count_present(const wire_schema *s, const void *base);
 int wire_pack_fields(msgpack_packer *pk, const wire_schema *s, const void *base);
 /* Decoding: skims [buf, buf+len) (wire_skim.h) and unpacks exactly one object into *up, which the caller
- * has initialised and destroys in every case; 0, or -1 with *err set. */
-int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up, const char **err);
+ * has initialised and destroys in every case; 0, or -1 with the reason in the diag (wire_refuse). */
+int wire_unpack(const uint8_t *buf, size_t len, msgpack_unpacked *up);
 /* Fills base (zeroed by the caller) from map per schema: every field but META is required; a non-integer
  * key, a duplicate key below 64 or a bad value is malformed; keys the schema does not name are skipped. */
-int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base, const char **err);
+int wire_read_fields(const msgpack_object_map *map, const wire_schema *s, void *base);
 /* The value under an unsigned integer key, or NULL. */
 const msgpack_object *wire_map_find(const msgpack_object_map *map, uint64_t key);
 

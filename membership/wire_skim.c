@@ -119,16 +119,18 @@ static int skim_object(skim_cursor *c, int depth)
 	}
 }
 
-int wire_skim(const uint8_t *buf, size_t len, const char **err)
+int wire_refuse(const char *why)
+{
+	ftl_diag_set(FTL_ERR_INVALID, "%s", why);
+	return -1;
+}
+
+int wire_skim(const uint8_t *buf, size_t len)
 {
 	skim_cursor c = {buf, buf + len, NULL};
-	if (skim_object(&c, 0) != 0) {
-		*err = c.err;
-		return -1;
-	}
-	if (c.p != c.end) {
-		*err = "trailing bytes";
-		return -1;
-	}
+	if (skim_object(&c, 0) != 0)
+		return wire_refuse(c.err);
+	if (c.p != c.end)
+		return wire_refuse("trailing bytes");
 	return 0;
 }

@@ -12,13 +12,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
+
 /* Our frames nest at most four deep (push-pull map, member array, member map, value); the slack is for
  * fields a later version may add. */
 #define WIRE_SKIM_MAX_DEPTH 8
 
+/* A decoder's refusal: the static reason goes to the calling thread's diag (code FTL_ERR_INVALID); -1. The
+ * caller counts the drop. */
+int wire_refuse(const char *why);
+
 /* Checks that [buf, buf+len) holds exactly one well-formed, plausibly sized object. Returns 0, or -1
- * with *err set ("truncated", "trailing bytes", "nested too deep", "container larger than input",
+ * with the reason in the diag ("truncated", "trailing bytes", "nested too deep", "container larger than input",
  * "reserved byte"). O(len). */
-int wire_skim(const uint8_t *buf, size_t len, const char **err);
+int wire_skim(const uint8_t *buf, size_t len);
 
 #endif

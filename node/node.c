@@ -7,15 +7,15 @@
 
 const char *const ftl_node_event_kind_strs[FTL_NODE_EVENT_KIND_MAX] = {"member", "view", "left"};
 
-ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us, const char **err)
+ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us)
 {
 	ftl_node *n = calloc(1, sizeof(*n));
 	if (!n) {
-		*err = "out of memory";
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 		return NULL;
 	}
 	n->feed_due_us = INT64_MAX;
-	n->swim = ftl_swim_new(&o->swim, now_us, err);
+	n->swim = ftl_swim_new(&o->swim, now_us);
 	if (!n->swim) {
 		free(n);
 		return NULL;
@@ -29,7 +29,7 @@ ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us, const char **e
 			.blob_cb = o->blob_cb,
 			.blob_ctx = o->blob_ctx,
 		};
-		n->rdv = ftl_rdv_new(&ro, err);
+		n->rdv = ftl_rdv_new(&ro);
 		if (!n->rdv) {
 			ftl_node_delete(n);
 			return NULL;
@@ -122,10 +122,9 @@ int ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t
 	return rc;
 }
 
-int ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
-		    const char **err)
+ftl_err ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
 {
-	int rc = ftl_swim_key_op(n->swim, now_us, op, key, err);
+	ftl_err rc = ftl_swim_key_op(n->swim, now_us, op, key);
 	ftl_node_settle(n, now_us);
 	return rc;
 }

@@ -64,8 +64,8 @@ typedef struct ftl_node_event {
 	char why[160];                  /* is_abort: why, for the log ("member w3 of the view is gone") */
 } ftl_node_event;
 
-/* NULL with *err set when an option is bad (the message names it). */
-ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us, const char **err);
+/* NULL with the reason in the diag when an option is bad (the message names it). */
+ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us);
 void ftl_node_delete(ftl_node *n);
 
 /* ---- inputs ---- */
@@ -93,8 +93,8 @@ size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *a
 /* ---- user requests ---- */
 void ftl_node_leave(ftl_node *n, int64_t now_us);
 int ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len);
-int ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE],
-		    const char **err);
+/* ftl_swim_key_op (swim.h): FTL_ERR_INVALID with the reason in the diag when refused. */
+ftl_err ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE]);
 /* The communicator of view `epoch` failed here with no membership change to explain it (rendezvous.h). */
 void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
 /* `ftlctl quorum reset` (rendezvous.h): -1 unless training and waiting for quorum. */

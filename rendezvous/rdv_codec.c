@@ -39,6 +39,7 @@
 
 #include "rdv_msg.h"
 #include "membership/wire_schema.h"
+#include "membership/wire_skim.h"
 
 _Static_assert(RDV_MSG_READY == 0 && RDV_MSG_PREPARE == 1 && RDV_MSG_PROMISE == 2 && RDV_MSG_ACCEPT == 3 &&
 		       RDV_MSG_ACCEPTED == 4 && RDV_MSG_REJECT == 5 && RDV_MSG_COMMIT == 6,
@@ -198,72 +199,61 @@ static const char *read_type(const msgpack_object_map *map, rdv_msg_type *type)
 }
 
 /* Reads key 13 into a malloc'd members array of exactly the claimed count (at most the cap). */
-static int read_members(const msgpack_object_map *map, ftl_rdv_view *v, const char **err)
+static int read_members(const msgpack_object_map *map, ftl_rdv_view *v)
 {
 	const msgpack_object *list = wire_map_find(map, KEY_MEMBERS);
 	uint32_t n;
 
-	if (list == NULL) {
-		*err = "missing field";
-		return -1;
-	}
-	if (list->type != MSGPACK_OBJECT_ARRAY) {
-		*err = "wrong type";
-		return -1;
-	}
+	if (list == NULL)
+		return wire_refuse("missing field");
+	if (list->type != MSGPACK_OBJECT_ARRAY)
+		return wire_refuse("wrong type");
 	n = list->via.array.size;
-	if (n > FTL_RDV_MAX_MEMBERS) {
-		*err = "too many members";
-		return -1;
-	}
+	if (n > FTL_RDV_MAX_MEMBERS)
+		return wire_refuse("too many members");
 	if (n == 0)
 		return 0;
-	if ((v->members = calloc(n, sizeof *v->members)) == NULL) {
-		*err = "out of memory";
-		return -1;
-	}
+	if ((v->members = calloc(n, sizeof *v->members)) == NULL)
+		return wire_refuse("out of memory");
 	v->n = n;
 	for (uint32_t i = 0; i < n; i++) {
 		const msgpack_object *m = &list->via.array.ptr[i];
-		if (m->type != MSGPACK_OBJECT_MAP) {
-			*err = "member not a map";
-			return -1;
-		}
-		if (wire_read_fields(&m->via.map, &member, &v->members[i], err) != 0)
+		if (m->type != MSGPACK_OBJECT_MAP)
+			return wire_refuse("member not a map");
+		if (wire_read_fields(&m->via.map, &member, &v->members[i]) != 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int read_msg(const msgpack_object *root, rdv_msg *msg, const char **err)
+static int read_msg(const msgpack_object *root, rdv_msg *msg)
 {
 	const wire_schema *parts[MAX_PARTS + 2];
 	const msgpack_object_map *map;
 	size_t n_parts;
 
-	if (root->type != MSGPACK_OBJECT_MAP) {
-		*err = "not a map";
-		return -1;
-	}
+	if (root->type != MSGPACK_OBJECT_MAP)
+		return wire_refuse("not a map");
 	map = &root->via.map;
-	if ((*err = read_type(map, &msg->type)) != NULL)
-		return -1;
+	const char *why = read_type(map, &msg->type);
+	if (why != NULL)
+		return wire_refuse(why);
 	/* The type's own parts first: whether a promise carries a view depends on them. */
 	size_t n_own = 0;
 	while (n_own < MAX_PARTS && parts_of[msg->type][n_own] != NULL)
-		if (wire_read_fields(map, parts_of[msg->type][n_own++], msg, err) != 0)
+		if (wire_read_fields(map, parts_of[msg->type][n_own++], msg) != 0)
 			return -1;
 	if (msg->type == RDV_MSG_READY && wire_map_find(map, KEY_REBUILD_EPOCH) != NULL)
 		msg->waive_epoch = 1; /* a marker only, so that message_parts names the requests part to read */
 	n_parts = message_parts(msg, parts);
 	msg->waive_epoch = 0;
 	for (size_t i = n_own; i < n_parts; i++)
-		if (wire_read_fields(map, parts[i], msg, err) != 0)
+		if (wire_read_fields(map, parts[i], msg) != 0)
 			return -1;
-	return has_members(parts, n_parts) ? read_members(map, &msg->view, err) : 0;
+	return has_members(parts, n_parts) ? read_members(map, &msg->view) : 0;
 }
 
-int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg, const char **err)
+int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg)
 {
 	msgpack_unpacked up;
 	int rc = -1;
@@ -271,11 +261,11 @@ int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg, const char **err)
 	memset(msg, 0, sizeof *msg);
 	msgpack_unpacked_init(&up);
 	if (len < 1)
-		*err = "truncated";
+		wire_refuse("truncated");
 	else if (buf[0] != RDV_WIRE_VERSION)
-		*err = "bad version";
-	else if (wire_unpack(buf + 1, len - 1, &up, err) == 0)
-		rc = read_msg(&up.data, msg, err);
+		wire_refuse("bad version");
+	else if (wire_unpack(buf + 1, len - 1, &up) == 0)
+		rc = read_msg(&up.data, msg);
 	msgpack_unpacked_destroy(&up);
 	if (rc != 0)
 		rdv_msg_free(msg);

@@ -57,10 +57,11 @@ int rdv_ballot_cmp(const rdv_ballot *a, const rdv_ballot *b);
 /* Encodes msg into a malloc'd buffer (*buf, *len; the caller frees). Returns 0, or -1 on allocation
  * failure or a field a decoder would refuse (empty or overlong name or address, too many members). */
 int rdv_encode(const rdv_msg *msg, uint8_t **buf, size_t *len);
-/* Decodes one message. Returns 0 (free it with rdv_msg_free), or -1 with *err set (nothing to free).
+/* Decodes one message. Returns 0 (free it with rdv_msg_free), or -1 with the reason in the diag (nothing to
+ * free).
  * Bounded: names < FTL_NAME_MAX, addresses < FTL_ADDR_MAX, at most FTL_RDV_MAX_MEMBERS members, a blob
  * of at most FTL_RDV_BLOB_MAX bytes; msgpack-c sees the bytes only after wire_skim has checked them. */
-int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg, const char **err);
+int rdv_decode(const uint8_t *buf, size_t len, rdv_msg *msg);
 void rdv_msg_free(rdv_msg *msg);
 
 #endif

@@ -42,13 +42,16 @@ static const char *check_options(const ftl_rdv_options *o)
 	return NULL;
 }
 
-ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o, const char **err)
+ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o)
 {
 	ftl_rdv *r;
-	if ((*err = check_options(o)) != NULL)
+	const char *bad = check_options(o);
+	if (bad) {
+		ftl_diag_set(FTL_ERR_INVALID, "%s", bad);
 		return NULL;
+	}
 	if ((r = calloc(1, sizeof *r)) == NULL) {
-		*err = "rendezvous: out of memory";
+		ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory");
 		return NULL;
 	}
 	ftl_copy_str(r->self.name, o->name, sizeof r->self.name);
@@ -224,9 +227,8 @@ void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive
 void ftl_rdv_receive(ftl_rdv *r, int64_t now_us, const uint8_t *data, size_t len)
 {
 	rdv_msg m;
-	const char *err;
 	set_now(r, now_us);
-	if (rdv_decode(data, len, &m, &err) != 0) {
+	if (rdv_decode(data, len, &m) != 0) {
 		r->dropped++;
 		return;
 	}

@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "membership/message.h" /* FTL_NAME_MAX, FTL_ADDR_MAX */
+#include "base/diag.h"
 
 #define FTL_RDV_BLOB_MAX 256      /* opaque bootstrap bytes (an NCCL unique id is 128) */
 #define FTL_RDV_MAX_MEMBERS 4096  /* members in one view or candidate; more is refused */
@@ -132,7 +133,8 @@ typedef struct ftl_rdv_output {
 	uint8_t *data;                  /* owned by the output; freed by ftl_rdv_output_free */
 } ftl_rdv_output;
 
-ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o, const char **err);
+/* NULL with the reason in the diag when an option is bad. */
+ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o);
 void ftl_rdv_delete(ftl_rdv *r);
 
 /* The membership snapshot: the alive (and suspect) members, self included, and the names of members

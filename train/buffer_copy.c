@@ -12,32 +12,32 @@
 #include <cuda_runtime.h>
 #endif
 
-static int copy(void *dst, const void *src, const ftl_buffer_reg *b, bool is_to_host, char *why, size_t why_len)
+static ftl_err copy(void *dst, const void *src, const ftl_buffer_reg *b, bool is_to_host)
 {
 	if (!b->is_device) {
 		memcpy(dst, src, b->bytes);
-		return 0;
+		return FTL_OK;
 	}
 #ifdef FTL_HAVE_NCCL
 	cudaError_t e = cudaMemcpy(dst, src, b->bytes, is_to_host ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice);
 	if (e == cudaSuccess)
-		return 0;
-	snprintf(why, why_len, "cudaMemcpy of device buffer '%s' (%zu bytes) failed: %s", b->name, b->bytes,
-		 cudaGetErrorString(e));
+		return FTL_OK;
+	return ftl_diag_set(FTL_ERR_BACKEND, "cudaMemcpy of device buffer '%s' (%zu bytes) failed: %s", b->name,
+			    b->bytes, cudaGetErrorString(e));
 #else
-	snprintf(why, why_len, "buffer '%s' is registered as device memory but this build has no CUDA", b->name);
+	return ftl_diag_set(FTL_ERR_UNSUPPORTED,
+			    "buffer '%s' is registered as device memory but this build has no CUDA", b->name);
 #endif
-	return -1;
 }
 
-int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t why_len)
+ftl_err ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst)
 {
-	return copy(dst, b->ptr, b, true, why, why_len);
+	return copy(dst, b->ptr, b, true);
 }
 
-int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len)
+ftl_err ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src)
 {
-	return copy(b->ptr, src, b, false, why, why_len);
+	return copy(b->ptr, src, b, false);
 }
 
 int ftl_buffer_is_device_memory(const void *ptr)

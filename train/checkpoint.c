@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/errfmt.h"
 #include "agent/log.h"
 
 /* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that
@@ -47,14 +46,14 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, char *err, size_t err_len)
+ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg)
 {
 	ftl_checkpoint_teardown(c);
 	c->cfg = cfg;
 	if (!cfg->checkpoint_dir[0])
-		return 0;
-	c->writer = ftl_ckpt_writer_new(cfg->checkpoint_dir, cfg->checkpoint_keep, cfg->checkpoint_wait, err, err_len);
-	return c->writer ? 0 : -1;
+		return FTL_OK;
+	c->writer = ftl_ckpt_writer_new(cfg->checkpoint_dir, cfg->checkpoint_keep, cfg->checkpoint_wait);
+	return c->writer ? FTL_OK : ftl_diag_code();
 }
 
 void ftl_checkpoint_teardown(ftl_checkpoints *c)
@@ -109,19 +108,18 @@ static int stage(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch,
 	if (!image)
 		return -1;
 	ftl_ckpt_encode_header(&h, image);
-	char why[256];
 	for (uint32_t i = 0; i < h.n_buffers; i++) {
-		if (ftl_buffer_copy_out(&r->buffers[i], image + ftl_ckpt_payload_offset(&h, i), why, sizeof(why)) != 0) {
-			ftl_ckpt_writer_cancel(c->writer, why);
+		if (ftl_buffer_copy_out(&r->buffers[i], image + ftl_ckpt_payload_offset(&h, i)) != FTL_OK) {
+			ftl_ckpt_writer_cancel(c->writer, ftl_diag_message());
 			return -1;
 		}
 	}
 	if (h.save_len) {
 		size_t got = r->save(r->cb_ctx, image + ftl_ckpt_payload_offset(&h, h.n_buffers), h.save_len);
 		if (got != h.save_len) {
-			snprintf(why, sizeof(why), "the save callback wrote %zu bytes after asking for %llu", got,
-				 (unsigned long long)h.save_len);
-			ftl_ckpt_writer_cancel(c->writer, why);
+			ftl_diag_set(FTL_ERR_INVALID, "the save callback wrote %zu bytes after asking for %llu", got,
+				     (unsigned long long)h.save_len);
+			ftl_ckpt_writer_cancel(c->writer, ftl_diag_message());
 			return -1;
 		}
 	}
@@ -189,15 +187,15 @@ static int read_at(int fd, uint8_t *buf, size_t len, off_t off)
 	return 0;
 }
 
-/* Reads and verifies one file against the registered shape; *image (malloc'd) holds it on success. */
-static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt_header *h, uint8_t **image,
-			 char *why, size_t why_len)
+/* Reads and verifies one file against the registered shape; *image (malloc'd) holds it on success, else -1
+ * with the reason in the diag. */
+static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt_header *h, uint8_t **image)
 {
 	*image = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) != 0) {
-		snprintf(why, why_len, "cannot open: %s", strerror(errno));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot open: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -206,16 +204,16 @@ static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt
 	size_t avail = (uint64_t)st.st_size < sizeof(head) ? (size_t)st.st_size : sizeof(head);
 	int rc = -1;
 	if (read_at(fd, head, avail, 0) != 0)
-		snprintf(why, why_len, "cannot read: %s", strerror(errno));
-	else if (ftl_ckpt_parse_header(head, avail, (uint64_t)st.st_size, h, why, why_len) == 0 &&
-		 ftl_ckpt_same_shape(h, mine, why, why_len) == 0) {
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot read: %s", strerror(errno));
+	else if (ftl_ckpt_parse_header(head, avail, (uint64_t)st.st_size, h) == 0 &&
+		 ftl_ckpt_same_shape(h, mine) == 0) {
 		*image = malloc((size_t)st.st_size);
 		if (!*image)
-			snprintf(why, why_len, "no memory to read %lld bytes", (long long)st.st_size);
+			ftl_diag_set(FTL_ERR_SYSTEM, "no memory to read %lld bytes", (long long)st.st_size);
 		else if (read_at(fd, *image, (size_t)st.st_size, 0) != 0)
-			snprintf(why, why_len, "cannot read: %s", strerror(errno));
+			ftl_diag_set(FTL_ERR_SYSTEM, "cannot read: %s", strerror(errno));
 		else
-			rc = ftl_ckpt_verify(*image, (size_t)st.st_size, h, why, why_len);
+			rc = ftl_ckpt_verify(*image, (size_t)st.st_size, h);
 	}
 	close(fd);
 	if (rc != 0) {
@@ -225,11 +223,11 @@ static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt
 	return rc;
 }
 
-/* Puts a verified image into the registered state. */
-static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image, char *why, size_t why_len)
+/* Puts a verified image into the registered state; -1 with the reason in the diag. */
+static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image)
 {
 	for (uint32_t i = 0; i < h->n_buffers; i++)
-		if (ftl_buffer_copy_in(&r->buffers[i], image + ftl_ckpt_payload_offset(h, i), why, why_len) != 0)
+		if (ftl_buffer_copy_in(&r->buffers[i], image + ftl_ckpt_payload_offset(h, i)) != FTL_OK)
 			return -1;
 	if (r->load && h->save_len)
 		r->load(r->cb_ctx, image + ftl_ckpt_payload_offset(h, h->n_buffers), h->save_len);
@@ -246,15 +244,15 @@ static void log_skip(const char *path, const char *why)
 	ftl_log(FTL_LOG_WARN, "checkpoint", fields, "skipping checkpoint %s: %s", path, why);
 }
 
-/* Loads one file into the registered state; -1 with the reason (the state is untouched then). */
-static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path, const ftl_ckpt_header *mine, char *why, size_t why_len)
+/* Loads one file into the registered state; -1 with the reason in the diag (the state is untouched then). */
+static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path, const ftl_ckpt_header *mine)
 {
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	uint8_t *image;
-	if (read_verified(path, mine, &h, &image, why, why_len) != 0)
+	if (read_verified(path, mine, &h, &image) != 0)
 		return -1;
-	int rc = apply(r, &h, image, why, why_len);
+	int rc = apply(r, &h, image);
 	free(image);
 	if (rc != 0)
 		return -1;
@@ -271,21 +269,22 @@ static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path,
 	return 0;
 }
 
-static ftl_err resume_failed(char *out, size_t out_len, ftl_err err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static ftl_err resume_failed(char *out, size_t out_len, ftl_err err, const char *fmt, ...)
+/* The resume cannot go on: the reason goes to the diag and the log. */
+static ftl_err resume_failed(ftl_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static ftl_err resume_failed(ftl_err err, const char *fmt, ...)
 {
+	char text[FTL_DIAG_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(out, out_len, fmt, ap);
+	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", out);
-	return err;
+	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", text);
+	return ftl_diag_set(err, "%s", text);
 }
 
 static void start_fresh(ftl_state_registry *r) { r->job_id = new_job_id(); }
 
-ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *err, size_t err_len)
+ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 {
 	if (!c->writer) {
 		start_fresh(r);
@@ -298,7 +297,7 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *e
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
 	if (ftl_ckpt_list(dir, &names, &n) != 0)
-		return resume_failed(err, err_len, FTL_ERR_SYSTEM,
+		return resume_failed(FTL_ERR_SYSTEM,
 				     "ftl: cannot read FTL_CHECKPOINT_DIR=%s: %s; not starting over without knowing "
 				     "what it holds",
 				     dir, strerror(errno));
@@ -307,15 +306,15 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *e
 	char newest[FTL_CKPT_NAME_MAX] = "", newest_why[256] = "";
 	bool is_loaded = false;
 	for (size_t i = 0; i < n && !is_loaded; i++) {
-		char path[FTL_CKPT_PATH_MAX + 8], why[256];
+		char path[FTL_CKPT_PATH_MAX + 8];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		is_loaded = load_one(c, r, path, &mine, why, sizeof(why)) == 0;
+		is_loaded = load_one(c, r, path, &mine) == 0;
 		if (is_loaded)
 			break;
-		log_skip(path, why);
+		log_skip(path, ftl_diag_message());
 		if (i == 0) {
 			snprintf(newest, sizeof(newest), "%s", names[i]);
-			snprintf(newest_why, sizeof(newest_why), "%s", why);
+			snprintf(newest_why, sizeof(newest_why), "%s", ftl_diag_message());
 		}
 	}
 	free(names);
@@ -331,7 +330,7 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *e
 			"initial state as FTL_CHECKPOINT_FRESH=1 asks; those files are kept",
 			n, dir, newest, newest_why);
 	} else {
-		return resume_failed(err, err_len, FTL_ERR_INVALID,
+		return resume_failed(FTL_ERR_INVALID,
 				     "ftl: cannot resume: none of the %zu checkpoint(s) in FTL_CHECKPOINT_DIR=%s can be "
 				     "loaded (each is logged above); the newest, %s: %s. Run the program that wrote "
 				     "them, or set FTL_CHECKPOINT_FRESH=1 to start from the initial state (the files "
@@ -364,9 +363,9 @@ json_t *ftl_checkpoint_status_json(ftl_checkpoints *c)
 			 "skipped", (json_int_t)s.skipped, "failed", (json_int_t)s.failed);
 }
 
-static ftl_err exec_resume(void *ctx, ftl_state_registry *r, char *err, size_t err_len)
+static ftl_err exec_resume(void *ctx, ftl_state_registry *r)
 {
-	return ftl_checkpoint_resume(ctx, r, err, err_len);
+	return ftl_checkpoint_resume(ctx, r);
 }
 
 static void exec_after_step(void *ctx, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)

@@ -98,14 +98,13 @@ void ftl_ckpt_checksum(ftl_ckpt_sum_kind kind, const uint8_t *data, size_t len, 
 /* Writes the checksum of the kind in h into the image's last bytes (image has ftl_ckpt_file_bytes(h)). */
 void ftl_ckpt_seal(const ftl_ckpt_header *h, uint8_t *image);
 /* Reads a header (version 1 or 2) from the first `avail` bytes of a file of `file_len` bytes: magic,
- * version, checksum kind, counts, and that the file is exactly as long as the header says. -1 with the
- * reason in `why`. */
-int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h, char *why,
-			  size_t why_len);
-/* parse_header, then the checksum over the whole image. -1 with the reason. */
-int ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h, char *why, size_t why_len);
-/* Whether a file's buffers (names and sizes, in order) are the ones registered (`mine`). -1 with why. */
-int ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine, char *why, size_t why_len);
+ * version, checksum kind, counts, and that the file is exactly as long as the header says.
+ * FTL_ERR_INVALID with the reason in the diag (the caller names the file). */
+ftl_err ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h);
+/* parse_header, then the checksum over the whole image. FTL_ERR_INVALID with the reason in the diag. */
+ftl_err ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h);
+/* Whether a file's buffers (names and sizes, in order) are the ones registered (`mine`). FTL_ERR_INVALID with the reason in the diag. */
+ftl_err ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine);
 
 /* ---- checkpoint_dir.c ---- */
 
@@ -154,8 +153,8 @@ typedef struct ftl_ckpt_writer_stats {
 
 typedef struct ftl_ckpt_writer ftl_ckpt_writer;
 
-/* Makes dir if missing and starts the thread (with every signal blocked). NULL with a message. */
-ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, char *err, size_t err_len);
+/* Makes dir if missing and starts the thread (with every signal blocked). NULL with the reason in the diag. */
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting);
 /* Finishes a write in progress (it becomes durable), then stops the thread. */
 void ftl_ckpt_writer_delete(ftl_ckpt_writer *w);
 /* A staging buffer of `bytes` for the checkpoint of `step`, owned by the caller until submit or cancel.
@@ -181,18 +180,18 @@ typedef struct ftl_checkpoints {
 	const ftl_training_config *cfg;    /* dir, every, keep, busy, fresh, checksum */
 } ftl_checkpoints;
 
-/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg must outlive c). -1 with a
- * message. */
-int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, char *err, size_t err_len);
+/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg must outlive c). An error
+ * with the reason in the diag. */
+ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg);
 void ftl_checkpoint_teardown(ftl_checkpoints *c);
 /* After a completed step on rank 0: stage the state for the writer when the step is due. */
 void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);
 /* Rank 0 of a view with no live state: load the newest checkpoint that verifies and has the registered
  * shape into the registry (buffers, callbacks, step, sampler, job id; has_state), logging every file
  * skipped and why. FTL_OK when one loaded or there is none (a new job id then); an error, with its message
- * in err (directory, newest file, what differs, FTL_CHECKPOINT_FRESH), when the directory cannot be read
+ * in the diag (directory, newest file, what differs, FTL_CHECKPOINT_FRESH), when the directory cannot be read
  * or none of its checkpoints loads, unless cfg->checkpoint_fresh. */
-ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r, char *err, size_t err_len);
+ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r);
 /* Rank 0 leaving: when the calling thread is the one that took this job's checkpoints and the state is
  * newer than the last checkpoint (of this process or on disk), writes one and waits until it is durable
  * (or failed: logged). No-op otherwise. */

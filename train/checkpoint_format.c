@@ -4,7 +4,6 @@
  * files and by choice) matches: a truncated file, a flipped byte or a half-written temp can then never
  * load as valid. */
 #include "checkpoint.h"
-#include "agent/errfmt.h"
 
 #include <assert.h>
 #include <sodium.h>
@@ -123,30 +122,29 @@ static int declared_file_bytes(const ftl_ckpt_header *h, uint64_t *total)
 	return 0;
 }
 
-int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h, char *why,
-			  size_t why_len)
+ftl_err ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, ftl_ckpt_header *h)
 {
 	memset(h, 0, sizeof(*h));
 	if (avail < FTL_CKPT_FIXED_BYTES_V1)
-		return ftl_errf(why, why_len, "truncated: %llu bytes, shorter than a checkpoint header (%u)",
+		return ftl_diag_set(FTL_ERR_INVALID, "truncated: %llu bytes, shorter than a checkpoint header (%u)",
 			      (unsigned long long)file_len, FTL_CKPT_FIXED_BYTES_V1);
 	if (memcmp(buf, FTL_CKPT_MAGIC, sizeof(FTL_CKPT_MAGIC)) != 0)
-		return ftl_errf(why, why_len, "not a checkpoint file (bad magic)");
+		return ftl_diag_set(FTL_ERR_INVALID, "not a checkpoint file (bad magic)");
 	h->version = get_u32(buf + 8);
 	if (h->version != 1 && h->version != FTL_CKPT_VERSION)
-		return ftl_errf(why, why_len, "format version %u, this build reads versions 1 and %u", h->version,
+		return ftl_diag_set(FTL_ERR_INVALID, "format version %u, this build reads versions 1 and %u", h->version,
 			      FTL_CKPT_VERSION);
 	uint32_t kind = get_u32(buf + 52);
 	if (h->version == 1) /* its word 52 was reserved, 0: BLAKE2b was the only kind */
 		kind = kind == 0 ? FTL_CKPT_SUM_BLAKE2B : FTL_CKPT_SUM_MAX;
 	if (kind >= FTL_CKPT_SUM_MAX || ftl_ckpt_sum_bytes((ftl_ckpt_sum_kind)kind) == 0)
-		return ftl_errf(why, why_len, "corrupt header: checksum kind %u", get_u32(buf + 52));
+		return ftl_diag_set(FTL_ERR_INVALID, "corrupt header: checksum kind %u", get_u32(buf + 52));
 	h->sum_kind = (ftl_ckpt_sum_kind)kind;
 	h->n_buffers = get_u32(buf + 12);
 	if (h->n_buffers > FTL_MAX_BUFFERS)
-		return ftl_errf(why, why_len, "corrupt header: %u buffers (at most %d)", h->n_buffers, FTL_MAX_BUFFERS);
+		return ftl_diag_set(FTL_ERR_INVALID, "corrupt header: %u buffers (at most %d)", h->n_buffers, FTL_MAX_BUFFERS);
 	if (avail < ftl_ckpt_header_bytes(h))
-		return ftl_errf(why, why_len, "truncated: %llu bytes, shorter than its header (%zu)",
+		return ftl_diag_set(FTL_ERR_INVALID, "truncated: %llu bytes, shorter than its header (%zu)",
 			      (unsigned long long)file_len, ftl_ckpt_header_bytes(h));
 	h->step = get_u64(buf + 16);
 	h->view_epoch = get_u64(buf + 24);
@@ -163,41 +161,43 @@ int ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_len, f
 	}
 	uint64_t want;
 	if (declared_file_bytes(h, &want) != 0)
-		return ftl_errf(why, why_len, "corrupt header: sizes overflow");
+		return ftl_diag_set(FTL_ERR_INVALID, "corrupt header: sizes overflow");
 	if (file_len < want)
-		return ftl_errf(why, why_len, "truncated: %llu bytes, its header declares %llu",
+		return ftl_diag_set(FTL_ERR_INVALID, "truncated: %llu bytes, its header declares %llu",
 			      (unsigned long long)file_len, (unsigned long long)want);
 	if (file_len > want)
-		return ftl_errf(why, why_len, "corrupt: %llu bytes, its header declares %llu",
+		return ftl_diag_set(FTL_ERR_INVALID, "corrupt: %llu bytes, its header declares %llu",
 			      (unsigned long long)file_len, (unsigned long long)want);
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h, char *why, size_t why_len)
+ftl_err ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h)
 {
-	if (ftl_ckpt_parse_header(image, len, len, h, why, why_len) != 0)
-		return -1;
+	ftl_err err = ftl_ckpt_parse_header(image, len, len, h);
+	if (err)
+		return err;
 	size_t sum_len = ftl_ckpt_sum_bytes(h->sum_kind);
 	uint8_t sum[FTL_CKPT_SUM_MAX_BYTES];
 	ftl_ckpt_checksum(h->sum_kind, image, len - sum_len, sum);
 	if (memcmp(sum, image + len - sum_len, sum_len) != 0)
-		return ftl_errf(why, why_len, "checksum mismatch (%s): the file is corrupt", ftl_ckpt_sum_kind_strs[h->sum_kind]);
-	return 0;
+		return ftl_diag_set(FTL_ERR_INVALID, "checksum mismatch (%s): the file is corrupt",
+				    ftl_ckpt_sum_kind_strs[h->sum_kind]);
+	return FTL_OK;
 }
 
-int ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine, char *why, size_t why_len)
+ftl_err ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine)
 {
 	if (file->n_buffers != mine->n_buffers)
-		return ftl_errf(why, why_len, "shape mismatch: %u buffers in the file, %u registered", file->n_buffers,
+		return ftl_diag_set(FTL_ERR_INVALID, "shape mismatch: %u buffers in the file, %u registered", file->n_buffers,
 			      mine->n_buffers);
 	for (uint32_t i = 0; i < file->n_buffers; i++) {
 		if (strcmp(file->names[i], mine->names[i]) != 0)
-			return ftl_errf(why, why_len, "shape mismatch: buffer %u is '%s' in the file, '%s' registered", i,
+			return ftl_diag_set(FTL_ERR_INVALID, "shape mismatch: buffer %u is '%s' in the file, '%s' registered", i,
 				      file->names[i], mine->names[i]);
 		if (file->sizes[i] != mine->sizes[i])
-			return ftl_errf(why, why_len, "shape mismatch: buffer '%s' is %llu bytes in the file, %llu registered",
+			return ftl_diag_set(FTL_ERR_INVALID, "shape mismatch: buffer '%s' is %llu bytes in the file, %llu registered",
 				      file->names[i], (unsigned long long)file->sizes[i],
 				      (unsigned long long)mine->sizes[i]);
 	}
-	return 0;
+	return FTL_OK;
 }

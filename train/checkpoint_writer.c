@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "agent/errfmt.h"
 #include "agent/log.h"
 
 /* Write granularity, and how often the kernel is told to start writing back. */
@@ -73,10 +72,9 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int fail_io(char *err, size_t len, const char *what, const char *path)
+static ftl_err fail_io(const char *what, const char *path)
 {
-	snprintf(err, len, "%s %s: %s", what, path, strerror(errno));
-	return -1;
+	return ftl_diag_set(FTL_ERR_SYSTEM, "%s %s: %s", what, path, strerror(errno));
 }
 
 static int write_all(int fd, const uint8_t *p, size_t n)
@@ -211,25 +209,24 @@ static void kept_files(const char *dir, size_t *n, uint64_t *bytes)
 }
 
 /* The message for a disk without room for one more checkpoint: the sizes, the free space, and why the
- * previous checkpoint's room does not count. -1. */
-static int fail_no_room(const ftl_ckpt_writer *w, uint64_t step, size_t len, int64_t avail, char *err, size_t err_len)
+ * previous checkpoint's room does not count. */
+static ftl_err fail_no_room(const ftl_ckpt_writer *w, uint64_t step, size_t len, int64_t avail)
 {
 	size_t n;
 	uint64_t kept;
 	kept_files(w->dir, &n, &kept);
-	snprintf(err, err_len,
+	return ftl_diag_set(FTL_ERR_SYSTEM,
 		 "no room for the checkpoint of step %llu in %s: it needs %.1f MiB, the file system has %.1f MiB free "
 		 "beside the %zu checkpoint(s) already there (%.1f MiB); a checkpoint is written in full next to the "
 		 "previous ones before the oldest is deleted, so the disk needs room for FTL_CHECKPOINT_KEEP + 1 = %d "
 		 "checkpoints (%.1f MiB)",
 		 (unsigned long long)step, w->dir, mib(len), avail < 0 ? -1.0 : mib((uint64_t)avail), n, mib(kept),
 		 w->keep + 1, mib((uint64_t)len * (uint64_t)(w->keep + 1)));
-	return -1;
 }
 
-/* temp, write, fsync, rename, fsync dir. -1 with the reason; the temp is gone then. */
-static int write_durably(const ftl_ckpt_writer *w, const ftl_ckpt_header *h, const uint8_t *image, size_t len,
-			 char *final, size_t final_len, char *err, size_t err_len)
+/* temp, write, fsync, rename, fsync dir. An error with the reason in the diag; the temp is gone then. */
+static ftl_err write_durably(const ftl_ckpt_writer *w, const ftl_ckpt_header *h, const uint8_t *image, size_t len,
+			 char *final, size_t final_len)
 {
 	char name[FTL_CKPT_NAME_MAX], tmp[FTL_CKPT_PATH_MAX + 32];
 	ftl_ckpt_file_name(h->step, h->job_id, name, sizeof(name));
@@ -237,10 +234,10 @@ static int write_durably(const ftl_ckpt_writer *w, const ftl_ckpt_header *h, con
 	snprintf(tmp, sizeof(tmp), "%s/.ckpt-%llu.tmp-%ld", w->dir, (unsigned long long)h->step, (long)getpid());
 	int64_t avail = free_bytes(w->dir);
 	if (avail >= 0 && (uint64_t)avail < len)
-		return fail_no_room(w, h->step, len, avail, err, err_len);
+		return fail_no_room(w, h->step, len, avail);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return fail_io(err, err_len, "cannot create", tmp);
+		return fail_io("cannot create", tmp);
 	const char *failed = NULL, *what = tmp; /* what failed, on which path; cause says why */
 	if (write_sealed(fd, h, image, len) != 0)
 		failed = "cannot write";
@@ -259,29 +256,30 @@ static int write_durably(const ftl_ckpt_writer *w, const ftl_ckpt_header *h, con
 	if (failed) {
 		unlink(tmp);
 		if (cause == ENOSPC)
-			return fail_no_room(w, h->step, len, free_bytes(w->dir), err, err_len);
+			return fail_no_room(w, h->step, len, free_bytes(w->dir));
 		errno = cause;
-		return fail_io(err, err_len, failed, what);
+		return fail_io(failed, what);
 	}
 	if (fsync_dir(w->dir) != 0)
-		return fail_io(err, err_len, "cannot fsync the directory", w->dir);
-	return 0;
+		return fail_io("cannot fsync the directory", w->dir);
+	return FTL_OK;
 }
 
 static void write_job(ftl_ckpt_writer *w)
 {
 	uint64_t step = w->step;
 	size_t len = w->len;
-	char final[FTL_CKPT_PATH_MAX + 8], err[FTL_CKPT_ERROR_MAX], fields[FTL_CKPT_PATH_MAX + 256];
+	char final[FTL_CKPT_PATH_MAX + 8], fields[FTL_CKPT_PATH_MAX + 256];
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
-	char malformed[256] = "another step in its header";
-	int rc = ftl_ckpt_parse_header(w->buf, len, len, &h, malformed, sizeof(malformed));
+	int rc = ftl_ckpt_parse_header(w->buf, len, len, &h);
+	if (rc == 0 && h.step != step)
+		ftl_diag_set(FTL_ERR_INVALID, "another step in its header");
 	if (rc != 0 || h.step != step) /* the training thread staged something other than it said */
-		rc = ftl_errf(err, sizeof(err), "the staged image of step %llu is malformed: %s", (unsigned long long)step,
-			      malformed);
+		rc = ftl_diag_set(FTL_ERR_INVALID, "the staged image of step %llu is malformed: %s",
+				  (unsigned long long)step, ftl_diag_message());
 	else
-		rc = write_durably(w, &h, w->buf, len, final, sizeof(final), err, sizeof(err));
+		rc = write_durably(w, &h, w->buf, len, final, sizeof(final));
 	int64_t took = mono_us() - start;
 	int deleted = rc == 0 ? ftl_ckpt_retain(w->dir, h.job_id, w->keep) : 0;
 
@@ -299,7 +297,7 @@ static void write_job(ftl_ckpt_writer *w)
 		s->last_stall_us = w->stall_us;
 	} else {
 		s->state = FTL_CKPT_WRITER_FAILED;
-		snprintf(s->last_error, sizeof(s->last_error), "%s", err);
+		snprintf(s->last_error, sizeof(s->last_error), "%s", ftl_diag_message()); /* read on other threads */
 		s->failed++;
 	}
 	int64_t stall = w->stall_us;
@@ -318,7 +316,7 @@ static void write_job(ftl_ckpt_writer *w)
 		ftl_log(FTL_LOG_ERROR, "checkpoint", fields,
 			"checkpoint of step %llu failed: %s; training goes on and the older checkpoints are kept (check "
 			"the disk behind FTL_CHECKPOINT_DIR)",
-			(unsigned long long)step, err);
+			(unsigned long long)step, ftl_diag_message());
 	}
 }
 
@@ -367,19 +365,19 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, char *err, size_t err_len)
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting)
 {
 	if (sodium_init() < 0) {
-		snprintf(err, err_len, "libsodium failed to initialise");
+		ftl_diag_set(FTL_ERR_SYSTEM, "libsodium failed to initialise");
 		return NULL;
 	}
 	if (ftl_ckpt_make_dir(dir) != 0) {
-		snprintf(err, err_len, "FTL_CHECKPOINT_DIR=%s: cannot create the directory: %s", dir, strerror(errno));
+		ftl_diag_set(FTL_ERR_SYSTEM, "FTL_CHECKPOINT_DIR=%s: cannot create the directory: %s", dir, strerror(errno));
 		return NULL;
 	}
 	ftl_ckpt_writer *w = calloc(1, sizeof(*w));
 	if (!w) {
-		snprintf(err, err_len, "out of memory");
+		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory starting the checkpoint writer");
 		return NULL;
 	}
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
@@ -394,7 +392,7 @@ ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting,
 	int rc = pthread_create(&w->thread, NULL, writer_main, w);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		snprintf(err, err_len, "cannot start the checkpoint writer thread: %s", strerror(rc));
+		ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the checkpoint writer thread: %s", strerror(rc));
 		pthread_mutex_destroy(&w->lock);
 		pthread_cond_destroy(&w->changed);
 		free(w);

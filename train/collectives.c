@@ -1,5 +1,6 @@
 /* The collectives a step uses, on the current view's data communicator (the contract is in
- * include/ftl/execute.h): a failure keeps the communicator's diagnostic for ftl_last_error, and an
+ * include/ftl/execute.h): a failure keeps the communicator's diagnostic for ftl_last_error (and the calling
+ * thread's diag), and an
  * asynchronous request remembers the communicator it was made on, so one that outlived a view change is
  * refused rather than waited on a communicator that is gone. */
 #include "agent/agent_internal.h"
@@ -21,13 +22,16 @@ static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 	vsnprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), fmt, ap);
 	va_end(ap);
 	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train->exec.last_error);
-	return err;
+	return ftl_diag_set(err, "%s", a->train->exec.last_error);
 }
 
+/* A collective's result; on failure the communicator's sticky reason becomes the agent's last error. */
 static ftl_err check(ftl_agent *a, ftl_err e)
 {
-	if (e != FTL_OK && a->train->comm)
+	if (e != FTL_OK && a->train->comm) {
 		snprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), "%s", ftl_comm_error(a->train->comm));
+		ftl_diag_set(e, "%s", a->train->exec.last_error);
+	}
 	return e;
 }
 

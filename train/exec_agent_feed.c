@@ -40,7 +40,7 @@ static int copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
  * is lowered to when that could next change without the loop thread saying so. A worker below min_workers
  * or without quorum gives up after FTL_BELOW_MIN_TIMEOUT_MS of that; a view change that never completes
  * gives up after as long (a hot spare waits for ever). */
-static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadline_us, char *err, size_t len)
+static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadline_us)
 {
 	const ftl_training *t = a->train;
 	const ftl_agent_views *v = &a->views;
@@ -54,29 +54,27 @@ static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadl
 			return FTL_OK;
 		}
 		if (v->phase == FTL_RDV_WAITING_FOR_QUORUM)
-			snprintf(err, len,
+			return ftl_diag_set(FTL_ERR_PEER_LOST,
 				 "ftl: the job cannot continue: waiting for quorum for more than %lld ms "
 				 "(FTL_BELOW_MIN_TIMEOUT_MS): %s. If they are gone for good, run `ftlctl quorum reset` "
 				 "on a survivor (before this timeout) to go on without them",
 				 (long long)t->cfg.below_min_timeout_ms, v->missing);
 		else
-			snprintf(err, len,
+			return ftl_diag_set(FTL_ERR_PEER_LOST,
 				 "ftl: the job cannot continue: %s for more than %lld ms (FTL_MIN_WORKERS=%u, "
 				 "FTL_BELOW_MIN_TIMEOUT_MS)",
 				 ftl_rdv_phase_strs[v->phase], (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
-		return FTL_ERR_PEER_LOST;
 	}
 	if (now - waiting_since_us <= limit_us) {
 		int64_t at = waiting_since_us + limit_us + 1;
 		*deadline_us = at < *deadline_us ? at : *deadline_us;
 		return FTL_OK;
 	}
-	snprintf(err, len,
+	return ftl_diag_set(FTL_ERR_PEER_LOST,
 		 "ftl: the job cannot continue: no usable view for more than %lld ms (phase %s, view %llu; "
 		 "FTL_BELOW_MIN_TIMEOUT_MS); check `ftlctl status` on the coordinator %s",
 		 (long long)t->cfg.below_min_timeout_ms, ftl_rdv_phase_strs[v->phase], (unsigned long long)v->view.epoch,
 		 v->coordinator[0] ? v->coordinator : "(none)");
-	return FTL_ERR_PEER_LOST;
 }
 
 /* Under the lock: asks for the abandoned view's members under a new epoch once its time has come and it is
@@ -117,7 +115,7 @@ static void sleep_until(ftl_agent *a, int64_t deadline_us)
 	pthread_cond_timedwait(&a->changed, &a->lock, &until);
 }
 
-static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t len)
+static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 {
 	ftl_agent *a = ctx;
 	int64_t waiting_since = ftl_agent_now_us(a);
@@ -127,19 +125,17 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, cha
 		/* First: a member that left takes no more steps, even in a view it still holds (when every
 		 * member leaves at once, each may commit a view of those it has not yet heard leave). */
 		if (a->is_stopped || a->has_left) {
-			snprintf(err, len, "the agent has stopped or left: no more steps");
-			e = FTL_ERR_INVALID;
+			e = ftl_diag_set(FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
 			break;
 		}
 		if (is_usable(a, ab)) {
 			if (copy_view(&a->views.view, w) != 0) {
-				snprintf(err, len, "out of memory copying the view");
-				e = FTL_ERR_SYSTEM;
+				e = ftl_diag_set(FTL_ERR_SYSTEM, "out of memory copying the view");
 			}
 			break;
 		}
 		int64_t deadline = INT64_MAX;
-		if ((e = check_wait(a, waiting_since, &deadline, err, len)) != FTL_OK)
+		if ((e = check_wait(a, waiting_since, &deadline)) != FTL_OK)
 			break;
 		ask_rebuild_when_due(a, ab, &deadline);
 		sleep_until(a, deadline);

@@ -82,7 +82,7 @@ static char *tcp_bootstrap(const ftl_rdv_view *w, size_t *len)
 
 /* The config of w's communicator on backend; *text is the tcp bootstrap it points to (free it after). */
 static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
-			  char **text, char *err, size_t len)
+			  char **text)
 {
 	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
@@ -104,8 +104,8 @@ static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend 
 	if (backend == FTL_COMM_TCP) {
 		*text = tcp_bootstrap(w, &cfg.bootstrap_len);
 		if (!*text) {
-			snprintf(err, len, "ftl: view %llu has a bad data address", (unsigned long long)w->epoch);
-			return FTL_ERR_INVALID;
+			return ftl_diag_set(FTL_ERR_INVALID, "ftl: view %llu has a bad data address",
+					    (unsigned long long)w->epoch);
 		}
 		cfg.bootstrap = *text;
 	} else {
@@ -116,9 +116,8 @@ static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend 
 	return FTL_OK;
 }
 
-/* The comm's error as the step's: what failed, where, why. */
-static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend, const char *why, char *err,
-		     size_t len)
+/* The comm's error (its reason in the diag) as the step's: what failed, where, why. */
+static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend)
 {
 	/* A refusal in the handshake (another comm id, rank or world size: FTL_ERR_INVALID from the comm) means
 	 * the members are not building the same view yet, a view change under way: retried like a lost peer,
@@ -127,23 +126,21 @@ static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend,
 	if (e == FTL_ERR_INVALID)
 		e = FTL_ERR_PEER_LOST;
 	if (e != FTL_OK)
-		snprintf(err, len, "ftl: cannot build the %s communicator of view %llu: %s", ftl_comm_backend_strs[backend],
-			 (unsigned long long)w->epoch, why);
+		return ftl_diag_set(e, "ftl: cannot build the %s communicator of view %llu: %s",
+				    ftl_comm_backend_strs[backend], (unsigned long long)w->epoch, ftl_diag_message());
 	return e;
 }
 
-static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, ftl_comm **out, char *err,
-		      size_t len)
+static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, ftl_comm **out)
 {
 	struct ftl_comm_config cfg;
 	char *text;
-	ftl_err e = config_for(a, w, backend, &cfg, &text, err, len);
+	ftl_err e = config_for(a, w, backend, &cfg, &text);
 	if (e != FTL_OK)
 		return e;
-	char why[512];
-	e = ftl_comm_create(&cfg, out, why, sizeof(why));
+	e = ftl_comm_create(&cfg, out);
 	free(text);
-	return built(e, w, backend, why, err, len);
+	return built(e, w, backend);
 }
 
 /* A member incarnation as comm_rebuild compares them: equal keys, the same process. */
@@ -157,13 +154,12 @@ static uint64_t *member_keys(const ftl_rdv_view *w)
 
 /* w's device comm: the last one shrunk where every rank can, else a fresh init (comm_rebuild.h). The last
  * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
-static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out, char *err,
-			      size_t len)
+static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out)
 {
 	ftl_training *t = a->train;
 	struct ftl_comm_config cfg;
 	char *text;
-	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text, err, len);
+	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text);
 	if (e != FTL_OK)
 		return e;
 	pthread_mutex_lock(&a->lock);
@@ -174,8 +170,7 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 	t->comm_n = 0;
 	pthread_mutex_unlock(&a->lock);
 	ftl_comm_rebuild_path path;
-	char why[512];
-	e = ftl_comm_rebuild(&rb, out, &path, why, sizeof(why));
+	e = ftl_comm_rebuild(&rb, out, &path);
 	free(text);
 	free((void *)rb.old_keys);
 	if (e == FTL_OK) {
@@ -188,17 +183,17 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 	} else {
 		free((void *)rb.new_keys);
 	}
-	return built(e, w, t->cfg.backend, why, err, len);
+	return built(e, w, t->cfg.backend);
 }
 
-static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
+static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out)
 {
 	ftl_agent *a = ctx;
 	ftl_comm_backend backend = a->train->cfg.backend;
 	int64_t start = ftl_agent_now_us(a);
 	ftl_comm_pair c = {0};
-	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl, err, len);
-	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = rebuild_device(a, w, c.ctrl, &c.data, err, len)) != FTL_OK)
+	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl);
+	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = rebuild_device(a, w, c.ctrl, &c.data)) != FTL_OK)
 		ftl_comm_destroy(c.ctrl);
 	if (e != FTL_OK)
 		return e;

@@ -46,6 +46,7 @@ static bool is_peer_error(ftl_err e) { return e == FTL_ERR_PEER_LOST || e == FTL
  * (a checkpoint that cannot resume) or it is the step's own error, which the program reports. */
 static void fail(ftl_exec *m, ftl_err e, bool is_logged)
 {
+	ftl_diag_set(e, "%s", m->last_error); /* the calling thread's diag says it too */
 	m->result = e;
 	enter(m, FTL_EXEC_FAILED);
 	if (is_logged)
@@ -60,6 +61,14 @@ static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...)
 	vsnprintf(m->last_error, sizeof(m->last_error), fmt, ap);
 	va_end(ap);
 	fail(m, e, true);
+}
+
+/* A hook's result: on failure the reason it left in the diag becomes the machine's last error. */
+static ftl_err kept(ftl_exec *m, ftl_err e)
+{
+	if (e != FTL_OK)
+		snprintf(m->last_error, sizeof(m->last_error), "%s", ftl_diag_message());
+	return e;
 }
 
 void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg)
@@ -155,7 +164,7 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 
 static void wait_for_view(ftl_exec *m)
 {
-	ftl_err e = m->feed->wait(m->feed_ctx, &m->abandoned, &m->view, m->last_error, sizeof(m->last_error));
+	ftl_err e = kept(m, m->feed->wait(m->feed_ctx, &m->abandoned, &m->view));
 	if (e != FTL_OK)
 		fail(m, e, true);
 	else
@@ -165,7 +174,7 @@ static void wait_for_view(ftl_exec *m)
 static void build_comm(ftl_exec *m)
 {
 	drop_comms(m);
-	ftl_err e = m->factory->build(m->factory_ctx, &m->view, &m->comms, m->last_error, sizeof(m->last_error));
+	ftl_err e = kept(m, m->factory->build(m->factory_ctx, &m->view, &m->comms));
 	if (e != FTL_OK) {
 		move_on(m, e, FAILED_SETUP);
 		return;
@@ -200,7 +209,7 @@ static ftl_err resume_if_needed(ftl_exec *m)
 	if (m->view.self_rank != 0 || m->reg->has_state)
 		return FTL_OK;
 	if (m->ckpt)
-		return m->ckpt->resume(m->ckpt_ctx, m->reg, m->last_error, sizeof(m->last_error));
+		return kept(m, m->ckpt->resume(m->ckpt_ctx, m->reg));
 	m->reg->has_state = true;
 	return FTL_OK;
 }
@@ -214,7 +223,7 @@ static void sync_state(ftl_exec *m)
 	}
 	uint64_t steps_before = m->reg->has_state ? m->reg->step : 0, bytes = 0;
 	int64_t start = now_us(m);
-	e = ftl_state_sync(m->reg, &m->comms, m->view.self_rank, &bytes, m->last_error, sizeof(m->last_error));
+	e = kept(m, ftl_state_sync(m->reg, &m->comms, m->view.self_rank, &bytes));
 	if (e != FTL_OK) {
 		move_on(m, e, FAILED_SETUP);
 		return;
@@ -247,7 +256,7 @@ static void run_step(ftl_exec *m)
 		.sample_pos = r->sample_pos,
 	};
 	m->last_error[0] = '\0';
-	ftl_err e = ftl_batch_fill_step(r, w->self_rank, (int)w->n, &info, m->last_error, sizeof(m->last_error));
+	ftl_err e = kept(m, ftl_batch_fill_step(r, w->self_rank, (int)w->n, &info));
 	if (e != FTL_OK) {
 		fail(m, e, true);
 		return;

@@ -72,9 +72,9 @@ typedef struct ftl_exec_retry_policy {
 typedef struct ftl_view_feed_ops {
 	/* Blocks until a view with this worker in it, other than ab->seq, is usable, and copies it into w.
 	 * Once ab->rebuild_at_us has passed while ab->seq is still the newest view, asks for its members under
-	 * a new epoch (once: sets ab->is_asked). Returns an error with its message in err when the wait must
+	 * a new epoch (once: sets ab->is_asked). Returns an error with its message in the diag when the wait must
 	 * end (the agent stopped or left, no usable view for too long). */
-	ftl_err (*wait)(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t err_len);
+	ftl_err (*wait)(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w);
 	/* Whether view seq is still the newest this worker knows of. */
 	bool (*is_newest)(void *ctx, uint64_t seq);
 	int64_t (*now_us)(void *ctx);    /* monotonic */
@@ -87,8 +87,8 @@ typedef struct ftl_view_feed_ops {
 /* Where a view's communicators come from. */
 typedef struct ftl_comm_factory_ops {
 	/* Builds w's communicators and installs them as those collectives use; an error with its message in
-	 * err otherwise (FTL_ERR_PEER_LOST when the members are not building the same view yet). */
-	ftl_err (*build)(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t err_len);
+	 * the diag otherwise (FTL_ERR_PEER_LOST when the members are not building the same view yet). */
+	ftl_err (*build)(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out);
 	/* Uninstalls and tears down the installed communicators (none: nothing). */
 	void (*drop)(void *ctx);
 } ftl_comm_factory_ops;
@@ -96,7 +96,7 @@ typedef struct ftl_comm_factory_ops {
 /* Checkpoint hooks (checkpoint.c implements them over a state registry); NULL ops: checkpoints off. */
 typedef struct ftl_exec_checkpoint_ops {
 	/* Rank 0 of a view in which nobody has state: load the newest checkpoint (or start a new job). */
-	ftl_err (*resume)(void *ctx, ftl_state_registry *r, char *err, size_t err_len);
+	ftl_err (*resume)(void *ctx, ftl_state_registry *r);
 	/* After a completed step on rank 0. */
 	void (*after_step)(void *ctx, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);
 } ftl_exec_checkpoint_ops;

@@ -28,7 +28,7 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		if (t)
 			snprintf(t->exec.last_error, sizeof(t->exec.last_error),
 				 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
-		return FTL_ERR_INVALID;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 	}
 	ftl_training *t = a->train;
 	metered_step m = {a, step, ctx};

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/errfmt.h"
+#include "agent/env_read.h"
 #include "sampler.h"
 
 uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global_batch)
@@ -49,43 +49,43 @@ void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible,
 	out->total_micro = (uint32_t)shards;
 }
 
-int ftl_batch_config_check(const ftl_batch_config *b, char *err, size_t len)
+ftl_err ftl_batch_config_check(const ftl_batch_config *b)
 {
 	if (b->global_batch > UINT32_MAX)
-		return ftl_errf(err, len, "FTL_GLOBAL_BATCH=%llu: at most %u samples per step",
-				(unsigned long long)b->global_batch, UINT32_MAX);
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_GLOBAL_BATCH=%llu: at most %u samples per step",
+				    (unsigned long long)b->global_batch, UINT32_MAX);
 	if (b->is_reproducible && (b->global_batch == 0 || b->max_batch_per_rank == 0))
-		return ftl_errf(err, len, "FTL_REPRODUCIBLE=1 needs FTL_GLOBAL_BATCH (the fixed global batch) and "
-				"FTL_MAX_BATCH_PER_RANK (the micro-shard size, fixed for the whole job); set both");
-	return 0;
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_REPRODUCIBLE=1 needs FTL_GLOBAL_BATCH (the fixed global batch) and "
+				    "FTL_MAX_BATCH_PER_RANK (the micro-shard size, fixed for the whole job); set both");
+	return FTL_OK;
 }
 
-int ftl_batch_config_from_env(ftl_batch_config *b, char *err, size_t len)
+ftl_err ftl_batch_config_from_env(ftl_batch_config *b)
 {
 	int64_t global = (int64_t)b->global_batch, micro = b->max_batch_per_rank, reproducible = b->is_reproducible;
-	if (ftl_env_int("FTL_GLOBAL_BATCH", &global, 0, UINT32_MAX, err, len) ||
-	    ftl_env_int("FTL_MAX_BATCH_PER_RANK", &micro, 0, UINT32_MAX, err, len) ||
-	    ftl_env_int("FTL_REPRODUCIBLE", &reproducible, 0, 1, err, len))
-		return -1;
+	if (ftl_env_int("FTL_GLOBAL_BATCH", &global, 0, UINT32_MAX) ||
+	    ftl_env_int("FTL_MAX_BATCH_PER_RANK", &micro, 0, UINT32_MAX) ||
+	    ftl_env_int("FTL_REPRODUCIBLE", &reproducible, 0, 1))
+		return FTL_ERR_INVALID;
 	b->global_batch = (uint64_t)global;
 	b->max_batch_per_rank = (uint32_t)micro;
 	b->is_reproducible = reproducible == 1;
-	return ftl_batch_config_check(b, err, len);
+	return ftl_batch_config_check(b);
 }
 
-ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl, char *err, size_t len)
+ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl)
 {
 	int64_t mine[3] = {(int64_t)b->global_batch, b->max_batch_per_rank, b->is_reproducible}, root[3];
 	memcpy(root, mine, sizeof(root));
 	ftl_err e = ftl_comm_broadcast(ctrl, root, 3, FTL_I64, 0);
 	if (e != FTL_OK || memcmp(root, mine, sizeof(mine)) == 0)
 		return e;
-	ftl_errf(err, len,
+	return ftl_diag_set(FTL_ERR_INVALID,
 		 "ftl: this worker has FTL_GLOBAL_BATCH=%lld FTL_MAX_BATCH_PER_RANK=%lld FTL_REPRODUCIBLE=%lld but rank 0 "
 		 "has %lld, %lld, %lld: every worker of a job must cut its steps the same way; give them the same settings",
 		 (long long)mine[0], (long long)mine[1], (long long)mine[2], (long long)root[0], (long long)root[1],
 		 (long long)root[2]);
-	return FTL_ERR_INVALID;
 }
 
 /* The growing batch: batch_per_rank on every rank (sampler.h). */
@@ -96,8 +96,7 @@ static void fill_growing(ftl_state_registry *r, int rank, ftl_step_info *info)
 					    r->batch_per_rank, r->indices);
 }
 
-ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info, char *err,
-			    size_t len)
+ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info)
 {
 	const ftl_batch_config *b = &r->batch;
 	if (!r->dataset_size)
@@ -109,9 +108,8 @@ ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step
 	if (r->indices_cap < b->global_batch) { /* once: a share is never larger than the global batch */
 		uint64_t *idx = realloc(r->indices, b->global_batch * sizeof(*idx));
 		if (!idx) {
-			ftl_errf(err, len, "out of memory for the step's %llu indices (FTL_GLOBAL_BATCH)",
+			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory for the step's %llu indices (FTL_GLOBAL_BATCH)",
 				 (unsigned long long)b->global_batch);
-			return FTL_ERR_SYSTEM;
 		}
 		r->indices = idx;
 		r->indices_cap = b->global_batch;

@@ -28,21 +28,21 @@ uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global
 void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible, int world, int rank,
 			ftl_batch_share *out);
 
-/* -1 with err naming the setting and the fix for a configuration that cannot work. */
-int ftl_batch_config_check(const ftl_batch_config *b, char *err, size_t len);
-/* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE into b (unset leaves a field); -1 naming one. */
-int ftl_batch_config_from_env(ftl_batch_config *b, char *err, size_t len);
+/* FTL_ERR_INVALID with the diag naming the setting and the fix for a configuration that cannot work. */
+ftl_err ftl_batch_config_check(const ftl_batch_config *b);
+/* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE into b (unset leaves a field); FTL_ERR_INVALID
+ * with the diag naming one. */
+ftl_err ftl_batch_config_from_env(ftl_batch_config *b);
 
 /* In the state sync, over the host control comm (a tcp comm, also beside nccl): rank 0's global batch
- * settings to every member; FTL_ERR_INVALID, with err naming both, on a member whose own differ (a job whose
- * ranks cut steps differently would train on garbage); a comm error as the comm returned it, err untouched
- * (the caller says what the comm says). */
-ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl, char *err, size_t len);
+ * settings to every member; FTL_ERR_INVALID, with the diag naming both, on a member whose own differ (a job
+ * whose ranks cut steps differently would train on garbage); a comm error as the comm returned it, the diag
+ * untouched (the caller says what the comm says). */
+ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl);
 
 /* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
- * registry's position. FTL_ERR_SYSTEM, err saying so, when the indices do not fit in memory. */
-ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info, char *err,
-			    size_t len);
+ * registry's position. FTL_ERR_SYSTEM, the diag saying so, when the indices do not fit in memory. */
+ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info);
 /* How far a successful step of world ranks moves the sampler's position. */
 uint64_t ftl_batch_advance(const ftl_state_registry *r, int world);
 

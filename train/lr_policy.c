@@ -5,16 +5,20 @@
 
 #include <math.h>
 
+#include "base/diag.h"
+
 const char *const ftl_lr_scaling_strs[FTL_LR_SCALING_MAX] = {"none", "linear", "sqrt"};
 
-int ftl_lr_policy_init(ftl_lr_policy *p, ftl_lr_scaling scaling, double base_lr, uint32_t base_world,
-		       uint64_t warmup_steps)
+ftl_err ftl_lr_policy_init(ftl_lr_policy *p, ftl_lr_scaling scaling, double base_lr, uint32_t base_world,
+			   uint64_t warmup_steps)
 {
-	if (scaling >= FTL_LR_SCALING_MAX || base_world == 0 || !(base_lr > 0) || !isfinite(base_lr))
-		return -1;
+	if ((unsigned)scaling >= FTL_LR_SCALING_MAX || base_world == 0 || !(base_lr > 0) || !isfinite(base_lr))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "ftl_lr_policy_init: needs a known scaling, base_world >= 1 and a positive, finite "
+				    "base_lr (got %g at world %u)", base_lr, base_world);
 	*p = (ftl_lr_policy){.scaling = scaling, .base_lr = base_lr, .base_world = base_world,
 			     .warmup_steps = warmup_steps};
-	return 0;
+	return FTL_OK;
 }
 
 double ftl_lr_policy_target(const ftl_lr_policy *p, int world_size)

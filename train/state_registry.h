@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
 #include "ftl/execute.h"
 
 #define FTL_MAX_BUFFERS 64
@@ -47,14 +48,12 @@ typedef struct ftl_state_registry {
 					  * synced from rank 0 with the state; 0 = none yet */
 } ftl_state_registry;
 
-/* Adds a buffer. -1 with the reason in err: the table is full, a bad argument, or memory of the wrong kind
- * for the backend (a host buffer under nccl, a device buffer under tcp; where the build has CUDA the
- * pointer itself is asked, otherwise is_device is trusted). */
-int ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr, size_t bytes, bool is_device,
-			      char *err, size_t err_len);
-/* Sets the sampler (dataset size, batch per rank, seed). -1 with the reason. */
-int ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed,
-			  char *err, size_t err_len);
+/* Adds a buffer. FTL_ERR_INVALID with the reason in the diag: the table is full, a bad argument, or memory
+ * of the wrong kind for the backend (a host buffer under nccl, a device buffer under tcp; where the build
+ * has CUDA the pointer itself is asked, otherwise is_device is trusted). */
+ftl_err ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr, size_t bytes, bool is_device);
+/* Sets the sampler (dataset size, batch per rank, seed). An error with the reason in the diag. */
+ftl_err ftl_state_set_sampler(ftl_state_registry *r, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
 /* After a completed step of `world` ranks: the step count and the sampler position move on. */
 void ftl_state_advance(ftl_state_registry *r, int world);
 /* Bytes of every registered buffer together. */
@@ -62,9 +61,9 @@ uint64_t ftl_state_buffer_bytes(const ftl_state_registry *r);
 void ftl_state_free(ftl_state_registry *r);
 
 /* buffer_copy.c: copies between a registered buffer and host memory, for checkpoints (cudaMemcpy for device
- * buffers where the build has CUDA). -1 with why. */
-int ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst, char *why, size_t why_len);
-int ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src, char *why, size_t why_len);
+ * buffers where the build has CUDA). An error with the reason in the diag. */
+ftl_err ftl_buffer_copy_out(const ftl_buffer_reg *b, void *dst);
+ftl_err ftl_buffer_copy_in(const ftl_buffer_reg *b, const void *src);
 /* Where the build has CUDA: 1 when ptr is device (or managed) memory, 0 when it is host memory, -1 when
  * CUDA cannot tell (no CUDA in the build, no driver): then the caller's word is taken. */
 int ftl_buffer_is_device_memory(const void *ptr);

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/errfmt.h"
 #include "global_batch.h"
 
 #define HDR_FIXED 5
@@ -52,17 +51,16 @@ static ftl_err bcast_buffer(const ftl_comm_pair *c, const ftl_buffer_reg *b)
 	return b->is_device ? bcast_device(c->data, b->ptr, b->bytes) : bcast_host(c->ctrl, b->ptr, b->bytes);
 }
 
-static ftl_err comm_failed(ftl_err e, const ftl_comm_pair *c, char *err, size_t err_len)
+static ftl_err comm_failed(ftl_err e, const ftl_comm_pair *c)
 {
 	const char *why = ftl_comm_error(c->ctrl);
 	if ((!why || !why[0]) && c->data != c->ctrl)
 		why = ftl_comm_error(c->data);
-	snprintf(err, err_len, "ftl: state sync from rank 0 failed: %s", why && why[0] ? why : ftl_strerror(e));
-	return e;
+	return ftl_diag_set(e, "ftl: state sync from rank 0 failed: %s", why && why[0] ? why : ftl_strerror(e));
 }
 
 /* Rank 0's save callback bytes (malloc'd; NULL with len 0 when there are none). */
-static ftl_err save_bytes(ftl_state_registry *r, void **out, size_t *len, char *err, size_t err_len)
+static ftl_err save_bytes(ftl_state_registry *r, void **out, size_t *len)
 {
 	*out = NULL;
 	*len = r->save ? r->save(r->cb_ctx, NULL, 0) : 0;
@@ -73,34 +71,30 @@ static ftl_err save_bytes(ftl_state_registry *r, void **out, size_t *len, char *
 		return FTL_OK;
 	free(*out);
 	*out = NULL;
-	ftl_errf(err, err_len, "ftl: state sync: the save callback did not write the %zu bytes it asked for "
+	return ftl_diag_set(FTL_ERR_SYSTEM, "ftl: state sync: the save callback did not write the %zu bytes it asked for "
 		 "(or out of memory)", *len);
-	return FTL_ERR_SYSTEM;
 }
 
-static ftl_err check_sizes(const ftl_state_registry *r, const int64_t *hdr, const int64_t *mine, char *err,
-			   size_t err_len)
+static ftl_err check_sizes(const ftl_state_registry *r, const int64_t *hdr, const int64_t *mine)
 {
 	for (int i = 0; i < r->n_buffers; i++) {
 		if (hdr[HDR_FIXED + i] == mine[HDR_FIXED + i])
 			continue;
-		ftl_errf(err, err_len, "ftl: registered buffer %s is %lld bytes here but %lld on rank 0: every worker "
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl: registered buffer %s is %lld bytes here but %lld on rank 0: every worker "
 			 "must register the same buffers", r->buffers[i].name, (long long)mine[HDR_FIXED + i],
 			 (long long)hdr[HDR_FIXED + i]);
-		return FTL_ERR_INVALID;
 	}
 	return FTL_OK;
 }
 
-ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved, char *err,
-		       size_t err_len)
+ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved)
 {
 	size_t n = HDR_FIXED + (size_t)r->n_buffers;
 	int64_t hdr[HDR_FIXED + FTL_MAX_BUFFERS], mine[HDR_FIXED + FTL_MAX_BUFFERS];
 	void *saved = NULL;
 	size_t saved_len = 0;
 	ftl_err e;
-	if (rank == 0 && (e = save_bytes(r, &saved, &saved_len, err, err_len)) != FTL_OK)
+	if (rank == 0 && (e = save_bytes(r, &saved, &saved_len)) != FTL_OK)
 		return e;
 	hdr[0] = (int64_t)r->step;
 	hdr[1] = (int64_t)r->data_epoch;
@@ -112,12 +106,12 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 	memcpy(mine, hdr, n * sizeof(*hdr));
 	if ((e = ftl_comm_broadcast(c->ctrl, hdr, n, FTL_I64, 0)) != FTL_OK) {
 		free(saved);
-		return comm_failed(e, c, err, err_len);
+		return comm_failed(e, c);
 	}
-	if ((e = check_sizes(r, hdr, mine, err, err_len)) != FTL_OK ||
-	    (e = ftl_batch_check_against_rank0(&r->batch, c->ctrl, err, err_len)) != FTL_OK) {
+	if ((e = check_sizes(r, hdr, mine)) != FTL_OK ||
+	    (e = ftl_batch_check_against_rank0(&r->batch, c->ctrl)) != FTL_OK) {
 		free(saved);
-		return e == FTL_ERR_INVALID ? e : comm_failed(e, c, err, err_len);
+		return e == FTL_ERR_INVALID ? e : comm_failed(e, c);
 	}
 	for (int i = 0; e == FTL_OK && i < r->n_buffers; i++)
 		e = bcast_buffer(c, &r->buffers[i]);
@@ -125,8 +119,7 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 		if (rank != 0)
 			saved = malloc((size_t)hdr[3]);
 		if (!saved) {
-			ftl_errf(err, err_len, "ftl: state sync: out of memory for %lld callback bytes", (long long)hdr[3]);
-			return FTL_ERR_SYSTEM;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "ftl: state sync: out of memory for %lld callback bytes", (long long)hdr[3]);
 		}
 		e = bcast_host(c->ctrl, saved, (size_t)hdr[3]);
 		if (e == FTL_OK && rank != 0 && r->load)
@@ -134,7 +127,7 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 	}
 	free(saved);
 	if (e != FTL_OK)
-		return comm_failed(e, c, err, err_len);
+		return comm_failed(e, c);
 	r->step = (uint64_t)hdr[0];
 	r->data_epoch = (uint64_t)hdr[1];
 	r->sample_pos = (uint64_t)hdr[2];

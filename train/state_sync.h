@@ -17,7 +17,6 @@ typedef struct ftl_comm_pair {
 
 /* Brings the registry to rank 0's state over c. On FTL_OK *moved holds the bytes taken (buffers and
  * callback bytes); on an error err says what (a communicator's diagnostic, or a shape mismatch). */
-ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved, char *err,
-		       size_t err_len);
+ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved);
 
 #endif

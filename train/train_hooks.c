@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "agent/log.h"
+#include "base/diag.h"
 #include "training.h"
 
 /* The coordinator's bootstrap blob for a view about to be committed: the NCCL unique id of its rank 0. */
@@ -16,10 +17,9 @@ static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 	ftl_agent *a = ctx;
 	if (a->train->cfg.backend != FTL_COMM_NCCL)
 		return 0;
-	char err[256];
-	if (ftl_comm_nccl_unique_id(blob, cap, err, sizeof(err)) != FTL_OK) {
+	if (ftl_comm_nccl_unique_id(blob, cap) != FTL_OK) {
 		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
-			(unsigned long long)epoch, err);
+			(unsigned long long)epoch, ftl_diag_message());
 		return -1;
 	}
 	return FTL_COMM_NCCL_ID_LEN;

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "agent/addr.h"
+#include "agent/env_read.h"
 #include "checkpoint.h"
-#include "agent/errfmt.h"
 #include "exec_feed.h"
 #include "global_batch.h"
 #include "agent/log.h"
@@ -41,34 +41,35 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->checkpoint_keep = 3;
 }
 
-/* One of two words (false, true) from the environment into *dst; unset leaves it. -1 naming the variable. */
-static int env_choice(const char *var, const char *no, const char *yes, bool *dst, char *err, size_t len)
+/* One of two words (false, true) from the environment into *dst; unset leaves it. FTL_ERR_INVALID with the
+ * diag naming the variable. */
+static ftl_err env_choice(const char *var, const char *no, const char *yes, bool *dst)
 {
 	const char *v = getenv(var);
 	if (!v)
-		return 0;
+		return FTL_OK;
 	if (strcmp(v, no) != 0 && strcmp(v, yes) != 0)
-		return ftl_errf(err, len, "%s=%s: expected %s or %s", var, v, no, yes);
+		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
 	*dst = strcmp(v, yes) == 0;
-	return 0;
+	return FTL_OK;
 }
 
 /* FTL_CHECKPOINT_DIR, _EVERY, _KEEP, _BUSY, _FRESH, _CHECKSUM. */
-static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
+static ftl_err checkpoint_from_env(ftl_training_config *t)
 {
 	int64_t every = t->checkpoint_every, keep = t->checkpoint_keep;
-	if (ftl_env_int("FTL_CHECKPOINT_EVERY", &every, 1, 1000000000, err, len) ||
-	    ftl_env_int("FTL_CHECKPOINT_KEEP", &keep, 1, 1000, err, len))
-		return -1;
+	if (ftl_env_int("FTL_CHECKPOINT_EVERY", &every, 1, 1000000000) ||
+	    ftl_env_int("FTL_CHECKPOINT_KEEP", &keep, 1, 1000))
+		return FTL_ERR_INVALID;
 	/* set but empty is refused: it used to turn checkpoints off without a word */
 	char dir[sizeof(t->checkpoint_dir)] = "";
-	if (ftl_env_str("FTL_CHECKPOINT_DIR", dir, sizeof(dir), err, len))
-		return -1;
+	if (ftl_env_str("FTL_CHECKPOINT_DIR", dir, sizeof(dir)))
+		return FTL_ERR_INVALID;
 	bool wait = t->checkpoint_wait, fresh = t->checkpoint_fresh, blake2b = t->checkpoint_blake2b;
-	if (env_choice("FTL_CHECKPOINT_BUSY", "skip", "wait", &wait, err, len) ||
-	    env_choice("FTL_CHECKPOINT_FRESH", "0", "1", &fresh, err, len) ||
-	    env_choice("FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b, err, len))
-		return -1;
+	if (env_choice("FTL_CHECKPOINT_BUSY", "skip", "wait", &wait) ||
+	    env_choice("FTL_CHECKPOINT_FRESH", "0", "1", &fresh) ||
+	    env_choice("FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b))
+		return FTL_ERR_INVALID;
 	if (dir[0])
 		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
 	t->checkpoint_wait = wait;
@@ -79,36 +80,34 @@ static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 	return 0;
 }
 
-int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
+ftl_err ftl_training_config_from_env(ftl_training_config *t)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
-	if (checkpoint_from_env(t, err, len) || ftl_batch_config_from_env(&t->batch, err, len) ||
-	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
-	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
-	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
-	    ftl_env_int("FTL_MAX_RETRIES", &retries, 0, 1000, err, len) ||
-	    ftl_env_int("FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000, err, len) ||
-	    ftl_env_int("FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS, err, len) ||
-	    ftl_env_int("FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000, err, len) ||
-	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000, err, len) ||
-	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024, err, len))
-		return -1;
+	if (checkpoint_from_env(t) || ftl_batch_config_from_env(&t->batch) ||
+	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000) ||
+	    ftl_env_int("FTL_MAX_RETRIES", &retries, 0, 1000) ||
+	    ftl_env_int("FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000) ||
+	    ftl_env_int("FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_env_int("FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000) ||
+	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000) ||
+	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024))
+		return FTL_ERR_INVALID;
 	int64_t slot_kb = t->comm_shm_slot_kb;
 	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
-	if (env_choice("FTL_COMM_SHM", "auto", "off", &is_shm_off, err, len) ||
-	    ftl_env_int("FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144, err, len))
-		return -1;
+	if (env_choice("FTL_COMM_SHM", "auto", "off", &is_shm_off) ||
+	    ftl_env_int("FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
+		return FTL_ERR_INVALID;
 	const char *comm = getenv("FTL_COMM");
 	if (comm && strcmp(comm, "tcp") == 0)
 		t->backend = FTL_COMM_TCP;
 	else if (comm && strcmp(comm, "nccl") == 0)
 		t->backend = FTL_COMM_NCCL;
-	else if (comm) {
-		snprintf(err, len, "FTL_COMM=%s: expected tcp or nccl", comm);
-		return -1;
-	}
+	else if (comm)
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_COMM=%s: expected tcp or nccl", comm);
 	t->min_workers = (uint32_t)min;
 	t->max_workers = (uint32_t)max;
 	t->settle_ms = settle;
@@ -120,45 +119,39 @@ int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 	t->cuda_device = (int)dev;
 	t->comm_shm = is_shm_off ? FTL_COMM_SHM_OFF : FTL_COMM_SHM_AUTO;
 	t->comm_shm_slot_kb = (int)slot_kb;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t len)
+ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t)
 {
-	if (a->is_started) {
-		snprintf(err, len, "ftl_set_training: call it before ftl_agent_start");
-		return -1;
-	}
-	if (t->min_workers < 1 || t->max_workers < t->min_workers) {
-		snprintf(err, len, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)", t->min_workers,
-			 t->max_workers);
-		return -1;
-	}
-	if (t->expected_workers > t->max_workers) {
-		snprintf(err, len, "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u): the first view could never "
-			 "form; set it to the Deployment's replica count", t->expected_workers, t->max_workers);
-		return -1;
-	}
-	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL)) {
-		snprintf(err, len, "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
-		return -1;
-	}
-	if (t->checkpoint_dir[0] && (t->checkpoint_every < 1 || t->checkpoint_keep < 1)) {
-		snprintf(err, len, "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
-			 (long long)t->checkpoint_every, t->checkpoint_keep);
-		return -1;
-	}
-	if (ftl_batch_config_check(&t->batch, err, len) != 0)
-		return -1;
+	if (a->is_started)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_training: call it before ftl_agent_start");
+	if (t->min_workers < 1 || t->max_workers < t->min_workers)
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)",
+				    t->min_workers, t->max_workers);
+	if (t->expected_workers > t->max_workers)
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u): the first view could never "
+				    "form; set it to the Deployment's replica count",
+				    t->expected_workers, t->max_workers);
+	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL))
+		return ftl_diag_set(FTL_ERR_UNSUPPORTED,
+				    "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
+	if (t->checkpoint_dir[0] && (t->checkpoint_every < 1 || t->checkpoint_keep < 1))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
+				    (long long)t->checkpoint_every, t->checkpoint_keep);
+	ftl_err err = ftl_batch_config_check(&t->batch);
+	if (err)
+		return err;
 	ftl_training *tr = ftl_training_of(a);
-	if (!tr) {
-		snprintf(err, len, "ftl_set_training: out of memory");
-		return -1;
-	}
+	if (!tr)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
-	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, err, len) != 0)
-		return -1;
+	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg);
+	if (err)
+		return err;
 	tr->state.backend = t->backend;
 	tr->state.batch = t->batch;
 	ftl_exec_retry_policy policy = {
@@ -172,7 +165,7 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
 	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
 	a->is_training = true;
-	return 0;
+	return FTL_OK;
 }
 
 ftl_training *ftl_training_of(ftl_agent *a)
@@ -189,7 +182,7 @@ ftl_training *ftl_training_of(ftl_agent *a)
 }
 
 /* The comm listener: the advertised IP, a port the kernel picks; kept for the agent's life. */
-int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
+ftl_err ftl_agent_data_listen(ftl_agent *a)
 {
 	struct sockaddr_storage ss;
 	ftl_addr_parse_numeric(a->set.advertise, &ss);
@@ -203,10 +196,11 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 	socklen_t sl = bind_ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&bind_ss, sl) != 0 || listen(fd, 128) != 0) {
-		snprintf(err, len, "cannot open the comm listener on %s: %s", a->cfg.bind, strerror(errno));
+		ftl_err err = ftl_diag_set(FTL_ERR_SYSTEM, "cannot open the comm listener on %s: %s", a->cfg.bind,
+					   strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		return err;
 	}
 	getsockname(fd, (struct sockaddr *)&bind_ss, &sl);
 	uint16_t port = bind_ss.ss_family == AF_INET ? ((struct sockaddr_in *)&bind_ss)->sin_port
@@ -217,7 +211,7 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 		((struct sockaddr_in6 *)&ss)->sin6_port = port;
 	ftl_addr_format((struct sockaddr *)&ss, a->data_addr, sizeof(a->data_addr));
 	a->train->data_fd = fd;
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_training_abort_comms_locked(ftl_training *t)
@@ -228,55 +222,55 @@ void ftl_training_abort_comms_locked(ftl_training *t)
 		ftl_comm_abort(t->ctrl_comm);
 }
 
-/* A refused registration: said in the log and kept for ftl_last_error. */
-static int refused(ftl_agent *a, int rc)
+/* A refused registration (its reason in the diag): said in the log. */
+static ftl_err refused(ftl_err err)
 {
-	if (rc != 0)
-		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train->exec.last_error);
-	return rc;
+	if (err)
+		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", ftl_diag_message());
+	return err;
 }
 
-int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
+ftl_err ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
 {
 	if (!ftl_training_of(a))
-		return -1;
-	char *err = a->train->exec.last_error;
-	size_t len = sizeof(a->train->exec.last_error);
+		return refused(ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_buffer: out of memory"));
 	if (!a->is_training)
-		return refused(a, ftl_errf(err, len, "ftl_register_buffer '%s': call ftl_set_training first (it says "
-					   "which memory the backend moves)", name ? name : "(null)"));
-	return refused(a, ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device, err, len));
+		return refused(ftl_diag_set(FTL_ERR_INVALID,
+					    "ftl_register_buffer '%s': call ftl_set_training first (it says which "
+					    "memory the backend moves)",
+					    name ? name : "(null)"));
+	return refused(ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device));
 }
 
-int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
+ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
 {
 	if (!ftl_training_of(a))
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_callbacks: out of memory");
 	a->train->state.save = save;
 	a->train->state.load = load;
 	a->train->state.cb_ctx = ctx;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
+ftl_err ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
 {
 	if (!ftl_training_of(a))
-		return -1;
-	return refused(a, ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed,
-						a->train->exec.last_error, sizeof(a->train->exec.last_error)));
+		return refused(ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_sampler: out of memory"));
+	return refused(ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed));
 }
 
-int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len)
+ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b)
 {
 	if (a->is_started)
-		return ftl_errf(err, len, "ftl_set_batch: call it before ftl_agent_start");
-	if (ftl_batch_config_check(b, err, len) != 0)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_batch: call it before ftl_agent_start");
+	ftl_err err = ftl_batch_config_check(b);
+	if (err)
+		return err;
 	if (!ftl_training_of(a))
-		return ftl_errf(err, len, "ftl_set_batch: out of memory");
+		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_batch: out of memory");
 	a->train->cfg.batch = *b;
 	a->train->state.batch = *b;
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)

@@ -40,7 +40,7 @@ struct ftl_agent;
 /* The agent's training state, made on first use (registration may come before ftl_set_training) with the
  * hooks the agent calls (train_hooks.c); NULL when out of memory. */
 ftl_training *ftl_training_of(struct ftl_agent *a);
-int ftl_agent_data_listen(struct ftl_agent *a, char *err, size_t len);
+ftl_err ftl_agent_data_listen(struct ftl_agent *a);
 /* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
  * in use so a blocked collective returns now. */
 void ftl_training_abort_comms_locked(ftl_training *t);

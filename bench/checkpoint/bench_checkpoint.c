@@ -105,9 +105,8 @@ static int job_init(bench_job *j, const char *dir, size_t bytes)
 	j->cfg.checkpoint_wait = true;
 	j->r.buffers[0] = (ftl_buffer_reg){.name = "state", .ptr = j->state, .bytes = bytes};
 	j->r.n_buffers = 1;
-	char err[512];
-	if (ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench_checkpoint: %s\n", err);
+	if (ftl_checkpoint_setup(&j->c, &j->cfg) != FTL_OK) {
+		fprintf(stderr, "bench_checkpoint: %s\n", ftl_diag_message());
 		return -1;
 	}
 	return 0;

@@ -58,10 +58,9 @@ static ftl_comm *fresh(void)
 	unsigned char id[FTL_COMM_NCCL_ID_LEN];
 	struct ftl_comm_config cfg = nccl_one_rank_config(id, next_id++);
 	ftl_comm *comm;
-	char err[FTL_COMM_ERR_MAX];
 	int64_t t0 = nccl_one_rank_now_ns();
-	if (ftl_comm_start(&cfg, &comm, err, sizeof(err)) != FTL_OK || ftl_comm_await(comm) != FTL_OK) {
-		fprintf(stderr, "bench_nccl_rebuild: init: %s\n", err);
+	if (ftl_comm_start(&cfg, &comm) != FTL_OK || ftl_comm_await(comm) != FTL_OK) {
+		fprintf(stderr, "bench_nccl_rebuild: init: %s\n", ftl_diag_message());
 		exit(1);
 	}
 	record(INIT, nccl_one_rank_ms_since(t0));
@@ -96,10 +95,9 @@ static void rebuild(bool is_voting)
 				      .host = is_voting ? host : NULL, .cfg = &cfg};
 	ftl_comm *comm;
 	ftl_comm_rebuild_path path;
-	char err[FTL_COMM_ERR_MAX];
 	int64_t t0 = nccl_one_rank_now_ns();
-	if (ftl_comm_rebuild(&rb, &comm, &path, err, sizeof(err)) != FTL_OK) {
-		fprintf(stderr, "bench_nccl_rebuild: rebuild: %s\n", err);
+	if (ftl_comm_rebuild(&rb, &comm, &path) != FTL_OK) {
+		fprintf(stderr, "bench_nccl_rebuild: rebuild: %s\n", ftl_diag_message());
 		exit(1);
 	}
 	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM) != FTL_OK)

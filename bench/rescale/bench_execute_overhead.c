@@ -27,7 +27,7 @@ static ftl_err empty_step(void *ctx, const ftl_step_info *info)
 int main(int argc, char **argv)
 {
 	long steps = argc > 1 ? atol(argv[1]) : 200000;
-	char err[512], dir[] = "/tmp/ftl-bench-XXXXXX";
+	char dir[] = "/tmp/ftl-bench-XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
 	ftl_agent_config cfg;
@@ -42,16 +42,16 @@ int main(int argc, char **argv)
 	ftl_training_config t;
 	ftl_training_config_default(&t);
 	t.settle_ms = 0;
-	ftl_agent *a = ftl_agent_new(&cfg, err, sizeof(err));
-	if (!a || ftl_set_training(a, &t, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench: %s\n", err);
+	ftl_agent *a = ftl_agent_new(&cfg);
+	if (!a || ftl_set_training(a, &t) != FTL_OK) {
+		fprintf(stderr, "bench: %s\n", ftl_error_message());
 		return 1;
 	}
 	static float params[1024];
 	ftl_register_buffer(a, "params", params, sizeof(params), false);
 	ftl_set_sampler(a, 1000000, 64, 1);
-	if (ftl_agent_start(a, err, sizeof(err)) != 0) {
-		fprintf(stderr, "bench: %s\n", err);
+	if (ftl_agent_start(a) != FTL_OK) {
+		fprintf(stderr, "bench: %s\n", ftl_error_message());
 		return 1;
 	}
 	if (ftl_execute(a, empty_step, NULL) != FTL_OK) { /* the first one waits for the view */

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/error.h"
 #include "ftl/export.h"
 
 #ifdef __cplusplus
@@ -68,20 +69,24 @@ typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
 
 /* Defaults (see above). */
 FTL_API void ftl_agent_config_default(ftl_agent_config *cfg);
-/* Overlays the FTL_* environment. -1 with a message naming the variable and what is expected. */
-FTL_API int ftl_agent_config_from_env(ftl_agent_config *cfg, char *err, size_t err_len);
+/* Overlays the FTL_* environment. FTL_ERR_INVALID with ftl_error_message() naming the variable and what is
+ * expected. */
+FTL_API ftl_err ftl_agent_config_from_env(ftl_agent_config *cfg);
 
-/* Checks the settings and prepares the agent; nothing is bound yet. NULL with err filled. */
-FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg, char *err, size_t err_len);
-/* Binds, starts the loop thread, the control socket, and joins the seeds. -1 with err filled. */
-FTL_API int ftl_agent_start(ftl_agent *a, char *err, size_t err_len);
+/* Checks the settings and prepares the agent; nothing is bound yet. NULL with ftl_error_message() saying
+ * which setting is wrong and what is expected. */
+FTL_API ftl_agent *ftl_agent_new(const ftl_agent_config *cfg);
+/* Binds, starts the loop thread, the control socket, and joins the seeds. An error with
+ * ftl_error_message() saying what could not start (a port in use, a second agent with this name). */
+FTL_API ftl_err ftl_agent_start(ftl_agent *a);
 /* Called on the agent's thread for every membership change. Set before ftl_agent_start. */
 FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
 /* Graceful leave: gossips `left` and waits until it went out or timeout_ms passed. 0 if it went out.
  * Called between steps from the thread that runs ftl_execute, on the job's rank 0 with checkpoints on,
  * it first writes a checkpoint of the steps since the last one and waits until it is durable (timeout_ms
- * does not bound that write). */
-FTL_API int ftl_agent_leave(ftl_agent *a, int timeout_ms);
+ * does not bound that write). FTL_ERR_TIMEOUT when it did not go out in time, FTL_ERR_INVALID before
+ * ftl_agent_start. */
+FTL_API ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms);
 /* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
 FTL_API bool ftl_agent_has_left(ftl_agent *a);
 /* Stops the loop and closes every socket (without a leave: others will detect it as dead). */
@@ -89,8 +94,8 @@ FTL_API void ftl_agent_stop(ftl_agent *a);
 FTL_API void ftl_agent_delete(ftl_agent *a);
 
 /* Replaces this node's metadata (up to 256 bytes) and gossips it; other members see an update event.
- * -1 if too long. */
-FTL_API int ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
+ * FTL_ERR_INVALID if too long. */
+FTL_API ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
 
 /* Counts of members by state as this agent sees them (self included in alive). */
 typedef struct ftl_agent_counts {

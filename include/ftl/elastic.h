@@ -68,9 +68,9 @@ typedef struct ftl_lr_policy {
 	double ramp_from;        /* the rate it started from */
 } ftl_lr_policy;
 
-/* -1 for base_world 0 or a rate that is not positive and finite. */
-FTL_API int ftl_lr_policy_init(ftl_lr_policy *p, ftl_lr_scaling scaling, double base_lr, uint32_t base_world,
-			       uint64_t warmup_steps);
+/* FTL_ERR_INVALID for base_world 0 or a rate that is not positive and finite. */
+FTL_API ftl_err ftl_lr_policy_init(ftl_lr_policy *p, ftl_lr_scaling scaling, double base_lr, uint32_t base_world,
+				   uint64_t warmup_steps);
 /* base_lr scaled for world_size by the policy. */
 FTL_API double ftl_lr_policy_target(const ftl_lr_policy *p, int world_size);
 /* The hook, called in every step with the step's info and the rate the job used last: at the first step

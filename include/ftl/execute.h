@@ -130,17 +130,22 @@ typedef struct ftl_training_config {
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);
-/* Reads FTL_MIN_WORKERS ... from the environment; -1 with a message naming the variable. */
-FTL_API int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t err_len);
-FTL_API int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size_t err_len);
+/* Reads FTL_MIN_WORKERS ... from the environment; FTL_ERR_INVALID with ftl_error_message() naming the
+ * variable. */
+FTL_API ftl_err ftl_training_config_from_env(ftl_training_config *t);
+/* Turns training on with these settings, before ftl_agent_start; FTL_ERR_INVALID with ftl_error_message()
+ * naming the setting and the fix. */
+FTL_API ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t);
 
 /* The usual setup in one call: the agent's settings and the job's from the environment (as the two
  * *_from_env calls read them), a new agent with training on, ready for registrations and ftl_agent_start.
- * NULL with err naming the variable (or saying what else failed). */
-FTL_API ftl_agent *ftl_agent_new_from_env(char *err, size_t err_len);
+ * NULL with ftl_error_message() naming the variable (or saying what else failed). */
+FTL_API ftl_agent *ftl_agent_new_from_env(void);
 
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
-/* The reason of the last error ftl_execute (or a collective) returned. */
+/* The reason of the last error ftl_execute (or a collective) returned, kept by the agent: the exception to
+ * the diagnostics area (see ftl.h), since a view change seen on the agent's thread causes it. The calling
+ * thread's ftl_error_message() holds it too. */
 FTL_API const char *ftl_last_error(ftl_agent *a);
 
 /* Collectives on the current view's communicator, for use inside a step. */
@@ -167,25 +172,25 @@ FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
 /* State synced from rank 0 to every member after a view change. Buffers are host memory with the tcp
  * backend and device memory with nccl (is_device): nccl broadcasts them in place, and control data (sizes,
  * the step, the sampler position, the save/load bytes) travels over a tcp comm built beside it. Register
- * after ftl_set_training and before the first ftl_execute. -1 with the reason in ftl_last_error: a host
+ * after ftl_set_training and before the first ftl_execute. FTL_ERR_INVALID with ftl_error_message(): a host
  * buffer under nccl, a device buffer under tcp (where the build has CUDA, nccl jobs ask CUDA about the
  * pointer), an odd-sized device buffer, a full table (64), a bad name. */
-FTL_API int ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
+FTL_API ftl_err ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device);
 /* Anything else: save writes up to cap bytes and returns how many (or the size needed if larger than
  * cap, then it is called again with enough room); load gets them back on the other ranks. */
 typedef size_t (*ftl_save_cb)(void *ctx, void *buf, size_t cap);
 typedef void (*ftl_load_cb)(void *ctx, const void *buf, size_t len);
-FTL_API int ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx);
+FTL_API ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx);
 
 /* The elastic sampler: each data epoch visits a seeded permutation of 0..dataset_size-1; every step
  * consumes world_size * batch_per_rank positions, rank r taking the r-th slice. The position is job state
  * (synced and checkpointed), so across a rescale every sample of an epoch is used exactly once. */
-FTL_API int ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
+FTL_API ftl_err ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
 /* The fixed global batch (ftl_batch_config above; ftl_training_config_from_env reads it with the rest):
  * after ftl_set_training and before ftl_agent_start, in either order with ftl_set_sampler (whose
  * batch_per_rank it then overrides).
- * -1 with err naming the setting and the fix. */
-FTL_API int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t err_len);
+ * FTL_ERR_INVALID with ftl_error_message() naming the setting and the fix. */
+FTL_API ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b);
 
 /* Where the job stands, for reports (any thread). */
 typedef struct ftl_job_status {

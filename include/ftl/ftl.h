@@ -14,36 +14,37 @@
  *
  * Threads: one thread at a time calls a communicator; ftl_comm_abort() may be called from any thread (or a
  * signal handler) and wakes that call within milliseconds. Destroy only when no call is running. */
+
+/* Errors, one convention across the library (and its internals):
+ * - A fallible call returns ftl_err (FTL_OK is 0, so `if (err)` reads as failure) or, when it makes
+ *   something, a pointer that is NULL on failure. Pure predicates and counters return int or bool and say
+ *   so where they are declared.
+ * - The reason goes to the calling thread's diagnostics area: ftl_error_code() and ftl_error_message() read
+ *   it, e.g. "FTL_SEEDS=x: expected host:port[,host:port...]". It names the setting, the peer or the file
+ *   and the fix. A later failure on the same thread replaces it; a success leaves it alone, so read it
+ *   right after the call that failed. Internally, `return ftl_diag_set(FTL_ERR_INVALID, "...")` (base/diag.h)
+ *   records the reason and returns the code in one statement.
+ * - Exceptions, for errors that are sticky and seen from other threads: a broken communicator keeps its
+ *   reason (ftl_comm_error), since the abort that broke it may come from another thread and every later
+ *   call repeats it; the agent keeps the reason of the last failed ftl_execute or collective
+ *   (ftl_last_error), since the view change that caused it is seen on the agent's own thread. ftl_execute
+ *   and the agent's collectives (ftl_allreduce, ...) also leave it in the calling thread's diagnostics
+ *   area; the ftl_comm_* collectives keep it in ftl_comm_error only.
+ * - Pure decoders (wire formats, checkpoint headers) return -1 and leave a static reason in the diag; the
+ *   caller that counts drops or names the file decides what to say. */
 #ifndef FTL_FTL_H
 #define FTL_FTL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/error.h"
 #include "ftl/export.h"
 #include "ftl/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* What went wrong. FTL_OK is zero so `if (err)` reads naturally. */
-typedef enum ftl_err {
-	FTL_OK = 0,
-	FTL_ERR_INVALID,     /* bad argument or mismatched collectives; nothing was sent for a bad argument */
-	FTL_ERR_PEER_LOST,   /* a peer died, reset its connection or left the collective: rebuild the comm */
-	FTL_ERR_ABORTED,     /* ftl_comm_abort() was called on this communicator */
-	FTL_ERR_TIMEOUT,     /* the call did not finish before its deadline (a stopped or partitioned peer) */
-	FTL_ERR_SYSTEM,      /* the operating system refused something: sockets, memory, threads */
-	FTL_ERR_BACKEND,     /* the backend library (CUDA, NCCL) reported an error of its own */
-	FTL_ERR_UNSUPPORTED, /* not built in, or not offered by this backend or by the library found at run time */
-	FTL_ERR_MAX
-} ftl_err;
-
-extern FTL_API const char *const ftl_err_strs[FTL_ERR_MAX];
-
-/* A short, stable message for an error code: "peer lost", "aborted", "timed out", ... */
-FTL_API const char *ftl_strerror(ftl_err err);
 
 /* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
  * even on the tcp backend. */
@@ -130,9 +131,9 @@ struct ftl_comm_config {
 
 FTL_API void ftl_comm_config_init(struct ftl_comm_config *cfg);
 
-/* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and, when err is
- * not NULL, err holds the reason. */
-FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out, char *err, size_t err_len);
+/* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and
+ * ftl_error_message() says why. */
+FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out);
 
 /* recvbuf[i] = op over all ranks of sendbuf[i], for i < count. sendbuf == recvbuf works in place; other
  * overlaps are refused. */
@@ -200,8 +201,8 @@ FTL_API void ftl_comm_abort(ftl_comm *comm);
  * backend tears the communicator down on a detached thread. */
 FTL_API void ftl_comm_destroy(ftl_comm *comm);
 
-/* Sets the deadline of later calls, in milliseconds (> 0). Returns 0, or -1 for a bad value. */
-FTL_API int ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
+/* Sets the deadline of later calls, in milliseconds (> 0). FTL_ERR_INVALID for a bad value. */
+FTL_API ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
 
 /* The last diagnostic, "" when none. Valid until the next call on the communicator. */
 FTL_API const char *ftl_comm_error(const ftl_comm *comm);
@@ -217,7 +218,7 @@ FTL_API size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *
 /* nccl bootstrap: rank 0 makes a fresh unique id (FTL_COMM_NCCL_ID_LEN bytes) and the rendezvous hands it
  * to every rank as the bootstrap data. Returns FTL_ERR_UNSUPPORTED when nccl is not built in. */
 #define FTL_COMM_NCCL_ID_LEN 128
-FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap, char *err, size_t err_len);
+FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap);
 
 #ifdef __cplusplus
 }

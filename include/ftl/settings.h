@@ -10,18 +10,19 @@
 #include <stdint.h>
 
 #include "ftl/export.h"
+#include "ftl/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Reads var as a whole number from min to max into *dst; leaves *dst alone when var is unset. -1 with a
- * message naming var for a value that is empty, not a number, or out of range. */
-FTL_API int ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max, char *err, size_t err_len);
+/* Reads var as a whole number from min to max into *dst; leaves *dst alone when var is unset. FTL_ERR_INVALID
+ * with ftl_error_message() naming var for a value that is empty, not a number, or out of range. */
+FTL_API ftl_err ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max);
 
 /* Adds a program's own FTL_* variable to the known names (name is not copied: pass a string literal).
- * -1 when name does not start with FTL_ or the table of added names is full (64). */
-FTL_API int ftl_env_add_known_name(const char *name);
+ * FTL_ERR_INVALID when name does not start with FTL_ or the table of added names is full (64). */
+FTL_API ftl_err ftl_env_add_known_name(const char *name);
 
 /* The known name nearest to name by edit distance (at most 3 edits), or NULL. */
 FTL_API const char *ftl_env_closest_known_name(const char *name);

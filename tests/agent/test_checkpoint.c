@@ -50,9 +50,8 @@ static void test_encoded_image_verifies_and_reads_back_every_field(void **state)
 	ftl_ckpt_header h, back;
 	size_t len;
 	uint8_t *image = make_image(&h, &len);
-	char why[256];
 	assert_int_equal(len, 80 + 2 * 72 + 40 + 24 + 5 + 16);
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), 0);
 	assert_int_equal(back.version, FTL_CKPT_VERSION);
 	assert_int_equal(back.sum_kind, FTL_CKPT_SUM_XXH3);
 	assert_true(back.job_id == 0x1234abcd5678ef90ULL);
@@ -65,7 +64,7 @@ static void test_encoded_image_verifies_and_reads_back_every_field(void **state)
 	assert_string_equal(back.names[1], "momentum");
 	assert_int_equal(back.sizes[0], 40);
 	assert_int_equal(ftl_ckpt_payload_offset(&back, 2), 80 + 144 + 64);
-	assert_int_equal(ftl_ckpt_same_shape(&back, &h, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_same_shape(&back, &h), 0);
 	free(image);
 }
 
@@ -74,11 +73,10 @@ static void test_every_truncation_is_refused_as_truncated(void **state)
 	ftl_ckpt_header h, back;
 	size_t len;
 	uint8_t *image = make_image(&h, &len);
-	char why[256];
 	for (size_t cut = 0; cut < len; cut++) {
-		assert_int_equal(ftl_ckpt_verify(image, cut, &back, why, sizeof(why)), -1);
-		if (strncmp(why, "truncated", 9) != 0)
-			fail_msg("%zu of %zu bytes: expected 'truncated', got '%s'", cut, len, why);
+		assert_int_equal(ftl_ckpt_verify(image, cut, &back), FTL_ERR_INVALID);
+		if (strncmp(ftl_diag_message(), "truncated", 9) != 0)
+			fail_msg("%zu of %zu bytes: expected 'truncated', got '%s'", cut, len, ftl_diag_message());
 	}
 	free(image);
 }
@@ -88,21 +86,20 @@ static void test_every_single_byte_flip_is_detected(void **state)
 	ftl_ckpt_header h, back;
 	size_t len;
 	uint8_t *image = make_image(&h, &len);
-	char why[256];
 	static const uint8_t flips[] = {0x01, 0x80, 0xff};
 	for (size_t i = 0; i < len; i++) {
 		for (size_t f = 0; f < sizeof(flips); f++) {
 			image[i] ^= flips[f];
-			if (ftl_ckpt_verify(image, len, &back, why, sizeof(why)) == 0)
+			if (ftl_ckpt_verify(image, len, &back) == 0)
 				fail_msg("byte %zu ^ 0x%02x was not detected", i, flips[f]);
 			image[i] ^= flips[f];
 		}
 	}
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), 0);
 	/* A flip in the payload is the checksum's to catch. */
 	image[len - ftl_ckpt_sum_bytes(h.sum_kind) - 1] ^= 1;
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "checksum mismatch"));
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "checksum mismatch"));
 	free(image);
 }
 
@@ -111,11 +108,10 @@ static void test_other_format_version_is_refused_by_name(void **state)
 	ftl_ckpt_header h, back;
 	size_t len;
 	uint8_t *image = make_image(&h, &len);
-	char why[256];
 	image[8] = 3;
 	ftl_ckpt_seal(&h, image); /* a well-formed file of another version */
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
-	assert_string_equal(why, "format version 3, this build reads versions 1 and 2");
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), FTL_ERR_INVALID);
+	assert_string_equal(ftl_diag_message(), "format version 3, this build reads versions 1 and 2");
 	free(image);
 }
 
@@ -129,13 +125,12 @@ static void test_blake2b_file_verifies_and_every_flip_is_detected(void **state)
 	uint8_t *image = calloc(1, len);
 	ftl_ckpt_encode_header(&h, image);
 	ftl_ckpt_seal(&h, image);
-	char why[256];
 	assert_int_equal(len, 80 + 2 * 72 + 40 + 24 + 5 + 32);
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), 0);
 	assert_int_equal(back.sum_kind, FTL_CKPT_SUM_BLAKE2B);
 	image[300] ^= 4;
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
-	assert_string_equal(why, "checksum mismatch (blake2b): the file is corrupt");
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), FTL_ERR_INVALID);
+	assert_string_equal(ftl_diag_message(), "checksum mismatch (blake2b): the file is corrupt");
 	free(image);
 }
 
@@ -160,8 +155,7 @@ static void test_version_1_file_still_verifies(void **state)
 	memset(image + 64 + 72, 0x5a, 16);
 	ftl_ckpt_checksum(FTL_CKPT_SUM_BLAKE2B, image, len - 32, image + len - 32);
 	ftl_ckpt_header back;
-	char why[256];
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), 0);
 	assert_int_equal(back.version, 1);
 	assert_int_equal(back.sum_kind, FTL_CKPT_SUM_BLAKE2B);
 	assert_true(back.job_id == 0);
@@ -169,7 +163,7 @@ static void test_version_1_file_still_verifies(void **state)
 	assert_int_equal(back.sizes[0], 16);
 	assert_int_equal(ftl_ckpt_payload_offset(&back, 0), 64 + 72);
 	image[64 + 72] ^= 1;
-	assert_int_equal(ftl_ckpt_verify(image, len, &back, why, sizeof(why)), -1);
+	assert_int_equal(ftl_ckpt_verify(image, len, &back), FTL_ERR_INVALID);
 	free(image);
 }
 
@@ -178,22 +172,21 @@ static void test_other_buffers_are_a_shape_mismatch(void **state)
 	ftl_ckpt_header h, mine;
 	size_t len;
 	free(make_image(&h, &len));
-	char why[256];
 	mine = h;
 	mine.sizes[1] = 48;
-	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
-	assert_string_equal(why, "shape mismatch: buffer 'momentum' is 24 bytes in the file, 48 registered");
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine), FTL_ERR_INVALID);
+	assert_string_equal(ftl_diag_message(), "shape mismatch: buffer 'momentum' is 24 bytes in the file, 48 registered");
 	mine = h;
 	snprintf(mine.names[0], sizeof(mine.names[0]), "weights");
-	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "'params' in the file, 'weights' registered"));
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "'params' in the file, 'weights' registered"));
 	mine = h;
 	mine.n_buffers = 3;
-	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), -1);
-	assert_string_equal(why, "shape mismatch: 2 buffers in the file, 3 registered");
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine), FTL_ERR_INVALID);
+	assert_string_equal(ftl_diag_message(), "shape mismatch: 2 buffers in the file, 3 registered");
 	mine = h;
 	mine.save_len = 999; /* the save bytes are the callbacks' business, not the shape */
-	assert_int_equal(ftl_ckpt_same_shape(&h, &mine, why, sizeof(why)), 0);
+	assert_int_equal(ftl_ckpt_same_shape(&h, &mine), 0);
 }
 
 static void test_file_names_sort_by_step_and_temps_never_match(void **state)
@@ -281,7 +274,6 @@ typedef struct fake_job {
 	ftl_training_config cfg;
 	ftl_state_registry r;
 	ftl_checkpoints c;
-	char last_error[512];
 	float params[16];
 	double momentum[4];
 	char extra[32]; /* what the save/load callbacks carry */
@@ -315,8 +307,7 @@ static void job_init(fake_job *j, const char *dir)
 	j->r.save = save_extra;
 	j->r.load = load_extra;
 	j->r.cb_ctx = j;
-	char err[256];
-	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)), 0);
+	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg), FTL_OK);
 }
 
 /* Steps the fake job to `steps`, checkpointing every 10; the state after step s is a function of s. */
@@ -378,7 +369,7 @@ static void test_resume_loads_the_newest_that_verifies_with_step_sampler_and_cal
 	run_to(a, 35); /* checkpoints at 10, 20, 30 */
 	corrupt(dir, a->r.job_id, 30, 300); /* a payload byte of the newest */
 	job_init(b, dir);
-	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_OK);
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r), FTL_OK);
 	assert_true(b->r.has_state);
 	assert_true(b->r.job_id == a->r.job_id); /* the job goes on under its id */
 	assert_int_equal(b->r.step, 20);
@@ -454,10 +445,10 @@ static void test_resume_with_one_more_buffer_stops_naming_dir_file_and_setting(v
 	take(&before, dir, a->r.job_id);
 	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
-	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r), FTL_ERR_INVALID);
 	char newest[FTL_CKPT_NAME_MAX];
 	ftl_ckpt_file_name(30, a->r.job_id, newest, sizeof(newest));
-	expect_parts(b->last_error,
+	expect_parts(ftl_diag_message(),
 		     (const char *const[]){dir, newest, "shape mismatch: 2 buffers in the file, 3 registered",
 					   "FTL_CHECKPOINT_FRESH=1", NULL});
 	assert_false(b->r.has_state);
@@ -479,8 +470,8 @@ static void test_all_corrupt_stops_and_keeps_files(void **state)
 	snapshot before;
 	take(&before, dir, a->r.job_id);
 	fake_job *b = new_fake_job(dir);
-	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_ERR_INVALID);
-	expect_parts(b->last_error, (const char *const[]){"none of the 3 checkpoint(s)", dir, "checksum mismatch",
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r), FTL_ERR_INVALID);
+	expect_parts(ftl_diag_message(), (const char *const[]){"none of the 3 checkpoint(s)", dir, "checksum mismatch",
 							     "FTL_CHECKPOINT_FRESH=1", NULL});
 	assert_int_equal(b->r.step, 0);
 	expect_unchanged(&before, dir, a->r.job_id);
@@ -502,7 +493,7 @@ static void test_fresh_start_never_deletes_nor_overwrites_another_jobs_files(voi
 	fake_job *b = new_fake_job(dir);
 	register_one_more_buffer(b);
 	b->cfg.checkpoint_fresh = true;
-	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r, b->last_error, sizeof(b->last_error)), FTL_OK);
+	assert_int_equal(ftl_checkpoint_resume(&b->c, &b->r), FTL_OK);
 	assert_false(b->r.has_state);
 	assert_true(b->r.job_id != 0 && b->r.job_id != a->r.job_id);
 	run_to(b, 25); /* checkpoints at 10, 20: the old job's steps, and newer files of the old job exist */
@@ -517,7 +508,7 @@ static void test_fresh_start_never_deletes_nor_overwrites_another_jobs_files(voi
 	free(f);
 	fake_job *c = new_fake_job(dir);
 	register_one_more_buffer(c);
-	assert_int_equal(ftl_checkpoint_resume(&c->c, &c->r, c->last_error, sizeof(c->last_error)), FTL_OK);
+	assert_int_equal(ftl_checkpoint_resume(&c->c, &c->r), FTL_OK);
 	assert_true(c->r.has_state && c->r.job_id == b->r.job_id);
 	assert_int_equal(c->r.step, 60);
 	fake_job_free(a);

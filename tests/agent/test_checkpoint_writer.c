@@ -81,8 +81,7 @@ static bool verifies(const char *dir, uint64_t step)
 	bool ok = image && fread(image, 1, (size_t)len, f) == (size_t)len;
 	fclose(f);
 	ftl_ckpt_header h;
-	char why[256];
-	ok = ok && ftl_ckpt_verify(image, (size_t)len, &h, why, sizeof(why)) == 0 && h.step == step;
+	ok = ok && ftl_ckpt_verify(image, (size_t)len, &h) == 0 && h.step == step;
 	free(image);
 	return ok;
 }
@@ -100,10 +99,9 @@ static int count_entries(const char *dir)
 
 static ftl_ckpt_writer *writer(const char *dir, int keep, bool is_waiting)
 {
-	char err[512];
-	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting, err, sizeof(err));
+	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting);
 	if (!w)
-		fail_msg("%s", err);
+		fail_msg("%s", ftl_diag_message());
 	return w;
 }
 

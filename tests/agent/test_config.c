@@ -55,8 +55,8 @@ static void test_addr_numeric_round_trip(void **state)
 static void expect_error(ftl_agent_config *c, const char *needle)
 {
 	ftl_agent_settings s;
-	char err[512];
-	assert_int_equal(ftl_agent_config_resolve(c, &s, err, sizeof(err)), -1);
+	assert_int_not_equal(ftl_agent_config_resolve(c, &s), FTL_OK);
+	const char *err = ftl_error_message();
 	if (!strstr(err, needle))
 		fail_msg("error \"%s\" does not mention %s", err, needle);
 }
@@ -89,44 +89,42 @@ static void test_bad_settings_name_the_variable(void **state)
 static void test_env_numbers_are_checked(void **state)
 {
 	ftl_agent_config c;
-	char err[512];
 	ftl_agent_config_default(&c);
 	setenv("FTL_PROBE_INTERVAL_MS", "soon", 1);
-	assert_int_equal(ftl_agent_config_from_env(&c, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "FTL_PROBE_INTERVAL_MS"));
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_error_message(), "FTL_PROBE_INTERVAL_MS"));
 	setenv("FTL_PROBE_INTERVAL_MS", "250", 1);
 	setenv("FTL_INSECURE", "1", 1);
 	setenv("FTL_ADVERTISE", "10.1.2.3:7946", 1);
-	assert_int_equal(ftl_agent_config_from_env(&c, err, sizeof(err)), 0);
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_OK);
 	ftl_agent_settings s;
-	assert_int_equal(ftl_agent_config_resolve(&c, &s, err, sizeof(err)), 0);
+	assert_int_equal(ftl_agent_config_resolve(&c, &s), FTL_OK);
 	assert_int_equal(s.swim.probe_interval_us, 250000);
 	assert_string_equal(s.advertise, "10.1.2.3:7946");
 	setenv("FTL_INSECURE", "yes", 1);
-	assert_int_equal(ftl_agent_config_from_env(&c, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "FTL_INSECURE"));
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_error_message(), "FTL_INSECURE"));
 }
 
 static void test_checkpoint_choices_are_read_and_checked(void **state)
 {
 	ftl_training_config t;
-	char err[512];
 	ftl_training_config_default(&t);
 	assert_false(t.checkpoint_fresh);
 	assert_false(t.checkpoint_blake2b);
 	setenv("FTL_CHECKPOINT_FRESH", "1", 1);
 	setenv("FTL_CHECKPOINT_CHECKSUM", "blake2b", 1);
-	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_int_equal(ftl_training_config_from_env(&t), FTL_OK);
 	assert_true(t.checkpoint_fresh && t.checkpoint_blake2b);
 	setenv("FTL_CHECKPOINT_FRESH", "yes", 1);
-	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
-	assert_string_equal(err, "FTL_CHECKPOINT_FRESH=yes: expected 0 or 1");
+	assert_int_equal(ftl_training_config_from_env(&t), FTL_ERR_INVALID);
+	assert_string_equal(ftl_error_message(), "FTL_CHECKPOINT_FRESH=yes: expected 0 or 1");
 	setenv("FTL_CHECKPOINT_FRESH", "0", 1);
 	setenv("FTL_CHECKPOINT_CHECKSUM", "crc32", 1);
-	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), -1);
-	assert_string_equal(err, "FTL_CHECKPOINT_CHECKSUM=crc32: expected xxh3 or blake2b");
+	assert_int_equal(ftl_training_config_from_env(&t), FTL_ERR_INVALID);
+	assert_string_equal(ftl_error_message(), "FTL_CHECKPOINT_CHECKSUM=crc32: expected xxh3 or blake2b");
 	setenv("FTL_CHECKPOINT_CHECKSUM", "xxh3", 1);
-	assert_int_equal(ftl_training_config_from_env(&t, err, sizeof(err)), 0);
+	assert_int_equal(ftl_training_config_from_env(&t), FTL_OK);
 	assert_false(t.checkpoint_fresh || t.checkpoint_blake2b);
 	unsetenv("FTL_CHECKPOINT_FRESH");
 	unsetenv("FTL_CHECKPOINT_CHECKSUM");
@@ -160,7 +158,8 @@ static void set_valid_environment(void)
 	setenv("FTL_GOSSIP_KEY", valid_key, 1);
 }
 
-/* What a program does at start: the agent's and the job's variables, then the agent's checks. */
+/* What a program does at start: the agent's and the job's variables, then the agent's checks. -1 with the
+ * reason copied into err. */
 static int resolve_environment(char *err, size_t len)
 {
 	ftl_agent_config c;
@@ -168,9 +167,11 @@ static int resolve_environment(char *err, size_t len)
 	ftl_agent_settings s;
 	ftl_agent_config_default(&c);
 	ftl_training_config_default(&t);
-	if (ftl_agent_config_from_env(&c, err, len) != 0 || ftl_training_config_from_env(&t, err, len) != 0)
-		return -1;
-	return ftl_agent_config_resolve(&c, &s, err, len);
+	if (ftl_agent_config_from_env(&c) == FTL_OK && ftl_training_config_from_env(&t) == FTL_OK &&
+	    ftl_agent_config_resolve(&c, &s) == FTL_OK)
+		return 0;
+	snprintf(err, len, "%s", ftl_error_message());
+	return -1;
 }
 
 static void expect_refused(const char *var, const char *value, const char *also_unset)
@@ -377,7 +378,7 @@ static void test_unknown_setting_warns_with_closest_name(void **state)
 	set_valid_environment();
 	setenv("FTL_MY_PROGRAM_EPOCHS", "3", 1);
 	assert_int_equal(ftl_env_add_known_name("FTL_MY_PROGRAM_EPOCHS"), 0);
-	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), -1);
+	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), FTL_ERR_INVALID);
 	resolve_capturing_log(log, sizeof(log));
 	if (strstr(log, "FTL_MY_PROGRAM_EPOCHS"))
 		fail_msg("an added name was warned about: %s", log);

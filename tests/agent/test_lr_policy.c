@@ -25,9 +25,9 @@ static void test_rules_scale_the_base_rate_for_the_world(void **state)
 	assert_float_equal(ftl_lr_policy_target(&p, 16), 0.2, 1e-12);
 	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_CONSTANT, 0.1, 4, 0), 0);
 	assert_float_equal(ftl_lr_policy_target(&p, 16), 0.1, 1e-12);
-	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, 0.1, 0, 0), -1);
-	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, -1, 4, 0), -1);
-	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, NAN, 4, 0), -1);
+	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, 0.1, 0, 0), FTL_ERR_INVALID);
+	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, -1, 4, 0), FTL_ERR_INVALID);
+	assert_int_equal(ftl_lr_policy_init(&p, FTL_LR_LINEAR, NAN, 4, 0), FTL_ERR_INVALID);
 }
 
 /* 4 workers at 0.1, then a view of 2 at step 100: the rate moves to 0.05 over 10 steps, then stays. */

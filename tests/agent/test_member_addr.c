@@ -16,12 +16,11 @@
 static void test_gossiped_member_address_that_is_not_ip_port_is_dropped(void **state)
 {
 	static const uint8_t key[FTL_KEY_SIZE] = {1};
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key);
 	ftl_swim_options o = {.name = "me", .generation = 1, .addr = "10.0.0.1:7946", .keyring = kr, .seed = 3,
 			      .is_addr_valid = ftl_addr_is_member};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_TRAIN);
-	ftl_swim *s = ftl_swim_new(&o, 0, &err);
+	ftl_swim *s = ftl_swim_new(&o, 0);
 	assert_non_null(s);
 	const char *bad[] = {"999.1.1.1:99999", "999.1.1.1:7946", "10.0.0.2:0", "10.0.0.2", "0.0.0.0:7946",
 			     "[::]:7946", "host.example:7946", "10.0.0.2:70000"};

@@ -16,8 +16,7 @@ static ftl_keyring *ring(const char *cluster, uint8_t key_byte)
 {
 	uint8_t key[FTL_KEY_SIZE];
 	memset(key, key_byte, sizeof(key));
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new(cluster, key, &err);
+	ftl_keyring *kr = ftl_keyring_new(cluster, key);
 	assert_non_null(kr);
 	return kr;
 }

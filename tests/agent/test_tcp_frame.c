@@ -15,8 +15,7 @@ static ftl_keyring *ring(uint8_t fill)
 {
 	uint8_t key[FTL_KEY_SIZE];
 	memset(key, fill, sizeof(key));
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key);
 	assert_non_null(kr);
 	return kr;
 }

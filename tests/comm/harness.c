@@ -206,10 +206,9 @@ ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_m
 	cfg.shm = shm;
 	cfg.shm_slot_bytes = slot_bytes;
 	ftl_comm *comm;
-	char err[320];
-	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
+	ftl_err e = ftl_comm_create(&cfg, &comm);
 	if (e != FTL_OK) {
-		fprintf(stderr, "rank %d: ftl_comm_create: %s: %s\n", c->rank, ftl_strerror(e), err);
+		fprintf(stderr, "rank %d: ftl_comm_create: %s: %s\n", c->rank, ftl_strerror(e), ftl_error_message());
 		return NULL;
 	}
 	/* Every child runs on this host: asked for shared memory, it must get it. */

@@ -10,9 +10,8 @@ int nccl_one_rank_failures;
 
 void nccl_one_rank_require_gpu(const char *program)
 {
-	char why[FTL_COMM_ERR_MAX];
-	if (!ftl_comm_nccl_probe(why, sizeof(why))) {
-		printf("SKIP: %s needs a GPU: %s\n", program, why);
+	if (!ftl_comm_nccl_probe()) {
+		printf("SKIP: %s needs a GPU: %s\n", program, ftl_diag_message());
 		exit(NCCL_ONE_RANK_SKIP);
 	}
 }
@@ -25,9 +24,8 @@ struct ftl_comm *nccl_one_rank_host(void)
 	cfg.bootstrap = boot;
 	cfg.bootstrap_len = strlen(boot);
 	struct ftl_comm *host;
-	char err[FTL_COMM_ERR_MAX];
-	if (ftl_comm_create(&cfg, &host, err, sizeof(err)) != FTL_OK) {
-		fprintf(stderr, "host communicator: %s\n", err);
+	if (ftl_comm_create(&cfg, &host) != FTL_OK) {
+		fprintf(stderr, "host communicator: %s\n", ftl_diag_message());
 		exit(1);
 	}
 	return host;
@@ -35,9 +33,8 @@ struct ftl_comm *nccl_one_rank_host(void)
 
 struct ftl_comm_config nccl_one_rank_config(unsigned char id[FTL_COMM_NCCL_ID_LEN], uint64_t comm_id)
 {
-	char err[FTL_COMM_ERR_MAX];
-	if (ftl_comm_nccl_unique_id(id, FTL_COMM_NCCL_ID_LEN, err, sizeof(err)) != FTL_OK) {
-		fprintf(stderr, "unique id: %s\n", err);
+	if (ftl_comm_nccl_unique_id(id, FTL_COMM_NCCL_ID_LEN) != FTL_OK) {
+		fprintf(stderr, "unique id: %s\n", ftl_diag_message());
 		exit(1);
 	}
 	struct ftl_comm_config cfg;

@@ -15,15 +15,14 @@
 static ftl_comm *make_comm(double *init_s)
 {
 	unsigned char id[FTL_COMM_NCCL_ID_LEN];
-	char err[FTL_COMM_ERR_MAX];
 	struct ftl_comm_config cfg = nccl_one_rank_config(id, 0);
 	cfg.timeout_ms = 20000;
 	ftl_comm *comm;
 	int64_t t0 = ftl_comm_now_ms();
-	ftl_err e = ftl_comm_create(&cfg, &comm, err, sizeof(err));
+	ftl_err e = ftl_comm_create(&cfg, &comm);
 	*init_s = (double)(ftl_comm_now_ms() - t0) / 1000.0;
 	if (e != FTL_OK) {
-		fprintf(stderr, "create: %s: %s\n", ftl_strerror(e), err);
+		fprintf(stderr, "create: %s: %s\n", ftl_strerror(e), ftl_diag_message());
 		return NULL;
 	}
 	return comm;

@@ -53,12 +53,11 @@ static ftl_comm *cycle(ftl_comm *old, ftl_comm *host, int i, float *dev, struct 
 				      .host = i % 2 ? host : NULL, .cfg = &cfg};
 	ftl_comm *comm = NULL;
 	ftl_comm_rebuild_path path;
-	char err[FTL_COMM_ERR_MAX];
 	int64_t t0 = nccl_one_rank_now_ns();
-	ftl_err e = ftl_comm_rebuild(&rb, &comm, &path, err, sizeof(err));
+	ftl_err e = ftl_comm_rebuild(&rb, &comm, &path);
 	double rebuilt_ms = nccl_one_rank_ms_since(t0);
 	if (e != FTL_OK) {
-		fprintf(stderr, "cycle %d: rebuild: %s\n", i, err);
+		fprintf(stderr, "cycle %d: rebuild: %s\n", i, ftl_diag_message());
 		nccl_one_rank_failures++;
 		return NULL;
 	}

@@ -20,12 +20,12 @@ static void test_plan_drops_the_dead_ranks_and_keeps_the_order(void **state)
 	const uint64_t old_keys[5] = {10, 11, 12, 13, 14};
 	const uint64_t middle[3] = {10, 12, 14}, first[4] = {11, 12, 13, 14}, last[4] = {10, 11, 12, 13};
 	int exclude[5];
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, middle, 3, exclude, NULL, 0), 2);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, middle, 3, exclude), 2);
 	assert_int_equal(exclude[0], 1);
 	assert_int_equal(exclude[1], 3);
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, first, 4, exclude, NULL, 0), 1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, first, 4, exclude), 1);
 	assert_int_equal(exclude[0], 0);
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, last, 4, exclude, NULL, 0), 1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, last, 4, exclude), 1);
 	assert_int_equal(exclude[0], 4);
 }
 
@@ -34,7 +34,7 @@ static void test_plan_for_the_same_members_excludes_none(void **state)
 	(void)state;
 	const uint64_t keys[3] = {7, 8, 9};
 	int exclude[3];
-	assert_int_equal(ftl_comm_rebuild_plan(keys, 3, keys, 3, exclude, NULL, 0), 0);
+	assert_int_equal(ftl_comm_rebuild_plan(keys, 3, keys, 3, exclude), 0);
 }
 
 static void test_plan_needs_a_fresh_init_for_a_joiner_or_a_reorder(void **state)
@@ -43,13 +43,12 @@ static void test_plan_needs_a_fresh_init_for_a_joiner_or_a_reorder(void **state)
 	const uint64_t old_keys[3] = {1, 2, 3};
 	const uint64_t joined[4] = {1, 2, 3, 4}, replaced[3] = {1, 2, 5}, reordered[2] = {3, 1};
 	int exclude[3];
-	char why[FTL_COMM_ERR_MAX];
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, joined, 4, exclude, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "joined"));
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, replaced, 3, exclude, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "new rank 2"));
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, reordered, 2, exclude, why, sizeof(why)), -1);
-	assert_non_null(strstr(why, "new rank 1"));
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, joined, 4, exclude), -1);
+	assert_non_null(strstr(ftl_diag_message(), "joined"));
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, replaced, 3, exclude), -1);
+	assert_non_null(strstr(ftl_diag_message(), "new rank 2"));
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, reordered, 2, exclude), -1);
+	assert_non_null(strstr(ftl_diag_message(), "new rank 1"));
 }
 
 /* ---- three ranks on loopback ---- */
@@ -71,7 +70,7 @@ static int vote_and_rebuild(struct harness_child *c)
 	}
 	/* The old "device" comm is tcp: it cannot shrink, so the rebuild starts a fresh one from cfg. */
 	ftl_comm *old = harness_comm_all(c, 7, 10000);
-	char boot[HARNESS_BOOT_MAX], err[FTL_COMM_ERR_MAX];
+	char boot[HARNESS_BOOT_MAX];
 	struct ftl_comm_config cfg;
 	int members[RANKS] = {0, 1, 2};
 	harness_comm_config(c, members, RANKS, 8, 10000, &cfg, boot, sizeof(boot));
@@ -80,12 +79,12 @@ static int vote_and_rebuild(struct harness_child *c)
 				      .host = host, .cfg = &cfg};
 	ftl_comm *comm = NULL;
 	ftl_comm_rebuild_path path = FTL_COMM_REBUILD_SHRINK;
-	ftl_err e = ftl_comm_rebuild(&rb, &comm, &path, err, sizeof(err));
+	ftl_err e = ftl_comm_rebuild(&rb, &comm, &path);
 	int64_t sum = c->rank + 1;
 	if (e == FTL_OK)
 		e = ftl_comm_allreduce(comm, &sum, &sum, 1, FTL_I64, FTL_SUM);
 	if (e != FTL_OK)
-		fprintf(stderr, "rank %d: rebuild: %s\n", c->rank, comm ? ftl_comm_error(comm) : err);
+		fprintf(stderr, "rank %d: rebuild: %s\n", c->rank, comm ? ftl_comm_error(comm) : ftl_diag_message());
 	harness_report(c, REPORT_REBUILD, e, path == FTL_COMM_REBUILD_INIT && comm && comm->comm_id == 8 ? sum : -1);
 	ftl_comm_destroy(comm);
 	ftl_comm_destroy(host);
@@ -128,13 +127,12 @@ static void test_rebuild_refuses_a_host_comm_of_another_view(void **state)
 	cfg.world_size = 2;
 	cfg.rank = 1;
 	ftl_comm *host = NULL, *out = NULL;
-	char err[FTL_COMM_ERR_MAX];
-	assert_int_equal(ftl_comm_create(&host_cfg, &host, err, sizeof(err)), FTL_OK);
+	assert_int_equal(ftl_comm_create(&host_cfg, &host), FTL_OK);
 	struct ftl_comm_rebuild rb = {.host = host, .cfg = &cfg};
 	ftl_comm_rebuild_path path;
-	assert_int_equal(ftl_comm_rebuild(&rb, &out, &path, err, sizeof(err)), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_rebuild(&rb, &out, &path), FTL_ERR_INVALID);
 	assert_null(out);
-	assert_non_null(strstr(err, "same view"));
+	assert_non_null(strstr(ftl_diag_message(), "same view"));
 	ftl_comm_destroy(host);
 }
 

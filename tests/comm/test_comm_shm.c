@@ -189,9 +189,8 @@ static ftl_comm *pods_comm(const struct pods *p, int rank, int first, int n, uin
 	cfg.connect_timeout_ms = 15000;
 	cfg.shm = FTL_COMM_SHM_AUTO;
 	ftl_comm *comm = NULL;
-	char err[320];
-	if (ftl_comm_create(&cfg, &comm, err, sizeof(err)) != FTL_OK)
-		fprintf(stderr, "rank %d: ftl_comm_create: %s\n", rank, err);
+	if (ftl_comm_create(&cfg, &comm) != FTL_OK)
+		fprintf(stderr, "rank %d: ftl_comm_create: %s\n", rank, ftl_diag_message());
 	return comm;
 }
 

@@ -205,16 +205,15 @@ static void *loop_main(void *arg)
 fake_agent *fake_agent_start(const char *path)
 {
 	fake_agent *agent = calloc(1, sizeof *agent);
-	char err[512] = "";
 	assert_non_null(agent);
 	assert_int_equal(uv_loop_init(&agent->loop), 0);
 	uv_async_init(&agent->loop, &agent->wake, wake_cb);
 	agent->wake.data = agent;
 	pthread_mutex_init(&agent->lock, NULL);
 	pthread_cond_init(&agent->changed, NULL);
-	agent->control = ftl_control_start(&agent->loop, path, handle_request, agent, err, sizeof err);
+	agent->control = ftl_control_start(&agent->loop, path, handle_request, agent);
 	if (agent->control == NULL)
-		fail_msg("the control server did not start: %s", err);
+		fail_msg("the control server did not start: %s", ftl_diag_message());
 	assert_int_equal(pthread_create(&agent->thread, NULL, loop_main, agent), 0);
 	return agent;
 }

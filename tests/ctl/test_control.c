@@ -294,9 +294,10 @@ static void test_stale_socket_file_is_replaced(void **state)
 static void expect_start_refused(const char *path, const char *needle)
 {
 	uv_loop_t loop;
-	char err[512] = "";
 	uv_loop_init(&loop);
-	assert_null(ftl_control_start(&loop, path, NULL, NULL, err, sizeof err));
+	assert_null(ftl_control_start(&loop, path, NULL, NULL));
+	char err[512];
+	snprintf(err, sizeof err, "%s", ftl_diag_message());
 	uv_run(&loop, UV_RUN_DEFAULT);
 	assert_int_equal(uv_loop_close(&loop), 0);
 	if (strstr(err, needle) == NULL)

@@ -57,12 +57,11 @@ static void read_stream(ftl_keyring *kr, const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static ftl_keyring *secure, *insecure;
-	const char *err;
 	if (secure == NULL) {
 		uint8_t key[FTL_KEY_SIZE];
 		fuzz_fixture_key(key);
-		secure = ftl_keyring_new(FUZZ_CLUSTER, key, &err);
-		insecure = ftl_keyring_new_insecure(FUZZ_CLUSTER, &err);
+		secure = ftl_keyring_new(FUZZ_CLUSTER, key);
+		insecure = ftl_keyring_new_insecure(FUZZ_CLUSTER);
 		FUZZ_REQUIRE(secure != NULL && insecure != NULL);
 	}
 	read_stream(secure, data, size);

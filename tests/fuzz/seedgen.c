@@ -137,13 +137,12 @@ static int write_rdv_seeds(const char *dir)
 static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
 {
 	uint8_t key[FTL_KEY_SIZE], out[sizeof packets[0].bytes + FTL_KEYRING_OVERHEAD];
-	const char *err;
 	ftl_keyring *rings[2];
 	int rc = 0;
 
 	fuzz_fixture_key(key);
-	rings[0] = ftl_keyring_new(FUZZ_CLUSTER, key, &err);
-	rings[1] = ftl_keyring_new_insecure(FUZZ_CLUSTER, &err);
+	rings[0] = ftl_keyring_new(FUZZ_CLUSTER, key);
+	rings[1] = ftl_keyring_new_insecure(FUZZ_CLUSTER);
 	if (rings[0] == NULL || rings[1] == NULL)
 		return -1;
 	for (size_t r = 0; r < 2 && rc == 0; r++) {
@@ -165,10 +164,9 @@ static int write_keyring_seeds(const char *dir, const seed *packets, size_t n)
 static int write_tcp_frame_seeds(const char *dir)
 {
 	static uint8_t body[300u << 10];
-	const char *err;
 	uint8_t key[FTL_KEY_SIZE];
 	fuzz_fixture_key(key);
-	ftl_keyring *rings[2] = {ftl_keyring_new(FUZZ_CLUSTER, key, &err), ftl_keyring_new_insecure(FUZZ_CLUSTER, &err)};
+	ftl_keyring *rings[2] = {ftl_keyring_new(FUZZ_CLUSTER, key), ftl_keyring_new_insecure(FUZZ_CLUSTER)};
 	if (rings[0] == NULL || rings[1] == NULL)
 		return -1;
 	memset(body, 0x5a, sizeof body);

@@ -21,9 +21,8 @@ int main()
 	cfg.bootstrap_len = len;
 	cfg.world_size = 1;
 	ftl_comm *comm = nullptr;
-	char err[256];
-	if (ftl_comm_create(&cfg, &comm, err, sizeof(err)) != FTL_OK) {
-		std::fprintf(stderr, "create: %s\n", err);
+	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
+		std::fprintf(stderr, "create: %s\n", ftl_error_message());
 		return 1;
 	}
 	double x[3] = {1.5, -2.0, 4.0};
@@ -36,7 +35,9 @@ int main()
 	ftl_agent_config acfg;
 	ftl_agent_config_default(&acfg);
 	setenv("FTL_PROBE_INTERVAL_MS", "ten", 1);
-	if (ftl_agent_config_from_env(&acfg, err, sizeof(err)) == 0 || !std::strstr(err, "FTL_PROBE_INTERVAL_MS")) {
+	const char *err = "";
+	if (ftl_agent_config_from_env(&acfg) == FTL_OK ||
+	    !std::strstr(err = ftl_error_message(), "FTL_PROBE_INTERVAL_MS")) {
 		std::fprintf(stderr, "a bad FTL_PROBE_INTERVAL_MS was not refused by name: %s\n", err);
 		return 1;
 	}

@@ -104,8 +104,7 @@ static void run_for(wire *w, int64_t dt)
 static void start(wire *w)
 {
 	memset(w, 0, sizeof(*w));
-	const char *err;
-	w->keyring = ftl_keyring_new_insecure("test", &err);
+	w->keyring = ftl_keyring_new_insecure("test");
 	assert_non_null(w->keyring);
 	for (int i = 0; i < NODES; i++) {
 		char name[8], addr[8], data[32];
@@ -123,7 +122,7 @@ static void start(wire *w)
 			.rdv = {.min_workers = 1, .max_workers = 8, .settle_us = 100 * MS, .ready_interval_us = 50 * MS},
 		};
 		ftl_swim_config_profile(&o.swim.config, FTL_PROFILE_TRAIN);
-		w->nodes[i] = ftl_node_new(&o, 0, &err);
+		w->nodes[i] = ftl_node_new(&o, 0);
 		assert_non_null(w->nodes[i]);
 	}
 	const char *seed = "n0";

@@ -18,9 +18,8 @@ static void round_trip(const rdv_msg *m)
 	uint8_t *buf;
 	size_t len;
 	rdv_msg back;
-	const char *err = NULL;
 	assert_int_equal(rdv_encode(m, &buf, &len), 0);
-	assert_int_equal(rdv_decode(buf, len, &back, &err), 0);
+	assert_int_equal(rdv_decode(buf, len, &back), 0);
 	assert_true(rdv_msg_equal(m, &back));
 	rdv_msg_free(&back);
 	free(buf);
@@ -51,9 +50,9 @@ static void test_truncated_at_every_length_is_refused(void **state)
 		uint8_t *copy = malloc(cut + 1); /* exactly cut bytes readable: ASan sees any overread */
 		memcpy(copy, buf, cut);
 		rdv_msg back;
-		const char *err = NULL;
-		assert_int_equal(rdv_decode(copy, cut, &back, &err), -1);
-		assert_non_null(err);
+		ftl_diag_clear(); /* a refusal must say why */
+		assert_int_equal(rdv_decode(copy, cut, &back), -1);
+		assert_true(ftl_diag_message()[0] != '\0');
 		free(copy);
 	}
 	free(buf);
@@ -72,13 +71,13 @@ static void test_random_bytes_are_refused_or_decode_sanely(void **state)
 		if (len > 0 && i % 2 == 0)
 			buf[0] = RDV_WIRE_VERSION; /* get past the version byte half the time */
 		rdv_msg m;
-		const char *err = NULL;
-		if (rdv_decode(buf, len, &m, &err) == 0) {
+		ftl_diag_clear(); /* a refusal must say why */
+		if (rdv_decode(buf, len, &m) == 0) {
 			assert_true(m.view.n <= FTL_RDV_MAX_MEMBERS);
 			decoded++;
 			rdv_msg_free(&m);
 		} else {
-			assert_non_null(err);
+			assert_true(ftl_diag_message()[0] != '\0');
 		}
 	}
 	printf("20000 random inputs: %d decoded, the rest refused\n", decoded);
@@ -87,7 +86,7 @@ static void test_random_bytes_are_refused_or_decode_sanely(void **state)
 /* Packs a frame by hand: version byte, then whatever the callback writes. */
 typedef void (*pack_fn)(msgpack_packer *pk, void *arg);
 
-static int decode_packed(pack_fn fn, void *arg, const char **err)
+static int decode_packed(pack_fn fn, void *arg)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -97,7 +96,7 @@ static int decode_packed(pack_fn fn, void *arg, const char **err)
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
 	msgpack_sbuffer_write(&sb, "\x01", 1);
 	fn(&pk, arg);
-	rc = rdv_decode((const uint8_t *)sb.data, sb.size, &m, err);
+	rc = rdv_decode((const uint8_t *)sb.data, sb.size, &m);
 	if (rc == 0)
 		rdv_msg_free(&m);
 	msgpack_sbuffer_destroy(&sb);
@@ -176,29 +175,28 @@ static void pack_extra_key(msgpack_packer *pk, void *arg)
 
 static void test_bounds_are_enforced(void **state)
 {
-	const char *err = NULL;
 	uint32_t n = FTL_RDV_MAX_MEMBERS;
-	assert_int_equal(decode_packed(pack_members, &n, &err), 0);
+	assert_int_equal(decode_packed(pack_members, &n), 0);
 	n = FTL_RDV_MAX_MEMBERS + 1;
-	assert_int_equal(decode_packed(pack_members, &n, &err), -1);
-	assert_string_equal(err, "too many members");
+	assert_int_equal(decode_packed(pack_members, &n), -1);
+	assert_string_equal(ftl_diag_message(), "too many members");
 
 	size_t len = FTL_NAME_MAX - 1;
-	assert_int_equal(decode_packed(pack_long_name, &len, &err), 0);
+	assert_int_equal(decode_packed(pack_long_name, &len), 0);
 	len = FTL_NAME_MAX;
-	assert_int_equal(decode_packed(pack_long_name, &len, &err), -1);
-	assert_string_equal(err, "name too long");
+	assert_int_equal(decode_packed(pack_long_name, &len), -1);
+	assert_string_equal(ftl_diag_message(), "name too long");
 
 	len = FTL_RDV_BLOB_MAX;
-	assert_int_equal(decode_packed(pack_blob, &len, &err), 0);
+	assert_int_equal(decode_packed(pack_blob, &len), 0);
 	len = FTL_RDV_BLOB_MAX + 1;
-	assert_int_equal(decode_packed(pack_blob, &len, &err), -1);
+	assert_int_equal(decode_packed(pack_blob, &len), -1);
 
 	uint8_t key = 40;
-	assert_int_equal(decode_packed(pack_extra_key, &key, &err), 0);
+	assert_int_equal(decode_packed(pack_extra_key, &key), 0);
 	key = 4;
-	assert_int_equal(decode_packed(pack_extra_key, &key, &err), -1);
-	assert_string_equal(err, "duplicate key");
+	assert_int_equal(decode_packed(pack_extra_key, &key), -1);
+	assert_string_equal(ftl_diag_message(), "duplicate key");
 }
 
 static void test_malformed_frames_are_refused_with_a_reason(void **state)
@@ -226,9 +224,8 @@ static void test_malformed_frames_are_refused_with_a_reason(void **state)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		rdv_msg m;
-		const char *err = NULL;
-		assert_int_equal(rdv_decode(cases[i].bytes, cases[i].len, &m, &err), -1);
-		assert_string_equal(err, cases[i].why);
+		assert_int_equal(rdv_decode(cases[i].bytes, cases[i].len, &m), -1);
+		assert_string_equal(ftl_diag_message(), cases[i].why);
 	}
 }
 

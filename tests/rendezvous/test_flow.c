@@ -42,8 +42,7 @@ static void cluster_start(cluster *c, int n, bool is_with_blob)
 				     .config = {.min_workers = 1, .max_workers = 8, .settle_us = SETTLE,
 						.ready_interval_us = INTERVAL},
 				     .blob_cb = is_with_blob ? blob_cb : NULL, .blob_ctx = c};
-		const char *err;
-		c->nodes[i] = ftl_rdv_new(&o, &err);
+		c->nodes[i] = ftl_rdv_new(&o);
 		assert_non_null(c->nodes[i]);
 	}
 }
@@ -180,18 +179,17 @@ static void test_a_death_commits_at_once_and_the_next_oldest_leads(void **state)
 
 static void test_bad_options_and_malformed_input_are_refused(void **state)
 {
-	const char *err = NULL;
 	ftl_rdv_options o = {.name = "a", .generation = 1, .data_addr = "h:1",
 			     .config = {.min_workers = 0, .max_workers = 4, .settle_us = 0, .ready_interval_us = 1}};
-	assert_null(ftl_rdv_new(&o, &err));
-	assert_string_equal(err, "rendezvous: min_workers must be at least 1");
+	assert_null(ftl_rdv_new(&o));
+	assert_string_equal(ftl_diag_message(), "rendezvous: min_workers must be at least 1");
 	o.config.min_workers = 5;
-	assert_null(ftl_rdv_new(&o, &err));
+	assert_null(ftl_rdv_new(&o));
 	o.config.min_workers = 1;
 	o.name = "";
-	assert_null(ftl_rdv_new(&o, &err));
+	assert_null(ftl_rdv_new(&o));
 	o.name = "a";
-	ftl_rdv *r = ftl_rdv_new(&o, &err);
+	ftl_rdv *r = ftl_rdv_new(&o);
 	assert_non_null(r);
 	static const uint8_t junk[] = {0x01, 0xde, 0xff, 0xff};
 	ftl_rdv_receive(r, 0, junk, sizeof junk);

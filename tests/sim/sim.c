@@ -207,9 +207,8 @@ static void send_frame(ftl_sim *sim, int from, const ftl_node_frame *f)
 static bool is_crash_point(sim_node *nd, const ftl_node_frame *f)
 {
 	rdv_msg m;
-	const char *err;
 	bool is_it = false;
-	if (nd->crash_type < 0 || rdv_decode(f->msg.data, f->msg.len, &m, &err) != 0)
+	if (nd->crash_type < 0 || rdv_decode(f->msg.data, f->msg.len, &m) != 0)
 		return false;
 	if ((int)m.type == nd->crash_type)
 		is_it = --nd->crash_after <= 0;
@@ -272,12 +271,11 @@ static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 static void start_node(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
-	const char *err = NULL;
 	if (!nd->keyring)
-		nd->keyring = sim->opt.is_insecure ? ftl_keyring_new_insecure("sim", &err)
-						   : ftl_keyring_new("sim", sim->key, &err);
+		nd->keyring = sim->opt.is_insecure ? ftl_keyring_new_insecure("sim")
+						   : ftl_keyring_new("sim", sim->key);
 	if (!nd->keyring) {
-		fprintf(stderr, "sim: keyring: %s\n", err);
+		fprintf(stderr, "sim: keyring: %s\n", ftl_diag_message());
 		abort();
 	}
 	uint8_t meta[FTL_META_MAX];
@@ -300,9 +298,9 @@ static void start_node(ftl_sim *sim, int i)
 		.blob_cb = sim->opt.is_with_blob ? blob_cb : NULL,
 		.blob_ctx = nd,
 	};
-	nd->node = ftl_node_new(&no, sim->now, &err);
+	nd->node = ftl_node_new(&no, sim->now);
 	if (!nd->node) {
-		fprintf(stderr, "sim: node %d: %s\n", i, err);
+		fprintf(stderr, "sim: node %d: %s\n", i, ftl_diag_message());
 		abort();
 	}
 	nd->tick_at = INT64_MAX;

@@ -33,17 +33,15 @@ typedef struct fake_feed {
 	int syncs, steppings, retries;
 } fake_feed;
 
-static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w, char *err, size_t len)
+static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 {
 	fake_feed *f = ctx;
 	f->seen_ab = *ab;
 	assert_true(f->next < f->n_script); /* the machine asked for a view the test did not script */
 	const script_view *s = &f->script[f->next++];
 	f->now_us += s->advance_us;
-	if (!s->seq) {
-		snprintf(err, len, "scripted: the wait ends with %s", ftl_strerror(s->error));
-		return s->error;
-	}
+	if (!s->seq)
+		return ftl_diag_set(s->error, "scripted: the wait ends with %s", ftl_strerror(s->error));
 	assert_true(s->seq != ab->seq); /* a feed never hands back the abandoned view */
 	free(w->members);
 	w->members = calloc(s->n, sizeof(*w->members));
@@ -96,15 +94,14 @@ static void factory_drop(void *ctx)
 	f->held = (ftl_comm_pair){0};
 }
 
-static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out, char *err, size_t len)
+static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out)
 {
 	fake_factory *f = ctx;
 	f->builds++;
 	assert_null(f->held.data); /* the machine drops the old pair before it builds a new one */
 	if (f->failing_builds > 0) {
 		f->failing_builds--;
-		snprintf(err, len, "scripted: the build fails with %s", ftl_strerror(f->build_error));
-		return f->build_error;
+		return ftl_diag_set(f->build_error, "scripted: the build fails with %s", ftl_strerror(f->build_error));
 	}
 	fake_comm *c = fake_comm_new(FTL_COMM_TCP, w->self_rank, (int)w->n);
 	c->destroyed = &f->destroyed;
@@ -119,10 +116,9 @@ static const ftl_comm_factory_ops fake_factory_ops = {.build = factory_build, .d
 
 /* ---- checkpoints that fail to resume ---- */
 
-static ftl_err resume_refuses(void *ctx, ftl_state_registry *r, char *err, size_t len)
+static ftl_err resume_refuses(void *ctx, ftl_state_registry *r)
 {
-	snprintf(err, len, "scripted: none of the checkpoints loads");
-	return FTL_ERR_INVALID;
+	return ftl_diag_set(FTL_ERR_INVALID, "scripted: none of the checkpoints loads");
 }
 
 static void after_step_nothing(void *ctx, ftl_state_registry *r, uint64_t epoch, uint32_t world) {}
@@ -170,9 +166,7 @@ static rig *rig_new(const script_view *script, int n_script, const ftl_exec_retr
 {
 	rig *r = calloc(1, sizeof(*r));
 	assert_non_null(r);
-	char err[256];
-	assert_int_equal(ftl_state_register_buffer(&r->reg, "params", r->params, sizeof(r->params), false, err,
-						   sizeof(err)), 0);
+	assert_int_equal(ftl_state_register_buffer(&r->reg, "params", r->params, sizeof(r->params), false), FTL_OK);
 	r->feed = (fake_feed){.now_us = 1000000, .script = script, .n_script = n_script};
 	ftl_exec_create(&r->m, p ? p : &policy, &r->reg);
 	ftl_exec_set_feed(&r->m, &fake_feed_ops, &r->feed);
@@ -322,6 +316,7 @@ static void test_checkpoint_that_cannot_resume_stops_the_job(void **state)
 	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_INVALID);
 	assert_int_equal(ftl_exec_get_state(&r->m), FTL_EXEC_FAILED);
 	assert_string_equal(r->m.last_error, "scripted: none of the checkpoints loads");
+	assert_string_equal(ftl_diag_message(), r->m.last_error); /* the calling thread's diag says it too */
 	assert_int_equal(r->step.runs, 0);
 	rig_delete(r);
 }
@@ -366,8 +361,7 @@ static void test_fixed_global_batch_cuts_each_step_the_same_at_any_world_size(vo
 {
 	const script_view views[] = {{.seq = 1, .rank = 1, .n = 3}, {.seq = 2, .rank = 1, .n = 2}};
 	rig *r = rig_new(views, 2, NULL);
-	char err[256];
-	assert_int_equal(ftl_state_set_sampler(&r->reg, 1000, 4, 7, err, sizeof(err)), 0);
+	assert_int_equal(ftl_state_set_sampler(&r->reg, 1000, 4, 7), 0);
 	r->reg.batch = (ftl_batch_config){.global_batch = 10};
 	assert_int_equal(run_call(r, NULL, 0), FTL_OK);
 	const ftl_step_info *info = &r->step.last_info;

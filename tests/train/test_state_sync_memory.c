@@ -64,8 +64,7 @@ static void sync_as(int rank)
 	data->tape = ctrl->tape = &tape;
 	ftl_comm_pair pair = {&data->base, &ctrl->base};
 	uint64_t moved = 0;
-	char err[256] = "";
-	assert_int_equal(ftl_state_sync(&r, &pair, rank, &moved, err, sizeof(err)), FTL_OK);
+	assert_int_equal(ftl_state_sync(&r, &pair, rank, &moved), FTL_OK);
 	assert_int_equal(data->host_pointers, 0);   /* no host pointer reached the device comm */
 	assert_int_equal(ctrl->device_pointers, 0); /* no device pointer reached the host comm */
 	assert_int_equal(data->device_pointers, 3); /* each device buffer once, in place */
@@ -94,12 +93,11 @@ static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
 {
 	static float params[9];
 	ftl_state_registry r = {.backend = FTL_COMM_TCP};
-	char err[256];
-	assert_int_equal(ftl_state_register_buffer(&r, "params", params, sizeof(params), false, err, sizeof(err)), 0);
+	assert_int_equal(ftl_state_register_buffer(&r, "params", params, sizeof(params), false), 0);
 	fake_comm *c = fake_comm_new(FTL_COMM_TCP, 1, 2);
 	ftl_comm_pair pair = {&c->base, &c->base};
 	uint64_t moved = 0;
-	assert_int_equal(ftl_state_sync(&r, &pair, 1, &moved, err, sizeof(err)), FTL_OK);
+	assert_int_equal(ftl_state_sync(&r, &pair, 1, &moved), FTL_OK);
 	assert_int_equal(c->device_pointers, 0);
 	assert_int_equal(c->calls, 4); /* header, batch settings, 4 words of params, the padded tail word */
 	assert_true(moved == sizeof(params));
@@ -112,21 +110,20 @@ static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
 static void test_global_batch_unlike_rank_0s_is_refused_naming_both(void **state)
 {
 	fake_tape settings = {0};
-	char err[512] = "";
 	uint64_t moved = 0;
 	for (int rank = 0; rank < 2; rank++) {
 		ftl_state_registry r = {.backend = FTL_COMM_NCCL, .batch = {.global_batch = rank ? 100 : 64}};
 		fake_comm *data = fake_comm_new(FTL_COMM_NCCL, rank, 2), *ctrl = fake_comm_new(FTL_COMM_TCP, rank, 2);
 		data->tape = ctrl->tape = &settings;
 		ftl_comm_pair pair = {&data->base, &ctrl->base};
-		ftl_err e = ftl_state_sync(&r, &pair, rank, &moved, err, sizeof(err));
+		ftl_err e = ftl_state_sync(&r, &pair, rank, &moved);
 		assert_int_equal(e, rank == 0 ? FTL_OK : FTL_ERR_INVALID);
 		assert_int_equal(data->calls, 0);
 		ftl_comm_destroy(&data->base);
 		ftl_comm_destroy(&ctrl->base);
 	}
-	assert_non_null(strstr(err, "FTL_GLOBAL_BATCH=100"));
-	assert_non_null(strstr(err, "rank 0 has 64"));
+	assert_non_null(strstr(ftl_diag_message(), "FTL_GLOBAL_BATCH=100"));
+	assert_non_null(strstr(ftl_diag_message(), "rank 0 has 64"));
 	fake_tape_free(&settings);
 }
 
@@ -134,19 +131,17 @@ static void test_host_buffer_under_nccl_is_refused_at_registration(void **state)
 {
 	static float host[4];
 	ftl_state_registry r = {.backend = FTL_COMM_NCCL};
-	char err[256] = "";
-	assert_int_equal(ftl_state_register_buffer(&r, "params", host, sizeof(host), false, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "ftl_register_buffer 'params'"));
-	assert_non_null(strstr(err, "FTL_COMM=nccl"));
+	assert_int_equal(ftl_state_register_buffer(&r, "params", host, sizeof(host), false), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "ftl_register_buffer 'params'"));
+	assert_non_null(strstr(ftl_diag_message(), "FTL_COMM=nccl"));
 	assert_int_equal(r.n_buffers, 0);
 }
 
 static void test_device_buffer_under_tcp_is_refused_at_registration(void **state)
 {
 	ftl_state_registry r = {.backend = FTL_COMM_TCP};
-	char err[256] = "";
-	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "a device buffer under FTL_COMM=tcp"));
+	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "a device buffer under FTL_COMM=tcp"));
 	assert_int_equal(r.n_buffers, 0);
 }
 
@@ -155,11 +150,10 @@ static void test_device_buffer_under_nccl_is_taken_when_cuda_cannot_tell(void **
 	if (ftl_buffer_is_device_memory(fake_device_memory) >= 0)
 		skip(); /* a machine with CUDA knows the fake range is host memory: the flag is not trusted there */
 	ftl_state_registry r = {.backend = FTL_COMM_NCCL};
-	char err[256] = "";
-	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true, err, sizeof(err)), 0);
+	assert_int_equal(ftl_state_register_buffer(&r, "params", fake_device_memory, 64, true), 0);
 	/* an odd size cannot be broadcast in device words */
-	assert_int_equal(ftl_state_register_buffer(&r, "odd", fake_device_memory + 64, 7, true, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "must be even"));
+	assert_int_equal(ftl_state_register_buffer(&r, "odd", fake_device_memory + 64, 7, true), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "must be even"));
 	assert_int_equal(r.n_buffers, 1);
 }
 

@@ -58,8 +58,7 @@ static void test_fingerprint_does_not_carry_the_key(void **state)
 
 static void test_keyring_fingerprints_list_the_primary_first_and_count_changes(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", k1);
 	ftl_key_fps fps;
 	uint8_t f1[FTL_KEY_FP_SIZE], f2[FTL_KEY_FP_SIZE];
 	fp_of(k1, f1);
@@ -81,7 +80,7 @@ static void test_keyring_fingerprints_list_the_primary_first_and_count_changes(v
 	assert_int_equal(ftl_key_fps_find(&fps, f1), -1);
 	assert_int_equal(ftl_key_fps_find(NULL, f1), -1);
 	ftl_keyring_delete(kr);
-	ftl_keyring *insecure = ftl_keyring_new_insecure("c", &err);
+	ftl_keyring *insecure = ftl_keyring_new_insecure("c");
 	ftl_keyring_fingerprints(insecure, &fps);
 	assert_int_equal(fps.count, 0);
 	ftl_keyring_delete(insecure);
@@ -179,8 +178,7 @@ static ftl_swim *make(const char *name, const char *addr, ftl_keyring *kr)
 {
 	ftl_swim_options o = {.name = name, .generation = 1, .addr = addr, .keyring = kr, .seed = 7};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_TRAIN);
-	const char *err;
-	ftl_swim *s = ftl_swim_new(&o, 0, &err);
+	ftl_swim *s = ftl_swim_new(&o, 0);
 	assert_non_null(s);
 	return s;
 }
@@ -219,9 +217,8 @@ static const ftl_key_census_row *row_at(ftl_swim *s, const uint8_t *key, ftl_key
 
 static void test_fingerprints_follow_the_keyring_and_travel_by_gossip_and_push_pull(void **state)
 {
-	const char *err;
-	ftl_keyring *ka = ftl_keyring_new("c", k1, &err), *kb = ftl_keyring_new("c", k1, &err),
-		    *kc = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *ka = ftl_keyring_new("c", k1), *kb = ftl_keyring_new("c", k1),
+		    *kc = ftl_keyring_new("c", k1);
 	ftl_swim *a = make("a", "10.0.0.1:1", ka), *b = make("b", "10.0.0.2:1", kb);
 	int64_t now = 0;
 	add_known(a, "b", "10.0.0.2:1", NULL);
@@ -245,7 +242,7 @@ static void test_fingerprints_follow_the_keyring_and_travel_by_gossip_and_push_p
 
 	/* `keys install` through the core: b applies it, announces it, and both count 2/2. */
 	now += 1000000;
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2), 0);
 	exchange(a, b, &now, 3000000);
 	assert_int_equal(row_at(a, k2, &c)->holders, 2);
 	assert_int_equal(row_at(b, k2, &c)->holders, 2);
@@ -302,43 +299,42 @@ static void assert_primary(ftl_keyring *kr, const uint8_t *key)
 
 static void test_keys_use_and_remove_are_refused_while_they_would_cut_a_member_off(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", k1);
 	ftl_swim *a = make("a", "10.0.0.1:1", kr);
 	ftl_key_fps only_k1 = {.count = 1};
 	fp_of(k1, only_k1.fp[0]);
 	add_known(a, "w1", "10.0.0.9:49", &only_k1);
 	add_known(a, "w2", "10.0.0.9:50", NULL); /* an agent from before fingerprints */
 	int64_t now = 1000;
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2), 0);
 
 	/* Held here only: refused, naming who lacks it, and nothing changes. */
 	uint64_t applied = ftl_swim_get_stats(a)->key_ops_applied;
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2, &err), -1);
-	assert_non_null(strstr(err, "held by 1 of 3 live members (lacking: w1, w2)"));
-	assert_non_null(strstr(err, "3/3"));
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "held by 1 of 3 live members (lacking: w1, w2)"));
+	assert_non_null(strstr(ftl_diag_message(), "3/3"));
 	assert_primary(kr, k1);
 	assert_int_equal(ftl_swim_get_stats(a)->key_ops_applied, applied);
 
 	/* w1 installs it, w2 still reports nothing: still refused. */
 	hear_alive(a, now, "w1", 1, k1, k2);
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2, &err), -1);
-	assert_non_null(strstr(err, "held by 2 of 3 live members (lacking: w2)"));
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "held by 2 of 3 live members (lacking: w2)"));
 	/* Everyone holds it: accepted. */
 	hear_alive(a, now, "w2", 1, k1, k2);
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k2), 0);
 	assert_primary(kr, k2);
 
 	/* Removing k1 while w1 and w2 still seal with it is refused; once they switched, it is not. */
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1, &err), -1);
-	assert_non_null(strstr(err, "still the primary key of 2 of 3 live members"));
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "still the primary key of 2 of 3 live members"));
 	hear_alive(a, now, "w1", 2, k2, k1);
 	hear_alive(a, now, "w2", 2, k2, k1);
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k1), 0);
 
 	/* A dead member lacks nothing: w2 dies without k1's successor, and a new key can be used. */
 	const uint8_t k3[FTL_KEY_SIZE] = {3};
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k3, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k3), 0);
 	hear_alive(a, now, "w1", 3, k2, k3);
 	ftl_msg dead = {.type = FTL_MSG_DEAD};
 	strcpy(dead.u.rumor.name, "w2");
@@ -347,7 +343,7 @@ static void test_keys_use_and_remove_are_refused_while_they_would_cut_a_member_o
 	dead.u.rumor.incarnation = 2;
 	deliver(a, now, &dead);
 	assert_int_equal(ftl_swim_find(a, "w2")->state, FTL_MEMBER_DEAD);
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k3, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_USE, k3), 0);
 	ftl_swim_delete(a);
 	ftl_keyring_delete(kr);
 }

@@ -25,10 +25,9 @@ static void make_key(uint8_t key[FTL_KEY_SIZE], uint8_t fill)
 static ftl_keyring *new_ring(const char *cluster, uint8_t key_fill)
 {
 	uint8_t key[FTL_KEY_SIZE];
-	const char *err = NULL;
 	ftl_keyring *kr;
 	make_key(key, key_fill);
-	kr = ftl_keyring_new(cluster, key, &err);
+	kr = ftl_keyring_new(cluster, key);
 	assert_non_null(kr);
 	return kr;
 }
@@ -167,8 +166,7 @@ static void test_seal_refuses_a_buffer_too_small(void **state)
 
 static void test_insecure_mode_round_trips_in_plaintext(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new_insecure("prod", &err);
+	ftl_keyring *kr = ftl_keyring_new_insecure("prod");
 	uint8_t out[SEALED_LEN];
 	size_t len;
 	uint8_t key[FTL_KEY_SIZE];
@@ -189,8 +187,7 @@ static void test_insecure_mode_round_trips_in_plaintext(void **state)
 
 static void test_secure_and_insecure_nodes_drop_each_other_as_bad_mode(void **state)
 {
-	const char *err;
-	ftl_keyring *secure = new_ring("prod", 1), *insecure = ftl_keyring_new_insecure("prod", &err);
+	ftl_keyring *secure = new_ring("prod", 1), *insecure = ftl_keyring_new_insecure("prod");
 	uint8_t sealed[SEALED_LEN], plain[SEALED_LEN], unknown[SEALED_LEN];
 	size_t sealed_len = seal(secure, sealed), plain_len;
 
@@ -268,18 +265,16 @@ static void test_cluster_name_must_be_present_and_short(void **state)
 {
 	char long_name[FTL_CLUSTER_MAX + 1];
 	uint8_t key[FTL_KEY_SIZE];
-	const char *err = NULL;
 
 	make_key(key, 1);
-	assert_null(ftl_keyring_new("", key, &err));
-	assert_non_null(err);
+	assert_null(ftl_keyring_new("", key));
+	assert_string_equal(ftl_diag_message(), "cluster name is empty");
 	memset(long_name, 'c', FTL_CLUSTER_MAX);
 	long_name[FTL_CLUSTER_MAX] = '\0';
-	err = NULL;
-	assert_null(ftl_keyring_new_insecure(long_name, &err));
-	assert_non_null(err);
+	assert_null(ftl_keyring_new_insecure(long_name));
+	assert_string_equal(ftl_diag_message(), "cluster name too long");
 	long_name[FTL_CLUSTER_MAX - 1] = '\0';
-	ftl_keyring_delete(ftl_keyring_new(long_name, key, &err));
+	ftl_keyring_delete(ftl_keyring_new(long_name, key));
 }
 
 static void test_base64_key_round_trips(void **state)

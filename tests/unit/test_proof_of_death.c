@@ -22,12 +22,11 @@ typedef struct fixture {
 static int setup(void **state)
 {
 	static fixture f;
-	const char *err;
-	f.kr = ftl_keyring_new_insecure("c", &err);
+	f.kr = ftl_keyring_new_insecure("c");
 	ftl_swim_options o = {.name = "me", .generation = 1, .addr = "10.0.0.1:7946", .keyring = f.kr, .seed = 3};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_TRAIN);
 	f.cfg = o.config;
-	f.s = ftl_swim_new(&o, 0, &err);
+	f.s = ftl_swim_new(&o, 0);
 	ftl_msg_alive peer = {.generation = 7, .incarnation = 0};
 	strcpy(peer.name, "w1");
 	strcpy(peer.addr, "10.0.0.2:7946");

@@ -25,8 +25,7 @@ static ftl_swim *make(const char *name, const char *addr, ftl_keyring *kr, uint6
 {
 	ftl_swim_options o = {.name = name, .generation = generation, .addr = addr, .keyring = kr, .seed = 7};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_TRAIN);
-	const char *err;
-	ftl_swim *s = ftl_swim_new(&o, 0, &err);
+	ftl_swim *s = ftl_swim_new(&o, 0);
 	assert_non_null(s);
 	return s;
 }
@@ -74,18 +73,17 @@ static void add_known(ftl_swim *s, const char *name, const char *addr, uint64_t 
 
 static void test_replayed_key_install_does_not_restore_a_removed_key(void **state)
 {
-	const char *err;
-	ftl_keyring *ka = ftl_keyring_new("c", k1, &err), *kb = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *ka = ftl_keyring_new("c", k1), *kb = ftl_keyring_new("c", k1);
 	ftl_swim *a = make("a", "10.0.0.1:1", ka, 1);
 	add_known(a, "b", "10.0.0.2:1", 1);
 	int64_t now = 0;
 
 	/* `keys install K2` at a: the datagram that carries it to b is captured. */
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k2), 0);
 	captured install = capture_to(a, &now, "10.0.0.2:1");
 	/* Then `keys remove K2`, and a node c starts later with K1 alone and joins through a. */
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k2, &err), 0);
-	ftl_keyring *kc = ftl_keyring_new("c", k1, &err);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_REMOVE, k2), 0);
+	ftl_keyring *kc = ftl_keyring_new("c", k1);
 	ftl_swim *c = make("c", "10.0.0.3:1", kc, 1);
 	const char *seed = "10.0.0.1:1";
 	ftl_swim_join(c, &seed, 1);
@@ -102,7 +100,7 @@ static void test_replayed_key_install_does_not_restore_a_removed_key(void **stat
 
 	/* A new operation still reaches c. */
 	add_known(a, "c", "10.0.0.3:1", 1);
-	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k3, &err), 0);
+	assert_int_equal(ftl_swim_key_op(a, now, FTL_KEY_INSTALL, k3), 0);
 	for (int i = 0; i < 10 && keys_of(kc) == 1; i++) {
 		captured next = capture_to(a, &now, "10.0.0.3:1");
 		ftl_swim_receive(c, now, next.data, next.len);
@@ -147,8 +145,7 @@ static void tick_until(ftl_swim *s, int64_t *now_us, ftl_swim_event_type type, i
 
 static void test_replayed_alive_of_a_reaped_member_is_ignored(void **state)
 {
-	const char *err;
-	ftl_keyring *ka = ftl_keyring_new("c", k1, &err), *kd = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *ka = ftl_keyring_new("c", k1), *kd = ftl_keyring_new("c", k1);
 	ftl_swim *a = make("a", "10.0.0.1:1", ka, 1);
 	ftl_swim *d = make("d", "10.0.0.4:1", kd, 1);
 	add_known(a, "d", "10.0.0.4:1", 1);
@@ -188,7 +185,7 @@ static void test_replayed_alive_of_a_reaped_member_is_ignored(void **state)
 	assert_int_equal(ftl_swim_get_stats(a)->revivals, 0);
 
 	/* A real restart of d (a new generation) joins. */
-	ftl_keyring *kd2 = ftl_keyring_new("c", k1, &err);
+	ftl_keyring *kd2 = ftl_keyring_new("c", k1);
 	ftl_swim *d2 = make("d", "10.0.0.4:1", kd2, 2);
 	int64_t d2_now = now;
 	add_known(d2, "a", "10.0.0.1:1", 1);

@@ -19,8 +19,7 @@ static ftl_swim *make(const char *name, ftl_keyring *kr)
 {
 	ftl_swim_options o = {.name = name, .generation = 1, .addr = "127.0.0.1:1", .keyring = kr, .seed = 9};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_TRAIN);
-	const char *err;
-	ftl_swim *s = ftl_swim_new(&o, 0, &err);
+	ftl_swim *s = ftl_swim_new(&o, 0);
 	assert_non_null(s);
 	return s;
 }
@@ -40,8 +39,7 @@ static size_t ping_packet(const char *target, uint8_t *out, size_t cap)
 
 static void test_random_bytes_change_nothing_but_counters(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key_a, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key_a);
 	ftl_swim *s = make("me", kr);
 	ftl_rng rng;
 	ftl_rng_seed(&rng, 5);
@@ -62,8 +60,7 @@ static void test_random_bytes_change_nothing_but_counters(void **state)
 
 static void test_a_ping_is_answered(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key_a, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key_a);
 	ftl_swim *s = make("me", kr);
 	uint8_t buf[1400];
 	size_t len = ping_packet("me", buf, sizeof(buf));
@@ -77,8 +74,7 @@ static void test_a_ping_is_answered(void **state)
 
 static void test_ping_for_another_node_is_dropped(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key_a, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key_a);
 	ftl_swim *s = make("me", kr);
 	uint8_t buf[1400];
 	size_t len = ping_packet("someone-else", buf, sizeof(buf));
@@ -92,8 +88,7 @@ static void test_ping_for_another_node_is_dropped(void **state)
 
 static void test_push_pull_that_does_not_decode_is_dropped(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key_a, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key_a);
 	ftl_swim *s = make("me", kr);
 	ftl_swim *peer = make("peer", kr);
 	uint8_t *frame;
@@ -112,16 +107,15 @@ static void test_push_pull_that_does_not_decode_is_dropped(void **state)
 
 static void test_bad_options_are_refused_with_the_setting_named(void **state)
 {
-	const char *err;
-	ftl_keyring *kr = ftl_keyring_new("c", key_a, &err);
+	ftl_keyring *kr = ftl_keyring_new("c", key_a);
 	ftl_swim_options o = {.name = "", .generation = 1, .addr = "x:1", .keyring = kr};
 	ftl_swim_config_profile(&o.config, FTL_PROFILE_LAN);
-	assert_null(ftl_swim_new(&o, 0, &err));
-	assert_non_null(strstr(err, "name"));
+	assert_null(ftl_swim_new(&o, 0));
+	assert_non_null(strstr(ftl_diag_message(), "name"));
 	o.name = "ok";
 	o.keyring = NULL;
-	assert_null(ftl_swim_new(&o, 0, &err));
-	assert_non_null(strstr(err, "keyring"));
+	assert_null(ftl_swim_new(&o, 0));
+	assert_non_null(strstr(ftl_diag_message(), "keyring"));
 	ftl_keyring_delete(kr);
 }
 

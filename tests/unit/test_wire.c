@@ -23,13 +23,12 @@ static void assert_msg_round_trips(const ftl_msg *m)
 	ftl_wire_packet p;
 	ftl_msg out[2];
 	size_t enc_len, n;
-	const char *err = NULL;
 
 	assert_int_equal(ftl_wire_encode_msg(m, enc, sizeof enc, &enc_len), 0);
 	ftl_wire_packet_init(&p, buf, sizeof buf);
 	assert_int_equal(ftl_wire_packet_add_raw(&p, enc, enc_len), 0);
 	assert_int_equal(ftl_wire_packet_add(&p, m), 0);
-	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), out, 2, &n, &err), 0);
+	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), out, 2, &n), 0);
 	assert_int_equal(n, 2);
 	assert_true(wire_msg_equal(m, &out[0]));
 	assert_true(wire_msg_equal(m, &out[1]));
@@ -100,7 +99,6 @@ static void test_compound_packet_fills_until_add_refuses_and_fits_its_buffer(voi
 	ftl_wire_packet p;
 	size_t n, len_before;
 	uint32_t count_before;
-	const char *err;
 
 	memset(buf + CAP, 0xa5, 16); /* guard bytes past the end */
 	ftl_wire_packet_init(&p, buf, CAP);
@@ -118,7 +116,7 @@ static void test_compound_packet_fills_until_add_refuses_and_fits_its_buffer(voi
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(buf[CAP + i], 0xa5);
 
-	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, FTL_WIRE_MAX_MSGS, &n, &err),
+	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, FTL_WIRE_MAX_MSGS, &n),
 			 0);
 	assert_int_equal(n, p.count);
 	for (size_t i = 0; i < n; i++)
@@ -131,14 +129,13 @@ static void test_compound_packet_refuses_more_than_max_msgs(void **state)
 	ftl_msg ack = sample_msg(FTL_MSG_ACK, false), got[FTL_WIRE_MAX_MSGS];
 	ftl_wire_packet p;
 	size_t n;
-	const char *err;
 
 	ftl_wire_packet_init(&p, buf, sizeof buf);
 	for (int i = 0; i < FTL_WIRE_MAX_MSGS; i++)
 		assert_int_equal(ftl_wire_packet_add(&p, &ack), 0);
 	assert_int_equal(ftl_wire_packet_add(&p, &ack), -1);
 	assert_int_equal(ftl_wire_packet_add_raw(&p, buf + 6, 1), -1);
-	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, FTL_WIRE_MAX_MSGS, &n, &err),
+	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, FTL_WIRE_MAX_MSGS, &n),
 			 0);
 	assert_int_equal(n, FTL_WIRE_MAX_MSGS);
 }
@@ -149,10 +146,9 @@ static void test_empty_packet_decodes_to_no_messages(void **state)
 	ftl_wire_packet p;
 	ftl_msg got[1];
 	size_t n = 99;
-	const char *err;
 	ftl_wire_packet_init(&p, buf, sizeof buf);
 	assert_int_equal(ftl_wire_packet_room(&p), sizeof buf - 6);
-	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, 1, &n, &err), 0);
+	assert_int_equal(ftl_wire_decode_packet(buf, ftl_wire_packet_finish(&p), got, 1, &n), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -193,9 +189,9 @@ static void raw_ack(raw *r, uint32_t extra_keys)
 	raw_str(r, 4, "w1", 2);
 }
 
-static int raw_decode(raw *r, ftl_msg *out, size_t max, size_t *n, const char **err)
+static int raw_decode(raw *r, ftl_msg *out, size_t max, size_t *n)
 {
-	int rc = ftl_wire_decode_packet((const uint8_t *)r->sb.data, r->sb.size, out, max, n, err);
+	int rc = ftl_wire_decode_packet((const uint8_t *)r->sb.data, r->sb.size, out, max, n);
 	msgpack_sbuffer_destroy(&r->sb);
 	return rc;
 }
@@ -204,11 +200,10 @@ static void assert_rejected(raw *r, const char *why)
 {
 	ftl_msg out[FTL_WIRE_MAX_MSGS];
 	size_t n = 99;
-	const char *err = NULL;
-	assert_int_equal(raw_decode(r, out, FTL_WIRE_MAX_MSGS, &n, &err), -1);
+	assert_int_equal(raw_decode(r, out, FTL_WIRE_MAX_MSGS, &n), -1);
 	assert_int_equal(n, 0);
-	assert_non_null(err);
-	assert_string_equal(err, why);
+	assert_true(ftl_diag_message()[0] != '\0');
+	assert_string_equal(ftl_diag_message(), why);
 }
 
 static void test_unknown_key_inside_a_message_is_ignored(void **state)
@@ -216,7 +211,6 @@ static void test_unknown_key_inside_a_message_is_ignored(void **state)
 	raw r;
 	ftl_msg out[1];
 	size_t n;
-	const char *err;
 
 	raw_begin(&r, FTL_WIRE_VERSION, 1);
 	raw_ack(&r, 2);
@@ -225,7 +219,7 @@ static void test_unknown_key_inside_a_message_is_ignored(void **state)
 	msgpack_pack_str_with_body(&r.pk, "x", 1);
 	msgpack_pack_map(&r.pk, 0);
 	raw_uint(&r, 1000000, 5); /* a large unknown key */
-	assert_int_equal(raw_decode(&r, out, 1, &n, &err), 0);
+	assert_int_equal(raw_decode(&r, out, 1, &n), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(out[0].type, FTL_MSG_ACK);
 	assert_int_equal(out[0].u.ack.seq, 42);
@@ -254,10 +248,9 @@ static ftl_msg decoded_alive(int fps_len)
 	raw r;
 	ftl_msg out[1];
 	size_t n = 0;
-	const char *err;
 	raw_begin(&r, FTL_WIRE_VERSION, 1);
 	raw_alive(&r, fps_len);
-	assert_int_equal(raw_decode(&r, out, 1, &n, &err), 0);
+	assert_int_equal(raw_decode(&r, out, 1, &n), 0);
 	assert_int_equal(n, 1);
 	assert_string_equal(out[0].u.alive.name, "w1");
 	return out[0];
@@ -300,7 +293,6 @@ static void test_unknown_message_type_is_skipped_and_the_rest_delivered(void **s
 	raw r;
 	ftl_msg out[3];
 	size_t n;
-	const char *err;
 
 	raw_begin(&r, FTL_WIRE_VERSION, 3);
 	raw_ack(&r, 0);
@@ -308,7 +300,7 @@ static void test_unknown_message_type_is_skipped_and_the_rest_delivered(void **s
 	raw_uint(&r, 0, 200); /* a message type from the future, with fields we cannot check */
 	raw_str(&r, 1, "not a seq", 9);
 	raw_ack(&r, 0);
-	assert_int_equal(raw_decode(&r, out, 3, &n, &err), 0);
+	assert_int_equal(raw_decode(&r, out, 3, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(out[0].type, FTL_MSG_ACK);
 	assert_int_equal(out[1].type, FTL_MSG_ACK);
@@ -488,19 +480,18 @@ static void test_too_many_messages_are_rejected(void **state)
 	raw r;
 	ftl_msg out[FTL_WIRE_MAX_MSGS + 1];
 	size_t n;
-	const char *err;
 
 	raw_begin(&r, FTL_WIRE_VERSION, 3); /* more than the caller's max */
 	for (int i = 0; i < 3; i++)
 		raw_ack(&r, 0);
-	assert_int_equal(raw_decode(&r, out, 2, &n, &err), -1);
-	assert_string_equal(err, "too many messages");
+	assert_int_equal(raw_decode(&r, out, 2, &n), -1);
+	assert_string_equal(ftl_diag_message(), "too many messages");
 
 	raw_begin(&r, FTL_WIRE_VERSION, FTL_WIRE_MAX_MSGS + 1); /* more than any packet may carry */
 	for (int i = 0; i < FTL_WIRE_MAX_MSGS + 1; i++)
 		raw_ack(&r, 0);
-	assert_int_equal(raw_decode(&r, out, FTL_WIRE_MAX_MSGS + 1, &n, &err), -1);
-	assert_string_equal(err, "too many messages");
+	assert_int_equal(raw_decode(&r, out, FTL_WIRE_MAX_MSGS + 1, &n), -1);
+	assert_string_equal(ftl_diag_message(), "too many messages");
 }
 
 static void test_trailing_bytes_are_rejected(void **state)
@@ -519,11 +510,10 @@ static void test_container_claiming_more_elements_than_bytes_is_rejected_before_
 	static const uint8_t huge_map[] = {FTL_WIRE_VERSION, 0x91, 0xdf, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00};
 	ftl_msg out[1];
 	size_t n;
-	const char *err;
-	assert_int_equal(ftl_wire_decode_packet(huge_array, sizeof huge_array, out, 1, &n, &err), -1);
-	assert_string_equal(err, "container larger than input");
-	assert_int_equal(ftl_wire_decode_packet(huge_map, sizeof huge_map, out, 1, &n, &err), -1);
-	assert_string_equal(err, "container larger than input");
+	assert_int_equal(ftl_wire_decode_packet(huge_array, sizeof huge_array, out, 1, &n), -1);
+	assert_string_equal(ftl_diag_message(), "container larger than input");
+	assert_int_equal(ftl_wire_decode_packet(huge_map, sizeof huge_map, out, 1, &n), -1);
+	assert_string_equal(ftl_diag_message(), "container larger than input");
 }
 
 static void test_deeply_nested_value_is_rejected(void **state)
@@ -555,15 +545,14 @@ static void test_packet_truncated_at_every_length_is_rejected(void **state)
 	uint8_t buf[4096];
 	ftl_msg out[FTL_MSG_TYPE_MAX];
 	size_t n, len = every_type_packet(buf, sizeof buf);
-	const char *err;
 
-	assert_int_equal(ftl_wire_decode_packet(buf, len, out, FTL_MSG_TYPE_MAX, &n, &err), 0);
+	assert_int_equal(ftl_wire_decode_packet(buf, len, out, FTL_MSG_TYPE_MAX, &n), 0);
 	for (size_t cut = 0; cut < len; cut++) {
 		uint8_t *copy = malloc(cut + 1); /* exactly cut bytes readable, so ASan sees an overread */
 		memcpy(copy, buf, cut);
-		err = NULL;
-		assert_int_equal(ftl_wire_decode_packet(copy, cut, out, FTL_MSG_TYPE_MAX, &n, &err), -1);
-		assert_non_null(err);
+		ftl_diag_clear();
+		assert_int_equal(ftl_wire_decode_packet(copy, cut, out, FTL_MSG_TYPE_MAX, &n), -1);
+		assert_true(ftl_diag_message()[0] != '\0');
 		free(copy);
 	}
 }
@@ -589,7 +578,6 @@ static void test_random_bytes_and_mutations_never_crash(void **state)
 	print_message("seed 0x%llx\n", (unsigned long long)seed);
 	for (int i = 0; i < ITERATIONS; i++) {
 		size_t len, n;
-		const char *err = NULL;
 		int rc;
 		if (i % 2 == 0) { /* random bytes behind a valid version byte */
 			len = 1 + next_random(&seed) % 300;
@@ -602,8 +590,8 @@ static void test_random_bytes_and_mutations_never_crash(void **state)
 			for (int k = 1 + (int)(next_random(&seed) % 4); k > 0; k--)
 				buf[next_random(&seed) % len] = (uint8_t)next_random(&seed);
 		}
-		rc = ftl_wire_decode_packet(buf, len, out, FTL_WIRE_MAX_MSGS, &n, &err);
-		assert_true(rc == 0 || (rc == -1 && err != NULL && n == 0));
+		rc = ftl_wire_decode_packet(buf, len, out, FTL_WIRE_MAX_MSGS, &n);
+		assert_true(rc == 0 || (rc == -1 && ftl_diag_message()[0] != '\0' && n == 0));
 		assert_true(n <= FTL_WIRE_MAX_MSGS);
 		accepted += rc == 0;
 	}
@@ -620,7 +608,6 @@ typedef struct pp_case {
 	ftl_pp_member members[PP_MEMBERS], got[PP_MEMBERS];
 	uint8_t *buf;
 	size_t len;
-	const char *err;
 } pp_case;
 
 static int pp_encode(pp_case *c)
@@ -632,7 +619,7 @@ static int pp_encode(pp_case *c)
 
 static int pp_decode(pp_case *c, size_t len, size_t max)
 {
-	return ftl_wire_decode_push_pull(c->buf, len, &c->got_hdr, c->got, max, &c->err);
+	return ftl_wire_decode_push_pull(c->buf, len, &c->got_hdr, c->got, max);
 }
 
 static int pp_setup(void **state)
@@ -670,7 +657,7 @@ static void test_push_pull_with_more_members_than_max_is_rejected(void **state)
 {
 	pp_case *c = *state;
 	assert_int_equal(pp_decode(c, c->len, PP_MEMBERS - 1), -1);
-	assert_string_equal(c->err, "too many members");
+	assert_string_equal(ftl_diag_message(), "too many members");
 	assert_int_equal(c->got_hdr.count, 0);
 }
 
@@ -694,7 +681,7 @@ static void test_push_pull_member_with_unknown_state_is_rejected(void **state)
 			c->buf[i] = FTL_MEMBER_STATE_MAX;
 	}
 	assert_int_equal(pp_decode(c, c->len, PP_MEMBERS), -1);
-	assert_string_equal(c->err, "state out of range");
+	assert_string_equal(ftl_diag_message(), "state out of range");
 }
 
 static void test_push_pull_without_member_list_is_rejected(void **state)
@@ -702,7 +689,6 @@ static void test_push_pull_without_member_list_is_rejected(void **state)
 	raw r;
 	ftl_push_pull hdr;
 	ftl_pp_member got[1];
-	const char *err;
 
 	msgpack_sbuffer_init(&r.sb);
 	msgpack_packer_init(&r.pk, &r.sb, msgpack_sbuffer_write);
@@ -711,8 +697,8 @@ static void test_push_pull_without_member_list_is_rejected(void **state)
 	raw_str(&r, 4, "w1", 2);
 	msgpack_pack_uint8(&r.pk, 14);
 	msgpack_pack_true(&r.pk);
-	assert_int_equal(ftl_wire_decode_push_pull((const uint8_t *)r.sb.data, r.sb.size, &hdr, got, 1, &err), -1);
-	assert_string_equal(err, "missing field");
+	assert_int_equal(ftl_wire_decode_push_pull((const uint8_t *)r.sb.data, r.sb.size, &hdr, got, 1), -1);
+	assert_string_equal(ftl_diag_message(), "missing field");
 	msgpack_sbuffer_destroy(&r.sb);
 }
 

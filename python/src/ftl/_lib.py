@@ -51,9 +51,11 @@ LOAD_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, c_size)
 _PROTOTYPES = {
     "ftl_version": (ctypes.c_char_p, []),
     "ftl_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "ftl_error_code": (ctypes.c_int, []),
+    "ftl_error_message": (ctypes.c_char_p, []),
     "ftl_comm_backend_is_available": (ctypes.c_int, [ctypes.c_int]),
-    "ftl_agent_new_from_env": (c_agent_p, [ctypes.c_char_p, c_size]),
-    "ftl_agent_start": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, c_size]),
+    "ftl_agent_new_from_env": (c_agent_p, []),
+    "ftl_agent_start": (ctypes.c_int, [c_agent_p]),
     "ftl_agent_leave": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
     "ftl_agent_has_left": (ctypes.c_bool, [c_agent_p]),
     "ftl_agent_stop": (None, [c_agent_p]),
@@ -72,7 +74,7 @@ _PROTOTYPES = {
     "ftl_register_buffer": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, ctypes.c_void_p, c_size, ctypes.c_bool]),
     "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
-    "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC), ctypes.c_char_p, c_size]),
+    "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC)]),
     "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
 }
 

@@ -28,7 +28,6 @@ from ._lib import LOAD_FN, SAVE_FN, STEP_FN, BatchConfigC, JobStatusC, lib, text
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
 
 T = TypeVar("T")
-_ERR_LEN = 512
 _env_lock = threading.Lock()
 
 
@@ -108,13 +107,13 @@ class Agent:
 
     def __init__(self, **settings: Any):
         self._lib = lib()
-        err = ctypes.create_string_buffer(_ERR_LEN)
         overrides = _settings_env(settings)
         with _env_lock:  # the C side reads getenv(); other threads must not see our overrides half-set
             saved = {k: os.environ.get(k) for k in overrides}
             os.environ.update(overrides)
             try:
-                ptr = self._lib.ftl_agent_new_from_env(err, _ERR_LEN)
+                ptr = self._lib.ftl_agent_new_from_env()
+                why = "" if ptr else text(self._lib.ftl_error_message())  # this thread's reason, read at once
                 self.backend = os.environ.get("FTL_COMM", "tcp")
             finally:
                 for k, v in saved.items():
@@ -123,7 +122,7 @@ class Agent:
                     else:
                         os.environ[k] = v
         if not ptr:
-            raise ConfigError(text(err.value) or "ftl: the agent could not be created")
+            raise ConfigError(why or "ftl: the agent could not be created")
         self._ptr: Optional[int] = ptr
         self._started = False
         self._keep: list = []            # registered arrays and callbacks: alive as long as C holds them
@@ -142,9 +141,8 @@ class Agent:
 
     def start(self) -> "Agent":
         """Binds, starts gossip and joins the seeds (FTL_SEEDS)."""
-        err = ctypes.create_string_buffer(_ERR_LEN)
-        if self._lib.ftl_agent_start(self._handle(), err, _ERR_LEN) != 0:
-            raise ConfigError(text(err.value) or "ftl: the agent could not start")
+        if self._lib.ftl_agent_start(self._handle()) != 0:
+            raise ConfigError(text(self._lib.ftl_error_message()) or "ftl: the agent could not start")
         self._started = True
         return self
 
@@ -190,7 +188,7 @@ class Agent:
         self._check_backend(b, f"register({name!r})")
         handle = self._handle()
         if self._lib.ftl_register_buffer(handle, name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
-            raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_last_error(handle))}", INVALID)
+            raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_error_message())}", INVALID)
         self._keep.append(b.owner)
 
     def register_state(self, save: Callable[[], bytes], load: Callable[[bytes], None]) -> None:
@@ -217,7 +215,7 @@ class Agent:
         permutation, so each sample is used once per data epoch at any world size."""
         handle = self._handle()
         if self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0:
-            raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_last_error(handle))}", INVALID)
+            raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_error_message())}", INVALID)
 
     def set_batch(self, global_batch: int, max_batch_per_rank: int = 0, reproducible: bool = False) -> None:
         """A fixed global batch (FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE do the same):
@@ -226,9 +224,8 @@ class Agent:
         sets StepInfo.micro_batch: compute the share in chunks of that many, accumulating gradients.
         Before start()."""
         cfg = BatchConfigC(global_batch, max_batch_per_rank, reproducible)
-        err = ctypes.create_string_buffer(_ERR_LEN)
-        if self._lib.ftl_set_batch(self._handle(), ctypes.byref(cfg), err, _ERR_LEN) != 0:
-            raise ConfigError(text(err.value))
+        if self._lib.ftl_set_batch(self._handle(), ctypes.byref(cfg)) != 0:
+            raise ConfigError(text(self._lib.ftl_error_message()))
 
     # ---- steps ----
 

@@ -1,0 +1,43 @@
+/* The readers of env_read.h (and ftl_env_int of ftl/settings.h). */
+#include "env_read.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ftl_err refuse_empty(const char *var)
+{
+	return ftl_diag_set(FTL_ERR_INVALID, "%s is set but empty: give it a value, or unset it for the default", var);
+}
+
+ftl_err ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return FTL_OK;
+	if (!*v)
+		return refuse_empty(var);
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	bool is_plain = (v[0] >= '0' && v[0] <= '9') || v[0] == '-'; /* no blanks, no '+' */
+	if (!is_plain || errno || end == v || *end || x < min || x > max)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected a whole number from %lld to %lld", var, v,
+				    (long long)min, (long long)max);
+	*dst = x;
+	return FTL_OK;
+}
+
+ftl_err ftl_env_str(const char *var, char *dst, size_t cap)
+{
+	const char *v = getenv(var);
+	if (!v)
+		return FTL_OK;
+	if (!*v)
+		return refuse_empty(var);
+	if (strlen(v) >= cap)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s is too long (at most %zu bytes)", var, cap - 1);
+	memcpy(dst, v, strlen(v) + 1);
+	return FTL_OK;
+}

@@ -1,0 +1,27 @@
+/* The calling thread's last error (Tarantool's diagnostics area): a code and a formatted message that say
+ * what happened and what to do. A fallible function returns an ftl_err (or NULL when it makes something)
+ * and leaves the why here, so `return ftl_diag_set(FTL_ERR_INVALID, "FTL_SEEDS=%s: ...", v);` reads as one
+ * failure, and the caller that reports it reads ftl_diag_message() (ftl_error_message() in the public API).
+ *
+ * Per thread, so the agent's loop thread and the training thread never overwrite each other's reason. A
+ * success does not clear it: read it only after a call said it failed. Setting it keeps errno. */
+#ifndef FTL_BASE_DIAG_H
+#define FTL_BASE_DIAG_H
+
+#include "ftl/error.h"
+
+/* Longest message kept, terminator included; longer ones are cut. */
+#define FTL_DIAG_MSG_MAX 1024
+
+/* Records code and the message, returns code. The arguments may include ftl_diag_message() itself. */
+ftl_err ftl_diag_set(ftl_err code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Puts context in front of the recorded message ("checkpoint /ck/step-9: " + message), keeps the code and
+ * returns it: for a caller that adds where a callee's failure happened. */
+ftl_err ftl_diag_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The recorded code (FTL_OK when nothing was recorded on this thread) and message ("" then). */
+ftl_err ftl_diag_code(void);
+const char *ftl_diag_message(void);
+/* Forgets the recorded error: for a caller that handled it. */
+void ftl_diag_clear(void);
+
+#endif
