@@ -5,11 +5,15 @@
 
 #include "ftl/execute.h"
 
-ftl_agent *ftl_agent_new_from_env(char *err, size_t err_len)
+ftl_agent *ftl_agent_new_from_env(char *err, size_t err_len) { return ftl_agent_new_from_env_logging(NULL, NULL, err, err_len); }
+
+ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user, char *err, size_t err_len)
 {
 	ftl_agent_config cfg;
 	ftl_training_config training;
 	ftl_agent_config_default(&cfg);
+	cfg.log_cb = log_cb;
+	cfg.log_user = log_user;
 	ftl_training_config_default(&training);
 	if (ftl_agent_config_from_env(&cfg, err, err_len) != 0 ||
 	    ftl_training_config_from_env(&training, err, err_len) != 0)

@@ -61,23 +61,27 @@ int ftl_agent_config_from_env(ftl_agent_config *c, char *err, size_t len)
 		return -1;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
-	ftl_env_warn_unknown();
+	ftl_logger log; /* the agent's own, as far as the config says yet (a bad level is refused later) */
+	if (ftl_logger_init(&log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
+		ftl_logger_init(&log, "info", c->name, c->log_cb, c->log_user);
+	ftl_env_warn_unknown_to(&log);
 	return 0;
 }
 
 /* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */
-static void warn_if_key_file_is_shared(FILE *f, const char *path)
+static void warn_if_key_file_is_shared(const ftl_logger *log, FILE *f, const char *path)
 {
 	struct stat st;
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
-		ftl_log(FTL_LOG_WARN, "config", NULL,
-			"FTL_GOSSIP_KEY_FILE=%s has mode %04o: group or others can read or change the cluster key; "
-			"chmod 600 it",
-			path, (unsigned)(st.st_mode & 07777));
+		ftl_log(log, FTL_LOG_WARN, "config",
+			FTL_MSG("FTL_GOSSIP_KEY_FILE=%s has mode %04o: group or others can read or change the cluster "
+				"key; chmod 600 it",
+				path, (unsigned)(st.st_mode & 07777)),
+			FTL_F_STR("file", path), FTL_F_UINT("mode", st.st_mode & 07777));
 }
 
 /* Reads the key from FTL_GOSSIP_KEY or FTL_GOSSIP_KEY_FILE into key. */
-static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *err, size_t len)
+static int load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_t key[FTL_KEY_SIZE], char *err, size_t len)
 {
 	char text[128] = "";
 	const char *what = "FTL_GOSSIP_KEY";
@@ -89,7 +93,7 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 		if (!f)
 			return ftl_errf(err, len, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));
-		warn_if_key_file_is_shared(f, c->gossip_key_file);
+		warn_if_key_file_is_shared(log, f, c->gossip_key_file);
 		if (!fgets(text, sizeof(text), f))
 			text[0] = '\0';
 		fclose(f);
@@ -166,7 +170,7 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 	memset(out, 0, sizeof(*out));
 	if (!is_valid_name(c->name))
 		return ftl_errf(err, len, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
-	if (ftl_log_setup(c->log_level, c->name) != 0)
+	if (ftl_logger_init(&out->log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
 		return ftl_errf(err, len, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (!c->cluster[0])
 		return ftl_errf(err, len, "FTL_CLUSTER: must not be empty");
@@ -230,7 +234,7 @@ int ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out,
 			return ftl_errf(err, len,
 				    "no gossip key: set FTL_GOSSIP_KEY (or FTL_GOSSIP_KEY_FILE) to the output of "
 				    "`ftlctl keygen`, or FTL_INSECURE=1 for plaintext gossip");
-		if (load_key(c, out->key, err, len) != 0)
+		if (load_key(c, &out->log, out->key, err, len) != 0)
 			return -1;
 	}
 	if (c->reseed_interval_ms < 100)

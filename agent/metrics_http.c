@@ -238,9 +238,8 @@ int ftl_metrics_http_start(ftl_agent *a, char *err, size_t len)
 		snprintf(err, len, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr, uv_strerror(rc));
 		return -1; /* the caller closes every handle, this listener included */
 	}
-	char fields[160];
-	snprintf(fields, sizeof(fields), "addr=%s", a->cfg.metrics_addr);
-	ftl_log(FTL_LOG_INFO, "metrics", fields, "serving GET /metrics (Prometheus text format)");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "metrics", "serving GET /metrics (Prometheus text format)",
+		FTL_F_STR("addr", a->cfg.metrics_addr));
 	return 0;
 }
 

@@ -155,7 +155,9 @@ typedef struct ftl_ckpt_writer_stats {
 typedef struct ftl_ckpt_writer ftl_ckpt_writer;
 
 /* Makes dir if missing and starts the thread (with every signal blocked). NULL with a message. */
-ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, char *err, size_t err_len);
+struct ftl_logger;
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, const struct ftl_logger *log, char *err,
+				     size_t err_len);
 /* Finishes a write in progress (it becomes durable), then stops the thread. */
 void ftl_ckpt_writer_delete(ftl_ckpt_writer *w);
 /* A staging buffer of `bytes` for the checkpoint of `step`, owned by the caller until submit or cancel.
@@ -179,11 +181,13 @@ void ftl_ckpt_writer_note_loaded(ftl_ckpt_writer *w, uint64_t step, const char *
 typedef struct ftl_checkpoints {
 	ftl_ckpt_writer *writer;           /* NULL: checkpoints are off */
 	const ftl_training_config *cfg;    /* dir, every, keep, busy, fresh, checksum */
+	const struct ftl_logger *log;      /* the agent's: where resumes, skips and writes are said */
 } ftl_checkpoints;
 
-/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg must outlive c). -1 with a
- * message. */
-int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, char *err, size_t err_len);
+/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg and log must outlive c). -1
+ * with a message. */
+int ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, const struct ftl_logger *log, char *err,
+			 size_t err_len);
 void ftl_checkpoint_teardown(ftl_checkpoints *c);
 /* After a completed step on rank 0: stage the state for the writer when the step is due. */
 void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);

@@ -152,7 +152,7 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 	ftl_training *tr = &a->train;
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
-	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, err, len) != 0)
+	if (ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, &a->set.log, err, len) != 0)
 		return -1;
 	tr->state.backend = t->backend;
 	tr->state.batch = t->batch;
@@ -162,7 +162,7 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 		.step_failure_rebuild_us = SAME_VIEW_GRACE_US,
 		.setup_failure_rebuild_us = REBUILD_BACKOFF_US,
 	};
-	ftl_exec_create(&tr->exec, &policy, &tr->state);
+	ftl_exec_create(&tr->exec, &policy, &tr->state, &a->set.log);
 	ftl_exec_set_feed(&tr->exec, &ftl_exec_agent_feed, a);
 	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
 	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
@@ -239,7 +239,7 @@ json_t *ftl_training_execute_json(ftl_training *t)
 static int refused(ftl_agent *a, int rc)
 {
 	if (rc != 0)
-		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train.exec.last_error);
+		ftl_log(&a->set.log, FTL_LOG_ERROR, "training", a->train.exec.last_error);
 	return rc;
 }
 

@@ -90,6 +90,8 @@ typedef struct bench_job {
 	size_t bytes;
 } bench_job;
 
+static ftl_logger bench_log; /* warn and up: the figures, not the writer's info lines */
+
 static int job_init(bench_job *j, const char *dir, size_t bytes)
 {
 	memset(j, 0, sizeof(*j));
@@ -106,7 +108,7 @@ static int job_init(bench_job *j, const char *dir, size_t bytes)
 	j->r.buffers[0] = (ftl_buffer_reg){.name = "state", .ptr = j->state, .bytes = bytes};
 	j->r.n_buffers = 1;
 	char err[512];
-	if (ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)) != 0) {
+	if (ftl_checkpoint_setup(&j->c, &j->cfg, &bench_log, err, sizeof(err)) != 0) {
 		fprintf(stderr, "bench_checkpoint: %s\n", err);
 		return -1;
 	}
@@ -195,7 +197,7 @@ int main(int argc, char **argv)
 		perror("bench_checkpoint: mkdtemp");
 		return 1;
 	}
-	ftl_log_setup("warn", "bench");
+	ftl_logger_init(&bench_log, "warn", "bench", NULL, NULL);
 	int rc = 0;
 	if (argc > 2) {
 		for (int i = 2; i < argc && rc == 0; i++)

@@ -138,6 +138,9 @@ FTL_API int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *e
  * *_from_env calls read them), a new agent with training on, ready for registrations and ftl_agent_start.
  * NULL with err naming the variable (or saying what else failed). */
 FTL_API ftl_agent *ftl_agent_new_from_env(char *err, size_t err_len);
+/* The same, with the agent's records (and the settings' warnings) going to log_cb (ftl/agent.h) instead of
+ * stderr: for bindings that cannot fill an ftl_agent_config, such as the Python package. */
+FTL_API ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user, char *err, size_t err_len);
 
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned. */

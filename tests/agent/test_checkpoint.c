@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "log.h"
 
 /* A small image: two buffers and some save bytes, with a recognisable payload. */
 static uint8_t *make_image(ftl_ckpt_header *h, size_t *len)
@@ -316,7 +317,7 @@ static void job_init(fake_job *j, const char *dir)
 	j->r.load = load_extra;
 	j->r.cb_ctx = j;
 	char err[256];
-	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg, err, sizeof(err)), 0);
+	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg, ftl_logger_stderr(), err, sizeof(err)), 0);
 }
 
 /* Steps the fake job to `steps`, checkpointing every 10; the state after step s is a function of s. */

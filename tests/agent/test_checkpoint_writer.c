@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "log.h"
 
 static char *temp_dir(void)
 {
@@ -101,7 +102,7 @@ static int count_entries(const char *dir)
 static ftl_ckpt_writer *writer(const char *dir, int keep, bool is_waiting)
 {
 	char err[512];
-	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting, err, sizeof(err));
+	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting, ftl_logger_stderr(), err, sizeof(err));
 	if (!w)
 		fail_msg("%s", err);
 	return w;
