@@ -11,8 +11,9 @@
  *    checkpoints and their writer thread) take a `const ftl_logger *` when they are made and keep it; it
  *    must outlive them (the agent's does, as it owns them);
  *  - code that runs before any agent exists (ftl_agent_config_from_env's warnings) builds a logger from
- *    the config it was given; what has no config at all (the public ftl_env_warn_unknown, benchmarks)
- *    uses ftl_logger_stderr(): info and up, agent "-", on stderr.
+ *    the config it was given; what has no config at all (the public ftl_env_warn_unknown, unit tests)
+ *    uses ftl_logger_stderr(): info and up, agent "-", on stderr, or a logger of its own
+ *    (ftl_logger_init: the checkpoint benchmark's logs warnings only).
  *
  *   ftl_log(log, FTL_LOG_WARN, "membership", "member dead", FTL_F_STR("member", name),
  *           FTL_F_UINT("incarnation", inc));
