@@ -27,28 +27,33 @@ int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
 
 typedef struct udp_send {
 	uv_udp_send_t req;
+	ftl_agent *a;
 	size_t len;
 	uint8_t data[];
 } udp_send;
 
 static void on_udp_sent(uv_udp_send_t *req, int status)
 {
+	udp_send *s = req->data;
 	if (status < 0)
-		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "udp send failed: %s", uv_strerror(status));
-	free(req->data);
+		ftl_log(&s->a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("udp send failed: %s", uv_strerror(status)),
+			FTL_F_STR("error", uv_strerror(status)));
+	free(s);
 }
 
 static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
 {
 	struct sockaddr_storage to;
 	if (ftl_addr_parse_numeric(out->to_addr, &to) != 0) {
-		ftl_log(FTL_LOG_WARN, "transport", NULL, "cannot send to %s: not a numeric address", out->to_addr);
+		ftl_log(&a->set.log, FTL_LOG_WARN, "transport", FTL_MSG("cannot send to %s: not a numeric address", out->to_addr),
+			FTL_F_STR("to", out->to_addr));
 		return;
 	}
 	udp_send *s = malloc(sizeof(*s) + FTL_UDP_PACKET_MAX);
 	if (!s)
 		return;
 	s->req.data = s;
+	s->a = a;
 	if (ftl_seal_datagram(a->keyring, out->data, out->len, s->data, &s->len) != 0) {
 		free(s);
 		return;
@@ -56,7 +61,8 @@ static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
 	uv_buf_t buf = uv_buf_init((char *)s->data, (unsigned)s->len);
 	int rc = uv_udp_send(&s->req, &a->udp, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
 	if (rc < 0) {
-		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "udp send to %s: %s", out->to_addr, uv_strerror(rc));
+		ftl_log(&a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("udp send to %s: %s", out->to_addr, uv_strerror(rc)),
+			FTL_F_STR("to", out->to_addr), FTL_F_STR("error", uv_strerror(rc)));
 		free(s);
 	}
 }
@@ -79,14 +85,15 @@ static void update_counts(ftl_agent *a)
 static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 {
 	const ftl_swim_event *ev = &nev->member;
-	char fields[384];
-	int n = snprintf(fields, sizeof(fields), "member=%s addr=%s generation=%llu incarnation=%llu", ev->name,
-			 ev->addr, (unsigned long long)ev->generation, (unsigned long long)ev->incarnation);
-	if (ev->type == FTL_EVENT_DEAD && n > 0 && (size_t)n < sizeof(fields))
-		snprintf(fields + n, sizeof(fields) - (size_t)n, " reason=\"%s\" from=%s",
-			 ftl_death_reason_strs[ev->reason], ev->from);
-	ftl_log(ev->type == FTL_EVENT_DEAD ? FTL_LOG_WARN : FTL_LOG_INFO, "membership", fields, "member %s",
-		ftl_swim_event_type_strs[ev->type]);
+	if (ev->type == FTL_EVENT_DEAD)
+		ftl_log(&a->set.log, FTL_LOG_WARN, "membership", "member dead", FTL_F_STR("member", ev->name),
+			FTL_F_STR("addr", ev->addr), FTL_F_UINT("generation", ev->generation),
+			FTL_F_UINT("incarnation", ev->incarnation), FTL_F_STR("reason", ftl_death_reason_strs[ev->reason]),
+			FTL_F_STR("from", ev->from));
+	else
+		ftl_log(&a->set.log, FTL_LOG_INFO, "membership", FTL_MSG("member %s", ftl_swim_event_type_strs[ev->type]),
+			FTL_F_STR("member", ev->name), FTL_F_STR("addr", ev->addr), FTL_F_UINT("generation", ev->generation),
+			FTL_F_UINT("incarnation", ev->incarnation));
 	ftl_agent_control_event(a, ev);
 	a->events_seen[ev->type]++;
 	if (nev->is_abort)
@@ -123,7 +130,7 @@ static void has_left(ftl_agent *a)
 	a->has_left = true;
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
-	ftl_log(FTL_LOG_INFO, "agent", NULL, "left the cluster");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "left the cluster");
 	ftl_agent_control_left(a);
 }
 
@@ -377,11 +384,10 @@ ftl_err ftl_agent_start(ftl_agent *a)
 	if (err)
 		return abandon_start(a, err);
 	if (a->set.is_insecure)
-		ftl_log(FTL_LOG_WARN, "agent", NULL, "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
-	char fields[1024];
-	snprintf(fields, sizeof(fields), "bind=%s advertise=%s cluster=%s profile=%s control=%s", a->cfg.bind,
-		 a->set.advertise, a->cfg.cluster, a->cfg.profile, a->control_path);
-	ftl_log(FTL_LOG_INFO, "agent", fields, "started");
+		ftl_log(&a->set.log, FTL_LOG_WARN, "agent", "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "started", FTL_F_STR("bind", a->cfg.bind),
+		FTL_F_STR("advertise", a->set.advertise), FTL_F_STR("cluster", a->cfg.cluster),
+		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control_path));
 	ftl_agent_seeds_start(a);
 	update_counts(a);
 	ftl_agent_flush(a);

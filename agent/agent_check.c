@@ -60,11 +60,11 @@ static void finish(check *c, ftl_swim_check_result result, int status)
 	if (c->is_done)
 		return;
 	ftl_agent *a = c->a;
-	char fields[256];
-	snprintf(fields, sizeof(fields), "member=%s addr=%s result=\"%s\" took_ms=%.2f", c->name, c->addr,
-		 ftl_swim_check_result_strs[result], (double)(ftl_agent_now_us(a) - c->started_us) / 1000.0);
-	ftl_log(result == FTL_CHECK_REFUSED ? FTL_LOG_INFO : FTL_LOG_DEBUG, "membership", fields,
-		"checked the gossip port%s%s", status < 0 ? ": " : "", status < 0 ? uv_strerror(status) : "");
+	ftl_log(&a->set.log, result == FTL_CHECK_REFUSED ? FTL_LOG_INFO : FTL_LOG_DEBUG, "membership",
+		FTL_MSG("checked the gossip port%s%s", status < 0 ? ": " : "", status < 0 ? uv_strerror(status) : ""),
+		FTL_F_STR("member", c->name), FTL_F_STR("addr", c->addr),
+		FTL_F_STR("result", ftl_swim_check_result_strs[result]),
+		FTL_F_DOUBLE("took_ms", (double)(ftl_agent_now_us(a) - c->started_us) / 1000.0));
 	check_close(c);
 	ftl_node_check_done(a->node, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
 	ftl_agent_flush(a);

@@ -145,7 +145,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
 			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");
 		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
-		ftl_log(FTL_LOG_INFO, "agent", NULL, "leaving the cluster (requested over the control socket)");
+		ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "leaving the cluster (requested over the control socket)");
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
 		ftl_agent_flush(a);
 		return NULL;

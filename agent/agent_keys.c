@@ -83,6 +83,7 @@ json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req)
 	ftl_agent_flush(a);
 	if (refusal)
 		return refusal;
-	ftl_log(FTL_LOG_INFO, "keys", NULL, "key %s applied here and gossiped to the cluster", op);
+	ftl_log(&a->set.log, FTL_LOG_INFO, "keys", FTL_MSG("key %s applied here and gossiped to the cluster", op),
+		FTL_F_STR("op", op));
 	return json_pack("{s:b}", "ok", 1);
 }

@@ -80,8 +80,9 @@ static void on_timer(uv_timer_t *t)
 {
 	peer_conn *p = t->data;
 	if (!p->is_connected)
-		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "rendezvous connection to %s (%s): connect timed out", p->name,
-			p->addr);
+		ftl_log(&p->a->set.log, FTL_LOG_DEBUG, "transport",
+			FTL_MSG("rendezvous connection to %s (%s): connect timed out", p->name, p->addr),
+			FTL_F_STR("peer", p->name), FTL_F_STR("addr", p->addr));
 	peer_close(p);
 }
 
@@ -101,8 +102,9 @@ static void on_connect(uv_connect_t *req, int status)
 {
 	peer_conn *p = req->data;
 	if (status < 0) {
-		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "rendezvous connection to %s (%s): %s", p->name, p->addr,
-			uv_strerror(status));
+		ftl_log(&p->a->set.log, FTL_LOG_DEBUG, "transport",
+			FTL_MSG("rendezvous connection to %s (%s): %s", p->name, p->addr, uv_strerror(status)),
+			FTL_F_STR("peer", p->name), FTL_F_STR("addr", p->addr), FTL_F_STR("error", uv_strerror(status)));
 		peer_close(p);
 		return;
 	}

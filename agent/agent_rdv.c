@@ -17,6 +17,7 @@
 #include "log.h"
 
 
+
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
 	const ftl_rdv_view *v = &a->views.view;
@@ -27,6 +28,7 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name)
 			return (int)i;
 	return -1;
 }
+
 
 void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why)
 {
@@ -55,16 +57,14 @@ void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f)
  * this one, whose state will replace its own. The training thread logs both lineages' steps after the sync. */
 static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv_view *v, uint64_t steps)
 {
-	char fields[160];
-	snprintf(fields, sizeof(fields), "old_lineage=%016llx new_lineage=%016llx epoch=%llu steps=%llu",
-		 (unsigned long long)old_lineage, (unsigned long long)v->lineage, (unsigned long long)v->epoch,
-		 (unsigned long long)steps);
-	ftl_log(FTL_LOG_WARN, "rendezvous", fields,
-		"this worker's job (lineage %016llx, %llu steps) is merging into another cluster's job (lineage %016llx, "
-		"view %llu, coordinator %s): its state replaces ours and our %llu steps are discarded; set "
-		"FTL_EXPECTED_WORKERS so that workers started together form one job",
-		(unsigned long long)old_lineage, (unsigned long long)steps, (unsigned long long)v->lineage,
-		(unsigned long long)v->epoch, v->n ? v->members[0].name : "-", (unsigned long long)steps);
+	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
+		FTL_MSG("this worker's job (lineage %016llx, %llu steps) is merging into another cluster's job "
+			"(lineage %016llx, view %llu, coordinator %s): its state replaces ours and our %llu steps are "
+			"discarded; set FTL_EXPECTED_WORKERS so that workers started together form one job",
+			(unsigned long long)old_lineage, (unsigned long long)steps, (unsigned long long)v->lineage,
+			(unsigned long long)v->epoch, v->n ? v->members[0].name : "-", (unsigned long long)steps),
+		FTL_F_HEX("old_lineage", old_lineage), FTL_F_HEX("new_lineage", v->lineage), FTL_F_UINT("epoch", v->epoch),
+		FTL_F_UINT("steps", steps));
 	json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "old_lineage", "", "new_lineage", "", "coordinator",
 			       v->n ? v->members[0].name : "-", "epoch", (json_int_t)v->epoch, "steps_discarded",
 			       (json_int_t)steps);
@@ -98,10 +98,10 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	a->train_ops->abort_locked(a, why, false);
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
-	char fields[128];
-	snprintf(fields, sizeof(fields), "epoch=%llu world_size=%u rank=%d", (unsigned long long)v->epoch, v->n,
-		 ftl_rdv_rank(rdv));
-	ftl_log(FTL_LOG_INFO, "rendezvous", fields, "view committed, coordinator %s", v->n ? v->members[0].name : "-");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
+		FTL_MSG("view committed, coordinator %s", v->n ? v->members[0].name : "-"), FTL_F_UINT("epoch", v->epoch),
+		FTL_F_UINT("world_size", v->n), FTL_F_INT("rank", ftl_rdv_rank(rdv)),
+		FTL_F_STR("coordinator", v->n ? v->members[0].name : "-"));
 	if (is_merge)
 		warn_lineage_merge(a, old_lineage, v, steps);
 }
@@ -129,9 +129,11 @@ static void describe_missing(ftl_agent *a, const ftl_rdv *rdv, ftl_rdv_phase pha
 	snprintf(t->missing, sizeof(t->missing), "%s", text);
 	pthread_mutex_unlock(&a->lock);
 	if (is_changed && text[0])
-		ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
-			"waiting for quorum: %s; training pauses until they return. If they are gone for good, run "
-			"`ftlctl quorum reset` on any survivor to go on without them", text);
+		ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
+			FTL_MSG("waiting for quorum: %s; training pauses until they return. If they are gone for good, "
+				"run `ftlctl quorum reset` on any survivor to go on without them",
+				text),
+			FTL_F_STR("missing", text));
 }
 
 void ftl_agent_rdv_wake(ftl_agent *a)
@@ -145,10 +147,9 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	pthread_mutex_unlock(&a->lock);
 	if (!epoch)
 		return;
-	char fields[64];
-	snprintf(fields, sizeof(fields), "epoch=%llu", (unsigned long long)epoch);
-	ftl_log(FTL_LOG_INFO, "rendezvous", fields,
-		"asking for the same members under a new epoch: this view's communicator failed here");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
+		"asking for the same members under a new epoch: this view's communicator failed here",
+		FTL_F_UINT("epoch", epoch));
 	ftl_node_request_rebuild(a->node, ftl_agent_now_us(a), epoch);
 	ftl_agent_flush(a);
 }
@@ -165,8 +166,9 @@ ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0)
 		return ftl_diag_set(FTL_ERR_INVALID, "not waiting for quorum (phase: %s): nothing to reset",
 				    ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
-	ftl_log(FTL_LOG_WARN, "rendezvous", NULL,
-		"quorum reset by the operator: the survivors go on without the %s", missing);
+	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
+		FTL_MSG("quorum reset by the operator: the survivors go on without the %s", missing),
+		FTL_F_STR("missing", missing));
 	ftl_agent_flush(a);
 	return FTL_OK;
 }

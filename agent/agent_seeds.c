@@ -22,7 +22,8 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	seed_lookup *l = req->data;
 	ftl_agent *a = l->a;
 	if (status < 0) {
-		ftl_log(FTL_LOG_WARN, "seeds", NULL, "cannot resolve seed %s: %s", l->name, uv_strerror(status));
+		ftl_log(&a->set.log, FTL_LOG_WARN, "seeds", FTL_MSG("cannot resolve seed %s: %s", l->name, uv_strerror(status)),
+			FTL_F_STR("seed", l->name), FTL_F_STR("error", uv_strerror(status)));
 		free(l);
 		return;
 	}
@@ -43,8 +44,9 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	uv_freeaddrinfo(res);
 	size_t joins = ftl_node_seeds_answered(a->node, ftl_agent_now_us(a), answer, answers);
 	if (joins) {
-		ftl_log(FTL_LOG_DEBUG, "seeds", NULL, "%s: %zu answers, joining the %zu not seen alive", l->name, answers,
-			joins);
+		ftl_log(&a->set.log, FTL_LOG_DEBUG, "seeds",
+			FTL_MSG("%s: %zu answers, joining the %zu not seen alive", l->name, answers, joins),
+			FTL_F_STR("seed", l->name), FTL_F_UINT("answers", answers), FTL_F_UINT("joins", joins));
 		ftl_agent_flush(a);
 	}
 	free(l);
@@ -60,7 +62,8 @@ static void resolve_all(ftl_agent *a)
 		if (!l)
 			return;
 		if (ftl_addr_split(tok, l->name, sizeof(l->name), &l->port) != 0) {
-			ftl_log(FTL_LOG_ERROR, "seeds", NULL, "FTL_SEEDS: %s is not host:port", tok);
+			ftl_log(&a->set.log, FTL_LOG_ERROR, "seeds", FTL_MSG("FTL_SEEDS: %s is not host:port", tok),
+				FTL_F_STR("seed", tok));
 			free(l);
 			continue;
 		}

@@ -99,10 +99,11 @@ static void on_timeout(uv_timer_t *t)
 	}
 	a->tcp_timeouts++;
 	if (a->tcp_timeouts_logged == 0 || now - a->tcp_timeout_logged_ms >= TCP_TIMEOUT_LOG_EVERY_MS) {
-		ftl_log(FTL_LOG_WARN, "transport", NULL,
-			"push-pull with %s timed out (%llu timeouts since the last such line; counters.tcp_timeouts "
-			"in ftlctl status counts them all)",
-			c->peer, (unsigned long long)(a->tcp_timeouts - a->tcp_timeouts_logged));
+		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
+			FTL_MSG("push-pull with %s timed out (%llu timeouts since the last such line; "
+				"counters.tcp_timeouts in ftlctl status counts them all)",
+				c->peer, (unsigned long long)(a->tcp_timeouts - a->tcp_timeouts_logged)),
+			FTL_F_STR("peer", c->peer), FTL_F_UINT("timeouts", a->tcp_timeouts - a->tcp_timeouts_logged));
 		a->tcp_timeouts_logged = a->tcp_timeouts;
 		a->tcp_timeout_logged_ms = now;
 	}
@@ -166,9 +167,11 @@ static void drop(pp_conn *c, ftl_tcp_drop why)
 {
 	uint64_t n = ++c->a->tcp_dropped[why];
 	if ((n & (n - 1)) == 0)
-		ftl_log(FTL_LOG_WARN, "transport", NULL,
-			"dropped TCP input from %s: %s (%llu so far; counters.tcp_dropped in ftlctl status counts them)",
-			c->peer, ftl_tcp_drop_strs[why], (unsigned long long)n);
+		ftl_log(&c->a->set.log, FTL_LOG_WARN, "transport",
+			FTL_MSG("dropped TCP input from %s: %s (%llu so far; counters.tcp_dropped in ftlctl status "
+				"counts them)",
+				c->peer, ftl_tcp_drop_strs[why], (unsigned long long)n),
+			FTL_F_STR("peer", c->peer), FTL_F_STR("reason", ftl_tcp_drop_strs[why]), FTL_F_UINT("dropped", n));
 	conn_close(c);
 }
 
@@ -208,8 +211,9 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 	ftl_agent *a = c->a;
 	bool is_join = false;
 	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
-		ftl_log(FTL_LOG_WARN, "transport", NULL, "dropped a push-pull frame from %s (bad key, cluster or format)",
-			c->peer);
+		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
+			FTL_MSG("dropped a push-pull frame from %s (bad key, cluster or format)", c->peer),
+			FTL_F_STR("peer", c->peer));
 		conn_close(c);
 		ftl_agent_flush(a);
 		return;
@@ -351,7 +355,8 @@ static void on_connect(uv_connect_t *req, int status)
 {
 	pp_conn *c = req->data;
 	if (status < 0) {
-		ftl_log(FTL_LOG_DEBUG, "transport", NULL, "push-pull with %s: %s", c->peer, uv_strerror(status));
+		ftl_log(&c->a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("push-pull with %s: %s", c->peer, uv_strerror(status)),
+			FTL_F_STR("peer", c->peer), FTL_F_STR("error", uv_strerror(status)));
 		conn_close(c);
 		return;
 	}

@@ -62,23 +62,27 @@ ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 		return FTL_ERR_INVALID;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
-	ftl_env_warn_unknown();
+	ftl_logger log; /* the agent's own, as far as the config says yet (a bad level is refused later) */
+	if (ftl_logger_init(&log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
+		ftl_logger_init(&log, "info", c->name, c->log_cb, c->log_user);
+	ftl_env_warn_unknown_to(&log);
 	return FTL_OK;
 }
 
 /* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */
-static void warn_if_key_file_is_shared(FILE *f, const char *path)
+static void warn_if_key_file_is_shared(const ftl_logger *log, FILE *f, const char *path)
 {
 	struct stat st;
 	if (fstat(fileno(f), &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)))
-		ftl_log(FTL_LOG_WARN, "config", NULL,
-			"FTL_GOSSIP_KEY_FILE=%s has mode %04o: group or others can read or change the cluster key; "
-			"chmod 600 it",
-			path, (unsigned)(st.st_mode & 07777));
+		ftl_log(log, FTL_LOG_WARN, "config",
+			FTL_MSG("FTL_GOSSIP_KEY_FILE=%s has mode %04o: group or others can read or change the cluster "
+				"key; chmod 600 it",
+				path, (unsigned)(st.st_mode & 07777)),
+			FTL_F_STR("file", path), FTL_F_UINT("mode", st.st_mode & 07777));
 }
 
 /* Reads the key from FTL_GOSSIP_KEY or FTL_GOSSIP_KEY_FILE into key. */
-static ftl_err load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE])
+static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_t key[FTL_KEY_SIZE])
 {
 	char text[128] = "";
 	const char *what = "FTL_GOSSIP_KEY";
@@ -90,7 +94,7 @@ static ftl_err load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE])
 		if (!f)
 			return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));
-		warn_if_key_file_is_shared(f, c->gossip_key_file);
+		warn_if_key_file_is_shared(log, f, c->gossip_key_file);
 		if (!fgets(text, sizeof(text), f))
 			text[0] = '\0';
 		fclose(f);
@@ -167,7 +171,7 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 	memset(out, 0, sizeof(*out));
 	if (!is_valid_name(c->name))
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
-	if (ftl_log_setup(c->log_level, c->name) != 0)
+	if (ftl_logger_init(&out->log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (!c->cluster[0])
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_CLUSTER: must not be empty");
@@ -232,7 +236,7 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 			return ftl_diag_set(FTL_ERR_INVALID,
 				    "no gossip key: set FTL_GOSSIP_KEY (or FTL_GOSSIP_KEY_FILE) to the output of "
 				    "`ftlctl keygen`, or FTL_INSECURE=1 for plaintext gossip");
-		ftl_err err = load_key(c, out->key);
+		ftl_err err = load_key(c, &out->log, out->key);
 		if (err)
 			return err;
 	}

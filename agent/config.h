@@ -20,10 +20,14 @@ typedef struct ftl_agent_settings {
 	bool is_insecure;
 	uint8_t key[FTL_KEY_SIZE];
 	struct sockaddr_storage metrics; /* when cfg.metrics_addr is set */
+	ftl_logger log;                  /* the agent's logger: its level, name and callback (log.h) */
 } ftl_agent_settings;
 
 /* Checks every setting; an error with the diagnostic naming the bad one (FTL_* variable) and what is
  * expected. */
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out);
+
+/* env_names.c: ftl_env_warn_unknown, through log. */
+int ftl_env_warn_unknown_to(const ftl_logger *log);
 
 #endif

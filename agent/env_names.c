@@ -6,10 +6,12 @@
  * about (with the closest known name by edit distance), never refused: a newer launcher may set a
  * variable this version does not know yet. */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
+#include "config.h"
 #include "ftl/settings.h"
 #include "log.h"
 
@@ -119,7 +121,9 @@ const char *ftl_env_closest_known_name(const char *name) { return closest(name, 
 
 extern char **environ;
 
-int ftl_env_warn_unknown(void)
+int ftl_env_warn_unknown(void) { return ftl_env_warn_unknown_to(ftl_logger_stderr()); }
+
+int ftl_env_warn_unknown_to(const ftl_logger *log)
 {
 	int unknown = 0;
 	for (char **e = environ; e && *e; e++) {
@@ -128,12 +132,16 @@ int ftl_env_warn_unknown(void)
 			continue;
 		const char *near = closest(*e, len);
 		unknown++;
+		char name[256];
+		snprintf(name, sizeof(name), "%.*s", (int)len, *e);
 		if (near)
-			ftl_log(FTL_LOG_WARN, "config", NULL, "%.*s is not an ftl setting and is ignored; did you mean %s?",
-				(int)len, *e, near);
+			ftl_log(log, FTL_LOG_WARN, "config",
+				FTL_MSG("%s is not an ftl setting and is ignored; did you mean %s?", name, near),
+				FTL_F_STR("variable", name), FTL_F_STR("closest", near));
 		else
-			ftl_log(FTL_LOG_WARN, "config", NULL,
-				"%.*s is not an ftl setting and is ignored (README: settings lists them)", (int)len, *e);
+			ftl_log(log, FTL_LOG_WARN, "config",
+				FTL_MSG("%s is not an ftl setting and is ignored (README: settings lists them)", name),
+				FTL_F_STR("variable", name));
 	}
 	return unknown;
 }

@@ -1,55 +1,78 @@
-/* The log records of log.h. */
+/* The loggers of log.h: a record gathered from ftl_log's arguments and handed to the agent's callback, or
+ * written as one line on stderr with one write() so lines from threads never interleave. */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
-const char *const ftl_log_level_strs[FTL_LOG_LEVEL_MAX] = {"debug", "info", "warn", "error"};
-
-static ftl_log_level threshold = FTL_LOG_INFO;
-static char agent_name[64] = "-";
-
-int ftl_log_setup(const char *level, const char *name)
+int ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log_cb cb, void *user)
 {
-	int found = -1;
-	for (int i = 0; i < FTL_LOG_LEVEL_MAX; i++)
-		if (level && strcmp(level, ftl_log_level_strs[i]) == 0)
-			found = i;
-	if (found < 0)
-		return -1;
-	threshold = (ftl_log_level)found;
-	snprintf(agent_name, sizeof(agent_name), "%s", name);
-	return 0;
+	for (int i = 0; i < FTL_LOG_LEVEL_MAX; i++) {
+		if (level && strcmp(level, ftl_log_level_strs[i]) == 0) {
+			l->threshold = (ftl_log_level)i;
+			snprintf(l->agent, sizeof(l->agent), "%s", agent && agent[0] ? agent : "-");
+			l->cb = cb;
+			l->user = user;
+			return 0;
+		}
+	}
+	return -1;
 }
 
-void ftl_log(ftl_log_level level, const char *component, const char *fields, const char *fmt, ...)
+const ftl_logger *ftl_logger_stderr(void)
 {
-	if (level < threshold)
-		return;
-	char msg[512];
+	static const ftl_logger plain = {.threshold = FTL_LOG_INFO, .agent = "-"};
+	return &plain;
+}
+
+char *ftl_log_msg(char *buf, size_t len, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(buf, len, fmt, ap);
 	va_end(ap);
-	for (char *p = msg; *p; p++)
-		if (*p == '"' || *p == '\n')
-			*p = '\'';
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	struct tm tm;
-	gmtime_r(&tv.tv_sec, &tm);
-	char line[1024];
-	int n = snprintf(line, sizeof(line),
-			 "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s agent=%s component=%s msg=\"%s\"%s%s\n",
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 (long)(tv.tv_usec / 1000), ftl_log_level_strs[level], agent_name, component, msg,
-			 fields ? " " : "", fields ? fields : "");
-	if (n > (int)sizeof(line))
-		n = sizeof(line);
-	ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+	return buf;
+}
+
+static void write_line(const ftl_log_record *rec)
+{
+	char line[2048];
+	size_t n = ftl_log_format(rec, line, sizeof(line));
+	if (n >= sizeof(line))
+		n = sizeof(line) - 1;
+	ssize_t w = write(STDERR_FILENO, line, n);
 	(void)w;
+}
+
+void ftl_log_emit(const ftl_logger *l, ftl_log_level level, const char *component, const char *msg, ...)
+{
+	ftl_log_field fields[FTL_LOG_FIELDS_MAX];
+	size_t n = 0;
+	va_list ap;
+	va_start(ap, msg);
+	for (ftl_log_field f = va_arg(ap, ftl_log_field); f.type != FTL_LOG_FIELD_END; f = va_arg(ap, ftl_log_field)) {
+		if (f.type == FTL_LOG_FIELD_STR && !f.value.str)
+			f.value.str = "";
+		if (n < FTL_LOG_FIELDS_MAX)
+			fields[n++] = f;
+	}
+	va_end(ap);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	ftl_log_record rec = {
+		.time_us = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000,
+		.level = level,
+		.agent = l->agent,
+		.component = component,
+		.message = msg ? msg : "",
+		.fields = fields,
+		.n_fields = n,
+	};
+	if (l->cb)
+		l->cb(&rec, l->user);
+	else
+		write_line(&rec);
 }

@@ -236,9 +236,8 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	if (rc != 0) /* the caller closes every handle, this listener included */
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr,
 				    uv_strerror(rc));
-	char fields[160];
-	snprintf(fields, sizeof(fields), "addr=%s", a->cfg.metrics_addr);
-	ftl_log(FTL_LOG_INFO, "metrics", fields, "serving GET /metrics (Prometheus text format)");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "metrics", "serving GET /metrics (Prometheus text format)",
+		FTL_F_STR("addr", a->cfg.metrics_addr));
 	return 0;
 }
 

@@ -5,9 +5,16 @@
 
 ftl_agent *ftl_agent_new_from_env(void)
 {
+	return ftl_agent_new_from_env_logging(NULL, NULL);
+}
+
+ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user)
+{
 	ftl_agent_config cfg;
 	ftl_training_config training;
 	ftl_agent_config_default(&cfg);
+	cfg.log_cb = log_cb;
+	cfg.log_user = log_user;
 	ftl_training_config_default(&training);
 	if (ftl_agent_config_from_env(&cfg) != FTL_OK || ftl_training_config_from_env(&training) != FTL_OK)
 		return NULL;

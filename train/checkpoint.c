@@ -46,13 +46,14 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg)
+ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, const ftl_logger *log)
 {
 	ftl_checkpoint_teardown(c);
 	c->cfg = cfg;
+	c->log = log;
 	if (!cfg->checkpoint_dir[0])
 		return FTL_OK;
-	c->writer = ftl_ckpt_writer_new(cfg->checkpoint_dir, cfg->checkpoint_keep, cfg->checkpoint_wait);
+	c->writer = ftl_ckpt_writer_new(cfg->checkpoint_dir, cfg->checkpoint_keep, cfg->checkpoint_wait, log);
 	return c->writer ? FTL_OK : ftl_diag_code();
 }
 
@@ -159,16 +160,16 @@ void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t vi
 	ftl_ckpt_writer_get_stats(c->writer, &s);
 	if ((s.has_last && s.last_step == r->step) || is_on_disk(c, r))
 		return; /* nothing new since the last checkpoint */
-	char fields[96];
-	snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)r->step);
-	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "leaving as rank 0: writing a final checkpoint of step %llu",
-		(unsigned long long)r->step);
+	ftl_log(c->log, FTL_LOG_INFO, "checkpoint",
+		FTL_MSG("leaving as rank 0: writing a final checkpoint of step %llu", (unsigned long long)r->step),
+		FTL_F_UINT("step", r->step));
 	if (stage(c, r, view_epoch, world_size) != 0)
 		return;
 	ftl_ckpt_writer_flush(c->writer);
 	ftl_ckpt_writer_get_stats(c->writer, &s);
 	if (s.state == FTL_CKPT_WRITER_IDLE && s.has_last && s.last_step == r->step)
-		ftl_log(FTL_LOG_INFO, "checkpoint", fields, "final checkpoint durable before leaving: %s", s.last_file);
+		ftl_log(c->log, FTL_LOG_INFO, "checkpoint", FTL_MSG("final checkpoint durable before leaving: %s", s.last_file),
+			FTL_F_UINT("step", r->step), FTL_F_STR("file", s.last_file));
 	/* a failure was logged by the writer, with its reason */
 }
 
@@ -237,11 +238,10 @@ static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t 
 	return 0;
 }
 
-static void log_skip(const char *path, const char *why)
+static void log_skip(const ftl_checkpoints *c, const char *path, const char *why)
 {
-	char fields[FTL_CKPT_PATH_MAX + 64];
-	snprintf(fields, sizeof(fields), "file=%s", path);
-	ftl_log(FTL_LOG_WARN, "checkpoint", fields, "skipping checkpoint %s: %s", path, why);
+	ftl_log(c->log, FTL_LOG_WARN, "checkpoint", FTL_MSG("skipping checkpoint %s: %s", path, why), FTL_F_STR("file", path),
+		FTL_F_STR("why", why));
 }
 
 /* Loads one file into the registered state; -1 with the reason in the diag (the state is untouched then). */
@@ -260,25 +260,24 @@ static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path,
 	struct stat st;
 	int64_t written_ms = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 : 0;
 	ftl_ckpt_writer_note_loaded(c->writer, h.step, path, written_ms);
-	char fields[FTL_CKPT_PATH_MAX + 256];
-	snprintf(fields, sizeof(fields),
-		 "file=%s step=%llu data_epoch=%llu sample_pos=%llu written_in_epoch=%llu job=%016llx took_ms=%.1f", path,
-		 (unsigned long long)h.step, (unsigned long long)h.data_epoch, (unsigned long long)h.sample_pos,
-		 (unsigned long long)h.view_epoch, (unsigned long long)r->job_id, (double)(mono_us() - start) / 1000.0);
-	ftl_log(FTL_LOG_INFO, "checkpoint", fields, "resuming from checkpoint at step %llu", (unsigned long long)h.step);
+	ftl_log(c->log, FTL_LOG_INFO, "checkpoint", FTL_MSG("resuming from checkpoint at step %llu", (unsigned long long)h.step),
+		FTL_F_STR("file", path), FTL_F_UINT("step", h.step), FTL_F_UINT("data_epoch", h.data_epoch),
+		FTL_F_UINT("sample_pos", h.sample_pos), FTL_F_UINT("written_in_epoch", h.view_epoch),
+		FTL_F_HEX("job", r->job_id), FTL_F_DOUBLE("took_ms", (double)(mono_us() - start) / 1000.0));
 	return 0;
 }
 
 /* The resume cannot go on: the reason goes to the diag and the log. */
-static ftl_err resume_failed(ftl_err err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static ftl_err resume_failed(ftl_err err, const char *fmt, ...)
+static ftl_err resume_failed(const ftl_checkpoints *c, ftl_err err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static ftl_err resume_failed(const ftl_checkpoints *c, ftl_err err, const char *fmt, ...)
 {
 	char text[FTL_DIAG_MSG_MAX];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "%s", text);
+	ftl_log(c->log, FTL_LOG_ERROR, "checkpoint", text, FTL_F_STR("dir", c->cfg->checkpoint_dir));
 	return ftl_diag_set(err, "%s", text);
 }
 
@@ -293,11 +292,13 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 	const char *dir = c->cfg->checkpoint_dir;
 	int temps = ftl_ckpt_remove_temps(dir);
 	if (temps)
-		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "removed %d unfinished checkpoint temp file(s) from %s", temps, dir);
+		ftl_log(c->log, FTL_LOG_INFO, "checkpoint",
+			FTL_MSG("removed %d unfinished checkpoint temp file(s) from %s", temps, dir), FTL_F_INT("removed", temps),
+			FTL_F_STR("dir", dir));
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
 	if (ftl_ckpt_list(dir, &names, &n) != 0)
-		return resume_failed(FTL_ERR_SYSTEM,
+		return resume_failed(c, FTL_ERR_SYSTEM,
 				     "ftl: cannot read FTL_CHECKPOINT_DIR=%s: %s; not starting over without knowing "
 				     "what it holds",
 				     dir, strerror(errno));
@@ -311,7 +312,7 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 		is_loaded = load_one(c, r, path, &mine) == 0;
 		if (is_loaded)
 			break;
-		log_skip(path, ftl_diag_message());
+		log_skip(c, path, ftl_diag_message());
 		if (i == 0) {
 			snprintf(newest, sizeof(newest), "%s", names[i]);
 			snprintf(newest_why, sizeof(newest_why), "%s", ftl_diag_message());
@@ -323,14 +324,17 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 		return FTL_OK;
 	}
 	if (n == 0) {
-		ftl_log(FTL_LOG_INFO, "checkpoint", NULL, "no checkpoint in %s yet: starting from the initial state", dir);
+		ftl_log(c->log, FTL_LOG_INFO, "checkpoint",
+			FTL_MSG("no checkpoint in %s yet: starting from the initial state", dir), FTL_F_STR("dir", dir));
 	} else if (c->cfg->checkpoint_fresh) {
-		ftl_log(FTL_LOG_WARN, "checkpoint", NULL,
-			"none of the %zu checkpoint(s) in %s can be loaded (the newest, %s: %s): starting from the "
-			"initial state as FTL_CHECKPOINT_FRESH=1 asks; those files are kept",
-			n, dir, newest, newest_why);
+		ftl_log(c->log, FTL_LOG_WARN, "checkpoint",
+			FTL_MSG("none of the %zu checkpoint(s) in %s can be loaded (the newest, %s: %s): starting from "
+				"the initial state as FTL_CHECKPOINT_FRESH=1 asks; those files are kept",
+				n, dir, newest, newest_why),
+			FTL_F_STR("dir", dir), FTL_F_UINT("checkpoints", n), FTL_F_STR("newest", newest),
+			FTL_F_STR("why", newest_why));
 	} else {
-		return resume_failed(FTL_ERR_INVALID,
+		return resume_failed(c, FTL_ERR_INVALID,
 				     "ftl: cannot resume: none of the %zu checkpoint(s) in FTL_CHECKPOINT_DIR=%s can be "
 				     "loaded (each is logged above); the newest, %s: %s. Run the program that wrote "
 				     "them, or set FTL_CHECKPOINT_FRESH=1 to start from the initial state (the files "

@@ -154,7 +154,8 @@ typedef struct ftl_ckpt_writer_stats {
 typedef struct ftl_ckpt_writer ftl_ckpt_writer;
 
 /* Makes dir if missing and starts the thread (with every signal blocked). NULL with the reason in the diag. */
-ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting);
+struct ftl_logger;
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, const struct ftl_logger *log);
 /* Finishes a write in progress (it becomes durable), then stops the thread. */
 void ftl_ckpt_writer_delete(ftl_ckpt_writer *w);
 /* A staging buffer of `bytes` for the checkpoint of `step`, owned by the caller until submit or cancel.
@@ -178,11 +179,12 @@ void ftl_ckpt_writer_note_loaded(ftl_ckpt_writer *w, uint64_t step, const char *
 typedef struct ftl_checkpoints {
 	ftl_ckpt_writer *writer;           /* NULL: checkpoints are off */
 	const ftl_training_config *cfg;    /* dir, every, keep, busy, fresh, checksum */
+	const struct ftl_logger *log;      /* the agent's: where resumes, skips and writes are said */
 } ftl_checkpoints;
 
-/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg must outlive c). An error
- * with the reason in the diag. */
-ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg);
+/* From ftl_set_training: starts the writer when cfg->checkpoint_dir is set (cfg and log must outlive c). An
+ * error with the reason in the diag. */
+ftl_err ftl_checkpoint_setup(ftl_checkpoints *c, const ftl_training_config *cfg, const struct ftl_logger *log);
 void ftl_checkpoint_teardown(ftl_checkpoints *c);
 /* After a completed step on rank 0: stage the state for the writer when the step is due. */
 void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);

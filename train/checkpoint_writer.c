@@ -42,6 +42,7 @@ struct ftl_ckpt_writer {
 	char dir[FTL_CKPT_DIR_MAX];
 	int keep;
 	bool is_waiting;                /* FTL_CHECKPOINT_BUSY=wait */
+	const ftl_logger *log;          /* the agent's; it outlives the writer */
 	pthread_t thread;
 	pthread_mutex_t lock;           /* guards what follows */
 	pthread_cond_t changed;
@@ -269,7 +270,7 @@ static void write_job(ftl_ckpt_writer *w)
 {
 	uint64_t step = w->step;
 	size_t len = w->len;
-	char final[FTL_CKPT_PATH_MAX + 8], fields[FTL_CKPT_PATH_MAX + 256];
+	char final[FTL_CKPT_PATH_MAX + 8];
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	int rc = ftl_ckpt_parse_header(w->buf, len, len, &h);
@@ -307,16 +308,16 @@ static void write_job(ftl_ckpt_writer *w)
 
 	if (rc == 0) {
 		double mb = (double)len / 1e6;
-		snprintf(fields, sizeof(fields), "step=%llu file=%s bytes=%zu took_ms=%.1f mb_per_s=%.1f stall_ms=%.2f deleted=%d",
-			 (unsigned long long)step, final, len, (double)took / 1000.0, took > 0 ? mb / ((double)took / 1e6) : 0.0,
-			 (double)stall / 1000.0, deleted);
-		ftl_log(FTL_LOG_INFO, "checkpoint", fields, "checkpoint durable");
+		ftl_log(w->log, FTL_LOG_INFO, "checkpoint", "checkpoint durable", FTL_F_UINT("step", step),
+			FTL_F_STR("file", final), FTL_F_UINT("bytes", len), FTL_F_DOUBLE("took_ms", (double)took / 1000.0),
+			FTL_F_DOUBLE("mb_per_s", took > 0 ? mb / ((double)took / 1e6) : 0.0),
+			FTL_F_DOUBLE("stall_ms", (double)stall / 1000.0), FTL_F_INT("deleted", deleted));
 	} else {
-		snprintf(fields, sizeof(fields), "step=%llu", (unsigned long long)step);
-		ftl_log(FTL_LOG_ERROR, "checkpoint", fields,
-			"checkpoint of step %llu failed: %s; training goes on and the older checkpoints are kept (check "
-			"the disk behind FTL_CHECKPOINT_DIR)",
-			(unsigned long long)step, ftl_diag_message());
+		ftl_log(w->log, FTL_LOG_ERROR, "checkpoint",
+			FTL_MSG("checkpoint of step %llu failed: %s; training goes on and the older checkpoints are kept "
+				"(check the disk behind FTL_CHECKPOINT_DIR)",
+				(unsigned long long)step, ftl_diag_message()),
+			FTL_F_UINT("step", step), FTL_F_STR("error", ftl_diag_message()));
 	}
 }
 
@@ -365,7 +366,7 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting)
+ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting, const ftl_logger *log)
 {
 	if (sodium_init() < 0) {
 		ftl_diag_set(FTL_ERR_SYSTEM, "libsodium failed to initialise");
@@ -383,6 +384,7 @@ ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting)
 	snprintf(w->dir, sizeof(w->dir), "%s", dir);
 	w->keep = keep > 0 ? keep : 1;
 	w->is_waiting = is_waiting;
+	w->log = log;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->changed, NULL);
 	/* The thread takes no signal: the program decides which of its threads handles SIGTERM and friends. */
@@ -416,14 +418,13 @@ void ftl_ckpt_writer_delete(ftl_ckpt_writer *w)
 	free(w);
 }
 
-static void log_skip(uint64_t step, uint64_t busy_with)
+static void log_skip(const ftl_ckpt_writer *w, uint64_t step, uint64_t busy_with)
 {
-	char fields[96];
-	snprintf(fields, sizeof(fields), "step=%llu writing=%llu", (unsigned long long)step, (unsigned long long)busy_with);
-	ftl_log(FTL_LOG_WARN, "checkpoint", fields,
-		"previous checkpoint (step %llu) still being written, skipping step %llu (FTL_CHECKPOINT_BUSY=wait "
-		"waits instead; a larger FTL_CHECKPOINT_EVERY gives the disk more time)",
-		(unsigned long long)busy_with, (unsigned long long)step);
+	ftl_log(w->log, FTL_LOG_WARN, "checkpoint",
+		FTL_MSG("previous checkpoint (step %llu) still being written, skipping step %llu "
+			"(FTL_CHECKPOINT_BUSY=wait waits instead; a larger FTL_CHECKPOINT_EVERY gives the disk more time)",
+			(unsigned long long)busy_with, (unsigned long long)step),
+		FTL_F_UINT("step", step), FTL_F_UINT("writing", busy_with));
 }
 
 uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
@@ -434,7 +435,7 @@ uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 		uint64_t busy_with = w->step;
 		w->stats.skipped++;
 		pthread_mutex_unlock(&w->lock);
-		log_skip(step, busy_with);
+		log_skip(w, step, busy_with);
 		return NULL;
 	}
 	while (w->has_job || w->is_reserving)
@@ -446,9 +447,10 @@ uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 	}
 	if (!w->buf) {
 		pthread_mutex_unlock(&w->lock);
-		ftl_log(FTL_LOG_ERROR, "checkpoint", NULL,
-			"no memory for a %zu-byte checkpoint staging buffer; skipping step %llu", bytes,
-			(unsigned long long)step);
+		ftl_log(w->log, FTL_LOG_ERROR, "checkpoint",
+			FTL_MSG("no memory for a %zu-byte checkpoint staging buffer; skipping step %llu", bytes,
+				(unsigned long long)step),
+			FTL_F_UINT("step", step), FTL_F_UINT("bytes", bytes));
 		return NULL;
 	}
 	w->is_staging = true;
@@ -486,7 +488,9 @@ void ftl_ckpt_writer_cancel(ftl_ckpt_writer *w, const char *why)
 	w->stats.failed++;
 	uint64_t step = w->step;
 	pthread_mutex_unlock(&w->lock);
-	ftl_log(FTL_LOG_ERROR, "checkpoint", NULL, "checkpoint of step %llu not written: %s", (unsigned long long)step, why);
+	ftl_log(w->log, FTL_LOG_ERROR, "checkpoint",
+		FTL_MSG("checkpoint of step %llu not written: %s", (unsigned long long)step, why), FTL_F_UINT("step", step),
+		FTL_F_STR("why", why));
 }
 
 void ftl_ckpt_writer_flush(ftl_ckpt_writer *w)

@@ -21,7 +21,7 @@ static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), fmt, ap);
 	va_end(ap);
-	ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", a->train->exec.last_error);
+	ftl_log(&a->set.log, FTL_LOG_ERROR, "training", a->train->exec.last_error, FTL_F_STR("error", ftl_strerror(err)));
 	return ftl_diag_set(err, "%s", a->train->exec.last_error);
 }
 

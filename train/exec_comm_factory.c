@@ -178,8 +178,10 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 		t->comm_keys = (uint64_t *)rb.new_keys;
 		t->comm_n = w->n;
 		pthread_mutex_unlock(&a->lock);
-		ftl_log(FTL_LOG_INFO, "training", NULL, "nccl communicator of view %llu: %s",
-			(unsigned long long)w->epoch, ftl_comm_rebuild_path_strs[path]);
+		ftl_log(&a->set.log, FTL_LOG_INFO, "training",
+			FTL_MSG("nccl communicator of view %llu: %s", (unsigned long long)w->epoch,
+				ftl_comm_rebuild_path_strs[path]),
+			FTL_F_UINT("epoch", w->epoch), FTL_F_STR("path", ftl_comm_rebuild_path_strs[path]));
 	} else {
 		free((void *)rb.new_keys);
 	}
@@ -201,11 +203,12 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 		c.data = c.ctrl;
 	install(a, &c, w->seq);
 	*out = c;
-	char fields[128];
-	snprintf(fields, sizeof(fields), "epoch=%llu rank=%d world_size=%u took_ms=%.1f", (unsigned long long)w->epoch,
-		 w->self_rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
-	ftl_log(FTL_LOG_INFO, "training", fields, "communicator built (%s%s)", ftl_comm_backend_strs[backend],
-		backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data");
+	ftl_log(&a->set.log, FTL_LOG_INFO, "training",
+		FTL_MSG("communicator built (%s%s)", ftl_comm_backend_strs[backend],
+			backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data"),
+		FTL_F_UINT("epoch", w->epoch), FTL_F_INT("rank", w->self_rank), FTL_F_UINT("world_size", w->n),
+		FTL_F_DOUBLE("took_ms", (double)(ftl_agent_now_us(a) - start) / 1000.0),
+		FTL_F_STR("backend", ftl_comm_backend_strs[backend]));
 	return FTL_OK;
 }
 

@@ -50,7 +50,7 @@ static void fail(ftl_exec *m, ftl_err e, bool is_logged)
 	m->result = e;
 	enter(m, FTL_EXEC_FAILED);
 	if (is_logged)
-		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", m->last_error);
+		ftl_log(m->log, FTL_LOG_ERROR, "training", m->last_error, FTL_F_STR("error", ftl_strerror(e)));
 }
 
 static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -71,12 +71,14 @@ static ftl_err kept(ftl_exec *m, ftl_err e)
 	return e;
 }
 
-void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg)
+void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg,
+		     const ftl_logger *log)
 {
 	memset(m, 0, sizeof(*m));
 	atomic_init(&m->state, FTL_EXEC_IDLE);
 	m->policy = *policy;
 	m->reg = reg;
+	m->log = log;
 }
 
 void ftl_exec_set_feed(ftl_exec *m, const ftl_view_feed_ops *ops, void *ctx)
@@ -151,9 +153,12 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 	}
 	int64_t after_us = m->policy.setup_failure_rebuild_us;
 	if (kind == FAILED_STEP) {
-		ftl_log(FTL_LOG_WARN, "training", NULL, "step %llu failed in view %llu (%s): %s; waiting for the next view",
-			(unsigned long long)m->reg->step, (unsigned long long)m->view.epoch, ftl_strerror(e),
-			m->last_error);
+		ftl_log(m->log, FTL_LOG_WARN, "training",
+			FTL_MSG("step %llu failed in view %llu (%s): %s; waiting for the next view",
+				(unsigned long long)m->reg->step, (unsigned long long)m->view.epoch, ftl_strerror(e),
+				m->last_error),
+			FTL_F_UINT("step", m->reg->step), FTL_F_UINT("epoch", m->view.epoch),
+			FTL_F_STR("error", ftl_strerror(e)), FTL_F_STR("why", m->last_error));
 		m->synced_seq = 0; /* everyone re-syncs from rank 0 after a failed step, in whatever view comes next */
 		after_us = m->policy.step_failure_rebuild_us;
 	}
@@ -189,14 +194,14 @@ static void warn_if_lineage_changed(ftl_exec *m, uint64_t steps_before)
 {
 	const ftl_rdv_view *w = &m->view;
 	if (m->synced_lineage != 0 && m->synced_lineage != w->lineage && steps_before > 0) {
-		char fields[192];
-		snprintf(fields, sizeof(fields), "old_lineage=%016llx old_steps=%llu new_lineage=%016llx new_steps=%llu "
-			 "epoch=%llu", (unsigned long long)m->synced_lineage, (unsigned long long)steps_before,
-			 (unsigned long long)w->lineage, (unsigned long long)m->reg->step, (unsigned long long)w->epoch);
-		ftl_log(FTL_LOG_WARN, "training", fields,
-			"merged into another lineage: this worker's job had run %llu steps, the job it joined %llu; "
-			"ours are discarded (two clusters formed apart; FTL_EXPECTED_WORKERS prevents it at start)",
-			(unsigned long long)steps_before, (unsigned long long)m->reg->step);
+		ftl_log(m->log, FTL_LOG_WARN, "training",
+			FTL_MSG("merged into another lineage: this worker's job had run %llu steps, the job it joined "
+				"%llu; ours are discarded (two clusters formed apart; FTL_EXPECTED_WORKERS prevents it "
+				"at start)",
+				(unsigned long long)steps_before, (unsigned long long)m->reg->step),
+			FTL_F_HEX("old_lineage", m->synced_lineage), FTL_F_UINT("old_steps", steps_before),
+			FTL_F_HEX("new_lineage", w->lineage), FTL_F_UINT("new_steps", m->reg->step),
+			FTL_F_UINT("epoch", w->epoch));
 	}
 	m->synced_lineage = w->lineage;
 }
@@ -232,10 +237,8 @@ static void sync_state(ftl_exec *m)
 	m->setup_failing_since_us = 0;
 	warn_if_lineage_changed(m, steps_before);
 	int64_t took = now_us(m) - start;
-	char fields[160];
-	snprintf(fields, sizeof(fields), "epoch=%llu step=%llu took_ms=%.1f", (unsigned long long)m->view.epoch,
-		 (unsigned long long)m->reg->step, (double)took / 1000.0);
-	ftl_log(FTL_LOG_INFO, "training", fields, "state synced from rank 0");
+	ftl_log(m->log, FTL_LOG_INFO, "training", "state synced from rank 0", FTL_F_UINT("epoch", m->view.epoch),
+		FTL_F_UINT("step", m->reg->step), FTL_F_DOUBLE("took_ms", (double)took / 1000.0));
 	m->feed->synced(m->feed_ctx, &m->view, bytes, took);
 	enter(m, FTL_EXEC_RUNNING);
 }

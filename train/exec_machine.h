@@ -111,6 +111,7 @@ typedef struct ftl_exec {
 	const ftl_exec_checkpoint_ops *ckpt;
 	void *ckpt_ctx;
 	ftl_state_registry *reg;
+	const struct ftl_logger *log;    /* where its records go (the agent's logger; it outlives the machine) */
 
 	ftl_rdv_view view;               /* the view in hand: the machine's own copy (rendezvous.h), freed by it */
 	ftl_abandoned_view abandoned;
@@ -129,7 +130,8 @@ typedef struct ftl_exec {
 	char last_error[512];
 } ftl_exec;
 
-void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg);
+void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg,
+		     const struct ftl_logger *log);
 void ftl_exec_set_feed(ftl_exec *m, const ftl_view_feed_ops *ops, void *ctx);
 void ftl_exec_set_factory(ftl_exec *m, const ftl_comm_factory_ops *ops, void *ctx);
 void ftl_exec_set_checkpoints(ftl_exec *m, const ftl_exec_checkpoint_ops *ops, void *ctx);

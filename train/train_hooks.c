@@ -18,8 +18,10 @@ static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 	if (a->train->cfg.backend != FTL_COMM_NCCL)
 		return 0;
 	if (ftl_comm_nccl_unique_id(blob, cap) != FTL_OK) {
-		ftl_log(FTL_LOG_ERROR, "rendezvous", NULL, "cannot make the NCCL unique id for view %llu: %s",
-			(unsigned long long)epoch, ftl_diag_message());
+		ftl_log(&a->set.log, FTL_LOG_ERROR, "rendezvous",
+			FTL_MSG("cannot make the NCCL unique id for view %llu: %s", (unsigned long long)epoch,
+				ftl_diag_message()),
+			FTL_F_UINT("epoch", epoch), FTL_F_STR("error", ftl_diag_message()));
 		return -1;
 	}
 	return FTL_COMM_NCCL_ID_LEN;
@@ -49,7 +51,8 @@ static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
 		return;
 	if (is_member_gone)
 		ftl_train_metrics_disrupted_locked(&t->metrics, ftl_agent_now_us(a));
-	ftl_log(FTL_LOG_INFO, "training", NULL, "aborting the collectives in progress: %s", why);
+	ftl_log(&a->set.log, FTL_LOG_INFO, "training", FTL_MSG("aborting the collectives in progress: %s", why),
+		FTL_F_STR("why", why));
 	ftl_training_abort_comms_locked(t);
 }
 

@@ -149,7 +149,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
-	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg);
+	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, &a->set.log);
 	if (err)
 		return err;
 	tr->state.backend = t->backend;
@@ -160,7 +160,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t)
 		.step_failure_rebuild_us = SAME_VIEW_GRACE_US,
 		.setup_failure_rebuild_us = REBUILD_BACKOFF_US,
 	};
-	ftl_exec_create(&tr->exec, &policy, &tr->state);
+	ftl_exec_create(&tr->exec, &policy, &tr->state, &a->set.log);
 	ftl_exec_set_feed(&tr->exec, &ftl_exec_agent_feed, a);
 	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
 	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
@@ -223,23 +223,23 @@ void ftl_training_abort_comms_locked(ftl_training *t)
 }
 
 /* A refused registration (its reason in the diag): said in the log. */
-static ftl_err refused(ftl_err err)
+static ftl_err refused(const ftl_agent *a, ftl_err err)
 {
 	if (err)
-		ftl_log(FTL_LOG_ERROR, "training", NULL, "%s", ftl_diag_message());
+		ftl_log(&a->set.log, FTL_LOG_ERROR, "training", ftl_diag_message());
 	return err;
 }
 
 ftl_err ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t bytes, bool is_device)
 {
 	if (!ftl_training_of(a))
-		return refused(ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_buffer: out of memory"));
+		return refused(a, ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_buffer: out of memory"));
 	if (!a->is_training)
-		return refused(ftl_diag_set(FTL_ERR_INVALID,
+		return refused(a, ftl_diag_set(FTL_ERR_INVALID,
 					    "ftl_register_buffer '%s': call ftl_set_training first (it says which "
 					    "memory the backend moves)",
 					    name ? name : "(null)"));
-	return refused(ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device));
+	return refused(a, ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device));
 }
 
 ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
@@ -255,8 +255,8 @@ ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load,
 ftl_err ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed)
 {
 	if (!ftl_training_of(a))
-		return refused(ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_sampler: out of memory"));
-	return refused(ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed));
+		return refused(a, ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_sampler: out of memory"));
+	return refused(a, ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed));
 }
 
 ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b)

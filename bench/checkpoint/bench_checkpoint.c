@@ -90,6 +90,8 @@ typedef struct bench_job {
 	size_t bytes;
 } bench_job;
 
+static ftl_logger bench_log; /* warn and up: the figures, not the writer's info lines */
+
 static int job_init(bench_job *j, const char *dir, size_t bytes)
 {
 	memset(j, 0, sizeof(*j));
@@ -105,7 +107,7 @@ static int job_init(bench_job *j, const char *dir, size_t bytes)
 	j->cfg.checkpoint_wait = true;
 	j->r.buffers[0] = (ftl_buffer_reg){.name = "state", .ptr = j->state, .bytes = bytes};
 	j->r.n_buffers = 1;
-	if (ftl_checkpoint_setup(&j->c, &j->cfg) != FTL_OK) {
+	if (ftl_checkpoint_setup(&j->c, &j->cfg, &bench_log) != FTL_OK) {
 		fprintf(stderr, "bench_checkpoint: %s\n", ftl_diag_message());
 		return -1;
 	}
@@ -194,7 +196,7 @@ int main(int argc, char **argv)
 		perror("bench_checkpoint: mkdtemp");
 		return 1;
 	}
-	ftl_log_setup("warn", "bench");
+	ftl_logger_init(&bench_log, "warn", "bench", NULL, NULL);
 	int rc = 0;
 	if (argc > 2) {
 		for (int i = 2; i < argc && rc == 0; i++)

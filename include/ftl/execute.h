@@ -141,6 +141,10 @@ FTL_API ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t);
  * *_from_env calls read them), a new agent with training on, ready for registrations and ftl_agent_start.
  * NULL with ftl_error_message() naming the variable (or saying what else failed). */
 FTL_API ftl_agent *ftl_agent_new_from_env(void);
+/* The same, with the agent's records (and the settings' warnings) going to log_cb (ftl/agent.h) instead of
+ * stderr: for bindings that cannot fill an ftl_agent_config, such as the Python package. NULL with
+ * ftl_error_message() saying why. */
+FTL_API ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user);
 
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned, kept by the agent: the exception to

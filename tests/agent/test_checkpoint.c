@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "train/checkpoint.h"
+#include "agent/log.h"
 
 /* A small image: two buffers and some save bytes, with a recognisable payload. */
 static uint8_t *make_image(ftl_ckpt_header *h, size_t *len)
@@ -307,7 +308,7 @@ static void job_init(fake_job *j, const char *dir)
 	j->r.save = save_extra;
 	j->r.load = load_extra;
 	j->r.cb_ctx = j;
-	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg), FTL_OK);
+	assert_int_equal(ftl_checkpoint_setup(&j->c, &j->cfg, ftl_logger_stderr()), FTL_OK);
 }
 
 /* Steps the fake job to `steps`, checkpointing every 10; the state after step s is a function of s. */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "train/checkpoint.h"
+#include "agent/log.h"
 
 static char *temp_dir(void)
 {
@@ -99,7 +100,7 @@ static int count_entries(const char *dir)
 
 static ftl_ckpt_writer *writer(const char *dir, int keep, bool is_waiting)
 {
-	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting);
+	ftl_ckpt_writer *w = ftl_ckpt_writer_new(dir, keep, is_waiting, ftl_logger_stderr());
 	if (!w)
 		fail_msg("%s", ftl_diag_message());
 	return w;

@@ -13,6 +13,7 @@
 
 #include "train/exec_machine.h"
 #include "fake_comm.h"
+#include "agent/log.h"
 
 /* ---- the scripted view feed ---- */
 
@@ -168,7 +169,7 @@ static rig *rig_new(const script_view *script, int n_script, const ftl_exec_retr
 	assert_non_null(r);
 	assert_int_equal(ftl_state_register_buffer(&r->reg, "params", r->params, sizeof(r->params), false), FTL_OK);
 	r->feed = (fake_feed){.now_us = 1000000, .script = script, .n_script = n_script};
-	ftl_exec_create(&r->m, p ? p : &policy, &r->reg);
+	ftl_exec_create(&r->m, p ? p : &policy, &r->reg, ftl_logger_stderr());
 	ftl_exec_set_feed(&r->m, &fake_feed_ops, &r->feed);
 	ftl_exec_set_factory(&r->m, &fake_factory_ops, &r->factory);
 	return r;

@@ -43,7 +43,25 @@ class JobStatusC(ctypes.Structure):
                 ("views_seen", c_u64), ("retries", c_u64)]
 
 
+class LogValueC(ctypes.Union):
+    """The value of struct ftl_log_field (include/ftl/agent.h)."""
+    _fields_ = [("str", ctypes.c_char_p), ("i", ctypes.c_int64), ("u", c_u64), ("d", ctypes.c_double), ("b", ctypes.c_bool)]
+
+
+class LogFieldC(ctypes.Structure):
+    """struct ftl_log_field (include/ftl/agent.h); type is enum ftl_log_field_type."""
+    _fields_ = [("key", ctypes.c_char_p), ("type", ctypes.c_int), ("value", LogValueC)]
+
+
+class LogRecordC(ctypes.Structure):
+    """struct ftl_log_record (include/ftl/agent.h); level is enum ftl_log_level."""
+    _fields_ = [("time_us", ctypes.c_int64), ("level", ctypes.c_int), ("agent", ctypes.c_char_p),
+                ("component", ctypes.c_char_p), ("message", ctypes.c_char_p), ("fields", ctypes.POINTER(LogFieldC)),
+                ("n_fields", c_size)]
+
+
 STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(StepInfoC))
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(LogRecordC), ctypes.c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_size, ctypes.c_void_p, ctypes.c_void_p, c_size)
 LOAD_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, c_size)
 
@@ -55,6 +73,7 @@ _PROTOTYPES = {
     "ftl_error_message": (ctypes.c_char_p, []),
     "ftl_comm_backend_is_available": (ctypes.c_int, [ctypes.c_int]),
     "ftl_agent_new_from_env": (c_agent_p, []),
+    "ftl_agent_new_from_env_logging": (c_agent_p, [LOG_FN, ctypes.c_void_p]),
     "ftl_agent_start": (ctypes.c_int, [c_agent_p]),
     "ftl_agent_leave": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
     "ftl_agent_has_left": (ctypes.c_bool, [c_agent_p]),

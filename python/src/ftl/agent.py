@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import ctypes
 import json
+import logging
 import os
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, TypeVar
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 import numpy as np
 
-from . import _buffers
+from . import _buffers, _logging
 from ._lib import LOAD_FN, SAVE_FN, STEP_FN, BatchConfigC, JobStatusC, lib, text
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
 
@@ -103,16 +104,25 @@ class Agent:
     Settings come from the FTL_* environment, as in the C API (README: settings); keyword arguments
     override it: `ftl.Agent(name="w1", min_workers=2)`. A refused setting raises ConfigError naming the
     variable. Register state (register, register_state, set_sampler) before start().
+
+    The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
+    sends them to Python's logging instead, with their fields as values (ftl/_logging.py says how).
     """
 
-    def __init__(self, **settings: Any):
+    def __init__(self, logger: Union[logging.Logger, bool, None] = None, **settings: Any):
         self._lib = lib()
+        self._ptr: Optional[int] = None
         overrides = _settings_env(settings)
+        target = _logging.resolve(logger)
+        self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
         with _env_lock:  # the C side reads getenv(); other threads must not see our overrides half-set
             saved = {k: os.environ.get(k) for k in overrides}
             os.environ.update(overrides)
             try:
-                ptr = self._lib.ftl_agent_new_from_env()
+                if self._log_fn is not None:
+                    ptr = self._lib.ftl_agent_new_from_env_logging(self._log_fn, None)
+                else:
+                    ptr = self._lib.ftl_agent_new_from_env()
                 why = "" if ptr else text(self._lib.ftl_error_message())  # this thread's reason, read at once
                 self.backend = os.environ.get("FTL_COMM", "tcp")
             finally:
@@ -123,7 +133,9 @@ class Agent:
                         os.environ[k] = v
         if not ptr:
             raise ConfigError(why or "ftl: the agent could not be created")
-        self._ptr: Optional[int] = ptr
+        self._ptr = ptr
+        if self._log_fn is not None:
+            _logging.track(self)
         self._started = False
         self._keep: list = []            # registered arrays and callbacks: alive as long as C holds them
         self._step_thread: Optional[int] = None
@@ -158,8 +170,9 @@ class Agent:
     def close(self) -> None:
         """Stops the agent (without a leave) and frees it; later calls raise Error."""
         if self._ptr is not None:
-            self._lib.ftl_agent_delete(self._ptr)
+            self._lib.ftl_agent_delete(self._ptr)  # its threads are gone: nothing calls _log_fn any more
             self._ptr = None
+            self._log_fn = None
 
     def __enter__(self) -> "Agent":
         if not self._started:

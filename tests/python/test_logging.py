@@ -1,0 +1,102 @@
+"""The agent's log records in Python's logging (ftl/_logging.py), on real agents over loopback: a record
+arrives as a LogRecord on the component's child logger with its fields as values, records from the agent's
+own loop thread arrive too, each agent keeps its name and level, the settings' warnings take the same path,
+and without a logger the records stay lines on stderr."""
+import logging
+import os
+import threading
+import time
+
+import ftl
+from conftest import free_port
+
+
+class Keep(logging.Handler):
+    """Keeps every record it is handed (from any thread)."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records, self.seen = [], threading.Condition()
+
+    def emit(self, record):
+        with self.seen:
+            self.records.append(record)
+            self.seen.notify_all()
+
+    def wait_for(self, what, timeout=20.0):
+        with self.seen:
+            self.seen.wait_for(lambda: any(what(r) for r in self.records), timeout)
+            return [r for r in self.records if what(r)]
+
+
+def kept_logger(name):
+    logger = logging.getLogger(name)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    handler = Keep()
+    logger.handlers[:] = [handler]
+    return logger, handler
+
+
+def test_record_arrives_in_logging_with_its_fields(run_dir):
+    logger, kept = kept_logger("ftltest.one")
+    port = free_port()
+    with ftl.Agent(logger=logger, name="py-a", insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{port}",
+                   log_level="info", profile="local"):
+        pass
+    started = [r for r in kept.records if r.getMessage() == "started"]
+    assert started, [r.getMessage() for r in kept.records]
+    r = started[0]
+    assert r.name == "ftltest.one.agent" and r.levelno == logging.INFO
+    assert r.ftl_agent == "py-a" and r.ftl_component == "agent"
+    assert r.ftl_fields["bind"] == f"127.0.0.1:{port}" and r.ftl_fields["cluster"] == "ftl"
+    assert r.ftl_fields["profile"] == "local"
+    assert abs(r.created - time.time()) < 60
+    insecure = [r for r in kept.records if r.getMessage().startswith("FTL_INSECURE=1")]
+    assert insecure and insecure[0].levelno == logging.WARNING
+
+
+def test_two_agents_log_with_their_own_name_and_level_from_their_threads(run_dir):
+    la, ka = kept_logger("ftltest.a")
+    lb, kb = kept_logger("ftltest.b")
+    first = free_port()
+    common = dict(insecure=1, run_dir=run_dir, profile="local")
+    a = ftl.Agent(logger=la, name="py-a", bind=f"127.0.0.1:{first}", log_level="info", **common)
+    b = ftl.Agent(logger=lb, name="py-b", bind=f"127.0.0.1:{free_port()}", log_level="warn",
+                  seeds=f"127.0.0.1:{first}", **common)
+    try:
+        a.start()
+        b.start()
+        joins = ka.wait_for(lambda r: r.getMessage() == "member join" and r.ftl_fields.get("member") == "py-b")
+    finally:
+        b.close()
+        a.close()
+    assert joins, "py-a's logger never heard py-b join"
+    join = joins[0]
+    assert join.name == "ftltest.a.membership" and join.ftl_agent == "py-a"
+    assert isinstance(join.ftl_fields["generation"], int) and join.ftl_fields["generation"] > 0
+    assert join.thread != threading.main_thread().ident, "the join came from the agent's loop thread"
+    assert all(r.ftl_agent == "py-a" for r in ka.records)
+    assert kb.records and all(r.ftl_agent == "py-b" and r.levelno >= logging.WARNING for r in kb.records)
+
+
+def test_settings_warning_reaches_logging(run_dir):
+    logger, kept = kept_logger("ftltest.settings")
+    os.environ["FTL_MAX_WORKER"] = "4"
+    try:
+        agent = ftl.Agent(logger=logger, name="py-s", insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
+    finally:
+        del os.environ["FTL_MAX_WORKER"]
+    agent.close()
+    warned = [r for r in kept.records if r.ftl_fields.get("variable") == "FTL_MAX_WORKER"]
+    assert warned and warned[0].ftl_fields["closest"] == "FTL_MAX_WORKERS", [r.getMessage() for r in kept.records]
+    assert warned[0].name == "ftltest.settings.config" and warned[0].levelno == logging.WARNING
+
+
+def test_without_a_logger_records_are_lines_on_stderr(run_dir, capfd):
+    logger, kept = kept_logger("ftl")
+    with ftl.Agent(name="py-e", insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}", log_level="info"):
+        pass
+    err = capfd.readouterr().err
+    assert 'level=info agent=py-e component=agent msg="started" bind=127.0.0.1:' in err, err
+    assert not kept.records
