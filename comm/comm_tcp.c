@@ -43,6 +43,15 @@ bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm)
 	return ((const struct ftl_comm_tcp *)comm)->shm != NULL;
 }
 
+const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure)
+{
+	const struct ftl_comm_tcp *t = (const struct ftl_comm_tcp *)comm;
+	bool is_tcp_alone = comm != NULL && comm->backend == FTL_COMM_TCP && t->shm == NULL && t->shm_why[0] != '\0';
+	if (is_failure != NULL)
+		*is_failure = is_tcp_alone && t->is_shm_failed;
+	return is_tcp_alone ? t->shm_why : NULL;
+}
+
 static const struct ftl_comm_backend_ops tcp_ops = {
 	.allreduce = ftl_comm_tcp_allreduce,
 	.broadcast = ftl_comm_tcp_broadcast,

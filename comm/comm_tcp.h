@@ -26,6 +26,7 @@
 struct ftl_comm_shm;
 
 #define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
+#define FTL_COMM_SHM_WHY_MAX 160        /* why a communicator is not on shared memory, with its NUL */
 #define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
 #define FTL_COMM_TCP_STAGE (256u << 10)   /* the largest allreduce recursive doubling may carry */
 
@@ -125,6 +126,8 @@ struct ftl_comm_tcp {
 	size_t notice_in_len;
 	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
 	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
+	char shm_why[FTL_COMM_SHM_WHY_MAX]; /* shm is NULL with more than one rank: why ("" otherwise) */
+	bool is_shm_failed;            /* ... because its setup failed, though every rank was local and wanted it */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
@@ -139,6 +142,12 @@ static inline int ftl_comm_tcp_prev(const struct ftl_comm_tcp *t)
 
 /* Whether the collectives of this tcp communicator go through shared memory (for tests and benchmarks). */
 bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm);
+
+/* Why a tcp communicator of several ranks is not on shared memory, for its builder to log ("rank 2 is on
+ * another host", "rank 0 has FTL_COMM_SHM off", "rank 1 could not attach the segment: mmap: ..."); the same
+ * text on every rank. NULL when it is on shared memory, has one rank, or is not a tcp communicator.
+ * *is_failure (may be NULL): every rank was local and wanted it, but the setup failed. */
+const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure);
 
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */

@@ -11,7 +11,11 @@
  * The nccl comm of the next view comes from comm/comm_rebuild.h: ncclCommShrink of the last one when the
  * new view is its members less some, in the same order, and every rank holds that parent (a vote over the
  * new tcp comm); else a fresh init, started without waiting so that the state-sync header exchange over
- * tcp overlaps it. The members a comm was built for are kept as keys (name and generation hashed). */
+ * tcp overlaps it. The members a comm was built for are kept as keys (name and generation hashed).
+ *
+ * A tcp comm whose ranks do not all talk through shared memory says why, and that goes to the log once per
+ * view (a warning when every rank was local and willing but the setup failed): the comm layer has no logger,
+ * and a silent fallback to tcp costs bandwidth nobody could explain. */
 #include "exec_feed.h"
 
 #include <stdio.h>
@@ -22,6 +26,7 @@
 
 #include "agent_internal.h"
 #include "comm_rebuild.h"
+#include "comm_tcp.h"
 #include "log.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
@@ -210,6 +215,11 @@ static ftl_err factory_build(void *ctx, const ftl_work_view *w, ftl_comm_pair *o
 		 w->rank, w->n, (double)(ftl_agent_now_us(a) - start) / 1000.0);
 	ftl_log(FTL_LOG_INFO, "training", fields, "communicator built (%s%s)", ftl_comm_backend_strs[backend],
 		backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data");
+	bool is_failure;
+	const char *why = ftl_comm_tcp_shm_why(c.ctrl, &is_failure);
+	if (why != NULL)
+		ftl_log(is_failure ? FTL_LOG_WARN : FTL_LOG_INFO, "training", fields,
+			"tcp communicator not on shared memory: %s", why);
 	return FTL_OK;
 }
 
