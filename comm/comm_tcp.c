@@ -70,6 +70,7 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		return ftl_comm_fail_buf(err, err_len, FTL_ERR_SYSTEM, "out of memory");
 	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
 	t->next_fd = t->prev_fd = -1;
+	ftl_comm_tcp_spin_init(&t->spin);
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
 	t->steps = calloc(2 * (size_t)cfg->world_size, sizeof(*t->steps));

@@ -2,6 +2,7 @@
  *   comm_tcp.c             lifecycle: create, abort, destroy, the ops table
  *   comm_tcp_connect.c     bootstrap text, sockets and the ring handshake
  *   comm_tcp_engine.c      the pipelined stream engine: moves a plan of steps around the ring
+ *   comm_tcp_spin.c        how long the engine spins before it sleeps in poll() (small-message latency)
  *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as ring plans; the allreduce choice
  *   comm_tcp_doubling.c    allreduce by recursive doubling / halving over the mesh links (small, medium)
  *   comm_shm*.c            the same collectives through shared memory when every rank is local (comm_shm.h)
@@ -107,6 +108,30 @@ struct ftl_comm_tcp_plan {
 	int divisor;                /* > 1: FTL_AVG on is_final_reduce steps */
 };
 
+/* comm_tcp_spin.c: the engine's spin before poll(). */
+#define FTL_COMM_TCP_SPIN_MAX_NS 100000 /* longest spin: a few round trips of a small collective */
+#define FTL_COMM_TCP_SPIN_MIN_NS 10000  /* shortest, once spinning; also what a probe spins */
+#define FTL_COMM_TCP_SPIN_PROBE 16      /* after a crowded spin, every 16th wait spins again */
+#define FTL_COMM_TCP_YIELD_TAKEN_NS 10000 /* a sched_yield() that took longer ran another task */
+
+enum ftl_comm_tcp_spin_outcome {
+	FTL_COMM_TCP_SPIN_CAUGHT,  /* the awaited I/O came while spinning */
+	FTL_COMM_TCP_SPIN_EXPIRED, /* the budget ran out: the engine sleeps in poll() */
+	FTL_COMM_TCP_SPIN_CROWDED, /* another task took the CPU at a yield: the engine sleeps in poll() */
+	FTL_COMM_TCP_SPIN_OUTCOME_MAX
+};
+
+struct ftl_comm_tcp_spin {
+	int64_t budget_ns; /* how long the next wait spins; 0: sleep at once (crowded) */
+	int n_slept;       /* waits that slept at once since the last spin: one in FTL_COMM_TCP_SPIN_PROBE probes */
+};
+
+void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s);
+/* The spin for the next wait, in ns (0: sleep at once); counts the waits between probes. */
+int64_t ftl_comm_tcp_spin_budget(struct ftl_comm_tcp_spin *s);
+/* What the spin that ftl_comm_tcp_spin_budget allowed achieved. */
+void ftl_comm_tcp_spin_record(struct ftl_comm_tcp_spin *s, enum ftl_comm_tcp_spin_outcome outcome);
+
 struct ftl_comm_tcp {
 	struct ftl_comm base;
 	int next_fd;                   /* data out, notices in; -1 when alone */
@@ -122,6 +147,7 @@ struct ftl_comm_tcp {
 	char *stage;                     /* FTL_COMM_TCP_STAGE bytes: what a doubling round sends */
 	struct ftl_comm_tcp_step *steps; /* room for a plan: 2 * world_size steps */
 	char *scratch;                 /* one segment: incoming data waiting to be reduced */
+	struct ftl_comm_tcp_spin spin; /* the engine's spin before poll() */
 	unsigned char notice_in[16];   /* a notice from next, possibly partial */
 	size_t notice_in_len;
 	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
