@@ -373,6 +373,8 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 			   : n > FTL_COMM_SHM_WORLD_MAX ? FTL_COMM_SHM_REFUSED_WORLD : FTL_COMM_SHM_WANTED);
 	ftl_err e = ftl_comm_tcp_allgather(&t->base, &me, ids, sizeof(me) / 4, FTL_I32);
 	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n, t->shm_why, sizeof(t->shm_why));
+	for (int i = 0; e == FTL_OK && me.boot_id[0] != '\0' && i < n; i++) /* for the engine's spin */
+		t->n_host_ranks += i != t->base.rank && memcmp(ids[i].boot_id, me.boot_id, sizeof(me.boot_id)) == 0;
 	free(ids);
 	struct ftl_comm_shm *s = is_local ? calloc(1, sizeof(*s)) : NULL;
 	if (is_local && (s == NULL || (s->doorbell = malloc(sizeof(int) * (size_t)n)) == NULL))

@@ -113,6 +113,8 @@ struct ftl_comm_tcp_plan {
 #define FTL_COMM_TCP_SPIN_MIN_NS 10000  /* shortest, once spinning; also what a probe spins */
 #define FTL_COMM_TCP_SPIN_PROBE 16      /* after a crowded spin, every 16th wait spins again */
 #define FTL_COMM_TCP_YIELD_TAKEN_NS 10000 /* a sched_yield() that took longer ran another task */
+/* Collectives up to this size spin; bigger ones stream for long enough that a wake-up is small change. */
+#define FTL_COMM_TCP_SPIN_BYTES_MAX FTL_COMM_TCP_STAGE
 
 enum ftl_comm_tcp_spin_outcome {
 	FTL_COMM_TCP_SPIN_CAUGHT,  /* the awaited I/O came while spinning */
@@ -122,11 +124,13 @@ enum ftl_comm_tcp_spin_outcome {
 };
 
 struct ftl_comm_tcp_spin {
+	bool is_off;       /* more ranks on this host than cores for them: never spin */
 	int64_t budget_ns; /* how long the next wait spins; 0: sleep at once (crowded) */
 	int n_slept;       /* waits that slept at once since the last spin: one in FTL_COMM_TCP_SPIN_PROBE probes */
 };
 
-void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s);
+/* n_ranks_here: the communicator's ranks on this host; n_cpus: the cores this process may run on. */
+void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s, int n_ranks_here, int n_cpus);
 /* The spin for the next wait, in ns (0: sleep at once); counts the waits between probes. */
 int64_t ftl_comm_tcp_spin_budget(struct ftl_comm_tcp_spin *s);
 /* What the spin that ftl_comm_tcp_spin_budget allowed achieved. */
@@ -154,6 +158,7 @@ struct ftl_comm_tcp {
 	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
 	char shm_why[FTL_COMM_SHM_WHY_MAX]; /* shm is NULL with more than one rank: why ("" otherwise) */
 	bool is_shm_failed;            /* ... because its setup failed, though every rank was local and wanted it */
+	int n_host_ranks;              /* ranks on this host (same boot id), us included */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)

@@ -70,6 +70,7 @@ struct engine {
 	                      * of our business but its notices): fine, stop listening */
 	bool is_on_ring;     /* the plan sends to next; else on a mesh link, next_fd only carries notices */
 	bool is_prev_quiet;  /* mesh plan: stop watching prev (it is ahead of us, or gone) */
+	bool is_small;       /* a latency-bound collective (FTL_COMM_TCP_SPIN_BYTES_MAX): it spins, sends first */
 };
 
 static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
@@ -465,11 +466,15 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* One pass over both directions: sends first (they are what the peers wait for), then receives. */
+/* One pass over both directions. A small collective sends first: its sends are what the peers wait for,
+ * and its receive is rarely there yet. A big one receives first, as it streams: what it forwards has to
+ * land first, and draining prev's stream keeps prev sending (measured: 10 % faster at 4-128 MiB). */
 static ftl_err pump(struct engine *e, bool *progressed)
 {
-	ftl_err err = pump_send(e, progressed);
-	return err != FTL_OK ? err : pump_recv(e, progressed);
+	ftl_err err = e->is_small ? pump_send(e, progressed) : pump_recv(e, progressed);
+	if (err == FTL_OK)
+		err = e->is_small ? pump_recv(e, progressed) : pump_send(e, progressed);
+	return err;
 }
 
 /* Before sleeping in poll(): tries again on non-blocking calls, yielding the CPU between tries, for as long
@@ -508,12 +513,13 @@ ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan 
 	e.what = plan->hdr.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[plan->hdr.kind] : "collective";
 	e.hdr_out.magic = HDR_MAGIC;
 	int64_t deadline = ftl_comm_now_ms() + t->base.timeout_ms;
+	e.is_small = plan->hdr.count * plan->elem_size <= FTL_COMM_TCP_SPIN_BYTES_MAX;
 	for (;;) {
 		if (atomic_load(&t->base.is_aborted))
 			return aborted(&e);
 		bool progressed = false;
 		ftl_err err = pump(&e, &progressed);
-		if (err == FTL_OK && !progressed && !(is_sending_done(&e) && is_receiving_done(&e)))
+		if (err == FTL_OK && !progressed && e.is_small && !(is_sending_done(&e) && is_receiving_done(&e)))
 			err = spin(&e, &progressed);
 		if (err != FTL_OK)
 			return err;

@@ -5,8 +5,9 @@
  * by an interrupt: tens of microseconds, more than the work). Open MPI busy-polls for the same reason.
  *
  * Why bounded and adaptive: ranks can outnumber cores (4 ranks on 2), and then a spinning rank burns the
- * very CPU its peer needs to send what it waits for. So the engine spins with sched_yield() between its
- * calls, and this policy watches what the spins achieve:
+ * very CPU its peer needs to send what it waits for. A communicator with more ranks on this host than
+ * this process may use cores never spins. Otherwise the engine spins with sched_yield() between its calls
+ * (other programs may want the cores too), and this policy watches what the spins achieve:
  * - CAUGHT: the data came while spinning: spin as long next time, or longer (up to the maximum);
  * - EXPIRED: the budget ran out and the engine went to sleep (a peer late by more than a spin, as in a
  *   training step whose ranks finish their compute apart): halve the budget, down to the minimum;
@@ -17,15 +18,16 @@
  * Pure: the engine measures and reports; nothing here reads a clock. */
 #include "comm_tcp.h"
 
-void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s)
+void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s, int n_ranks_here, int n_cpus)
 {
-	s->budget_ns = FTL_COMM_TCP_SPIN_MAX_NS;
+	s->is_off = n_ranks_here > n_cpus;
+	s->budget_ns = s->is_off ? 0 : FTL_COMM_TCP_SPIN_MAX_NS;
 	s->n_slept = 0;
 }
 
 int64_t ftl_comm_tcp_spin_budget(struct ftl_comm_tcp_spin *s)
 {
-	if (s->budget_ns > 0)
+	if (s->budget_ns > 0 || s->is_off)
 		return s->budget_ns;
 	if (++s->n_slept < FTL_COMM_TCP_SPIN_PROBE)
 		return 0;
@@ -47,7 +49,7 @@ void ftl_comm_tcp_spin_record(struct ftl_comm_tcp_spin *s, enum ftl_comm_tcp_spi
 		b = 0;
 		break;
 	}
-	s->budget_ns = b > FTL_COMM_TCP_SPIN_MAX_NS ? FTL_COMM_TCP_SPIN_MAX_NS : b;
+	s->budget_ns = s->is_off ? 0 : b > FTL_COMM_TCP_SPIN_MAX_NS ? FTL_COMM_TCP_SPIN_MAX_NS : b;
 	if (b > 0)
 		s->n_slept = 0;
 }
