@@ -31,17 +31,29 @@
  *   4 ranks   0.32 0.06    0.75 0.42    0.93 0.13    0.45 0.60    0.43 0.52 */
 #define FTL_COMM_SHM_DIRECT_MAX (256u << 10)
 
+/* Why a rank will not share memory, whoever it shares a host with. */
+enum ftl_comm_shm_refusal {
+	FTL_COMM_SHM_WANTED,        /* it will */
+	FTL_COMM_SHM_REFUSED_OFF,   /* FTL_COMM_SHM=off */
+	FTL_COMM_SHM_REFUSED_NO_ID, /* it cannot read its identity, so nobody can know who is local */
+	FTL_COMM_SHM_REFUSED_WORLD, /* more ranks than FTL_COMM_SHM_WORLD_MAX */
+	FTL_COMM_SHM_REFUSAL_MAX
+};
+
+extern const char *const ftl_comm_shm_refusal_strs[FTL_COMM_SHM_REFUSAL_MAX];
+
 /* What each rank tells the others at creation, over tcp, to decide whether all are local. */
 struct ftl_comm_shm_identity {
 	uint32_t magic;
-	uint32_t is_wanted;  /* this rank allows shared memory (FTL_COMM_SHM, and it could read its identity) */
+	uint32_t refusal;    /* enum ftl_comm_shm_refusal: FTL_COMM_SHM_WANTED, or why not */
 	uint64_t netns_ino;  /* /proc/self/ns/net: one network namespace = one host, one pod */
 	uint64_t netns_dev;
 	char boot_id[40];    /* /proc/sys/kernel/random/boot_id: tells hosts apart whose namespace inodes collide */
 };
 
-/* Pure: every rank wants shared memory and all have the same boot id and network namespace. */
-bool ftl_comm_shm_is_all_local(const struct ftl_comm_shm_identity *ids, int n);
+/* Pure: every rank wants shared memory and all have the same boot id and network namespace. When not, why
+ * names the first rank that differs from rank 0 and how ("rank 2 is on another host"). */
+bool ftl_comm_shm_is_all_local(const struct ftl_comm_shm_identity *ids, int n, char *why, size_t why_len);
 
 /* The descriptor of a call, compared across ranks in its first round (mismatched collectives). */
 struct ftl_comm_shm_call {
@@ -90,8 +102,8 @@ static inline char *ftl_comm_shm_slot(const struct ftl_comm_shm *s, int n, uint6
 }
 
 /* comm_shm_setup.c: exchanges identities over the connected tcp comm; when all ranks are local, builds
- * the segment and sets t->shm. Falls back to tcp (t->shm stays NULL) when any rank cannot; fails only
- * when the tcp exchange itself fails. */
+ * the segment and sets t->shm. Falls back to tcp (t->shm stays NULL, t->shm_why says why, the same on every
+ * rank) when any rank cannot; fails only when the tcp exchange itself fails. */
 ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg);
 void ftl_comm_shm_detach(struct ftl_comm_tcp *t);
 

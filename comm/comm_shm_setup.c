@@ -48,18 +48,50 @@ struct rendezvous_name {
 	char name[64];
 };
 
-bool ftl_comm_shm_is_all_local(const struct ftl_comm_shm_identity *ids, int n)
+/* Each rank's outcome of the setup, allgathered at the end: either all attached, or all stay on tcp and
+ * every rank can say which one failed and how. */
+#define WHY_MAX 92
+struct attach_vote {
+	int32_t is_attached;
+	char why[WHY_MAX]; /* what failed on this rank ("mmap: Cannot allocate memory"), when it did not attach */
+};
+
+/* Records in why what failed (with errno's story when has_errno) and returns -1. */
+static int failed(char why[WHY_MAX], const char *what, bool has_errno)
+{
+	snprintf(why, WHY_MAX, "%s%s%s", what, has_errno ? ": " : "", has_errno ? strerror(errno) : "");
+	return -1;
+}
+
+const char *const ftl_comm_shm_refusal_strs[FTL_COMM_SHM_REFUSAL_MAX] = {
+	[FTL_COMM_SHM_WANTED] = "wants shared memory",
+	[FTL_COMM_SHM_REFUSED_OFF] = "has FTL_COMM_SHM off",
+	[FTL_COMM_SHM_REFUSED_NO_ID] = "cannot read its host identity (boot id, network namespace)",
+	[FTL_COMM_SHM_REFUSED_WORLD] = "is in a world larger than shared memory serves",
+};
+
+bool ftl_comm_shm_is_all_local(const struct ftl_comm_shm_identity *ids, int n, char *why, size_t why_len)
 {
 	for (int i = 0; i < n; i++) {
 		const struct ftl_comm_shm_identity *a = &ids[i], *b = &ids[0];
-		if (a->magic != IDENTITY_MAGIC || !a->is_wanted || a->netns_ino != b->netns_ino ||
-		    a->netns_dev != b->netns_dev || memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) != 0)
+		const char *how = NULL;
+		if (a->magic != IDENTITY_MAGIC || a->refusal >= FTL_COMM_SHM_REFUSAL_MAX)
+			how = "sent no identity";
+		else if (a->refusal != FTL_COMM_SHM_WANTED)
+			how = ftl_comm_shm_refusal_strs[a->refusal];
+		else if (memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) != 0)
+			how = "is on another host than rank 0";
+		else if (a->netns_ino != b->netns_ino || a->netns_dev != b->netns_dev)
+			how = "is in another network namespace than rank 0";
+		if (how != NULL) {
+			snprintf(why, why_len, "rank %d %s", i, how);
 			return false;
+		}
 	}
 	return true;
 }
 
-static void read_identity(struct ftl_comm_shm_identity *id, bool is_wanted)
+static void read_identity(struct ftl_comm_shm_identity *id, enum ftl_comm_shm_refusal refusal)
 {
 	memset(id, 0, sizeof(*id));
 	id->magic = IDENTITY_MAGIC;
@@ -73,7 +105,8 @@ static void read_identity(struct ftl_comm_shm_identity *id, bool is_wanted)
 		id->netns_ino = st.st_ino;
 		id->netns_dev = st.st_dev;
 	}
-	id->is_wanted = is_wanted && is_known; /* without an identity we cannot know who is local */
+	/* without an identity we cannot know who is local */
+	id->refusal = refusal == FTL_COMM_SHM_WANTED && !is_known ? FTL_COMM_SHM_REFUSED_NO_ID : refusal;
 }
 
 static void close_fd(int *fd)
@@ -169,15 +202,19 @@ static int map_segment(struct ftl_comm_shm *s, int memfd, int n)
 
 /* Rank 0: the segment and the listening socket; fills *name (empty on failure). */
 static int host_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cfg, int *memfd, int *lfd,
-			struct rendezvous_name *name)
+			struct rendezvous_name *name, char why[WHY_MAX])
 {
 	int n = cfg->world_size;
 	uint64_t nonce = 0;
 	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		return -1;
+		return failed(why, "getrandom", true);
 	*memfd = memfd_create("ftl-comm-shm", MFD_CLOEXEC);
-	if (*memfd < 0 || ftruncate(*memfd, (off_t)s->map_len) < 0 || map_segment(s, *memfd, n) < 0)
-		return -1;
+	if (*memfd < 0)
+		return failed(why, "memfd_create", true);
+	if (ftruncate(*memfd, (off_t)s->map_len) < 0)
+		return failed(why, "ftruncate of the segment", true);
+	if (map_segment(s, *memfd, n) < 0)
+		return failed(why, "mmap of the segment", true);
 	s->hdr->magic = SEGMENT_MAGIC;
 	s->hdr->world_size = (uint32_t)n;
 	s->hdr->slot_bytes = s->slot_bytes;
@@ -187,14 +224,14 @@ static int host_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cf
 	*lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
 	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sl) < 0 || listen(*lfd, n) < 0)
-		return -1;
+		return failed(why, "listen on an abstract unix socket", true);
 	memcpy(name->name, sa.sun_path + 1, (size_t)len + 1);
 	return 0;
 }
 
 /* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. */
 static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id, int memfd, int lfd,
-			int64_t deadline)
+			int64_t deadline, char why[WHY_MAX])
 {
 	int n = t->base.world_size;
 	int conn[FTL_COMM_SHM_WORLD_MAX];
@@ -205,7 +242,7 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 		struct pollfd p = {.fd = lfd, .events = POLLIN};
 		int64_t left = deadline - ftl_comm_now_ms();
 		if (left <= 0 || poll(&p, 1, (int)left) != 1) {
-			rc = -1;
+			rc = failed(why, "timed out waiting for the other ranks on the unix socket", false);
 			break;
 		}
 		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -226,7 +263,8 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
 	struct unix_hello ok = {.magic = HELLO_MAGIC, .rank = 0, .comm_id = comm_id};
 	for (int j = 1; j < n && rc == 0; j++)
-		rc = send_fds(conn[j], &ok, sizeof(ok), fds, n + 1);
+		if (send_fds(conn[j], &ok, sizeof(ok), fds, n + 1) < 0)
+			rc = failed(why, "sending the segment (SCM_RIGHTS)", true);
 	for (int j = 1; j < n; j++) {
 		if (rc == 0) {
 			s->live_fd[s->n_live] = conn[j];
@@ -240,7 +278,7 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 
 /* Rank r > 0: connects to rank 0 with our doorbell, receives the memfd and every doorbell, maps. */
 static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id,
-			const struct rendezvous_name *name, int64_t deadline)
+			const struct rendezvous_name *name, int64_t deadline, char why[WHY_MAX])
 {
 	int n = t->base.world_size;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -249,11 +287,16 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct unix_hello h = {.magic = HELLO_MAGIC, .rank = t->base.rank, .comm_id = comm_id}, ok;
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
-	if (c < 0 || connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0 ||
-	    send_fds(c, &h, sizeof(h), &s->doorbell[t->base.rank], 1) < 0 ||
-	    recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline) < 0) {
+	int rc = 0;
+	if (c < 0 || connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0)
+		rc = failed(why, "connect to rank 0's unix socket", true);
+	else if (send_fds(c, &h, sizeof(h), &s->doorbell[t->base.rank], 1) < 0)
+		rc = failed(why, "sending the doorbell to rank 0", true);
+	else if (recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline) < 0)
+		rc = failed(why, "no segment from rank 0 in time", false);
+	if (rc != 0) {
 		close_fd(&c);
-		return -1;
+		return rc;
 	}
 	int memfd = fds[0];
 	for (int j = 0; j < n; j++) {
@@ -262,11 +305,14 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 		else
 			s->doorbell[j] = fds[1 + j];
 	}
-	int rc = ok.magic == HELLO_MAGIC && ok.comm_id == comm_id ? map_segment(s, memfd, n) : -1;
+	if (ok.magic != HELLO_MAGIC || ok.comm_id != comm_id)
+		rc = failed(why, "rank 0 answered for another communicator", false);
+	else if (map_segment(s, memfd, n) < 0)
+		rc = failed(why, "mmap of the segment", true);
 	close(memfd); /* the mapping keeps the segment */
 	if (rc == 0 && (s->hdr->magic != SEGMENT_MAGIC || s->hdr->world_size != (uint32_t)n ||
 			s->hdr->slot_bytes != s->slot_bytes))
-		rc = -1;
+		rc = failed(why, "the segment's header is not this communicator's", false);
 	s->live_fd[s->n_live] = c;
 	s->live_rank[s->n_live++] = 0;
 	return rc;
@@ -274,25 +320,40 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 
 /* Builds the segment on every rank; 0 when this rank is attached. name travels over tcp. */
 static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
-		 ftl_err *tcp_err)
+		 ftl_err *tcp_err, char why[WHY_MAX])
 {
 	int rank = t->base.rank;
 	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
 	struct rendezvous_name name = {{0}};
 	int memfd = -1, lfd = -1, rc = 0;
 	s->doorbell[rank] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (rank == 0 && (s->doorbell[0] < 0 || host_segment(s, cfg, &memfd, &lfd, &name) < 0))
+	if (s->doorbell[rank] < 0)
+		rc = failed(why, "eventfd for the doorbell", true);
+	if (rank == 0 && (rc != 0 || host_segment(s, cfg, &memfd, &lfd, &name, why) < 0))
 		name.name[0] = '\0';
 	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &name, sizeof(name) / 4, FTL_I32, 0);
-	if (*tcp_err != FTL_OK || name.name[0] == '\0' || s->doorbell[rank] < 0)
-		rc = -1;
+	if (*tcp_err != FTL_OK || rc != 0 || name.name[0] == '\0')
+		rc = rc != 0 || rank == 0 ? -1 : failed(why, "rank 0 offered no segment", false);
 	else if (rank == 0)
-		rc = gather_ranks(t, s, cfg->comm_id, memfd, lfd, deadline);
+		rc = gather_ranks(t, s, cfg->comm_id, memfd, lfd, deadline, why);
 	else
-		rc = join_segment(t, s, cfg->comm_id, &name, deadline);
+		rc = join_segment(t, s, cfg->comm_id, &name, deadline, why);
 	close_fd(&memfd);
 	close_fd(&lfd);
 	return rc;
+}
+
+/* After the vote: every rank attached, or t->shm_why says which one did not and why. */
+static bool is_all_attached(struct ftl_comm_tcp *t, const struct attach_vote *votes)
+{
+	for (int i = 0; i < t->base.world_size; i++)
+		if (!votes[i].is_attached) {
+			snprintf(t->shm_why, sizeof(t->shm_why), "rank %d could not attach the segment: %.*s", i,
+				 WHY_MAX, votes[i].why);
+			t->is_shm_failed = true;
+			return false;
+		}
+	return true;
 }
 
 ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
@@ -300,16 +361,25 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 	int n = t->base.world_size;
 	if (n == 1)
 		return FTL_OK;
-	struct ftl_comm_shm_identity me, *ids = calloc((size_t)n, sizeof(*ids));
-	if (ids == NULL)
+	struct ftl_comm_shm_identity me;
+	struct attach_vote vote = {0}, *votes = calloc((size_t)n, sizeof(*votes));
+	struct ftl_comm_shm_identity *ids = calloc((size_t)n, sizeof(*ids));
+	if (ids == NULL || votes == NULL) {
+		free(ids);
+		free(votes);
 		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
-	read_identity(&me, cfg->shm != FTL_COMM_SHM_OFF && n <= FTL_COMM_SHM_WORLD_MAX);
+	}
+	read_identity(&me, cfg->shm == FTL_COMM_SHM_OFF ? FTL_COMM_SHM_REFUSED_OFF
+			   : n > FTL_COMM_SHM_WORLD_MAX ? FTL_COMM_SHM_REFUSED_WORLD : FTL_COMM_SHM_WANTED);
 	ftl_err e = ftl_comm_tcp_allgather(&t->base, &me, ids, sizeof(me) / 4, FTL_I32);
-	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n);
+	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n, t->shm_why, sizeof(t->shm_why));
+	for (int i = 0; e == FTL_OK && me.boot_id[0] != '\0' && i < n; i++) /* for the engine's spin */
+		t->n_host_ranks += i != t->base.rank && memcmp(ids[i].boot_id, me.boot_id, sizeof(me.boot_id)) == 0;
 	free(ids);
 	struct ftl_comm_shm *s = is_local ? calloc(1, sizeof(*s)) : NULL;
-	int32_t is_attached = 0;
-	if (s != NULL && (s->doorbell = malloc(sizeof(int) * (size_t)n)) != NULL) {
+	if (is_local && (s == NULL || (s->doorbell = malloc(sizeof(int) * (size_t)n)) == NULL))
+		failed(vote.why, "out of memory", false);
+	else if (s != NULL) {
 		for (int i = 0; i < n; i++)
 			s->doorbell[i] = -1;
 		/* the tcp ring: the first two liveness channels */
@@ -321,14 +391,20 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 		s->slot_bytes = cfg->shm_slot_bytes > 0 ? cfg->shm_slot_bytes : FTL_COMM_SHM_SLOT_DEFAULT;
 		s->slot_bytes &= ~(size_t)(FTL_COMM_SHM_SLOT_MIN - 1);
 		s->map_len = segment_len(n, s->slot_bytes);
-		is_attached = build(t, s, cfg, &e) == 0;
+		vote.is_attached = build(t, s, cfg, &e, vote.why) == 0;
 	}
-	if (e == FTL_OK && is_local) /* everyone attached, or everyone stays on tcp */
-		e = ftl_comm_tcp_allreduce(&t->base, &is_attached, &is_attached, 1, FTL_I32, FTL_MIN);
-	if (e == FTL_OK && is_attached)
+	bool is_attached = false;
+	if (e == FTL_OK && is_local) { /* everyone attached, or everyone stays on tcp and knows why */
+		e = ftl_comm_tcp_allgather(&t->base, &vote, votes, sizeof(vote) / 4, FTL_I32);
+		is_attached = e == FTL_OK && is_all_attached(t, votes);
+	}
+	free(votes);
+	if (is_attached) {
 		t->shm = s;
-	else
+		t->shm_why[0] = '\0';
+	} else {
 		free_shm(s, n);
+	}
 	if (e != FTL_OK)
 		ftl_comm_fail_diag(e, "%s", t->base.error + (strncmp(t->base.error, "ftl: ", 5) == 0 ? 5 : 0));
 	return e;

@@ -2,6 +2,7 @@
  * the reduction scratch segment, the doubling stage, the abort eventfd) so that collectives never allocate; abort only writes
  * the eventfd, so it is safe from any thread and from a signal handler. When every rank is on this host,
  * creation also attaches the shared-memory segment (comm_shm.h), and the same abort wakes its waits. */
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,15 @@ bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm)
 	return ((const struct ftl_comm_tcp *)comm)->shm != NULL;
 }
 
+const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure)
+{
+	const struct ftl_comm_tcp *t = (const struct ftl_comm_tcp *)comm;
+	bool is_tcp_alone = comm != NULL && comm->backend == FTL_COMM_TCP && t->shm == NULL && t->shm_why[0] != '\0';
+	if (is_failure != NULL)
+		*is_failure = is_tcp_alone && t->is_shm_failed;
+	return is_tcp_alone ? t->shm_why : NULL;
+}
+
 static const struct ftl_comm_backend_ops tcp_ops = {
 	.allreduce = ftl_comm_tcp_allreduce,
 	.broadcast = ftl_comm_tcp_broadcast,
@@ -61,6 +71,8 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
 	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
 	t->next_fd = t->prev_fd = -1;
+	ftl_comm_tcp_spin_init(&t->spin, 1, 1); /* until we know who is on this host */
+	t->n_host_ranks = 1;
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
 	t->steps = calloc(2 * (size_t)cfg->world_size, sizeof(*t->steps));
@@ -82,6 +94,9 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		e = ftl_comm_tcp_connect(t, cfg);
 	if (e == FTL_OK)
 		e = ftl_comm_shm_attach(t, cfg);
+	cpu_set_t cpus;
+	if (e == FTL_OK && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		ftl_comm_tcp_spin_init(&t->spin, t->n_host_ranks, CPU_COUNT(&cpus));
 	if (e != FTL_OK) {
 		tcp_destroy(&t->base);
 		return e;

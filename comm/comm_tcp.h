@@ -2,6 +2,7 @@
  *   comm_tcp.c             lifecycle: create, abort, destroy, the ops table
  *   comm_tcp_connect.c     bootstrap text, sockets and the ring handshake
  *   comm_tcp_engine.c      the pipelined stream engine: moves a plan of steps around the ring
+ *   comm_tcp_spin.c        how long the engine spins before it sleeps in poll() (small-message latency)
  *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as ring plans; the allreduce choice
  *   comm_tcp_doubling.c    allreduce by recursive doubling / halving over the mesh links (small, medium)
  *   comm_shm*.c            the same collectives through shared memory when every rank is local (comm_shm.h)
@@ -26,6 +27,7 @@
 struct ftl_comm_shm;
 
 #define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
+#define FTL_COMM_SHM_WHY_MAX 160        /* why a communicator is not on shared memory, with its NUL */
 #define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
 #define FTL_COMM_TCP_STAGE (256u << 10)   /* the largest allreduce recursive doubling may carry */
 
@@ -106,6 +108,34 @@ struct ftl_comm_tcp_plan {
 	int divisor;                /* > 1: FTL_AVG on is_final_reduce steps */
 };
 
+/* comm_tcp_spin.c: the engine's spin before poll(). */
+#define FTL_COMM_TCP_SPIN_MAX_NS 100000 /* longest spin: a few round trips of a small collective */
+#define FTL_COMM_TCP_SPIN_MIN_NS 10000  /* shortest, once spinning; also what a probe spins */
+#define FTL_COMM_TCP_SPIN_PROBE 16      /* after a crowded spin, every 16th wait spins again */
+#define FTL_COMM_TCP_YIELD_TAKEN_NS 10000 /* a sched_yield() that took longer ran another task */
+/* Collectives up to this size spin; bigger ones stream for long enough that a wake-up is small change. */
+#define FTL_COMM_TCP_SPIN_BYTES_MAX FTL_COMM_TCP_STAGE
+
+enum ftl_comm_tcp_spin_outcome {
+	FTL_COMM_TCP_SPIN_CAUGHT,  /* the awaited I/O came while spinning */
+	FTL_COMM_TCP_SPIN_EXPIRED, /* the budget ran out: the engine sleeps in poll() */
+	FTL_COMM_TCP_SPIN_CROWDED, /* another task took the CPU at a yield: the engine sleeps in poll() */
+	FTL_COMM_TCP_SPIN_OUTCOME_MAX
+};
+
+struct ftl_comm_tcp_spin {
+	bool is_off;       /* more ranks on this host than cores for them: never spin */
+	int64_t budget_ns; /* how long the next wait spins; 0: sleep at once (crowded) */
+	int n_slept;       /* waits that slept at once since the last spin: one in FTL_COMM_TCP_SPIN_PROBE probes */
+};
+
+/* n_ranks_here: the communicator's ranks on this host; n_cpus: the cores this process may run on. */
+void ftl_comm_tcp_spin_init(struct ftl_comm_tcp_spin *s, int n_ranks_here, int n_cpus);
+/* The spin for the next wait, in ns (0: sleep at once); counts the waits between probes. */
+int64_t ftl_comm_tcp_spin_budget(struct ftl_comm_tcp_spin *s);
+/* What the spin that ftl_comm_tcp_spin_budget allowed achieved. */
+void ftl_comm_tcp_spin_record(struct ftl_comm_tcp_spin *s, enum ftl_comm_tcp_spin_outcome outcome);
+
 struct ftl_comm_tcp {
 	struct ftl_comm base;
 	int next_fd;                   /* data out, notices in; -1 when alone */
@@ -121,10 +151,14 @@ struct ftl_comm_tcp {
 	char *stage;                     /* FTL_COMM_TCP_STAGE bytes: what a doubling round sends */
 	struct ftl_comm_tcp_step *steps; /* room for a plan: 2 * world_size steps */
 	char *scratch;                 /* one segment: incoming data waiting to be reduced */
+	struct ftl_comm_tcp_spin spin; /* the engine's spin before poll() */
 	unsigned char notice_in[16];   /* a notice from next, possibly partial */
 	size_t notice_in_len;
 	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
 	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
+	char shm_why[FTL_COMM_SHM_WHY_MAX]; /* shm is NULL with more than one rank: why ("" otherwise) */
+	bool is_shm_failed;            /* ... because its setup failed, though every rank was local and wanted it */
+	int n_host_ranks;              /* ranks on this host (same boot id), us included */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
@@ -139,6 +173,12 @@ static inline int ftl_comm_tcp_prev(const struct ftl_comm_tcp *t)
 
 /* Whether the collectives of this tcp communicator go through shared memory (for tests and benchmarks). */
 bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm);
+
+/* Why a tcp communicator of several ranks is not on shared memory, for its builder to log ("rank 2 is on
+ * another host", "rank 0 has FTL_COMM_SHM off", "rank 1 could not attach the segment: mmap: ..."); the same
+ * text on every rank. NULL when it is on shared memory, has one rank, or is not a tcp communicator.
+ * *is_failure (may be NULL): every rank was local and wanted it, but the setup failed. */
+const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure);
 
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */

@@ -9,8 +9,10 @@
  *
  * A plan runs on the ring (send to next, receive from prev) or on one mesh link (both ways on one
  * connection, for the doubling rounds); either way next's connection is watched for failure notices.
- * The header goes out in the same system call as the first data, so a small collective costs the
- * receiver one wake-up, not two.
+ * The header goes out in the same system call as the first data and comes in with it too, and sends go
+ * before receives: a small collective's round is one sendmsg and one recvmsg. Before sleeping in poll(),
+ * the engine spins a while on non-blocking calls (comm_tcp_spin.c: bounded, yielding, and off while another
+ * task wants the CPU), so a small collective's rounds do not each pay a wake-up.
  *
  * Failure handling, the part that keeps the promise "never hangs":
  * - a deadline per call; poll() never sleeps past it;
@@ -23,10 +25,12 @@
  * The peer a rank sees die (reset, close, TCP user timeout) goes to the peer_reset hook as well. */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "comm_tcp.h"
@@ -66,6 +70,7 @@ struct engine {
 	                      * of our business but its notices): fine, stop listening */
 	bool is_on_ring;     /* the plan sends to next; else on a mesh link, next_fd only carries notices */
 	bool is_prev_quiet;  /* mesh plan: stop watching prev (it is ahead of us, or gone) */
+	bool is_small;       /* a latency-bound collective (FTL_COMM_TCP_SPIN_BYTES_MAX): it spins, sends first */
 };
 
 static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
@@ -263,6 +268,29 @@ static void reduce_pending(struct engine *e, const struct ftl_comm_tcp_step *s)
 	memmove(e->t->scratch, e->t->scratch + bytes, e->pending);
 }
 
+/* Moves the received bytes past the header (checked once whole) and into the current step. */
+static ftl_err took(struct engine *e, const struct ftl_comm_tcp_step *s, size_t n)
+{
+	size_t hdr_left = sizeof(e->hdr_in) - e->hdr_in_len, to_hdr = n < hdr_left ? n : hdr_left;
+	if (to_hdr > 0) {
+		e->hdr_in_len += to_hdr;
+		if (e->hdr_in_len == sizeof(e->hdr_in) && check_header(e) != FTL_OK)
+			return e->t->base.broken;
+		n -= to_hdr;
+	}
+	if (n == 0)
+		return FTL_OK;
+	e->recv_off += n;
+	if (s->own == NULL) {
+		e->done_off = e->recv_off;
+		return FTL_OK;
+	}
+	e->pending += n;
+	if (e->pending == FTL_COMM_TCP_SEGMENT || e->recv_off == s->recv_len)
+		reduce_pending(e, s);
+	return FTL_OK;
+}
+
 static ftl_err pump_recv(struct engine *e, bool *progressed)
 {
 	struct ftl_comm_tcp *t = e->t;
@@ -270,27 +298,29 @@ static ftl_err pump_recv(struct engine *e, bool *progressed)
 	size_t budget = RECV_BUDGET;
 	while (!is_receiving_done(e) && budget > 0) {
 		const struct ftl_comm_tcp_step *s = e->recv_step < e->p->n_steps ? &e->p->steps[e->recv_step] : NULL;
-		char *dst;
-		size_t want;
-		if (e->hdr_in_len < sizeof(e->hdr_in)) {
-			dst = (char *)&e->hdr_in + e->hdr_in_len;
-			want = sizeof(e->hdr_in) - e->hdr_in_len;
-		} else if (e->done_off == s->recv_len) {
+		size_t hdr_left = sizeof(e->hdr_in) - e->hdr_in_len;
+		if (hdr_left == 0 && e->done_off == s->recv_len) {
 			e->recv_step++;
 			e->recv_off = e->done_off = 0;
 			continue;
-		} else if (s->own == NULL) {
-			dst = s->recv + e->recv_off;
-			want = s->recv_len - e->recv_off;
-		} else {
-			dst = t->scratch + e->pending;
-			want = FTL_COMM_TCP_SEGMENT - e->pending;
-			if (want > s->recv_len - e->recv_off)
-				want = s->recv_len - e->recv_off;
 		}
-		ssize_t n = recv(fd, dst, want < IO_MAX ? want : IO_MAX, MSG_DONTWAIT);
+		/* The rest of the header and the data it comes with, in one call: a small collective's round
+		 * is one recv. (Data read with a header that turns out wrong is garbage in a call that fails.) */
+		struct iovec iov[2];
+		int n_iov = 0;
+		if (hdr_left > 0)
+			iov[n_iov++] = (struct iovec){(char *)&e->hdr_in + e->hdr_in_len, hdr_left};
+		size_t want = s != NULL ? s->recv_len - e->recv_off : 0;
+		if (want > 0 && s->own == NULL)
+			iov[n_iov++] = (struct iovec){s->recv + e->recv_off, want < IO_MAX ? want : IO_MAX};
+		else if (want > 0) {
+			want = want < FTL_COMM_TCP_SEGMENT - e->pending ? want : FTL_COMM_TCP_SEGMENT - e->pending;
+			iov[n_iov++] = (struct iovec){t->scratch + e->pending, want < IO_MAX ? want : IO_MAX};
+		}
+		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
+		ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-			if (s != NULL && s->own != NULL && e->hdr_in_len == sizeof(e->hdr_in))
+			if (s != NULL && s->own != NULL && hdr_left == 0)
 				reduce_pending(e, s); /* use the wait: reduce what is there */
 			return FTL_OK;
 		}
@@ -298,20 +328,8 @@ static ftl_err pump_recv(struct engine *e, bool *progressed)
 			return io_failed(e, prev, n, false);
 		*progressed = true;
 		budget -= (size_t)n < budget ? (size_t)n : budget;
-		if (e->hdr_in_len < sizeof(e->hdr_in)) {
-			e->hdr_in_len += (size_t)n;
-			if (e->hdr_in_len == sizeof(e->hdr_in) && check_header(e) != FTL_OK)
-				return t->base.broken;
-			continue;
-		}
-		e->recv_off += (size_t)n;
-		if (s->own == NULL) {
-			e->done_off = e->recv_off;
-			continue;
-		}
-		e->pending += (size_t)n;
-		if (e->pending == FTL_COMM_TCP_SEGMENT || e->recv_off == s->recv_len)
-			reduce_pending(e, s);
+		if (took(e, s, (size_t)n) != FTL_OK)
+			return t->base.broken;
 	}
 	return FTL_OK;
 }
@@ -441,19 +459,68 @@ static ftl_err wait_for_io(struct engine *e, int64_t deadline)
 	return FTL_OK;
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One pass over both directions. A small collective sends first: its sends are what the peers wait for,
+ * and its receive is rarely there yet. A big one receives first, as it streams: what it forwards has to
+ * land first, and draining prev's stream keeps prev sending (measured: 10 % faster at 4-128 MiB). */
+static ftl_err pump(struct engine *e, bool *progressed)
+{
+	ftl_err err = e->is_small ? pump_send(e, progressed) : pump_recv(e, progressed);
+	if (err == FTL_OK)
+		err = e->is_small ? pump_recv(e, progressed) : pump_send(e, progressed);
+	return err;
+}
+
+/* Before sleeping in poll(): tries again on non-blocking calls, yielding the CPU between tries, for as long
+ * as comm_tcp_spin.c allows, and tells it what came of it. Abort stops it; a failure seen ends it. */
+static ftl_err spin(struct engine *e, bool *progressed)
+{
+	struct ftl_comm_tcp *t = e->t;
+	int64_t budget = ftl_comm_tcp_spin_budget(&t->spin);
+	if (budget <= 0)
+		return FTL_OK;
+	int64_t start = now_ns(), now = start;
+	enum ftl_comm_tcp_spin_outcome outcome = FTL_COMM_TCP_SPIN_EXPIRED;
+	while (now - start < budget && !atomic_load(&t->base.is_aborted)) {
+		sched_yield();
+		int64_t yielded = now_ns();
+		if (yielded - now > FTL_COMM_TCP_YIELD_TAKEN_NS) { /* whatever came meanwhile, poll() would have */
+			outcome = FTL_COMM_TCP_SPIN_CROWDED;     /* waited as well, and woken us sooner */
+			break;
+		}
+		ftl_err err = pump(e, progressed);
+		if (err != FTL_OK)
+			return err;
+		if (*progressed) {
+			outcome = FTL_COMM_TCP_SPIN_CAUGHT;
+			break;
+		}
+		now = now_ns();
+	}
+	ftl_comm_tcp_spin_record(&t->spin, outcome);
+	return FTL_OK;
+}
+
 ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan)
 {
 	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr, .is_on_ring = plan->out_fd == t->next_fd};
 	e.what = plan->hdr.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[plan->hdr.kind] : "collective";
 	e.hdr_out.magic = HDR_MAGIC;
 	int64_t deadline = ftl_comm_now_ms() + t->base.timeout_ms;
+	e.is_small = plan->hdr.count * plan->elem_size <= FTL_COMM_TCP_SPIN_BYTES_MAX;
 	for (;;) {
 		if (atomic_load(&t->base.is_aborted))
 			return aborted(&e);
 		bool progressed = false;
-		ftl_err err = pump_recv(&e, &progressed);
-		if (err == FTL_OK)
-			err = pump_send(&e, &progressed);
+		ftl_err err = pump(&e, &progressed);
+		if (err == FTL_OK && !progressed && e.is_small && !(is_sending_done(&e) && is_receiving_done(&e)))
+			err = spin(&e, &progressed);
 		if (err != FTL_OK)
 			return err;
 		if (is_sending_done(&e) && is_receiving_done(&e))

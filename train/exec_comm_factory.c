@@ -11,7 +11,11 @@
  * The nccl comm of the next view comes from comm/comm_rebuild.h: ncclCommShrink of the last one when the
  * new view is its members less some, in the same order, and every rank holds that parent (a vote over the
  * new tcp comm); else a fresh init, started without waiting so that the state-sync header exchange over
- * tcp overlaps it. The members a comm was built for are kept as keys (name and generation hashed). */
+ * tcp overlaps it. The members a comm was built for are kept as keys (name and generation hashed).
+ *
+ * A tcp comm whose ranks do not all talk through shared memory says why, and that goes to the log once per
+ * view (a warning when every rank was local and willing but the setup failed): the comm layer has no logger,
+ * and a silent fallback to tcp costs bandwidth nobody could explain. */
 #include "exec_feed.h"
 
 #include <stdio.h>
@@ -24,6 +28,7 @@
 #include "comm/comm_rebuild.h"
 #include "agent/log.h"
 #include "training.h"
+#include "comm/comm_tcp.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
  * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */
@@ -209,6 +214,12 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 		FTL_F_UINT("epoch", w->epoch), FTL_F_INT("rank", w->self_rank), FTL_F_UINT("world_size", w->n),
 		FTL_F_DOUBLE("took_ms", (double)(ftl_agent_now_us(a) - start) / 1000.0),
 		FTL_F_STR("backend", ftl_comm_backend_strs[backend]));
+	bool is_failure;
+	const char *why = ftl_comm_tcp_shm_why(c.ctrl, &is_failure);
+	if (why != NULL)
+		ftl_log(&a->set.log, is_failure ? FTL_LOG_WARN : FTL_LOG_INFO, "training",
+			FTL_MSG("tcp communicator not on shared memory: %s", why), FTL_F_UINT("epoch", w->epoch),
+			FTL_F_INT("rank", w->self_rank), FTL_F_STR("why", why));
 	return FTL_OK;
 }
 

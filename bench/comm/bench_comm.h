@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* 1 KiB ... 128 MiB, by powers of four up to 64 MiB. */
 static const size_t bench_comm_sizes[] = {
@@ -13,6 +14,22 @@ static const size_t bench_comm_sizes[] = {
 };
 #define BENCH_COMM_N_SIZES (sizeof(bench_comm_sizes) / sizeof(bench_comm_sizes[0]))
 #define BENCH_COMM_WARMUP 2
+
+/* How many of the sizes are at most max_bytes (a decimal string; NULL: all of them); 0 when it is not a
+ * number or smaller than the first size. */
+static inline size_t bench_comm_n_sizes(const char *max_bytes)
+{
+	if (max_bytes == NULL)
+		return BENCH_COMM_N_SIZES;
+	char *end;
+	unsigned long long max = strtoull(max_bytes, &end, 10);
+	if (end == max_bytes || *end != '\0')
+		return 0;
+	size_t n = 0;
+	while (n < BENCH_COMM_N_SIZES && bench_comm_sizes[n] <= max)
+		n++;
+	return n;
+}
 
 /* Timed iterations for a size: about 512 MiB moved in all, at least 3, at most 500. */
 static inline int bench_comm_iters(size_t bytes)

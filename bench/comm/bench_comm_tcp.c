@@ -1,6 +1,6 @@
 /* bench_comm_tcp: allreduce busbw of the ftl tcp backend, N processes on loopback (the test harness
- * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm]
- * (auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
+ * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm [max bytes]]
+ * (a max of 65536 is the quick latency probe: the small sizes only; algorithm auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
  * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
  * effective busbw, f32 bytes over time). Rank 0 times the loop between two barriers; one JSON line per size.
  * With FTL_COMM_SHM=auto the ranks talk through shared memory (label ftl_shm; the algorithm is then the
@@ -17,6 +17,7 @@ enum { REP_FIGURE = 1 };
 
 struct mode {
 	enum ftl_comm_tcp_algo algo;
+	size_t n_sizes; /* the first n_sizes of bench_comm_sizes */
 	int compress; /* 0: f32; 1: bf16 on the wire; 2: bf16 with error feedback */
 };
 
@@ -35,14 +36,14 @@ static int bench_child(struct harness_child *c)
 		return 1;
 	const struct mode *m = c->arg;
 	ftl_comm_tcp_force_algo(comm, m->algo);
-	size_t max = bench_comm_sizes[BENCH_COMM_N_SIZES - 1];
+	size_t max = bench_comm_sizes[m->n_sizes - 1];
 	float *send = malloc(max), *recv = malloc(max), *residual = calloc(1, max);
 	if (send == NULL || recv == NULL || residual == NULL)
 		return 1;
 	for (size_t i = 0; i < max / 4; i++)
 		send[i] = (float)(i % 7);
 	memset(recv, 0, max);
-	for (size_t s = 0; s < BENCH_COMM_N_SIZES; s++) {
+	for (size_t s = 0; s < m->n_sizes; s++) {
 		size_t bytes = bench_comm_sizes[s];
 		int iters = bench_comm_iters(bytes);
 		for (int i = 0; i < BENCH_COMM_WARMUP; i++)
@@ -71,14 +72,17 @@ static int bench_child(struct harness_child *c)
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 2;
-	struct mode m = {FTL_COMM_TCP_ALGO_AUTO, 0};
+	struct mode m = {.algo = FTL_COMM_TCP_ALGO_AUTO};
 	const char *name = argc > 2 ? argv[2] : "auto";
 	for (int a = 0; a < FTL_COMM_TCP_ALGO_MAX; a++)
 		if (strcmp(name, ftl_comm_tcp_algo_strs[a]) == 0)
 			m.algo = (enum ftl_comm_tcp_algo)a;
 	m.compress = strcmp(name, "bf16") == 0 ? 1 : strcmp(name, "bf16ef") == 0 ? 2 : 0;
-	if (n < 2 || n > HARNESS_MAX || (m.compress == 0 && strcmp(name, ftl_comm_tcp_algo_strs[m.algo]) != 0)) {
-		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving|bf16|bf16ef]\n", argv[0], HARNESS_MAX);
+	m.n_sizes = bench_comm_n_sizes(argc > 3 ? argv[3] : NULL);
+	if (n < 2 || n > HARNESS_MAX || (m.compress == 0 && strcmp(name, ftl_comm_tcp_algo_strs[m.algo]) != 0) ||
+	    m.n_sizes == 0) {
+		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving|bf16|bf16ef [max bytes, >= %zu]]\n",
+			argv[0], HARNESS_MAX, bench_comm_sizes[0]);
 		return 2;
 	}
 	char label[64];
@@ -94,7 +98,7 @@ int main(int argc, char **argv)
 	if (harness_start(&h, n, 1800, bench_child, &m) != 0)
 		return 1;
 	struct harness_report rep;
-	for (size_t s = 0; s < BENCH_COMM_N_SIZES && harness_read(&h, &rep) == 0; s++)
+	for (size_t s = 0; s < m.n_sizes && harness_read(&h, &rep) == 0; s++)
 		bench_comm_print(label, n, bench_comm_sizes[s], rep.err, (double)rep.value / 1e9);
 	return harness_wait(&h, 0) != 0;
 }

@@ -213,7 +213,8 @@ ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_m
 	}
 	/* Every child runs on this host: asked for shared memory, it must get it. */
 	if (shm == FTL_COMM_SHM_AUTO && n_members > 1 && !ftl_comm_tcp_is_shm(comm)) {
-		fprintf(stderr, "rank %d: FTL_COMM_SHM=auto, all ranks local, yet the communicator is on tcp\n", c->rank);
+		fprintf(stderr, "rank %d: FTL_COMM_SHM=auto, all ranks local, yet the communicator is on tcp: %s\n", c->rank,
+			ftl_comm_tcp_shm_why(comm, NULL));
 		ftl_comm_destroy(comm);
 		return NULL;
 	}

@@ -9,9 +9,14 @@
  *            allgather at the slot boundaries, equal to the tcp result byte for byte.
  *   netns    pods on one machine: ranks 0,1 in one network namespace and 2,3 in another, joined by a veth
  *            pair (needs root; skipped with 77 otherwise). The 4-rank communicator must stay on tcp (and
- *            be correct); a communicator of the two ranks inside one namespace must use shared memory. */
+ *            be correct, and say so: "... in another network namespace"); a communicator of the two ranks
+ *            inside one namespace must use shared memory.
+ *   fallback N every rank local and willing, but rank 1 cannot map the segment (an address-space limit):
+ *            every rank falls back to tcp, works, and gives the same reason, naming rank 1 and mmap.
+ * Each communicator that is not on shared memory must say why (ftl_comm_tcp_shm_why), the same on every rank. */
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +98,21 @@ static int same_moves(ftl_comm *tcp, ftl_comm *shm, size_t count, uint64_t seed)
 	return rc;
 }
 
+/* comm is on tcp and says why with the text expected (a prefix of its reason), and whether setup failed. */
+static int says_why(ftl_comm *comm, int rank, const char *expected, bool is_failure)
+{
+	bool failure = !is_failure;
+	const char *why = ftl_comm_tcp_shm_why(comm, &failure);
+	if (ftl_comm_tcp_is_shm(comm) || why == NULL || strncmp(why, expected, strlen(expected)) != 0 ||
+	    failure != is_failure) {
+		fprintf(stderr, "rank %d: expected tcp because \"%s\"%s, got %s \"%s\"%s\n", rank, expected,
+			is_failure ? " (a failure)" : "", ftl_comm_tcp_is_shm(comm) ? "shm" : "tcp", why ? why : "(none)",
+			failure ? " (a failure)" : "");
+		return 1;
+	}
+	return 0;
+}
+
 static int same_child(struct harness_child *c)
 {
 	int members[HARNESS_MAX];
@@ -101,6 +121,10 @@ static int same_child(struct harness_child *c)
 	ftl_comm *tcp = harness_comm_with(c, members, c->n, 1, 60000, FTL_COMM_SHM_OFF, 0);
 	ftl_comm *shm = harness_comm_with(c, members, c->n, 2, 60000, FTL_COMM_SHM_AUTO, SLOT);
 	int rc = tcp == NULL || shm == NULL;
+	if (rc == 0)
+		rc = says_why(tcp, c->rank, "rank 0 has FTL_COMM_SHM off", false);
+	if (rc == 0 && ftl_comm_tcp_shm_why(shm, NULL) != NULL)
+		rc = complain(c->rank, "shared memory", FTL_F32, -1, 0, "gives a reason not to be on shared memory");
 	const size_t bounds[] = {SLOT, 2 * SLOT, FTL_COMM_SHM_DIRECT_MAX, 5 * FTL_COMM_SHM_DIRECT_MAX};
 	uint64_t seed = 1;
 	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]) && rc == 0; i++) {
@@ -223,8 +247,8 @@ static int netns_child(struct harness_child *c)
 	close(fd);
 	ftl_comm *all = pods_comm(p, c->rank, 0, 4, 1);
 	int rc = all == NULL || check_sum(all, c->rank, 3);
-	if (rc == 0 && ftl_comm_tcp_is_shm(all))
-		rc = complain(c->rank, "4 ranks in 2 namespaces", FTL_F32, -1, 0, "used shared memory across namespaces");
+	if (rc == 0)
+		rc = says_why(all, c->rank, "rank 2 is in another network namespace than rank 0", false);
 	ftl_comm_destroy(all);
 	ftl_comm *pair = rc == 0 ? pods_comm(p, c->rank, c->rank / 2 * 2, 2, 2) : NULL;
 	rc |= pair == NULL || check_sum(pair, c->rank, 4);
@@ -234,6 +258,63 @@ static int netns_child(struct harness_child *c)
 		printf("{\"test\":\"shm_netns\",\"world\":4,\"across_namespaces\":\"tcp\",\"within_one\":\"shm\"}\n");
 	ftl_comm_destroy(pair);
 	return rc;
+}
+
+/* --- a setup that fails on one rank --- */
+
+#define FALLBACK_SLOT (64u << 20) /* the segment: 2 (n + 1) slots, far beyond the limit below */
+
+static int fallback_child(struct harness_child *c)
+{
+	if (c->rank == 1) { /* a little room to grow, not enough to map the segment */
+		FILE *f = fopen("/proc/self/statm", "r");
+		unsigned long pages = 0;
+		if (f == NULL || fscanf(f, "%lu", &pages) != 1)
+			return 1;
+		fclose(f);
+		rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (64u << 20);
+		struct rlimit rl = {cap, cap};
+		if (setrlimit(RLIMIT_AS, &rl) != 0) {
+			perror("setrlimit");
+			return 1;
+		}
+	}
+	int members[HARNESS_MAX];
+	for (int i = 0; i < c->n; i++)
+		members[i] = i;
+	char boot[HARNESS_BOOT_MAX];
+	struct ftl_comm_config cfg;
+	harness_comm_config(c, members, c->n, 1, 60000, &cfg, boot, sizeof(boot));
+	cfg.shm = FTL_COMM_SHM_AUTO;
+	cfg.shm_slot_bytes = FALLBACK_SLOT;
+	ftl_comm *comm = NULL;
+	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
+		fprintf(stderr, "rank %d: ftl_comm_create: %s\n", c->rank, ftl_error_message());
+		return 1;
+	}
+	int rc = says_why(comm, c->rank, "rank 1 could not attach the segment: mmap", true) ||
+		 check_sum(comm, c->rank, 5);
+	if (rc == 0 && c->rank == 0)
+		printf("{\"test\":\"shm_fallback\",\"world\":%d,\"why\":\"%s\"}\n", c->n, ftl_comm_tcp_shm_why(comm, NULL));
+	ftl_comm_destroy(comm);
+	return rc;
+}
+
+static int fallback_test(int n)
+{
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(UNDER_ASAN) || defined(__SANITIZE_THREAD__) || defined(HARNESS_UNDER_TSAN)
+	(void)n;
+	fprintf(stderr, "fallback: an address-space limit and a sanitizer's shadow memory do not mix; skipped\n");
+	return 77;
+#else
+	struct harness h;
+	return harness_start(&h, n, 120, fallback_child, NULL) != 0 || harness_wait(&h, 0) != 0;
+#endif
 }
 
 static int netns_test(void)
@@ -264,8 +345,10 @@ int main(int argc, char **argv)
 		rc = harness_start(&h, n, 280, same_child, NULL) != 0 || harness_wait(&h, 0) != 0;
 	else if (strcmp(what, "netns") == 0)
 		rc = netns_test();
+	else if (strcmp(what, "fallback") == 0 && n >= 2 && n <= HARNESS_MAX)
+		rc = fallback_test(n);
 	else {
-		fprintf(stderr, "usage: %s same N | netns\n", argv[0]);
+		fprintf(stderr, "usage: %s same N | netns | fallback N\n", argv[0]);
 		return 2;
 	}
 	printf("%s %s: %s\n", argv[0], what, rc == 77 ? "skipped" : rc ? "FAILED" : "ok");
