@@ -18,6 +18,7 @@
 #include "checkpoint.h"
 #include "exec_feed.h"
 #include "global_batch.h"
+#include "grad_bucket.h"
 #include "log.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
@@ -78,12 +79,28 @@ static int checkpoint_from_env(ftl_training_config *t, char *err, size_t len)
 	return 0;
 }
 
+/* FTL_COMM_COMPRESS: one of ftl_compress_strs; unset leaves it. */
+static int compress_from_env(ftl_compress *dst, char *err, size_t len)
+{
+	const char *v = getenv("FTL_COMM_COMPRESS");
+	if (!v)
+		return 0;
+	for (int k = 0; k < FTL_COMPRESS_MAX; k++)
+		if (strcmp(v, ftl_compress_strs[k]) == 0) {
+			*dst = (ftl_compress)k;
+			return 0;
+		}
+	return ftl_errf(err, len, "FTL_COMM_COMPRESS=%s: expected off, bf16 (gradients as bf16 on the wire) or bf16-ef "
+			"(bf16 with error feedback)", v);
+}
+
 int ftl_training_config_from_env(ftl_training_config *t, char *err, size_t len)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
 	if (checkpoint_from_env(t, err, len) || ftl_batch_config_from_env(&t->batch, err, len) ||
+	    compress_from_env(&t->compress, err, len) ||
 	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS, err, len) ||
 	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000, err, len) ||
@@ -147,7 +164,8 @@ int ftl_set_training(ftl_agent *a, const ftl_training_config *t, char *err, size
 			 (long long)t->checkpoint_every, t->checkpoint_keep);
 		return -1;
 	}
-	if (ftl_batch_config_check(&t->batch, err, len) != 0)
+	if (ftl_batch_config_check(&t->batch, err, len) != 0 ||
+	    ftl_compress_check(t->compress, t->backend, &t->batch, err, len) != 0)
 		return -1;
 	ftl_training *tr = &a->train;
 	tr->cfg = *t;
@@ -271,7 +289,8 @@ int ftl_set_batch(ftl_agent *a, const ftl_batch_config *b, char *err, size_t len
 {
 	if (a->is_started)
 		return ftl_errf(err, len, "ftl_set_batch: call it before ftl_agent_start");
-	if (ftl_batch_config_check(b, err, len) != 0)
+	if (ftl_batch_config_check(b, err, len) != 0 ||
+	    ftl_compress_check(a->train.cfg.compress, a->train.cfg.backend, b, err, len) != 0)
 		return -1;
 	a->train.cfg.batch = *b;
 	a->train.state.batch = *b;
