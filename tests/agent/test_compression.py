@@ -18,7 +18,10 @@ loss), and by less where training contracts (softmax regression is convex). Tole
 steps (the bins average the per-step rounding; both runs see the same minibatches, so minibatch noise
 cancels in the difference); the final test loss within 1.5 % and the test accuracy within 0.01. Measured
 (2 workers, 200 steps): 0.004 % for bf16 and 0.002 % for bf16-ef, far inside the worst case, because
-round to nearest errs both ways and the errors mostly cancel.
+round to nearest errs both ways and the errors mostly cancel. The PyTorch example (an MLP with Adam, not
+convex: tests/python/test_torch_training.py runs this scenario on it) drifts more, as a non-convex run
+amplifies any difference: 0.15 % for bf16 and 0.09 % for bf16-ef per bin, the test loss within 0.7 %,
+the test accuracy within one image of 360.
 
 What makes the test fail: compression that is not applied (the compressed runs must not have the exact
 run's parameters), a curve off by more than the worst case (a residual added twice, a missing division,
@@ -39,7 +42,7 @@ TOLERANCE = 0.015
 
 def run_compressed(train, ctl, mode):
     job = tt.new_job(train, ctl, FTL_STEPS=STEPS, FTL_EXPECTED_WORKERS=2, FTL_COMM_COMPRESS=mode,
-                     **{**tt.JOB, "FTL_DATA_SIZE": 20000, "FTL_BATCH": 32, "FTL_STEP_SLEEP_MS": 0})
+                     **{**tt.JOB, "FTL_BATCH": 32, "FTL_STEP_SLEEP_MS": 0})
     tt.start_job(job, 2)
     final = tt.finish(job, job.workers())
     groups = tt.check_every_step(job, STEPS)
