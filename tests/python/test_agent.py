@@ -281,3 +281,26 @@ def test_error_feedback_starts_from_zero_on_a_new_view(run_dir):
         b.close()
         a.close()
     assert results[0] == results[1] == [2.0, 2.0 + 2 * 2.0 ** -7], results
+
+
+def test_gradient_buckets_refuse_what_compression_cannot_do_and_restart_the_residual_on_a_new_length(run_dir):
+    """Compression with reproducible mode is refused naming both settings; a bf16-ef bucket given a buffer of
+    another length starts its residual from zero (the old one belonged to other data); float64 is refused."""
+    with pytest.raises(ftl.ConfigError, match="FTL_COMM_COMPRESS.*FTL_REPRODUCIBLE"):
+        ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}",
+                  comm_compress="bf16", global_batch=64, max_batch_per_rank=8, reproducible=1)
+    with pytest.raises(ftl.ConfigError, match="FTL_COMM_COMPRESS=fp8"):
+        ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", comm_compress="fp8")
+    with ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}",
+                   comm_compress="bf16-ef") as agent:
+        fed = ftl.GradientBucket(agent)  # the job's setting
+        assert fed.compress == "bf16-ef" and ftl.GradientBucket(agent, "off").compress == "off"
+        with pytest.raises(ftl.ConfigError, match="compress='fp8'"):
+            ftl.GradientBucket(agent, "fp8")
+        value = 1 + 3 * 2.0 ** -10  # under half a bf16 ulp above 1: rounds to 1 once, not twice in a row
+
+        def step(info):
+            with pytest.raises(ftl.Error, match="float32"):
+                fed.allreduce(np.ones(4))
+            return [float(fed.allreduce(np.full(n, value, dtype=np.float32))[0]) for n in (4, 8, 8)]
+        assert agent.execute(step) == [1.0, 1.0, 1.0 + 2.0 ** -7]
