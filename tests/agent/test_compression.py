@@ -27,7 +27,8 @@ What makes the test fail: compression that is not applied (the compressed runs m
 run's parameters), a curve off by more than the worst case (a residual added twice, a missing division,
 counts rounded to bf16), and error feedback that does not feed back: with it, each step's input rounding is
 paid back the next step, so only the partial sums' rounding (1 of 3 roundings with 2 ranks) is left to
-accumulate, and its mean per-step loss gap must be smaller than bf16's without it (measured: about half).
+accumulate, and its mean per-step loss gap must be smaller than bf16's without it (measured: 0.0039 % against
+0.0059 % with the C example, 0.154 % against 0.176 % with the PyTorch one).
 """
 
 import sys
