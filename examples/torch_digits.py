@@ -15,7 +15,9 @@ ftl makes them one job that survives kill -9, joins and leaves:
     global batch grows with the world (FTL_BATCH per rank). With FTL_GLOBAL_BATCH every step takes that
     many samples at any world size, split across the ranks (FTL_MAX_BATCH_PER_RANK: in micro-batches,
     gradients accumulated), and the gradients are averaged by sample count: the same optimisation
-    whatever the world size, so the rate stays as it is.
+    whatever the world size, so the rate stays as it is;
+  - FTL_COMM_COMPRESS=bf16 (or bf16-ef, with error feedback) sends GradientAverager's float32 buckets as
+    bf16 (half the bytes); the step's statistics and the sample counts stay exact.
 
 Settings: the agent's and the job's FTL_* variables, and
   FTL_STEPS (300), FTL_BATCH samples per rank per step (32), FTL_STEP_SLEEP_MS extra time per step (0),

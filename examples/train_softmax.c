@@ -17,7 +17,9 @@
  *    the gradient is the mean over them (summed counts, not ranks); FTL_MAX_BATCH_PER_RANK computes a
  *    rank's share in micro-batches (gradient accumulation). With FTL_REPRODUCIBLE=1 too, each micro-shard
  *    gets its own row and ftl_allreduce_exact sums the rows exactly: the digest after every step is then
- *    the same at any world size and through any kills and joins.
+ *    the same at any world size and through any kills and joins;
+ *  - the gradient goes through a gradient bucket (ftl_allreduce_grad, ftl/gradient.h), which FTL_COMM_COMPRESS
+ *    may put on the wire as bf16; the step's statistics (loss, counts) go through a plain allreduce, exact.
  *
  * Settings come from the environment: the agent's and the job's FTL_* (ftl/agent.h, ftl/execute.h), and
  *   FTL_STEPS          steps to train (300)
@@ -107,6 +109,7 @@ typedef struct trainer {
 	float *params;    /* registered with ftl as "params" */
 	float *velocity;  /* registered as "momentum": optimizer state is job state too */
 	float *reduce;    /* [n_params + N_STATS]: gradient sum, then the statistics */
+	ftl_grad_bucket *grads; /* the gradient's allreduce (compressed as FTL_COMM_COMPRESS says) */
 	float *rows;      /* reproducible mode: one row like reduce per micro-shard of this rank */
 	size_t rows_cap;  /* ... rows allocated */
 	double lr;        /* the rate the job used last; registered as "lr" under FTL_LR_SCALING (job state) */
@@ -224,7 +227,8 @@ static size_t micro_batch_len(const ftl_step_info *info, size_t k)
 }
 
 /* The usual sum: every micro-batch's gradient accumulated into one buffer (a model too large for the
- * whole share at once would run forward and backward per micro-batch the same way), one float allreduce. */
+ * whole share at once would run forward and backward per micro-batch the same way), one gradient allreduce
+ * and one of the statistics (kept exact: the sample count divides the gradient). */
 static ftl_err sum_gradients(trainer *t, const ftl_step_info *info)
 {
 	size_t np = t->n_params, rows = micro_batches(info);
@@ -238,7 +242,8 @@ static ftl_err sum_gradients(trainer *t, const ftl_step_info *info)
 		row[np + STAT_CORRECT] += (float)sums.correct;
 	}
 	row[np + STAT_SAMPLES] = (float)info->n_indices;
-	return ftl_allreduce(t->agent, row, row, np + N_STATS, FTL_F32, FTL_SUM);
+	ftl_err err = ftl_allreduce_grad(t->agent, t->grads, row, np, FTL_SUM);
+	return err ? err : ftl_allreduce(t->agent, row + np, row + np, N_STATS, FTL_F32, FTL_SUM);
 }
 
 /* Reproducible mode: each micro-shard's gradient in its own row, computed whole here, and the rows of every
@@ -373,8 +378,10 @@ static ftl_agent *agent_for(trainer *t, ftl_agent_config *cfg)
 	    /* the rate moves only under a scaling policy: then it is job state (a joiner ramps from it) */
 	    (t->cfg.lr_scaling != FTL_LR_CONSTANT && ftl_register_buffer(a, "lr", &t->lr, sizeof(t->lr), false) != 0) ||
 	    (t->ballast && ftl_register_buffer(a, "ballast", t->ballast, t->cfg.extra_state_mb << 20, false) != 0) ||
-	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0) {
-		fprintf(stderr, "train_softmax: registering the state or the sampler failed: %s\n", ftl_error_message());
+	    ftl_set_sampler(a, t->train.n, t->cfg.batch_per_rank, SAMPLER_SEED) != 0 ||
+	    !(t->grads = ftl_grad_bucket_new(a, FTL_COMPRESS_DEFAULT))) {
+		fprintf(stderr, "train_softmax: registering the state, the sampler or the gradient bucket failed: %s\n",
+			ftl_error_message());
 		exit(2);
 	}
 	return a;
@@ -441,6 +448,7 @@ static int train(trainer *t)
 static void trainer_free(trainer *t)
 {
 	ftl_agent_delete(t->agent); /* stops it first */
+	ftl_grad_bucket_delete(t->grads);
 	dataset_free(&t->train);
 	dataset_free(&t->test);
 	free(t->params);

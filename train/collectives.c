@@ -11,6 +11,7 @@
 
 #include "agent/log.h"
 #include "training.h"
+#include "requests.h"
 
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
@@ -71,10 +72,18 @@ struct ftl_request {
 	ftl_comm_request *inner; /* freed by the comm's destroy if the comm went first */
 	ftl_comm *comm;
 	uint64_t comm_seq;       /* with comm: the pointer alone could be reused by the next communicator */
+	ftl_request_done_cb done; /* optional, called when the request is consumed */
+	void *done_arg;
 };
 
 ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
 			    ftl_reduce_op op, ftl_request **req)
+{
+	return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, NULL, NULL, req);
+}
+
+ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
+			      ftl_reduce_op op, ftl_request_done_cb done, void *done_arg, ftl_request **req)
 {
 	if (req == NULL)
 		return fail(a, FTL_ERR_INVALID, "ftl_allreduce_async: req is NULL");
@@ -84,7 +93,7 @@ ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, si
 	ftl_request *r = malloc(sizeof(*r));
 	if (r == NULL)
 		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce_async: out of memory");
-	*r = (ftl_request){.comm = current(a), .comm_seq = a->train->comm_seq};
+	*r = (ftl_request){.comm = current(a), .comm_seq = a->train->comm_seq, .done = done, .done_arg = done_arg};
 	ftl_err e = ftl_comm_allreduce_async(current(a), sendbuf, recvbuf, count, dtype, op, &r->inner);
 	if (e != FTL_OK) {
 		free(r);
@@ -92,6 +101,16 @@ ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, si
 	}
 	*req = r;
 	return FTL_OK;
+}
+
+/* Frees a consumed request, after its hook. */
+static void consumed(ftl_request **req, ftl_err result)
+{
+	ftl_request *r = *req;
+	if (r->done)
+		r->done(r->done_arg, result);
+	free(r);
+	*req = NULL;
 }
 
 /* The request's communicator is still the current one; else it is refused and freed. */
@@ -102,8 +121,7 @@ static ftl_err check_request(ftl_agent *a, ftl_request **req, const char *what)
 	ftl_request *r = *req;
 	if (r->comm == current(a) && r->comm_seq == a->train->comm_seq)
 		return FTL_OK;
-	free(r);
-	*req = NULL;
+	consumed(req, FTL_ERR_INVALID);
 	return fail(a, FTL_ERR_INVALID,
 		    "%s: the request was made under an older communicator, replaced since by a view change; it was "
 		    "aborted with it (wait for every request inside the step that made it)", what);
@@ -115,8 +133,7 @@ ftl_err ftl_wait(ftl_agent *a, ftl_request **req)
 	if (e != FTL_OK)
 		return e;
 	e = check(a, ftl_comm_wait(current(a), &(*req)->inner));
-	free(*req);
-	*req = NULL;
+	consumed(req, e);
 	return e;
 }
 
@@ -129,9 +146,7 @@ ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done)
 	if (e != FTL_OK)
 		return e;
 	e = check(a, ftl_comm_test(current(a), &(*req)->inner, done));
-	if (*done || (*req)->inner == NULL) {
-		free(*req);
-		*req = NULL;
-	}
+	if (*done || (*req)->inner == NULL)
+		consumed(req, e);
 	return e;
 }

@@ -20,6 +20,7 @@
 #include "global_batch.h"
 #include "agent/log.h"
 #include "training.h"
+#include "grad_bucket.h"
 
 /* After a failed step, how long to wait for membership to explain it (a new view) before asking for the
  * same members under a new epoch; after a failed communicator build or state sync, how long before asking. */
@@ -80,12 +81,28 @@ static ftl_err checkpoint_from_env(ftl_training_config *t)
 	return 0;
 }
 
+/* FTL_COMM_COMPRESS: one of ftl_compress_strs; unset leaves it. */
+static ftl_err compress_from_env(ftl_compress *dst)
+{
+	const char *v = getenv("FTL_COMM_COMPRESS");
+	if (!v)
+		return FTL_OK;
+	for (int k = 0; k < FTL_COMPRESS_MAX; k++)
+		if (strcmp(v, ftl_compress_strs[k]) == 0) {
+			*dst = (ftl_compress)k;
+			return FTL_OK;
+		}
+	return ftl_diag_set(FTL_ERR_INVALID, "FTL_COMM_COMPRESS=%s: expected off, bf16 (gradients as bf16 on the wire) "
+			    "or bf16-ef (bf16 with error feedback)", v);
+}
+
 ftl_err ftl_training_config_from_env(ftl_training_config *t)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
 	if (checkpoint_from_env(t) || ftl_batch_config_from_env(&t->batch) ||
+	    compress_from_env(&t->compress) ||
 	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000) ||
@@ -142,6 +159,8 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t)
 				    "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
 				    (long long)t->checkpoint_every, t->checkpoint_keep);
 	ftl_err err = ftl_batch_config_check(&t->batch);
+	if (!err)
+		err = ftl_compress_check(t->compress, t->backend, &t->batch);
 	if (err)
 		return err;
 	ftl_training *tr = ftl_training_of(a);
@@ -222,6 +241,15 @@ void ftl_training_abort_comms_locked(ftl_training *t)
 		ftl_comm_abort(t->ctrl_comm);
 }
 
+ftl_err ftl_training_fail(ftl_training *t, ftl_err e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(t->exec.last_error, sizeof(t->exec.last_error), fmt, ap);
+	va_end(ap);
+	return ftl_diag_set(e, "%s", t->exec.last_error);
+}
+
 /* A refused registration (its reason in the diag): said in the log. */
 static ftl_err refused(const ftl_agent *a, ftl_err err)
 {
@@ -263,11 +291,13 @@ ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b)
 {
 	if (a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_batch: call it before ftl_agent_start");
-	ftl_err err = ftl_batch_config_check(b);
-	if (err)
-		return err;
 	if (!ftl_training_of(a))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_batch: out of memory");
+	ftl_err err = ftl_batch_config_check(b);
+	if (!err)
+		err = ftl_compress_check(a->train->cfg.compress, a->train->cfg.backend, b);
+	if (err)
+		return err;
 	a->train->cfg.batch = *b;
 	a->train->state.batch = *b;
 	return FTL_OK;

@@ -40,6 +40,9 @@ struct ftl_agent;
 /* The agent's training state, made on first use (registration may come before ftl_set_training) with the
  * hooks the agent calls (train_hooks.c); NULL when out of memory. */
 ftl_training *ftl_training_of(struct ftl_agent *a);
+/* A training call failed: the reason is kept for ftl_last_error and put in the calling thread's diag too;
+ * returns e. */
+ftl_err ftl_training_fail(ftl_training *t, ftl_err e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 ftl_err ftl_agent_data_listen(struct ftl_agent *a);
 /* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
  * in use so a blocked collective returns now. */

@@ -91,6 +91,19 @@ typedef struct ftl_batch_config {
 	bool is_reproducible;          /* [FTL_REPRODUCIBLE=0|1] needs both of the above; default 0 */
 } ftl_batch_config;
 
+/* Gradient compression (FTL_COMM_COMPRESS): what a gradient allreduce (ftl_allreduce_grad, ftl/gradient.h)
+ * puts on the wire. Every other collective (state sync, metrics, the exact sum) stays exact. */
+typedef enum ftl_compress {
+	FTL_COMPRESS_DEFAULT = -1, /* for ftl_grad_bucket_new: the job's FTL_COMM_COMPRESS */
+	FTL_COMPRESS_OFF,          /* "off": f32 on the wire, the exact f32 allreduce (default) */
+	FTL_COMPRESS_BF16,         /* "bf16": bf16 on the wire (half the bytes), f32 accumulation */
+	FTL_COMPRESS_BF16_EF,      /* "bf16-ef": bf16 with error feedback (the dropped low bits go into the
+				    * next step's gradient, so input rounding does not accumulate) */
+	FTL_COMPRESS_MAX
+} ftl_compress;
+
+extern FTL_API const char *const ftl_compress_strs[FTL_COMPRESS_MAX]; /* "off", "bf16", "bf16-ef" */
+
 /* Training settings, also from the environment by ftl_agent_config_from_env (names in brackets). Set
  * them with ftl_set_training before ftl_agent_start. */
 typedef struct ftl_training_config {
@@ -127,6 +140,8 @@ typedef struct ftl_training_config {
 	int comm_shm_slot_kb;          /* [FTL_COMM_SHM_SLOT_KB] shared-memory bytes per rank and round,
 					* 4..262144 KiB; 0 = 1024 (default) */
 	ftl_batch_config batch;        /* the global batch (above); ftl_set_batch changes it afterwards */
+	ftl_compress compress;         /* [FTL_COMM_COMPRESS=off|bf16|bf16-ef] gradient allreduces (above);
+					* tcp only, and not with FTL_REPRODUCIBLE=1; default off */
 } ftl_training_config;
 
 FTL_API void ftl_training_config_default(ftl_training_config *t);
@@ -211,7 +226,9 @@ FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
 }
 #endif
 
-/* The fixed global batch's exact sum and the learning-rate policy build on the declarations above. */
+/* The fixed global batch's exact sum and the learning-rate policy build on the declarations above, and so
+ * do the gradient allreduces (compressed as FTL_COMM_COMPRESS says). */
 #include "ftl/elastic.h"
+#include "ftl/gradient.h"
 
 #endif

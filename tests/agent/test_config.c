@@ -246,6 +246,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_GLOBAL_BATCH", true, {"4294967296"}, NULL},
 	{"FTL_MAX_BATCH_PER_RANK", true, {"4294967296"}, NULL},
 	{"FTL_REPRODUCIBLE", true, {"2", "yes"}, NULL},
+	{"FTL_COMM_COMPRESS", false, {"", "on", "1", "BF16", "fp16", "bf16ef", "bf16-EF"}, NULL},
 };
 
 static void test_every_setting_refuses_its_bad_values_by_name(void **state)
@@ -279,6 +280,27 @@ static void test_seeds_that_are_not_host_port_are_refused(void **state)
 	expect_refused("FTL_SEEDS", "::::", NULL);
 	expect_refused("FTL_SEEDS", "garbage", NULL);
 	expect_refused("FTL_SEEDS", "1.2.3.4:99999", NULL);
+}
+
+/* Compression rounds the gradients; reproducible mode promises exact sums: asking for both is refused when
+ * the job's settings are set, and the error names both variables. */
+static void test_compression_with_reproducible_mode_is_refused(void **state)
+{
+	set_valid_environment();
+	setenv("FTL_COMM_COMPRESS", "bf16-ef", 1);
+	setenv("FTL_GLOBAL_BATCH", "64", 1);
+	setenv("FTL_MAX_BATCH_PER_RANK", "8", 1);
+	setenv("FTL_REPRODUCIBLE", "1", 1);
+	ftl_agent *a = ftl_agent_new_from_env();
+	assert_null(a);
+	const char *err = ftl_error_message();
+	if (!strstr(err, "FTL_COMM_COMPRESS") || !strstr(err, "FTL_REPRODUCIBLE"))
+		fail_msg("the error \"%s\" does not name FTL_COMM_COMPRESS and FTL_REPRODUCIBLE", err);
+	setenv("FTL_REPRODUCIBLE", "0", 1); /* either alone is fine */
+	a = ftl_agent_new_from_env();
+	if (a == NULL)
+		fail_msg("FTL_COMM_COMPRESS=bf16-ef without reproducible mode was refused: %s", ftl_error_message());
+	ftl_agent_delete(a);
 }
 
 static void test_bind_port_zero_is_refused(void **state) { expect_refused("FTL_BIND", "0.0.0.0:0", NULL); }
@@ -397,6 +419,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_env_numbers_are_checked),
 		cmocka_unit_test(test_every_setting_refuses_its_bad_values_by_name),
 		cmocka_unit_test(test_seeds_that_are_not_host_port_are_refused),
+		cmocka_unit_test(test_compression_with_reproducible_mode_is_refused),
 		cmocka_unit_test(test_bind_port_zero_is_refused),
 		cmocka_unit_test(test_push_pull_interval_zero_is_refused),
 		cmocka_unit_test(test_checkpoint_dir_empty_is_refused),

@@ -239,3 +239,68 @@ def test_a_request_from_an_older_communicator_is_refused(run_dir):
         b.close()
         a.close()
     assert isinstance(out, ftl.Error) and "older communicator" in str(out), out
+
+
+def test_error_feedback_starts_from_zero_on_a_new_view(run_dir):
+    """A bf16-ef GradientBucket's residual belongs to the communicator it was accumulated under: after a join
+    (a new view, a new communicator) the survivor's residual is zero like the joiner's, so their first
+    reduction is the plain bf16 one; the next one feeds the residual back again. x = 1 + 3 * 2^-10 is under
+    half a bf16 ulp above 1: alone it rounds to 1 and leaves 3 * 2^-10, which a second call would add and
+    round up to 1 + 2^-7 (so a residual carried over the join would make the first sum 2 + 2^-7, not 2)."""
+    first = free_port()
+    common = dict(insecure=1, run_dir=run_dir, min_workers=1, settle_ms=100, log_level="warn",
+                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
+    a = ftl.Agent(name="e0", bind=f"127.0.0.1:{first}", **common).start()
+    b = ftl.Agent(name="e1", bind=f"127.0.0.1:{free_port()}", **common)
+    alone = threading.Event()
+
+    def reduce_twice(agent, bucket, info):
+        if info.world_size < 2:
+            return None
+        return [float(bucket.allreduce(np.full(4, 1 + 3 * 2.0 ** -10, dtype=np.float32))[0]) for _ in range(2)]
+
+    def run_a():
+        fed = ftl.GradientBucket(a, "bf16-ef")
+        a.execute(lambda info: fed.allreduce(np.full(4, 1 + 3 * 2.0 ** -10, dtype=np.float32)))  # world of one
+        alone.set()
+        while (out := a.execute(lambda info: reduce_twice(a, fed, info))) is None:
+            pass
+        return out
+
+    def run_b():
+        alone.wait(30)
+        b.start()
+        fed = ftl.GradientBucket(b, "bf16-ef")
+        while (out := b.execute(lambda info: reduce_twice(b, fed, info))) is None:
+            pass
+        return out
+
+    try:
+        results = on_threads(run_a, run_b, timeout=90)
+    finally:
+        b.close()
+        a.close()
+    assert results[0] == results[1] == [2.0, 2.0 + 2 * 2.0 ** -7], results
+
+
+def test_gradient_buckets_refuse_what_compression_cannot_do_and_restart_the_residual_on_a_new_length(run_dir):
+    """Compression with reproducible mode is refused naming both settings; a bf16-ef bucket given a buffer of
+    another length starts its residual from zero (the old one belonged to other data); float64 is refused."""
+    with pytest.raises(ftl.ConfigError, match="FTL_COMM_COMPRESS.*FTL_REPRODUCIBLE"):
+        ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}",
+                  comm_compress="bf16", global_batch=64, max_batch_per_rank=8, reproducible=1)
+    with pytest.raises(ftl.ConfigError, match="FTL_COMM_COMPRESS=fp8"):
+        ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", comm_compress="fp8")
+    with ftl.Agent(insecure=1, run_dir=run_dir, log_level="warn", bind=f"127.0.0.1:{free_port()}",
+                   comm_compress="bf16-ef") as agent:
+        fed = ftl.GradientBucket(agent)  # the job's setting
+        assert fed.compress == "bf16-ef" and ftl.GradientBucket(agent, "off").compress == "off"
+        with pytest.raises(ftl.ConfigError, match="compress='fp8'"):
+            ftl.GradientBucket(agent, "fp8")
+        value = 1 + 3 * 2.0 ** -10  # under half a bf16 ulp above 1: rounds to 1 once, not twice in a row
+
+        def step(info):
+            with pytest.raises(ftl.Error, match="float32"):
+                fed.allreduce(np.ones(4))
+            return [float(fed.allreduce(np.full(n, value, dtype=np.float32))[0]) for n in (4, 8, 8)]
+        assert agent.execute(step) == [1.0, 1.0, 1.0 + 2.0 ** -7]

@@ -218,3 +218,52 @@ def test_overlapped_average_equals_the_plain_one_bit_for_bit(pair):
             assert p.grad is not None and p.grad.dtype == q.grad.dtype, name
             assert torch.equal(p.grad, q.grad), f"rank {r}: {name} differs"
             assert torch.equal(p.grad, dict(overlapped[1 - r].named_parameters())[name].grad), name
+
+
+def test_compressed_average_stays_within_bf16s_bound_and_keeps_counts_exact(pair):
+    """Two workers, FTL_COMM_COMPRESS's modes chosen per averager: bf16-ef with overlap (the asynchronous
+    path) and without it must give the same gradients bit for bit, differ from the exact average, and stay
+    within (n + 1) * 2^-8 of the sum of the ranks' magnitudes (include/ftl/gradient.h); the summed sample
+    count stays exact (it lives in an uncompressed bucket). A GradientBucket with error feedback feeds the
+    rounding of one call into the next (the same input twice gives two results), one without does not."""
+    import copy
+    from conftest import on_threads
+
+    models = [[mlp(0, hidden=64) for _ in range(3)] for _ in range(2)]
+    torch.manual_seed(2)
+    inputs = [torch.randn(5, 8), torch.randn(3, 8)]
+    samples = [5, 3]
+
+    def worker(agent, r):
+        exact = ftl.torch.GradientAverager(agent, models[r][0], compress="off")
+        blocking = ftl.torch.GradientAverager(agent, models[r][1], compress="bf16-ef", bucket_cap_mb=600 / 2**20)
+        overlapped = ftl.torch.GradientAverager(agent, models[r][2], compress="bf16-ef", bucket_cap_mb=600 / 2**20,
+                                                overlap=True)
+        assert len(blocking.buckets) > 2 and all(b.reducer is not None for b in blocking.buckets[:-1])
+        fed, plain = ftl.GradientBucket(agent, "bf16-ef"), ftl.GradientBucket(agent, "bf16")
+        x = torch.full((4,), 1.0 + 3 * 2.0 ** -10)  # under half a bf16 ulp above 1: rounds to 1, twice it does not
+
+        def step(info):
+            overlapped.set_samples(samples[r])
+            totals = []
+            for m, avg in zip(models[r], (exact, blocking, overlapped)):
+                (m(inputs[r]) ** 2).sum().backward()
+                local = [p.grad.abs() * samples[r] for p in m.parameters()]
+                totals.append(avg.average(samples=samples[r]))
+            magnitude = [agent.allreduce(t.clone()) for t in local]  # sum over ranks of |weighted grad|
+            twice = [b.allreduce(x.clone())[0].item() for b in (fed, fed, plain, plain)]
+            return totals, magnitude, twice
+        return agent.execute(step)
+
+    results = on_threads(lambda: worker(pair[0], 0), lambda: worker(pair[1], 1), timeout=90)
+    for totals, magnitude, (fed1, fed2, plain1, plain2) in results:
+        assert totals == [8.0, 8.0, 8.0]
+        assert plain1 == plain2 == 2.0 and fed1 == 2.0 and fed2 > 2.0, (fed1, fed2, plain1, plain2)
+    magnitude = results[0][1]
+    differs = False
+    for exact_p, blocking_p, overlapped_p, mag in zip(*(m.parameters() for m in models[0]), magnitude):
+        assert torch.equal(blocking_p.grad, overlapped_p.grad)
+        bound = 3 * 2.0 ** -8 * mag / 8.0 + 1e-7
+        assert bool(((blocking_p.grad - exact_p.grad).abs() <= bound).all())
+        differs = differs or not torch.equal(blocking_p.grad, exact_p.grad)
+    assert differs, "the compressed average equals the exact one: nothing was compressed"

@@ -10,6 +10,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+import test_compression  # noqa: E402
 import test_training as base  # noqa: E402
 from workers import TrainingJob  # noqa: E402
 
@@ -101,10 +102,17 @@ def scenario_global_batch_accuracy(train, ctl):
     assert gap < 0.006, f"test accuracy differs by {gap:.4f}"
 
 
+def scenario_compressed_loss_curve(train, ctl):
+    """FTL_COMM_COMPRESS with the PyTorch example (Adam, an MLP; GradientAverager's buckets): bf16 and
+    bf16-ef follow the exact run's loss curve (test_compression.py, whose tolerance is argued there)."""
+    test_compression.scenario_compressed_loss_curve(train, ctl)
+
+
 SCENARIOS = {"kill9": gated(base.scenario_kill9, 4), "join": gated(base.scenario_join, 3),
              "leave": gated(base.scenario_leave, 4), "sigstop": gated(base.scenario_sigstop, 4),
              "exactly_once": gated(scenario_exactly_once, 4), "adam_joiner": gated(scenario_adam_joiner, 4),
-             "global_batch_accuracy": gated(scenario_global_batch_accuracy, 4)}
+             "global_batch_accuracy": gated(scenario_global_batch_accuracy, 4),
+             "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2)}
 
 
 def main():

@@ -6,12 +6,14 @@
         while agent.job_status()["step"] < steps:
             agent.execute(step)           # runs the step; a lost peer makes it run again on the new view
 
+`ftl.GradientBucket` is a gradient's allreduce, compressed as FTL_COMM_COMPRESS says.
 `ftl.torch` adds PyTorch: model and optimizer state, bucketed gradient averaging, a sampler for a Dataset.
 `python -m ftl.run --nproc N script.py` starts N local workers.
 """
 from ._version import __version__
 from .agent import Agent, StepInfo
 from .errors import ConfigError, Error, LibraryNotFoundError, PeerLostError
+from .gradient import GradientBucket
 
 
 def library_version() -> str:
@@ -20,5 +22,5 @@ def library_version() -> str:
     return text(lib().ftl_version())
 
 
-__all__ = ["Agent", "StepInfo", "Error", "ConfigError", "PeerLostError", "LibraryNotFoundError",
+__all__ = ["Agent", "StepInfo", "GradientBucket", "Error", "ConfigError", "PeerLostError", "LibraryNotFoundError",
            "library_version", "__version__"]

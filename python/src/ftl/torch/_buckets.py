@@ -23,6 +23,12 @@ leaves some parameters without a gradient. The buckets, the copies and the reduc
 as without overlap, so the result is equal bit for bit. The weight must then be known before backward:
 set_samples(n) in the step before backward() (or pass samples to average() when no bucket filled early).
 One backward per average(); backward must run inside the step (the hooks make collectives).
+
+Compression (compress=, by default the job's FTL_COMM_COMPRESS): each float32 bucket's allreduce goes
+through an ftl.GradientBucket, bf16 on the wire (half the bytes) with f32 accumulation, with error
+feedback under "bf16-ef" (the bucket keeps what rounding dropped for the next step). Only gradients are
+rounded: the weight slot then lives in an uncompressed bucket (a float64 one, or one of its own), so the
+sample counts stay exact. Other dtypes are never compressed.
 """
 from __future__ import annotations
 
@@ -30,6 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
 import torch
+
+from ..gradient import GradientBucket
 
 _WEIGHT_DTYPES = (torch.float32, torch.float64)
 
@@ -40,6 +48,7 @@ class _Bucket:
     slots: List[Tuple[torch.nn.Parameter, int, int]] = field(default_factory=list)  # (param, offset, numel)
     used: int = 0                                        # elements holding gradients (then maybe the weight)
     ready: int = 0                                       # overlap: gradients arrived in this backward
+    reducer: Optional[GradientBucket] = None             # compressed float32 bucket: its allreduce
 
 
 def _plan(params: List[torch.nn.Parameter], cap_bytes: int) -> List[Tuple[List[torch.nn.Parameter], Any]]:
@@ -66,10 +75,11 @@ class GradientAverager:
 
     Call average() in the step after backward() and before optimizer.step(); it raises PeerLostError when
     a peer is lost (let it propagate: the step runs again on the next view). With overlap=True the
-    allreduces start during backward (see the module's notes; call set_samples() before backward)."""
+    allreduces start during backward (see the module's notes; call set_samples() before backward).
+    compress: None (the job's FTL_COMM_COMPRESS), "off", "bf16" or "bf16-ef", for the float32 buckets."""
 
     def __init__(self, agent: Any, model: Union[torch.nn.Module, Iterable[torch.nn.Parameter]],
-                 bucket_cap_mb: float = 25, overlap: bool = False):
+                 bucket_cap_mb: float = 25, overlap: bool = False, compress: Optional[str] = None):
         params = model.parameters() if isinstance(model, torch.nn.Module) else model
         params = [p for p in params if p.requires_grad]
         if bucket_cap_mb <= 0:
@@ -83,6 +93,8 @@ class GradientAverager:
                 bucket.used += p.numel()
             self.buckets.append(bucket)
             bucket.flat = torch.zeros(bucket.used, dtype=dtype, device=device)
+            if dtype == torch.float32:
+                bucket.reducer = self._compressed(compress)
         self._weight_at = self._weight_slot(params)
         self.overlap = overlap
         # Overlap: the start order (buckets with parameters in reverse, then a weight-only one), the next to
@@ -97,6 +109,20 @@ class GradientAverager:
                 for p, _, _ in b.slots:
                     self._hooks.append(p.register_post_accumulate_grad_hook(
                         lambda _p, b=b: self._on_gradient(b)))
+
+    def _compressed(self, compress: Optional[str]) -> Optional[GradientBucket]:
+        """A compressing GradientBucket, or None when the mode is off (the plain allreduce)."""
+        reducer = GradientBucket(self.agent, compress)
+        if reducer.compress == "off":
+            reducer.close()
+            return None
+        return reducer
+
+    def _allreduce(self, b: _Bucket) -> None:
+        (b.reducer or self.agent).allreduce(b.flat, op="sum")
+
+    def _allreduce_async(self, b: _Bucket) -> Any:
+        return (b.reducer or self.agent).allreduce_async(b.flat, op="sum")
 
     def set_samples(self, samples: Optional[float]) -> None:
         """Overlap: this rank's sample count for the coming backward (the weight the buckets are scaled by
@@ -122,7 +148,7 @@ class GradientAverager:
                 if b is self._weight_at:
                     b.flat[-1] = self._weight
             self._next += 1
-            self._requests.append(self.agent.allreduce_async(b.flat, op="sum"))
+            self._requests.append(self._allreduce_async(b))
 
     def _average_overlapped(self, samples: Optional[float]) -> float:
         try:
@@ -161,9 +187,10 @@ class GradientAverager:
             b.ready = 0
 
     def _weight_slot(self, params: List[torch.nn.Parameter]) -> _Bucket:
-        """The bucket whose last element carries the rank's weight: the first float32/float64 one, grown by
-        one element, or a bucket of its own when the model has none (a float16-only model)."""
-        bucket = next((b for b in self.buckets if b.flat.dtype in _WEIGHT_DTYPES), None)
+        """The bucket whose last element carries the rank's weight: the first uncompressed float32/float64
+        one, grown by one element, or a bucket of its own when the model has none (a float16-only model,
+        or compressed float32 buckets only)."""
+        bucket = next((b for b in self.buckets if b.flat.dtype in _WEIGHT_DTYPES and b.reducer is None), None)
         if bucket is None:
             device = params[0].device if params else torch.device("cpu")
             bucket = _Bucket(flat=torch.zeros(1, dtype=torch.float64, device=device))
@@ -185,7 +212,7 @@ class GradientAverager:
                 self._copy_in(b, weight)
             self._weight_at.flat[-1] = weight
             for b in self.buckets:  # one allreduce per bucket: the whole point
-                self.agent.allreduce(b.flat, op="sum")
+                self._allreduce(b)
             total = float(self._weight_at.flat[-1])
             for b in self.buckets:
                 self._copy_out(b, total)

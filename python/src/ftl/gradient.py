@@ -1,0 +1,81 @@
+"""ftl.GradientBucket: a gradient buffer's allreduce, which the job may compress (include/ftl/gradient.h).
+
+A gradient is a noisy minibatch estimate already, so it may travel as bf16 (half the bytes) with f32
+accumulation; FTL_COMM_COMPRESS=bf16 turns that on for the job, bf16-ef adds error feedback (what rounding
+dropped goes into the next step's gradient of the same bucket). Every other collective stays exact. A
+bucket holds the wire copy and the residual of one buffer: use one per gradient buffer, every step.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Optional, TypeVar
+
+from . import _buffers
+from ._lib import text
+from .agent import Request
+from .errors import ConfigError, Error, INVALID
+
+T = TypeVar("T")
+# ftl_compress values (include/ftl/execute.h); None is FTL_COMPRESS_DEFAULT, the job's setting.
+MODES = ("off", "bf16", "bf16-ef")
+_DEFAULT = -1
+
+
+def mode_code(compress: Optional[str]) -> int:
+    if compress is None:
+        return _DEFAULT
+    try:
+        return MODES.index(compress)
+    except ValueError:
+        raise ConfigError(f"ftl: compress={compress!r}: expected None (the job's FTL_COMM_COMPRESS), "
+                          f"{', '.join(MODES)}") from None
+
+
+class GradientBucket:
+    """The allreduce of one float32 gradient buffer, compressed as `compress` says (None: the job's
+    FTL_COMM_COMPRESS; "off", "bf16" or "bf16-ef"). Refused (ConfigError) with compression under
+    FTL_COMM=nccl or in reproducible mode."""
+
+    def __init__(self, agent: Any, compress: Optional[str] = None):
+        self._agent, self._lib = agent, agent._lib
+        handle = agent._handle()
+        self._ptr = self._lib.ftl_grad_bucket_new(handle, mode_code(compress))
+        if not self._ptr:
+            raise ConfigError(f"ftl: GradientBucket: {text(self._lib.ftl_last_error(handle))}")
+        self.compress = MODES[self._lib.ftl_grad_bucket_compress(self._ptr)]
+
+    def _describe(self, x: Any, what: str) -> _buffers.Buffer:
+        b = _buffers.describe(x, what)
+        if b.dtype != _buffers.F32:
+            raise Error(f"ftl: {what}: a gradient bucket reduces float32; use agent.allreduce for others", INVALID)
+        self._agent._check_backend(b, what)
+        return b
+
+    def allreduce(self, x: T, op: str = "sum") -> T:
+        """x = the sum (or avg) over every rank's x, in place, inside a step; returns x."""
+        handle = self._agent._collective("GradientBucket.allreduce")
+        b = self._describe(x, "GradientBucket.allreduce")
+        self._agent._call(self._lib.ftl_allreduce_grad(handle, self._ptr, b.ptr, b.count, _buffers.op_code(op)),
+                          handle)
+        return x
+
+    def allreduce_async(self, x: T, op: str = "sum") -> Any:
+        """The same, started at once (Agent.allreduce_async's rules); one request per bucket at a time."""
+        handle = self._agent._collective("GradientBucket.allreduce_async")
+        b = self._describe(x, "GradientBucket.allreduce_async")
+        req = ctypes.c_void_p()
+        self._agent._call(self._lib.ftl_allreduce_grad_async(handle, self._ptr, b.ptr, b.count, _buffers.op_code(op),
+                                                             ctypes.byref(req)), handle)
+        return Request(self._agent, x, (b, self), req)  # the request keeps the bucket alive
+
+    def close(self) -> None:
+        """Frees the bucket (once no request made with it is outstanding)."""
+        if self._ptr:
+            self._lib.ftl_grad_bucket_delete(self._ptr)
+            self._ptr = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

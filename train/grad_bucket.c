@@ -1,0 +1,190 @@
+/* Gradient buckets (ftl/gradient.h): the compressed gradient allreduce of a training job, blocking and
+ * asynchronous, with the error-feedback residual kept per bucket.
+ *
+ * Both paths are the same three stages: round buf (plus the residual) to bf16 into the bucket's wire
+ * buffer, sum the wire buffers over the world with the exact bf16 allreduce (f32 additions, comm_reduce.c),
+ * widen the sum back into buf (dividing by the world size for FTL_AVG, in f32). The asynchronous path runs
+ * the last stage when the request is consumed (requests.h); the wire buffer is the bucket's, not the
+ * communicator's, so several buckets can be in flight at once.
+ *
+ * The residual is tied to the communicator it was accumulated under (comm_seq) and to the buffer length:
+ * a new view or another length starts it from zero (why: ftl/gradient.h). */
+#include "agent/agent_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm_compress.h"
+#include "base/diag.h"
+#include "grad_bucket.h"
+#include "agent/log.h"
+#include "requests.h"
+#include "training.h"
+
+const char *const ftl_compress_strs[FTL_COMPRESS_MAX] = {
+	[FTL_COMPRESS_OFF] = "off",
+	[FTL_COMPRESS_BF16] = "bf16",
+	[FTL_COMPRESS_BF16_EF] = "bf16-ef",
+};
+
+struct ftl_grad_bucket {
+	ftl_agent *agent;
+	ftl_compress compress;
+	size_t cap;              /* elements wire (and residual) hold */
+	uint16_t *wire;          /* [cap] this rank's bf16 input, then the world's bf16 sum */
+	float *residual;         /* [cap] error feedback (bf16-ef only): what rounding dropped, for next time */
+	size_t residual_count;   /* the buffer length the residual is for (0: none yet) */
+	uint64_t residual_seq;   /* ... and the communicator (comm_seq) it was accumulated under */
+	bool is_busy;            /* an asynchronous request owns wire */
+	float *out;              /* that request's buffer, length, divisor (FTL_AVG: the world size, else 1) */
+	size_t out_count;
+	int out_divisor;
+};
+
+ftl_err ftl_compress_check(ftl_compress compress, ftl_comm_backend backend, const ftl_batch_config *batch)
+{
+	if ((int)compress < 0 || compress >= FTL_COMPRESS_MAX)
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_COMM_COMPRESS: unknown mode %d; expected off, bf16 or bf16-ef", (int)compress);
+	if (compress == FTL_COMPRESS_OFF)
+		return 0;
+	if (backend != FTL_COMM_TCP)
+		return ftl_diag_set(FTL_ERR_UNSUPPORTED,
+				    "FTL_COMM_COMPRESS=%s with FTL_COMM=nccl: the compressed allreduce is for the tcp "
+				    "backend (host memory); unset FTL_COMM_COMPRESS or use FTL_COMM=tcp",
+				    ftl_compress_strs[compress]);
+	if (batch->is_reproducible)
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "FTL_COMM_COMPRESS=%s with FTL_REPRODUCIBLE=1: reproducible mode promises exact, "
+				    "bit-for-bit sums and compression rounds the gradients; unset one of them",
+				    ftl_compress_strs[compress]);
+	return FTL_OK;
+}
+
+ftl_grad_bucket *ftl_grad_bucket_new(ftl_agent *a, ftl_compress compress)
+{
+	ftl_training *t = a->is_training ? ftl_training_of(a) : NULL;
+	if (t == NULL) {
+		ftl_diag_set(FTL_ERR_INVALID, "ftl_grad_bucket_new: call ftl_set_training first (it holds FTL_COMM_COMPRESS)");
+		return NULL;
+	}
+	if (compress == FTL_COMPRESS_DEFAULT)
+		compress = t->cfg.compress;
+	if (ftl_compress_check(compress, t->cfg.backend, &t->cfg.batch) != FTL_OK) {
+		ftl_log(&a->set.log, FTL_LOG_ERROR, "training", ftl_diag_message());
+		return NULL;
+	}
+	ftl_grad_bucket *b = calloc(1, sizeof(*b));
+	if (b == NULL) {
+		ftl_diag_set(FTL_ERR_SYSTEM, "ftl_grad_bucket_new: out of memory");
+		return NULL;
+	}
+	b->agent = a;
+	b->compress = compress;
+	return b;
+}
+
+void ftl_grad_bucket_delete(ftl_grad_bucket *b)
+{
+	if (b == NULL)
+		return;
+	free(b->wire);
+	free(b->residual);
+	free(b);
+}
+
+ftl_compress ftl_grad_bucket_compress(const ftl_grad_bucket *b) { return b->compress; }
+
+/* Room for count elements; a residual from another communicator or for another length starts at zero. */
+static ftl_err prepare(ftl_grad_bucket *b, size_t count)
+{
+	ftl_training *t = b->agent->train;
+	bool is_ef = b->compress == FTL_COMPRESS_BF16_EF;
+	if (b->cap < count) {
+		uint16_t *wire = realloc(b->wire, count * sizeof(*wire));
+		if (wire != NULL)
+			b->wire = wire;
+		float *residual = is_ef ? realloc(b->residual, count * sizeof(*residual)) : NULL;
+		if (is_ef && residual != NULL)
+			b->residual = residual;
+		if (wire == NULL || (is_ef && residual == NULL)) {
+			return ftl_training_fail(t, FTL_ERR_SYSTEM,
+						 "ftl_allreduce_grad: out of memory for a bucket of %zu floats", count);
+		}
+		b->cap = count;
+		b->residual_count = 0;
+	}
+	if (is_ef && (b->residual_count != count || b->residual_seq != t->comm_seq)) {
+		memset(b->residual, 0, count * sizeof(float));
+		b->residual_count = count;
+		b->residual_seq = t->comm_seq;
+	}
+	return FTL_OK;
+}
+
+/* The checks both paths make, and the input rounded into the wire buffer. */
+static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, const char *what)
+{
+	ftl_training *t = a->train;
+	if (b == NULL || b->agent != a || (count > 0 && buf == NULL) || (op != FTL_SUM && op != FTL_AVG)) {
+		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: needs this agent's bucket, a buffer and FTL_SUM or FTL_AVG",
+					 what);
+	}
+	if (b->is_busy) {
+		return ftl_training_fail(t, FTL_ERR_INVALID,
+					 "%s: the bucket's previous request is still outstanding; ftl_wait for it first", what);
+	}
+	if (t->comm == NULL) {
+		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: no communicator (call collectives inside ftl_execute)",
+					 what);
+	}
+	ftl_err e = prepare(b, count);
+	if (e == FTL_OK)
+		ftl_comm_compress_bf16(buf, b->residual, b->wire, count);
+	return e;
+}
+
+static int divisor(const ftl_agent *a, ftl_reduce_op op)
+{
+	return op == FTL_AVG ? ftl_comm_world_size(a->train->comm) : 1;
+}
+
+ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op)
+{
+	if (b != NULL && b->compress == FTL_COMPRESS_OFF)
+		return ftl_allreduce(a, buf, buf, count, FTL_F32, op);
+	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad");
+	if (e != FTL_OK || count == 0)
+		return e;
+	e = ftl_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM);
+	if (e == FTL_OK)
+		ftl_comm_expand_bf16(b->wire, buf, count, divisor(a, op));
+	return e;
+}
+
+/* requests.h's hook: the sum arrived (or the request failed); the wire buffer is free again. */
+static void widen_when_done(void *arg, ftl_err result)
+{
+	ftl_grad_bucket *b = arg;
+	if (result == FTL_OK)
+		ftl_comm_expand_bf16(b->wire, b->out, b->out_count, b->out_divisor);
+	b->is_busy = false;
+}
+
+ftl_err ftl_allreduce_grad_async(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op,
+				 ftl_request **req)
+{
+	if (b != NULL && b->compress == FTL_COMPRESS_OFF)
+		return ftl_allreduce_async(a, buf, buf, count, FTL_F32, op, req);
+	if (req != NULL)
+		*req = NULL;
+	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad_async");
+	if (e != FTL_OK)
+		return e;
+	b->out = buf;
+	b->out_count = count;
+	b->out_divisor = divisor(a, op);
+	e = ftl_request_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM, widen_when_done, b, req);
+	b->is_busy = e == FTL_OK;
+	return e;
+}
