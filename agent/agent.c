@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "agent_fork.h"
 #include "node_meta.h"
 #include "checkpoint.h"
 #include "log.h"
@@ -340,6 +341,7 @@ static int bind_udp(ftl_agent *a, char *err, size_t len)
 		snprintf(err, len, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
 		return -1;
 	}
+	ftl_agent_fork_track((uv_handle_t *)&a->udp);
 	return 0;
 }
 
@@ -403,8 +405,10 @@ static void close_cb(uv_handle_t *h) {}
 
 static void close_one(uv_handle_t *h, void *arg)
 {
-	if (!uv_is_closing(h))
+	if (!uv_is_closing(h)) {
+		ftl_agent_fork_untrack(h);
 		uv_close(h, close_cb);
+	}
 }
 
 static void close_all(ftl_agent *a)

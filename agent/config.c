@@ -85,7 +85,7 @@ static int load_key(const ftl_agent_config *c, uint8_t key[FTL_KEY_SIZE], char *
 		snprintf(text, sizeof(text), "%s", c->gossip_key);
 	} else {
 		what = "FTL_GOSSIP_KEY_FILE";
-		FILE *f = fopen(c->gossip_key_file, "r");
+		FILE *f = fopen(c->gossip_key_file, "re");
 		if (!f)
 			return ftl_errf(err, len, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));

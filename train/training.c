@@ -16,6 +16,7 @@
 #include "addr.h"
 #include "errfmt.h"
 #include "checkpoint.h"
+#include "fork_fds.h"
 #include "exec_feed.h"
 #include "global_batch.h"
 #include "log.h"
@@ -200,6 +201,7 @@ int ftl_agent_data_listen(ftl_agent *a, char *err, size_t len)
 		((struct sockaddr_in6 *)&ss)->sin6_port = port;
 	ftl_addr_format((struct sockaddr *)&ss, a->train.data_addr, sizeof(a->train.data_addr));
 	a->train.data_fd = fd;
+	ftl_fork_fds_add(fd); /* a forked child closes it: a dead rank's comm port refuses (base/fork_fds.h) */
 	return 0;
 }
 
@@ -212,8 +214,10 @@ void ftl_training_free(ftl_training *t)
 	t->comm = t->ctrl_comm = NULL;
 	free(t->comm_keys);
 	t->comm_keys = NULL;
-	if (t->data_fd >= 0 && t->is_enabled)
+	if (t->data_fd >= 0 && t->is_enabled) {
+		ftl_fork_fds_remove(t->data_fd);
 		close(t->data_fd);
+	}
 	free(t->view.members);
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
