@@ -16,6 +16,8 @@
 
 #include "addr.h"
 #include "node/node_meta.h"
+#include "agent_fork.h"
+#include "train/checkpoint.h"
 #include "log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
@@ -339,6 +341,7 @@ static ftl_err bind_udp(ftl_agent *a)
 	}
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
+	ftl_agent_fork_track((uv_handle_t *)&a->udp);
 	return FTL_OK;
 }
 
@@ -400,8 +403,10 @@ static void close_cb(uv_handle_t *h) {}
 
 static void close_one(uv_handle_t *h, void *arg)
 {
-	if (!uv_is_closing(h))
+	if (!uv_is_closing(h)) {
+		ftl_agent_fork_untrack(h);
 		uv_close(h, close_cb);
+	}
 }
 
 static void close_all(ftl_agent *a)

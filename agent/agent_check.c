@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_fork.h"
 #include "log.h"
 
 typedef struct check {
@@ -45,6 +46,7 @@ static void check_close(check *c)
 	c->is_done = true;
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, check_free);
+	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
 	uv_close((uv_handle_t *)&c->tcp, check_free);
 }
 
@@ -111,4 +113,6 @@ void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out)
 	 * Reporting here would re-enter ftl_agent_flush, which called us. */
 	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&to, on_connect) != 0)
 		check_close(c);
+	else
+		ftl_agent_fork_track((uv_handle_t *)&c->tcp);
 }

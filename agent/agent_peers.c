@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_fork.h"
 #include "log.h"
 #include "channel/seal.h"
 
@@ -73,6 +74,7 @@ static void peer_close(peer_conn *p)
 	unlink_peer(p);
 	uv_timer_stop(&p->timer);
 	uv_close((uv_handle_t *)&p->timer, peer_free);
+	ftl_agent_fork_untrack((uv_handle_t *)&p->tcp);
 	uv_close((uv_handle_t *)&p->tcp, peer_free);
 }
 
@@ -160,6 +162,7 @@ static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
 		peer_close(p);
 		return NULL;
 	}
+	ftl_agent_fork_track((uv_handle_t *)&p->tcp);
 	return p;
 }
 

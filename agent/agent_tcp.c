@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_fork.h"
 #include "log.h"
 #include "channel/seal.h"
 
@@ -77,6 +78,7 @@ static void conn_close(pp_conn *c)
 	c->is_done = true;
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, conn_free);
+	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
 	uv_close((uv_handle_t *)&c->tcp, conn_free);
 }
 
@@ -319,6 +321,7 @@ static void on_connection(uv_stream_t *server, int status)
 		conn_close(c);
 		return;
 	}
+	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
 	struct sockaddr_storage peer;
 	int plen = sizeof(peer);
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0)
@@ -348,6 +351,7 @@ ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind,
 				    uv_strerror(rc));
+	ftl_agent_fork_track((uv_handle_t *)&a->tcp);
 	return FTL_OK;
 }
 
@@ -370,6 +374,8 @@ static void dial(pp_conn *c, const struct sockaddr_storage *to)
 	c->connect.data = c;
 	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)to, on_connect) != 0)
 		conn_close(c);
+	else
+		ftl_agent_fork_track((uv_handle_t *)&c->tcp);
 }
 
 /* An outgoing exchange with addr, or NULL when addr is not a numeric ip:port (or out of memory). */

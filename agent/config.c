@@ -90,7 +90,7 @@ static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_
 		snprintf(text, sizeof(text), "%s", c->gossip_key);
 	} else {
 		what = "FTL_GOSSIP_KEY_FILE";
-		FILE *f = fopen(c->gossip_key_file, "r");
+		FILE *f = fopen(c->gossip_key_file, "re");
 		if (!f)
 			return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));

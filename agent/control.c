@@ -27,6 +27,7 @@
  * only if it is still the one this server bound. */
 #include "control.h"
 #include "base/run_dir.h"
+#include "agent_fork.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -147,8 +148,10 @@ static void client_close_cb(uv_handle_t *handle)
 static void client_close(ftl_control_client *client)
 {
 	client->is_closing = true;
-	if (!uv_is_closing((uv_handle_t *)&client->pipe))
+	if (!uv_is_closing((uv_handle_t *)&client->pipe)) {
+		ftl_agent_fork_untrack((uv_handle_t *)&client->pipe);
 		uv_close((uv_handle_t *)&client->pipe, client_close_cb);
+	}
 }
 
 static void shutdown_cb(uv_shutdown_t *req, int status)
@@ -414,6 +417,8 @@ static void connection_cb(uv_stream_t *server, int status)
 	if (uv_accept(server, (uv_stream_t *)&client->pipe) != 0 ||
 	    uv_read_start((uv_stream_t *)&client->pipe, alloc_cb, read_cb) != 0)
 		client_close(client);
+	else
+		ftl_agent_fork_track((uv_handle_t *)&client->pipe);
 }
 
 /* ---- starting ---- */
@@ -504,6 +509,7 @@ static ftl_control *abandon_start(ftl_control *c)
 {
 	unlink_own_socket(c);
 	c->is_closing = true;
+	ftl_agent_fork_untrack((uv_handle_t *)&c->server);
 	uv_close((uv_handle_t *)&c->server, server_close_cb);
 	return NULL;
 }
@@ -580,6 +586,7 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 		ftl_diag_set(FTL_ERR_SYSTEM, "cannot listen on the control socket %s: %s", path, uv_strerror(rc));
 		return abandon_start(c);
 	}
+	ftl_agent_fork_track((uv_handle_t *)&c->server);
 	return c;
 }
 
@@ -630,6 +637,7 @@ void ftl_control_close(ftl_control *c)
 		return;
 	c->is_closing = true;
 	unlink_own_socket(c);
+	ftl_agent_fork_untrack((uv_handle_t *)&c->server);
 	uv_close((uv_handle_t *)&c->server, server_close_cb);
 	for (client = c->clients; client != NULL; client = next) {
 		next = client->next;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_fork.h"
 #include "agent_internal.h"
 #include "log.h"
 
@@ -70,6 +71,7 @@ static void conn_close(http_conn *c)
 		c->next->prev = c->prev;
 	c->srv->n_conns--;
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
+	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
@@ -212,6 +214,7 @@ static void on_connection(uv_stream_t *listener, int status)
 		conn_close(c);
 		return;
 	}
+	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
 	uv_timer_start(&c->timer, on_timeout, REQUEST_TIMEOUT_MS, 0);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
 		conn_close(c);
@@ -236,6 +239,7 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	if (rc != 0) /* the caller closes every handle, this listener included */
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr,
 				    uv_strerror(rc));
+	ftl_agent_fork_track((uv_handle_t *)&srv->listener);
 	ftl_log(&a->set.log, FTL_LOG_INFO, "metrics", "serving GET /metrics (Prometheus text format)",
 		FTL_F_STR("addr", a->cfg.metrics_addr));
 	return 0;
@@ -251,5 +255,6 @@ void ftl_metrics_http_close(ftl_agent *a)
 	a->metrics_http = NULL;
 	while (srv->conns)
 		conn_close(srv->conns);
+	ftl_agent_fork_untrack((uv_handle_t *)&srv->listener);
 	uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
 }

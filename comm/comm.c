@@ -199,6 +199,7 @@ const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX] = {
 	[FTL_COMM_CALL_BROADCAST] = "broadcast",
 	[FTL_COMM_CALL_ALLGATHER] = "allgather",
 	[FTL_COMM_CALL_BARRIER] = "barrier",
+	[FTL_COMM_CALL_ALLREDUCE_BF16] = "allreduce_bf16",
 };
 
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
@@ -213,6 +214,8 @@ ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
 		return comm->ops->broadcast(comm, c->recvbuf, c->count, c->dtype, c->root);
 	case FTL_COMM_CALL_ALLGATHER:
 		return comm->ops->allgather(comm, c->sendbuf, c->recvbuf, c->count, c->dtype);
+	case FTL_COMM_CALL_ALLREDUCE_BF16:
+		return comm->ops->allreduce_bf16(comm, c->sendbuf, c->recvbuf, c->count, c->op, c->residual);
 	default:
 		return comm->ops->barrier(comm);
 	}
@@ -244,29 +247,15 @@ ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	ftl_err err = check_allreduce(comm, "allreduce", sendbuf, recvbuf, count, dtype, op);
 	if (err || count == 0)
 		return err;
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
 	return ftl_comm_async_call(comm, &call);
 }
 
-ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
-				ftl_reduce_op op, float *residual)
+/* The compressed allreduce where the backend has no kernels of its own (tcp): round to bf16 in host memory,
+ * a bf16 allreduce, widen back. */
+static ftl_err allreduce_bf16_on_host(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				      ftl_reduce_op op, float *residual)
 {
-	if (comm == NULL)
-		return FTL_ERR_INVALID;
-	ftl_err err = check_allreduce(comm, "allreduce_bf16", sendbuf, recvbuf, count, FTL_F32, op);
-	if (err || count == 0)
-		return err;
-	if (comm->backend != FTL_COMM_TCP) /* the wire buffer is host memory */
-		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
-				     "allreduce_bf16: the %s backend has no compressed allreduce yet",
-				     backend_name(comm->backend));
-	size_t bytes = count * sizeof(float);
-	if (residual != NULL && op != FTL_SUM && op != FTL_AVG)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "allreduce_bf16: error feedback is for sum and avg, not %s", ftl_reduce_op_strs[op]);
-	if (residual != NULL && (overlaps(residual, bytes, sendbuf, bytes) || overlaps(residual, bytes, recvbuf, bytes)))
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "allreduce_bf16: the residual overlaps the send or receive buffer");
 	if (comm->wire_cap < count * sizeof(uint16_t)) { /* grown once: no page faults per call */
 		void *grown = realloc(comm->wire, count * sizeof(uint16_t));
 		if (grown == NULL)
@@ -279,11 +268,36 @@ ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *rec
 	ftl_comm_compress_bf16(sendbuf, residual, wire, count);
 	/* avg: sum in bf16, divide once in f32 (one rounding fewer than dividing in bf16) */
 	ftl_reduce_op wire_op = op == FTL_AVG ? FTL_SUM : op;
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, wire_op, 0};
-	err = ftl_comm_async_call(comm, &call);
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, wire_op, 0, NULL};
+	ftl_err err = ftl_comm_async_call(comm, &call);
 	if (err == FTL_OK)
 		ftl_comm_expand_bf16(wire, recvbuf, count, op == FTL_AVG ? comm->world_size : 1);
 	return err;
+}
+
+ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual)
+{
+	if (comm == NULL)
+		return FTL_ERR_INVALID;
+	ftl_err err = check_allreduce(comm, "allreduce_bf16", sendbuf, recvbuf, count, FTL_F32, op);
+	if (err || count == 0)
+		return err;
+	if (comm->backend != FTL_COMM_TCP && comm->ops->allreduce_bf16 == NULL) /* the host path needs host memory */
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
+				     "allreduce_bf16: this build of the %s backend has no compression kernels "
+				     "(CMake found no nvcc, or a sanitizer build)", backend_name(comm->backend));
+	size_t bytes = count * sizeof(float);
+	if (residual != NULL && op != FTL_SUM && op != FTL_AVG)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: error feedback is for sum and avg, not %s", ftl_reduce_op_strs[op]);
+	if (residual != NULL && (overlaps(residual, bytes, sendbuf, bytes) || overlaps(residual, bytes, recvbuf, bytes)))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "allreduce_bf16: the residual overlaps the send or receive buffer");
+	if (comm->ops->allreduce_bf16 == NULL)
+		return allreduce_bf16_on_host(comm, sendbuf, recvbuf, count, op, residual);
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE_BF16, sendbuf, recvbuf, count, FTL_F32, op, 0, residual};
+	return ftl_comm_async_call(comm, &call);
 }
 
 ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
@@ -292,7 +306,7 @@ ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recv
 	if (comm == NULL || req == NULL)
 		return FTL_ERR_INVALID;
 	*req = NULL;
-	if (!comm->ops->is_async)
+	if (!comm->ops->is_async && comm->ops->enqueue == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
 				     "the %s backend has no asynchronous collectives yet; use ftl_comm_allreduce",
 				     backend_name(comm->backend));
@@ -300,7 +314,7 @@ ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recv
 	if (err)
 		return err;
 	/* A zero count is queued too: its completion still says the calls before it have run. */
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0};
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
 	return ftl_comm_async_submit(comm, &call, req);
 }
 
@@ -319,7 +333,7 @@ ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dt
 		return FTL_OK;
 	if (buf == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "broadcast: NULL buffer with count %zu", count);
-	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root};
+	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root, NULL};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -340,7 +354,7 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	if (sendbuf != own && overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0};
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0, NULL};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -352,7 +366,7 @@ ftl_err ftl_comm_barrier(ftl_comm *comm)
 	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
 	if (err)
 		return err;
-	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0};
+	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0, NULL};
 	return ftl_comm_async_call(comm, &call);
 }
 

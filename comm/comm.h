@@ -5,9 +5,11 @@
  * A backend never sees a bad argument, a zero count in allreduce/broadcast/allgather, or a call on a
  * broken communicator: comm.c answers those itself.
  *
- * comm_async.c adds the asynchronous requests on top: a queue and a progress thread per communicator.
- * A backend still sees one call at a time, but not always on the same thread: on the caller's thread when
- * nothing is queued, on the progress thread otherwise (only for a backend whose ops say is_async). */
+ * comm_async.c adds the asynchronous requests on top, in one of two ways. A backend whose calls block
+ * (tcp, ops say is_async) gets a queue and a progress thread per communicator: it still sees one call at a
+ * time, but not always on the same thread (the caller's when nothing is queued, the progress thread's
+ * otherwise). A stream-ordered backend (nccl, ops have enqueue) needs no thread: a request is put on its
+ * stream at once with a mark after it, and wait/test look at the marks oldest first. */
 #ifndef FTL_COMM_COMM_H
 #define FTL_COMM_COMM_H
 
@@ -21,6 +23,7 @@
 #define FTL_COMM_ERR_MAX 320 /* bytes of a diagnostic, NUL included */
 
 struct ftl_comm;
+struct ftl_comm_call;
 
 /* What a backend provides. Every function gets validated arguments on a healthy communicator and
  * returns FTL_OK or the result of ftl_comm_fail(). */
@@ -43,6 +46,17 @@ struct ftl_comm_backend_ops {
 	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
 	void (*abort)(struct ftl_comm *comm);
 	void (*destroy)(struct ftl_comm *comm);
+	/* The compressed f32 allreduce (ftl_comm_allreduce_bf16) in the backend's own memory; NULL: comm.c
+	 * compresses in host memory around a bf16 allreduce (tcp). residual may be NULL. */
+	ftl_err (*allreduce_bf16)(struct ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				  ftl_reduce_op op, float *residual);
+	/* Stream-ordered backends only (else NULL). enqueue puts the call on the stream without waiting and
+	 * returns in *mark where it ends. poll looks whether the mark is reached (*is_done), failing the
+	 * communicator on an abort, an error the backend reports or deadline_ms (monotonic, ftl_comm_now_ms);
+	 * with is_blocking it returns only when the mark is reached or it failed. release_mark frees a mark. */
+	ftl_err (*enqueue)(struct ftl_comm *comm, const struct ftl_comm_call *call, void **mark);
+	ftl_err (*poll)(struct ftl_comm *comm, void *mark, int64_t deadline_ms, bool is_blocking, bool *is_done);
+	void (*release_mark)(struct ftl_comm *comm, void *mark);
 	/* Calls may run on the communicator's progress thread (asynchronous requests); else those are
 	 * refused with FTL_ERR_UNSUPPORTED. */
 	bool is_async;
@@ -74,6 +88,7 @@ enum ftl_comm_call_kind {
 	FTL_COMM_CALL_BROADCAST,
 	FTL_COMM_CALL_ALLGATHER,
 	FTL_COMM_CALL_BARRIER,
+	FTL_COMM_CALL_ALLREDUCE_BF16, /* f32 in and out, bf16 on the wire (backends with allreduce_bf16) */
 	FTL_COMM_CALL_KIND_MAX
 };
 
@@ -87,6 +102,7 @@ struct ftl_comm_call {
 	ftl_dtype dtype;
 	ftl_reduce_op op;
 	int root;
+	float *residual; /* allreduce_bf16: error feedback, or NULL */
 };
 
 /* comm.c: runs the call through the backend's ops, on the calling thread. */

@@ -16,6 +16,12 @@
  * a dead peer as soon as the one running hears of it. Abort needs nothing here: the backend's abort wakes
  * the running call, and the progress thread checks the abort flag before starting each request.
  *
+ * A stream-ordered backend (nccl: ops->enqueue) needs none of the thread: its stream already runs the calls
+ * in order. A request is enqueued at once with a mark after it (a CUDA event), and wait and test look at
+ * the marks oldest first, so requests still complete in order, each with the deadline of one call counted
+ * from when the one before it was seen done. The failure rule is the same: the first request that fails
+ * (abort, a peer lost, the deadline) breaks the communicator and completes every outstanding one with it.
+ *
  * The list of requests holds every one made and not yet consumed by wait/test, oldest first: the
  * completed ones, then the running one, then the queued ones from `cursor` on. Completion is in order, so
  * one index (cursor) splits queued from started. O(1) per request, plus O(k) for a failure over k queued. */
@@ -34,6 +40,8 @@ struct ftl_comm_request {
 	bool is_done;
 	bool is_heap;                         /* made by submit (freed by wait/test/destroy); else a blocking
 					       * call's, on its stack */
+	void *mark;                           /* stream-ordered: where the call ends on the stream, or NULL */
+	int64_t deadline_ms;                  /* stream-ordered: set when it becomes the oldest outstanding */
 };
 
 struct ftl_comm_async {
@@ -41,6 +49,7 @@ struct ftl_comm_async {
 	pthread_cond_t work;                  /* the progress thread: a request was queued, or stop */
 	pthread_cond_t done;                  /* waiters: a request completed */
 	pthread_t thread;
+	bool has_thread;                      /* false for a stream-ordered backend */
 	bool is_stopping;
 	struct ftl_comm_request *head, *tail; /* made and not consumed, oldest first */
 	struct ftl_comm_request *cursor;      /* the first not started yet, or NULL */
@@ -129,7 +138,12 @@ static void *progress_main(void *arg)
 	return NULL;
 }
 
-/* Makes comm->async and starts the progress thread. */
+static bool is_stream_ordered(const struct ftl_comm *comm)
+{
+	return comm->ops->enqueue != NULL;
+}
+
+/* Makes comm->async and starts the progress thread (none for a stream-ordered backend). */
 static ftl_err start(struct ftl_comm *comm)
 {
 	struct ftl_comm_async *a = calloc(1, sizeof(*a));
@@ -139,7 +153,10 @@ static ftl_err start(struct ftl_comm *comm)
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->done, NULL);
 	comm->async = a;
+	if (is_stream_ordered(comm))
+		return FTL_OK;
 	int rc = pthread_create(&a->thread, NULL, progress_main, comm);
+	a->has_thread = rc == 0;
 	if (rc != 0) {
 		comm->async = NULL;
 		pthread_cond_destroy(&a->done);
@@ -149,6 +166,62 @@ static ftl_err start(struct ftl_comm *comm)
 		return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false, "cannot start the progress thread: %s", strerror(rc));
 	}
 	return FTL_OK;
+}
+
+/* Stream-ordered: puts r's call on the stream and r on the list. */
+static ftl_err stream_enqueue(struct ftl_comm *comm, struct ftl_comm_request *r)
+{
+	ftl_err err = ftl_comm_await(comm); /* a collective may not be enqueued before the init has completed */
+	if (err == FTL_OK)
+		err = comm->ops->enqueue(comm, &r->call, &r->mark);
+	if (err != FTL_OK)
+		return err;
+	struct ftl_comm_async *a = comm->async;
+	pthread_mutex_lock(&a->lock);
+	if (a->n_pending == 0)
+		r->deadline_ms = ftl_comm_now_ms() + comm->timeout_ms;
+	enqueue(a, r);
+	a->cursor = NULL; /* nothing for a thread to start */
+	pthread_mutex_unlock(&a->lock);
+	return FTL_OK;
+}
+
+/* Stream-ordered: looks at the outstanding requests oldest first, up to and including last, completing
+ * those whose mark is reached; with is_blocking waits for each. The first failure completes every
+ * outstanding request with the communicator's sticky error. Only the calling thread changes the list (one
+ * thread at a time makes and waits requests); the lock is not held across poll, whose ftl_comm_fail takes it. */
+static void stream_progress(struct ftl_comm *comm, struct ftl_comm_request *last, bool is_blocking)
+{
+	struct ftl_comm_async *a = comm->async;
+	for (struct ftl_comm_request *r = a->head; r != NULL && !last->is_done; r = r->next) {
+		if (r->is_done)
+			continue;
+		bool is_done = false;
+		ftl_err err = comm->broken;
+		if (err == FTL_OK)
+			err = comm->ops->poll(comm, r->mark, r->deadline_ms, is_blocking, &is_done);
+		pthread_mutex_lock(&a->lock);
+		if (err != FTL_OK) {
+			ftl_err sticky = comm->broken != FTL_OK ? comm->broken : err;
+			for (struct ftl_comm_request *o = r; o != NULL; o = o->next)
+				if (!o->is_done)
+					complete(a, o, sticky);
+		} else if (is_done) {
+			complete(a, r, FTL_OK);
+			if (r->next != NULL)
+				r->next->deadline_ms = ftl_comm_now_ms() + comm->timeout_ms;
+		}
+		pthread_mutex_unlock(&a->lock);
+		if (!is_done)
+			return;
+	}
+}
+
+static void release_mark(struct ftl_comm *comm, struct ftl_comm_request *r)
+{
+	if (r->mark != NULL)
+		comm->ops->release_mark(comm, r->mark);
+	r->mark = NULL;
 }
 
 ftl_err ftl_comm_async_submit(struct ftl_comm *comm, const struct ftl_comm_call *call, ftl_comm_request **req)
@@ -162,9 +235,17 @@ ftl_err ftl_comm_async_submit(struct ftl_comm *comm, const struct ftl_comm_call 
 	r->comm = comm;
 	r->call = *call;
 	r->is_heap = true;
-	pthread_mutex_lock(&comm->async->lock);
-	enqueue(comm->async, r);
-	pthread_mutex_unlock(&comm->async->lock);
+	if (is_stream_ordered(comm)) {
+		err = stream_enqueue(comm, r);
+		if (err != FTL_OK) {
+			free(r);
+			return err;
+		}
+	} else {
+		pthread_mutex_lock(&comm->async->lock);
+		enqueue(comm->async, r);
+		pthread_mutex_unlock(&comm->async->lock);
+	}
 	*req = r;
 	return FTL_OK;
 }
@@ -181,6 +262,18 @@ ftl_err ftl_comm_async_call(struct ftl_comm *comm, const struct ftl_comm_call *c
 		return ftl_comm_call_run(comm, call);
 	}
 	struct ftl_comm_request r = {.comm = comm, .call = *call};
+	if (is_stream_ordered(comm)) { /* on the stream behind the requests; completes after them */
+		pthread_mutex_unlock(&a->lock);
+		ftl_err err = stream_enqueue(comm, &r);
+		if (err != FTL_OK)
+			return err;
+		stream_progress(comm, &r, true);
+		pthread_mutex_lock(&a->lock);
+		unlink_request(a, &r);
+		pthread_mutex_unlock(&a->lock);
+		release_mark(comm, &r);
+		return r.err;
+	}
 	enqueue(a, &r);
 	while (!r.is_done)
 		pthread_cond_wait(&a->done, &a->lock);
@@ -219,6 +312,7 @@ static ftl_err consume(struct ftl_comm_async *a, ftl_comm_request **req)
 	struct ftl_comm_request *r = *req;
 	ftl_err err = r->err;
 	unlink_request(a, r);
+	release_mark(r->comm, r);
 	free(r);
 	*req = NULL;
 	return err;
@@ -230,6 +324,8 @@ ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req)
 	if (err)
 		return err;
 	struct ftl_comm_async *a = comm->async;
+	if (is_stream_ordered(comm))
+		stream_progress(comm, *req, true);
 	pthread_mutex_lock(&a->lock);
 	while (!(*req)->is_done) /* never for ever: every running call has a deadline */
 		pthread_cond_wait(&a->done, &a->lock);
@@ -248,6 +344,8 @@ ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done)
 	if (done == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "test: done is NULL");
 	struct ftl_comm_async *a = comm->async;
+	if (is_stream_ordered(comm))
+		stream_progress(comm, *req, false);
 	pthread_mutex_lock(&a->lock);
 	if ((*req)->is_done) {
 		*done = 1;
@@ -271,10 +369,12 @@ void ftl_comm_async_destroy(struct ftl_comm *comm)
 		atomic_store(&comm->is_aborted, 1);
 		comm->ops->abort(comm);
 	}
-	pthread_join(a->thread, NULL);
+	if (a->has_thread)
+		pthread_join(a->thread, NULL);
 	while (a->head != NULL) {
 		struct ftl_comm_request *r = a->head;
 		unlink_request(a, r);
+		release_mark(comm, r);
 		if (r->is_heap)
 			free(r);
 	}

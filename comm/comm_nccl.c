@@ -14,7 +14,16 @@
  * bootstrap; leaves may use ncclCommShrink(..., NCCL_SHRINK_ABORT) instead (NCCL >= 2.27, checked at
  * compile time and at run time, and resolved with dlsym so the library still loads against an older
  * libnccl; comm_rebuild.c decides). ncclCommRevoke (2.28.7+) is deliberately not used: the GPU machines
- * run 2.28.3, and the shrink-abort path already stops in-flight work. */
+ * run 2.28.3, and the shrink-abort path already stops in-flight work.
+ *
+ * Asynchronous requests need no thread here (comm_async.c): enqueue puts the call on the stream and records
+ * a CUDA event after it; poll is one look of the same loop the blocking calls run (the abort flag,
+ * ncclCommGetAsyncError, the event instead of the whole stream, the deadline). A non-blocking communicator
+ * may answer an enqueue with ncclInProgress: the stream takes nothing more (not even the event) until NCCL
+ * says the enqueue is done, which that same loop waits for, deadline-bound.
+ *
+ * The compressed allreduce (ftl_comm_allreduce_bf16) runs its rounding and widening as CUDA kernels on the
+ * same stream (comm_nccl_compress.cu), built when CMake finds nvcc (FTL_HAVE_NCCL_COMPRESS). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,6 +34,9 @@
 #include <nccl.h>
 
 #include "comm.h"
+#ifdef FTL_HAVE_NCCL_COMPRESS
+#include "comm_nccl_compress.h"
+#endif
 
 _Static_assert(sizeof(ncclUniqueId) == FTL_COMM_NCCL_ID_LEN, "ncclUniqueId size");
 
@@ -38,6 +50,8 @@ struct ftl_comm_nccl {
 	bool is_own_stream;
 	int device;
 	int *scratch; /* one device int, for barrier */
+	void *wire;       /* allreduce_bf16's device buffer (stream-ordered allocation), kept between calls */
+	size_t wire_cap;  /* ... its size in bytes */
 	bool is_ready;              /* the init or shrink that made it has completed */
 	int64_t ready_deadline_ms;  /* ... or must have by then */
 	const char *setup_what;     /* which call made it, for the diagnostic */
@@ -113,47 +127,67 @@ static void nap_us(long us)
 	nanosleep(&ts, NULL);
 }
 
-/* Polls until nccl leaves ncclInProgress and, with is_stream, the stream has drained; or until abort, an
- * error or the deadline. */
-static ftl_err wait_done(struct ftl_comm_nccl *c, ncclComm_t nccl, bool is_stream, int timeout_ms, const char *what)
+/* What a wait watches besides NCCL's own state: nothing more (an init), the stream draining (a blocking
+ * call), or an event on it (an asynchronous request's mark). */
+struct watch {
+	ncclComm_t nccl;
+	cudaStream_t stream; /* or NULL */
+	cudaEvent_t event;   /* or NULL; queried instead of the stream */
+	int limit_ms;        /* the timeout the deadline came from, for the diagnostic */
+};
+
+/* One look: FTL_OK with *is_done once NCCL has left ncclInProgress and the CUDA work is done; FTL_OK with
+ * *is_done false while it runs; else the failure (abort, an error NCCL or CUDA reports, the deadline),
+ * which breaks the communicator. */
+static ftl_err look(struct ftl_comm_nccl *c, const struct watch *w, int64_t deadline, const char *what, bool *is_done)
 {
-	int64_t deadline = ftl_comm_now_ms() + timeout_ms;
+	*is_done = false;
+	if (atomic_load(&c->base.is_aborted))
+		return ftl_comm_fail(&c->base, FTL_ERR_ABORTED, true, "%s aborted", what);
+	ncclResult_t st = ncclSuccess;
+	ncclResult_t r = ncclCommGetAsyncError(w->nccl, &st);
+	if (r != ncclSuccess)
+		st = r;
+	if (st != ncclSuccess && st != ncclInProgress)
+		return ftl_comm_fail(&c->base, nccl_code(st), true, "%s failed in NCCL: %s (%s)", what,
+				     ncclGetErrorString(st), ncclGetLastError(w->nccl));
+	if (st == ncclSuccess) {
+		cudaError_t q = w->event != NULL ? cudaEventQuery(w->event)
+			      : w->stream != NULL ? cudaStreamQuery(w->stream) : cudaSuccess;
+		*is_done = q == cudaSuccess;
+		if (q != cudaSuccess && q != cudaErrorNotReady)
+			return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "%s failed in CUDA: %s", what,
+					     cudaGetErrorString(q));
+	}
+	if (!*is_done && ftl_comm_now_ms() >= deadline)
+		return ftl_comm_fail(&c->base, FTL_ERR_TIMEOUT, true,
+				     "%s timed out after %d ms (a peer is stopped, gone or partitioned)", what,
+				     w->limit_ms);
+	return FTL_OK;
+}
+
+/* Looks until done, failed or past the deadline: spinning first, then napping. */
+static ftl_err wait_until(struct ftl_comm_nccl *c, const struct watch *w, int64_t deadline, const char *what)
+{
 	for (unsigned spin = 0;; spin++) {
-		if (atomic_load(&c->base.is_aborted))
-			return ftl_comm_fail(&c->base, FTL_ERR_ABORTED, true, "%s aborted", what);
-		ncclResult_t st = ncclSuccess;
-		ncclResult_t r = ncclCommGetAsyncError(nccl, &st);
-		if (r != ncclSuccess)
-			st = r;
-		if (st != ncclSuccess && st != ncclInProgress)
-			return ftl_comm_fail(&c->base, nccl_code(st), true, "%s failed in NCCL: %s (%s)", what,
-					     ncclGetErrorString(st), ncclGetLastError(nccl));
-		if (st == ncclSuccess) {
-			if (!is_stream)
-				return FTL_OK;
-			cudaError_t q = cudaStreamQuery(c->stream);
-			if (q == cudaSuccess)
-				return FTL_OK;
-			if (q != cudaErrorNotReady)
-				return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "%s failed in CUDA: %s", what,
-						     cudaGetErrorString(q));
-		}
-		if (ftl_comm_now_ms() >= deadline)
-			return ftl_comm_fail(&c->base, FTL_ERR_TIMEOUT, true,
-					     "%s timed out after %d ms (a peer is stopped, gone or partitioned)", what,
-					     timeout_ms);
+		bool is_done;
+		ftl_err e = look(c, w, deadline, what, &is_done);
+		if (e != FTL_OK || is_done)
+			return e;
 		if (spin > 64)
 			nap_us(spin > 4096 ? 200 : 20);
 	}
 }
 
-/* The end of every collective: an enqueue error, or polling to completion. */
-static ftl_err finish(struct ftl_comm_nccl *c, ncclResult_t r, const char *what)
+/* After a call was handed to NCCL: an enqueue error, or NCCL's own (non-blocking) enqueue waited out, so
+ * that the stream may take the next work. */
+static ftl_err enqueued(struct ftl_comm_nccl *c, ncclResult_t r, const char *what)
 {
 	if (r != ncclSuccess && r != ncclInProgress)
 		return ftl_comm_fail(&c->base, nccl_code(r), true, "%s: %s (%s)", what, ncclGetErrorString(r),
 				     ncclGetLastError(c->nccl));
-	return wait_done(c, c->nccl, true, c->base.timeout_ms, what);
+	struct watch w = {c->nccl, NULL, NULL, c->base.timeout_ms};
+	return r == ncclSuccess ? FTL_OK : wait_until(c, &w, ftl_comm_now_ms() + w.limit_ms, what);
 }
 
 static ncclDataType_t nccl_dtype(ftl_dtype dtype)
@@ -173,31 +207,153 @@ static ncclRedOp_t nccl_op(ftl_reduce_op op)
 	return map[op];
 }
 
+#ifdef FTL_HAVE_NCCL_COMPRESS
+/* The compressed allreduce on the stream: round to bf16 into the wire buffer (error feedback in residual),
+ * a bf16 allreduce in place (avg as a sum, divided once in f32 when widening), widen into recvbuf. The
+ * kernels are comm_nccl_compress.cu's, bit for bit the host's (comm_compress.c). The wire buffer grows in
+ * stream order, so an earlier call still using the old one is not disturbed. */
+static ftl_err put_bf16(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
+{
+	size_t need = call->count * sizeof(uint16_t);
+	cudaError_t ce = cudaSuccess;
+	if (c->wire_cap < need) {
+		if (c->wire != NULL)
+			ce = cudaFreeAsync(c->wire, c->stream);
+		c->wire = NULL;
+		c->wire_cap = 0;
+		if (ce == cudaSuccess && (ce = cudaMallocAsync(&c->wire, need, c->stream)) == cudaSuccess)
+			c->wire_cap = need;
+	}
+	if (ce == cudaSuccess)
+		ce = ftl_comm_cuda_compress_bf16(call->sendbuf, call->residual, c->wire, call->count, c->stream);
+	if (ce != cudaSuccess)
+		return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "allreduce_bf16 before the allreduce: %s",
+				     cudaGetErrorString(ce));
+	ncclRedOp_t op = call->op == FTL_AVG ? ncclSum : nccl_op(call->op);
+	ftl_err e = enqueued(c, ncclAllReduce(c->wire, c->wire, call->count, ncclBfloat16, op, c->nccl, c->stream),
+			     "allreduce_bf16");
+	if (e != FTL_OK)
+		return e;
+	ce = ftl_comm_cuda_expand_bf16(c->wire, call->recvbuf, call->count,
+				       call->op == FTL_AVG ? c->base.world_size : 1, c->stream);
+	if (ce != cudaSuccess)
+		return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "allreduce_bf16 after the allreduce: %s",
+				     cudaGetErrorString(ce));
+	return FTL_OK;
+}
+#endif
+
+/* Puts one call on the stream without waiting for it. */
+static ftl_err put(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
+{
+	const char *what = ftl_comm_call_kind_strs[call->kind];
+	ncclResult_t r = ncclSuccess;
+	switch (call->kind) {
+	case FTL_COMM_CALL_ALLREDUCE:
+		if (call->count > 0) /* a zero-count request only marks its place in the order */
+			r = ncclAllReduce(call->sendbuf, call->recvbuf, call->count, nccl_dtype(call->dtype),
+					  nccl_op(call->op), c->nccl, c->stream);
+		break;
+	case FTL_COMM_CALL_BROADCAST:
+		r = ncclBroadcast(call->recvbuf, call->recvbuf, call->count, nccl_dtype(call->dtype), call->root,
+				  c->nccl, c->stream);
+		break;
+	case FTL_COMM_CALL_ALLGATHER:
+		r = ncclAllGather(call->sendbuf, call->recvbuf, call->count, nccl_dtype(call->dtype), c->nccl, c->stream);
+		break;
+	case FTL_COMM_CALL_BARRIER:
+		r = ncclAllReduce(c->scratch, c->scratch, 1, ncclInt32, ncclSum, c->nccl, c->stream);
+		break;
+	default:
+#ifdef FTL_HAVE_NCCL_COMPRESS
+		return put_bf16(c, call);
+#else
+		return ftl_comm_fail(&c->base, FTL_ERR_UNSUPPORTED, false, "%s is not built in", what);
+#endif
+	}
+	return enqueued(c, r, what);
+}
+
+/* A blocking call: on the stream, then waited for until the stream has drained. */
+static ftl_err run(struct ftl_comm *comm, const struct ftl_comm_call *call)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	ftl_err e = put(c, call);
+	struct watch w = {c->nccl, c->stream, NULL, c->base.timeout_ms};
+	return e != FTL_OK ? e : wait_until(c, &w, ftl_comm_now_ms() + w.limit_ms, ftl_comm_call_kind_strs[call->kind]);
+}
+
 static ftl_err nccl_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			      ftl_dtype dtype, ftl_reduce_op op)
 {
-	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
-	return finish(c, ncclAllReduce(sendbuf, recvbuf, count, nccl_dtype(dtype), nccl_op(op), c->nccl, c->stream),
-		      "allreduce");
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
+	return run(comm, &call);
 }
 
 static ftl_err nccl_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
 {
-	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
-	return finish(c, ncclBroadcast(buf, buf, count, nccl_dtype(dtype), root, c->nccl, c->stream), "broadcast");
+	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root, NULL};
+	return run(comm, &call);
 }
 
 static ftl_err nccl_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			      ftl_dtype dtype)
 {
-	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
-	return finish(c, ncclAllGather(sendbuf, recvbuf, count, nccl_dtype(dtype), c->nccl, c->stream), "allgather");
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0, NULL};
+	return run(comm, &call);
 }
 
 static ftl_err nccl_barrier(struct ftl_comm *comm)
 {
+	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0, NULL};
+	return run(comm, &call);
+}
+
+#ifdef FTL_HAVE_NCCL_COMPRESS
+static ftl_err nccl_allreduce_bf16(struct ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				   ftl_reduce_op op, float *residual)
+{
+	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE_BF16, sendbuf, recvbuf, count, FTL_F32, op, 0, residual};
+	return run(comm, &call);
+}
+#endif
+
+/* An asynchronous request: on the stream, with an event after it as its mark. */
+static ftl_err nccl_enqueue(struct ftl_comm *comm, const struct ftl_comm_call *call, void **mark)
+{
 	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
-	return finish(c, ncclAllReduce(c->scratch, c->scratch, 1, ncclInt32, ncclSum, c->nccl, c->stream), "barrier");
+	cudaEvent_t ev;
+	cudaError_t ce = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+	if (ce != cudaSuccess)
+		return ftl_comm_fail(comm, FTL_ERR_BACKEND, false, "%s: no CUDA event for the request: %s",
+				     ftl_comm_call_kind_strs[call->kind], cudaGetErrorString(ce));
+	ftl_err e = put(c, call);
+	if (e == FTL_OK && (ce = cudaEventRecord(ev, c->stream)) != cudaSuccess)
+		e = ftl_comm_fail(comm, FTL_ERR_BACKEND, true, "%s: cudaEventRecord: %s",
+				  ftl_comm_call_kind_strs[call->kind], cudaGetErrorString(ce));
+	if (e != FTL_OK) {
+		cudaEventDestroy(ev);
+		return e;
+	}
+	*mark = ev;
+	return FTL_OK;
+}
+
+static ftl_err nccl_poll(struct ftl_comm *comm, void *mark, int64_t deadline_ms, bool is_blocking, bool *is_done)
+{
+	struct ftl_comm_nccl *c = (struct ftl_comm_nccl *)comm;
+	struct watch w = {c->nccl, c->stream, (cudaEvent_t)mark, c->base.timeout_ms};
+	if (!is_blocking)
+		return look(c, &w, deadline_ms, "asynchronous request", is_done);
+	ftl_err e = wait_until(c, &w, deadline_ms, "asynchronous request");
+	*is_done = e == FTL_OK;
+	return e;
+}
+
+static void nccl_release_mark(struct ftl_comm *comm, void *mark)
+{
+	(void)comm;
+	cudaEventDestroy((cudaEvent_t)mark); /* an event still pending is released when it completes */
 }
 
 static void nccl_abort(struct ftl_comm *comm)
@@ -211,6 +367,7 @@ struct teardown {
 	cudaStream_t stream; /* destroyed when own */
 	bool is_own_stream;
 	int *scratch;
+	void *wire;
 	int device;
 	bool is_clean; /* healthy: finalize and destroy; else abort */
 };
@@ -238,6 +395,8 @@ static void *teardown_main(void *arg)
 		cudaStreamDestroy(td->stream);
 	if (td->scratch != NULL)
 		cudaFree(td->scratch);
+	if (td->wire != NULL)
+		cudaFree(td->wire);
 	free(td);
 	atomic_fetch_sub(&pending_teardowns, 1);
 	return NULL;
@@ -250,7 +409,7 @@ static void release(struct ftl_comm_nccl *c)
 	if (td != NULL) {
 		*td = (struct teardown){
 			.nccl = c->nccl, .stream = c->stream, .is_own_stream = c->is_own_stream,
-			.scratch = c->scratch, .device = c->device,
+			.scratch = c->scratch, .wire = c->wire, .device = c->device,
 			.is_clean = c->is_ready && c->base.broken == FTL_OK && !atomic_load(&c->base.is_aborted),
 		};
 		atomic_fetch_add(&pending_teardowns, 1);
@@ -279,7 +438,8 @@ static ftl_err nccl_await(struct ftl_comm *comm)
 	if (c->is_ready)
 		return FTL_OK;
 	int64_t left = c->ready_deadline_ms - ftl_comm_now_ms();
-	ftl_err e = wait_done(c, c->nccl, false, left > 1 ? (int)left : 1, c->setup_what);
+	struct watch w = {c->nccl, NULL, NULL, left > 1 ? (int)left : 1};
+	ftl_err e = wait_until(c, &w, ftl_comm_now_ms() + w.limit_ms, c->setup_what);
 	c->is_ready = e == FTL_OK;
 	return e;
 }
@@ -294,6 +454,12 @@ static const struct ftl_comm_backend_ops nccl_ops = {
 	.await = nccl_await,
 	.abort = nccl_abort,
 	.destroy = nccl_destroy,
+#ifdef FTL_HAVE_NCCL_COMPRESS
+	.allreduce_bf16 = nccl_allreduce_bf16,
+#endif
+	.enqueue = nccl_enqueue,
+	.poll = nccl_poll,
+	.release_mark = nccl_release_mark,
 };
 
 /* A communicator struct with its stream and scratch; the NCCL communicator comes later. */

@@ -9,6 +9,14 @@
 
 #include "ftl/ftl.h"
 
+/* The inline bf16 conversions below are device functions too where nvcc compiles this header
+ * (comm_nccl_compress.cu), so the GPU rounds exactly as the host does. */
+#ifdef __CUDACC__
+#define FTL_COMM_HOST_DEVICE __host__ __device__
+#else
+#define FTL_COMM_HOST_DEVICE
+#endif
+
 /* out[i] = a[i] op b[i] for i < n. out may be a (in place); nothing else may overlap. */
 typedef void (*ftl_comm_reduce_fn)(void *out, const void *a, const void *b, size_t n);
 
@@ -27,7 +35,7 @@ uint16_t ftl_comm_f32_to_bf16(float f);
 
 /* The bf16 conversions inline and branch-free (a select for NaN), for the loops that do them per element
  * (the bf16 sum kernel, the compressed allreduce): the same results as the functions above. */
-static inline float ftl_comm_bf16_widen(uint16_t h)
+static inline FTL_COMM_HOST_DEVICE float ftl_comm_bf16_widen(uint16_t h)
 {
 	uint32_t x = (uint32_t)h << 16;
 	float f;
@@ -35,7 +43,7 @@ static inline float ftl_comm_bf16_widen(uint16_t h)
 	return f;
 }
 
-static inline uint16_t ftl_comm_bf16_round(float f)
+static inline FTL_COMM_HOST_DEVICE uint16_t ftl_comm_bf16_round(float f)
 {
 	uint32_t x;
 	memcpy(&x, &f, sizeof(x));

@@ -96,7 +96,7 @@ static void read_identity(struct ftl_comm_shm_identity *id, enum ftl_comm_shm_re
 	memset(id, 0, sizeof(*id));
 	id->magic = IDENTITY_MAGIC;
 	struct stat st;
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
 	bool is_known = f != NULL && fgets(id->boot_id, sizeof(id->boot_id), f) != NULL &&
 			stat("/proc/self/ns/net", &st) == 0;
 	if (f != NULL)

@@ -10,6 +10,24 @@
 #include <unistd.h>
 
 #include "comm_shm.h"
+#include "base/fork_fds.h"
+
+/* Every descriptor the communicator holds, to fn: what a forked child must close (base/fork_fds.h) so that
+ * this process's death still ends the ring, the mesh links and the shared-memory liveness sockets. */
+static void each_fd(const struct ftl_comm_tcp *t, void (*fn)(int fd))
+{
+	fn(t->next_fd);
+	fn(t->prev_fd);
+	fn(t->wake_fd);
+	for (int i = 0; i < t->n_links; i++)
+		fn(t->link_fd[i]);
+	if (t->shm == NULL)
+		return;
+	for (int i = 0; i < t->shm->n_live; i++)
+		fn(t->shm->live_fd[i]);
+	for (int i = 0; i < t->base.world_size; i++)
+		fn(t->shm->doorbell[i]);
+}
 
 static void tcp_abort(struct ftl_comm *comm)
 {
@@ -22,6 +40,7 @@ static void tcp_abort(struct ftl_comm *comm)
 static void tcp_destroy(struct ftl_comm *comm)
 {
 	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
+	each_fd(t, ftl_fork_fds_remove); /* before they close (a no-op for a creation that failed) */
 	ftl_comm_shm_detach(t);
 	if (t->next_fd >= 0)
 		close(t->next_fd);
@@ -101,6 +120,7 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		tcp_destroy(&t->base);
 		return e;
 	}
+	each_fd(t, ftl_fork_fds_add);
 	*out = &t->base;
 	return FTL_OK;
 }

@@ -8,7 +8,9 @@
 #     .device/prefix, which CMake, pkg-config and the loader are then pointed at. No root needed.
 #  2. configure and build with NCCL (/usr/include + /usr/lib/x86_64-linux-gnu, or NCCL_ROOT) and CUDA;
 #  3. without a GPU (no nvidia-smi, or CUDA sees no device): exit 77;
-#  4. (a) the NCCL comm tests (one rank: init, collectives, abort, re-init, shrink) and the rebuild choice;
+#  4. (a) the NCCL comm tests (one rank: init, collectives, abort, re-init, shrink; asynchronous requests in
+#         order and failing together; the bf16 compression kernels against the host reference) and the
+#         rebuild choice;
 #     (b) the CUDA example (examples/train_cuda.c) on one GPU, FTL_COMM=nccl, state in device memory;
 #     (c) a hot spare on the same GPU taking over after kill -9 of the active worker, resuming the newest
 #         checkpoint into device memory with the digest the checkpoint recorded (tests/gpu/test_hot_spare.py);
@@ -76,7 +78,8 @@ cmake -S . -B "$build" -DFTL_PYTHON="${python:-/nonexistent}" ${NCCL_ROOT:+-DNCC
   >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; die "configure failed"; }
 grep -E '^-- ftl:' "$build/configure.log" >&2
 grep -q 'nccl backend ON' "$build/configure.log" || die "the nccl backend is off (see above): set NCCL_ROOT, or CUDAToolkit_ROOT"
-targets=(ftl ftlctl ftl-train-cuda test_comm_nccl test_comm_nccl_cycles test_comm_rebuild bench_nccl_rebuild)
+targets=(ftl ftlctl ftl-train-cuda test_comm_nccl test_comm_nccl_async test_comm_nccl_compress test_comm_nccl_cycles
+         test_comm_rebuild bench_nccl_rebuild)
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$build/build.log" 2>&1 \
   || { tail -40 "$build/build.log"; die "build failed"; }
 say "built ${targets[*]} in $build"
@@ -112,6 +115,8 @@ if [[ ${result[a_nccl_comm]} == SKIP ]]; then
   exit 77
 fi
 run a_rebuild_choice "$build/tests/comm/test_comm_rebuild"
+run a_nccl_async "$build/tests/comm/test_comm_nccl_async"
+run a_nccl_compress "$build/tests/comm/test_comm_nccl_compress"
 
 train_one_gpu() {
   local dir key port

@@ -9,6 +9,7 @@
 
 #include "agent/log.h"
 #include "base/diag.h"
+#include "base/fork_fds.h"
 #include "training.h"
 
 /* The coordinator's bootstrap blob for a view about to be committed: the NCCL unique id of its rank 0. */
@@ -77,8 +78,10 @@ static void training_free(ftl_agent *a)
 		ftl_comm_destroy(t->ctrl_comm);
 	ftl_comm_destroy(t->comm);
 	free(t->comm_keys);
-	if (t->data_fd >= 0)
+	if (t->data_fd >= 0) {
+		ftl_fork_fds_remove(t->data_fd);
 		close(t->data_fd);
+	}
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
 	free(t->exact_scratch);

@@ -16,6 +16,7 @@
 #include "agent/addr.h"
 #include "agent/env_read.h"
 #include "checkpoint.h"
+#include "base/fork_fds.h"
 #include "exec_feed.h"
 #include "global_batch.h"
 #include "agent/log.h"
@@ -230,6 +231,7 @@ ftl_err ftl_agent_data_listen(ftl_agent *a)
 		((struct sockaddr_in6 *)&ss)->sin6_port = port;
 	ftl_addr_format((struct sockaddr *)&ss, a->data_addr, sizeof(a->data_addr));
 	a->train->data_fd = fd;
+	ftl_fork_fds_add(fd); /* a forked child closes it: a dead rank's comm port refuses (base/fork_fds.h) */
 	return FTL_OK;
 }
 

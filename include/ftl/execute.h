@@ -181,7 +181,7 @@ FTL_API ftl_err ftl_barrier(ftl_agent *a);
  * change has replaced that communicator (the old one aborted its requests and freed them), ftl_wait and
  * ftl_test refuse the request with FTL_ERR_INVALID, free what is left of it and set *req to NULL. Inside a
  * step, wait for every request before returning; the step contract holds as for blocking calls (change
- * the state only after every request completed with FTL_OK). tcp only; nccl answers FTL_ERR_UNSUPPORTED. */
+ * the state only after every request completed with FTL_OK). Both backends (nccl: device buffers). */
 typedef struct ftl_request ftl_request;
 FTL_API ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count,
 				    ftl_dtype dtype, ftl_reduce_op op, ftl_request **req);

@@ -155,7 +155,9 @@ FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
  * partial sum rounded to bf16 for the next hop, the result widened back to f32 (avg divides in f32). For
  * sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over ranks of |sendbuf[i]| (bf16's
  * unit roundoff, once per partial sum plus the input; with error feedback, of |sendbuf[i] + residual[i]|
- * against the exact sum of those); min and max return the bf16-rounded extreme. tcp only.
+ * against the exact sum of those); min and max return the bf16-rounded extreme. tcp: host memory; nccl:
+ * device memory (sendbuf, recvbuf and residual), rounded and widened by CUDA kernels on the comm's stream
+ * with the same bits as the host, in builds that found nvcc (else FTL_ERR_UNSUPPORTED).
  * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
  * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
  * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
@@ -182,7 +184,10 @@ FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, fl
  * then invalid). A refused argument returns the error with *req = NULL and nothing started.
  * Threads: like blocking calls, one thread at a time makes, waits and tests a communicator's requests.
  * The peer_reset hook of an asynchronous request runs on the progress thread.
- * Backends: tcp; nccl answers FTL_ERR_UNSUPPORTED (its collectives are stream-ordered already). */
+ * Backends: tcp (the progress thread); nccl, with no thread: a request is enqueued on the communicator's
+ * CUDA stream at once with a CUDA event after it, test queries the events oldest first (and
+ * ncclCommGetAsyncError, the abort flag, the deadline), wait polls the same way. Buffers are device memory
+ * there, and the caller orders what produced them before the call (same stream, or synchronised). */
 typedef struct ftl_comm_request ftl_comm_request;
 FTL_API ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req);

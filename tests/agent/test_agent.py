@@ -9,7 +9,7 @@ import socket
 import sys
 import time
 
-from cluster import Cluster, wait_until
+from cluster import Agent, Cluster, _die_with_parent, wait_until
 
 N = 8
 
@@ -96,6 +96,51 @@ def scenario_kill9_is_declared_dead_by_refusal(c):
     assert dead and dead[0].get("reason") in ("refused by its own address", "gossip") and dead[0].get("from"), \
         f"ftlctl events does not say how w5 died: {dead}"
     print(f"ftlctl events on w0: w5 dead, reason {dead[0]['reason']!r}, declared by {dead[0]['from']}")
+
+
+class ForkingAgent(Agent):
+    """An agent whose process forked a child that sleeps on, holding what it inherited (agent_that_forks)."""
+
+    def start(self):
+        import subprocess
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([self.cluster.forking_agent_bin], env=self.env, stdout=log, stderr=log,
+                                         preexec_fn=_die_with_parent)
+
+    def child_pid(self):
+        for line in self.log_text().splitlines():
+            if line.startswith("forked child pid="):
+                return int(line.split("=", 1)[1])
+        return None
+
+
+def scenario_kill9_after_fork_is_declared_dead_by_refusal(c):
+    """A DataLoader-style fork: the child of w5 outlives kill -9 of w5. It closed w5's sockets when it was
+    born, so w5's port refuses and w5 is declared dead by refusal within the kill -9 bound, as without the
+    fork (had the child kept them, the port would stay open and only a suspicion timeout would end w5)."""
+    for i in range(N):
+        if i == 5:
+            c.member_class = ForkingAgent
+        c.add(f"w{i}")
+        c.member_class = Agent
+    took = wait_until(f"{N} agents see {N} alive", converged(c, N), 30)
+    victim = c.agents["w5"]
+    child = wait_until("w5 says which child it forked", victim.child_pid, 10) and victim.child_pid()
+    print(f"{N} agents converged in {took:.2f} s; w5 forked child {child}")
+    bound = bound_s(c)
+    try:
+        victim.signal(signal.SIGKILL)
+        took = wait_until("every survivor reports w5 dead", all_see(c, "w5", "dead"), bound + 5)
+        os.kill(child, 0)  # the child still lives, holding whatever it inherited
+    finally:
+        os.kill(child, signal.SIGKILL)
+    lines = death_lines(c, "w5")
+    by_refusal = [line for line in lines if REFUSED in line]
+    print(f"kill -9 of a process with a forked child: w5 dead everywhere after {took:.2f} s (profile bound "
+          f"{bound:.2f} s); {len(by_refusal)} agent(s) declared it by refusal")
+    assert by_refusal, f"no agent declared w5 dead by refusal (the child kept its port open?): {lines}"
+    assert not [line for line in lines if SUSPICION in line], f"a suspicion timed out for w5: {lines}"
+    assert took <= bound + 2.0, f"detection took {took:.2f} s, bound {bound:.2f} s"
 
 
 def scenario_sigstop_never_takes_the_refusal_path(c):
@@ -424,6 +469,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--agent", required=True)
     p.add_argument("--ctl", required=True)
+    p.add_argument("--forking-agent", help="agent_that_forks, for the fork scenario")
     p.add_argument("--limit", type=int, default=120, help="hard time limit in seconds")
     p.add_argument("scenario")
     args = p.parse_args()
@@ -432,6 +478,7 @@ def main():
     for var in ("FTL_GOSSIP_KEY", "FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_SEEDS", "FTL_ADVERTISE"):
         os.environ.pop(var, None)
     c = Cluster(args.agent, args.ctl)
+    c.forking_agent_bin = args.forking_agent
     try:
         globals()["scenario_" + args.scenario](c)
     except Exception as e:

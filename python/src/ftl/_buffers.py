@@ -64,6 +64,14 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
     raise Error(f"ftl: {what}: expected a NumPy array or a torch tensor, got {type(x).__name__}", INVALID)
 
 
+def wait_for_producer(b: Buffer) -> None:
+    """A CUDA tensor is written on torch's current stream and read by the nccl communicator on its own
+    stream: what torch queued on it must be done before a collective (blocking or not) starts reading."""
+    if b.is_device:
+        import torch
+        torch.cuda.current_stream(b.owner.device).synchronize()
+
+
 def op_code(op: str) -> int:
     try:
         return OPS[op]

@@ -292,12 +292,14 @@ class Agent:
         return self._handle()
 
     def _check_backend(self, b: _buffers.Buffer, what: str) -> None:
+        """The buffer's memory suits the backend; a CUDA tensor's pending writes are done before ftl reads."""
         if b.is_device and self.backend != "nccl":
             raise Error(f"ftl: {what}: a CUDA tensor needs FTL_COMM=nccl, and this agent uses "
                         f"{self.backend}: move it to the CPU or set FTL_COMM=nccl", INVALID)
         if not b.is_device and self.backend == "nccl":
             raise Error(f"ftl: {what}: FTL_COMM=nccl works on CUDA tensors, and this is host memory: "
                         "move it to the GPU", INVALID)
+        _buffers.wait_for_producer(b)
 
     def _call(self, rc: int, handle: int) -> None:
         if rc != 0:
