@@ -320,7 +320,7 @@ ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recv
 
 ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
 {
-	size_t bytes = 0; /* set by the check; 0 keeps -Wmaybe-uninitialized quiet in Release */
+	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
 	ftl_err err = check_call(comm, "broadcast", dtype, count, 1, &bytes);
@@ -340,7 +340,7 @@ ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dt
 ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			   ftl_dtype dtype)
 {
-	size_t bytes = 0; /* set by the check; 0 keeps -Wmaybe-uninitialized quiet in Release */
+	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
 	ftl_err err = check_call(comm, "allgather", dtype, count, (size_t)comm->world_size, &bytes);
@@ -360,7 +360,7 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 
 ftl_err ftl_comm_barrier(ftl_comm *comm)
 {
-	size_t bytes = 0; /* set by the check; 0 keeps -Wmaybe-uninitialized quiet in Release */
+	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
 	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
