@@ -32,34 +32,40 @@ void ftl_members_free(ftl_members *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static uint32_t *slot_of(const ftl_members *t, const char *name)
+static uint64_t *slot_of(const ftl_members *t, const char *name, uint32_t hash)
 {
 	uint32_t mask = t->n_slots - 1;
-	for (uint32_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
-		uint32_t v = t->slots[i];
-		if (v == 0 || strcmp(t->arr[v - 1].name, name) == 0)
+	for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+		uint64_t v = t->slots[i];
+		if (v == 0 || ((uint32_t)(v >> 32) == hash && strcmp(t->arr[(uint32_t)v - 1].name, name) == 0))
 			return &t->slots[i];
 	}
+}
+
+static void set_slot(ftl_members *t, const char *name, uint32_t idx)
+{
+	uint32_t hash = hash_name(name);
+	*slot_of(t, name, hash) = (uint64_t)hash << 32 | (idx + 1);
 }
 
 ftl_member *ftl_members_find(const ftl_members *t, const char *name)
 {
 	if (t->n_slots == 0)
 		return NULL;
-	uint32_t v = *slot_of(t, name);
-	return v ? &t->arr[v - 1] : NULL;
+	uint64_t v = *slot_of(t, name, hash_name(name));
+	return v ? &t->arr[(uint32_t)v - 1] : NULL;
 }
 
 static void reindex(ftl_members *t)
 {
 	memset(t->slots, 0, t->n_slots * sizeof(*t->slots));
 	for (uint32_t i = 0; i < t->len; i++)
-		*slot_of(t, t->arr[i].name) = i + 1;
+		set_slot(t, t->arr[i].name, i);
 }
 
 static int rehash(ftl_members *t, uint32_t n_slots)
 {
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
+	uint64_t *slots = calloc(n_slots, sizeof(*slots));
 	if (!slots)
 		return -1;
 	free(t->slots);
@@ -127,7 +133,7 @@ ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, cons
 	m->state = state;
 	m->state_since_us = now_us;
 	m->last_heard_us = now_us;
-	*slot_of(t, name) = idx + 1;
+	set_slot(t, name, idx);
 	/* Insert at a random point of what is left of this round, so a joiner is probed soon but not first. */
 	uint32_t left = t->order_len - t->order_pos;
 	uint32_t at = t->order_pos + (left ? ftl_rng_below(rng, left + 1) : 0);

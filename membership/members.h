@@ -35,7 +35,8 @@ typedef struct ftl_members {
 	ftl_member *arr;
 	uint32_t len;
 	uint32_t cap;
-	uint32_t *slots;              /* open addressing: index+1, 0 = empty */
+	uint64_t *slots;              /* open addressing: the name's hash << 32 | index+1; 0 = empty (the hash
+				       * spares a probe the trip to a name that cannot match) */
 	uint32_t n_slots;             /* a power of two, at least 2*len */
 	uint32_t *order;              /* probe order: indices into arr */
 	uint32_t order_len;

@@ -1,6 +1,7 @@
 /* The alive-member table (see rdv_peers.h). */
 #include "rdv_peers.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +23,33 @@ static rdv_name_key key_of(const ftl_rdv_member *m)
 	return k;
 }
 
-static int by_key(const void *a, const void *b)
+static bool goes_before(const rdv_name_key *x, const rdv_name_key *y)
 {
-	const rdv_name_key *x = a, *y = b;
-	if (x->prefix != y->prefix)
-		return x->prefix < y->prefix ? -1 : 1;
-	return strcmp(x->m->name, y->m->name);
+	return x->prefix != y->prefix ? x->prefix < y->prefix : strcmp(x->m->name, y->m->name) < 0;
+}
+
+/* A stable bottom-up merge sort of keys[0..n) into keys, with tmp[0..n) as scratch: no allocation, where
+ * qsort would allocate its own buffer on every update. */
+static void sort_keys(rdv_name_key *keys, rdv_name_key *tmp, uint32_t n)
+{
+	rdv_name_key *from = keys, *to = tmp;
+	for (uint32_t width = 1; width < n; width *= 2) {
+		for (uint32_t lo = 0; lo < n; lo += 2 * width) {
+			uint32_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+			uint32_t a = lo, b = mid, out = lo;
+			while (a < mid && b < hi)
+				to[out++] = goes_before(&from[b], &from[a]) ? from[b++] : from[a++];
+			while (a < mid)
+				to[out++] = from[a++];
+			while (b < hi)
+				to[out++] = from[b++];
+		}
+		rdv_name_key *t = from;
+		from = to;
+		to = t;
+	}
+	if (from != keys)
+		memcpy(keys, from, n * sizeof *keys);
 }
 
 int rdv_peers_find(const rdv_peers *p, const char *name)
@@ -46,7 +68,7 @@ int rdv_peers_find(const rdv_peers *p, const char *name)
 	return -1;
 }
 
-/* Room for n in the spare arrays and the keys (their old contents are not kept). */
+/* Room for n in the spare arrays and the keys, and n more keys of scratch (old contents are not kept). */
 static int reserve(rdv_peers *p, uint32_t n)
 {
 	if (n > p->spare_cap) {
@@ -60,7 +82,7 @@ static int reserve(rdv_peers *p, uint32_t n)
 	}
 	if (n > p->keys_cap) {
 		free(p->keys);
-		p->keys = malloc(n * sizeof *p->keys);
+		p->keys = malloc(2 * (size_t)n * sizeof *p->keys); /* the second half: the sort's scratch */
 		p->keys_cap = p->keys ? n : 0;
 		if (p->keys == NULL)
 			return -1;
@@ -117,7 +139,7 @@ int rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, 
 	for (size_t i = 0; i < n_alive && n < cap; i++)
 		if (strcmp(alive[i].name, self->name) != 0)
 			p->keys[n++] = key_of(&alive[i]);
-	qsort(p->keys, n, sizeof *p->keys, by_key);
+	sort_keys(p->keys, p->keys + p->keys_cap, n);
 	n = copy_unique(p->spare_members, p->keys, n);
 	carry_state(p, p->spare_members, p->spare_state, n, now_us);
 
