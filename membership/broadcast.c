@@ -10,8 +10,8 @@
 struct ftl_bcast_item {
 	char about[FTL_NAME_MAX];
 	uint32_t hash;      /* of about, for the index */
-	uint64_t id;
-	int transmits;
+	uint64_t id;        /* as in its entry: finds the entry by binary search */
+	int transmits;      /* as in its entry */
 	size_t len;
 	uint8_t msg[];
 };
@@ -34,7 +34,7 @@ void ftl_bcast_init(ftl_bcast_queue *q)
 void ftl_bcast_free(ftl_bcast_queue *q)
 {
 	for (size_t i = 0; i < q->len; i++)
-		free(q->items[i]);
+		free(q->items[i].item);
 	free(q->items);
 	free(q->sent);
 	free(q->index);
@@ -42,7 +42,7 @@ void ftl_bcast_free(ftl_bcast_queue *q)
 }
 
 /* Send order: least-sent first; among equals, newest first. Ids are unique, so the order is total. */
-static bool goes_before(const ftl_bcast_item *x, const ftl_bcast_item *y)
+static bool goes_before(const ftl_bcast_entry *x, const ftl_bcast_entry *y)
 {
 	return x->transmits != y->transmits ? x->transmits < y->transmits : x->id > y->id;
 }
@@ -91,11 +91,11 @@ static int reserve(ftl_bcast_queue *q)
 {
 	if (q->len == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 16;
-		ftl_bcast_item **items = realloc(q->items, cap * sizeof(*items));
+		ftl_bcast_entry *items = realloc(q->items, cap * sizeof(*items));
 		if (!items)
 			return -1;
 		q->items = items;
-		ftl_bcast_item **sent = realloc(q->sent, cap * sizeof(*sent));
+		ftl_bcast_entry *sent = realloc(q->sent, cap * sizeof(*sent));
 		if (!sent)
 			return -1;
 		q->sent = sent;
@@ -110,20 +110,21 @@ static int reserve(ftl_bcast_queue *q)
 		q->index = index;
 		q->n_index = n;
 		for (size_t i = 0; i < q->len; i++)
-			q->index[slot_of(q, q->items[i]->about, q->items[i]->hash)] = q->items[i];
+			q->index[slot_of(q, q->items[i].item->about, q->items[i].item->hash)] = q->items[i].item;
 	}
 	return 0;
 }
 
 /* ---- the queue ---- */
 
-/* Where `it` stands in send order. O(log q). */
+/* Where the entry of `it` stands in send order. O(log q). */
 static size_t position_of(const ftl_bcast_queue *q, const ftl_bcast_item *it)
 {
+	ftl_bcast_entry key = {.id = it->id, .transmits = it->transmits};
 	size_t lo = 0, hi = q->len;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (goes_before(q->items[mid], it))
+		if (goes_before(&q->items[mid], &key))
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -155,7 +156,7 @@ int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, si
 	memcpy(it->msg, msg, len);
 	/* Never sent and the newest: it goes first. */
 	memmove(&q->items[1], &q->items[0], q->len * sizeof(*q->items));
-	q->items[0] = it;
+	q->items[0] = (ftl_bcast_entry){.id = it->id, .transmits = 0, .item = it};
 	q->len++;
 	q->index[slot_of(q, it->about, it->hash)] = it;
 	if (len < q->min_len)
@@ -168,8 +169,8 @@ static void drop_at_limit(ftl_bcast_queue *q, int limit)
 {
 	size_t kept = 0;
 	for (size_t i = 0; i < q->len; i++) {
-		if (q->items[i]->transmits >= limit)
-			drop(q, q->items[i]);
+		if (q->items[i].transmits >= limit)
+			drop(q, q->items[i].item);
 		else
 			q->items[kept++] = q->items[i];
 	}
@@ -182,7 +183,7 @@ static void merge_sent(ftl_bcast_queue *q, size_t n_sent)
 {
 	size_t a = q->len, b = n_sent, out = q->len + n_sent;
 	while (b > 0) {
-		if (a > 0 && goes_before(q->sent[b - 1], q->items[a - 1]))
+		if (a > 0 && goes_before(&q->sent[b - 1], &q->items[a - 1]))
 			q->items[--out] = q->items[--a];
 		else
 			q->items[--out] = q->sent[--b];
@@ -198,12 +199,12 @@ size_t ftl_bcast_fill(ftl_bcast_queue *q, ftl_wire_packet *p, int limit)
 	/* In send order while anything may still fit: with less room than the shortest rumor, or with
 	 * FTL_WIRE_MAX_MSGS messages, every further rumor would be refused. */
 	for (; looked < q->len && ftl_wire_packet_room(p) >= q->min_len && p->count < FTL_WIRE_MAX_MSGS; looked++) {
-		ftl_bcast_item *it = q->items[looked];
-		if (ftl_wire_packet_add_raw(p, it->msg, it->len) == 0) {
-			it->transmits++;
-			q->sent[n_sent++] = it;
+		ftl_bcast_entry e = q->items[looked];
+		if (ftl_wire_packet_add_raw(p, e.item->msg, e.item->len) == 0) {
+			e.transmits = ++e.item->transmits;
+			q->sent[n_sent++] = e;
 		} else {
-			q->items[kept++] = it;
+			q->items[kept++] = e;
 		}
 	}
 	/* The rest after the ones not sent, then the sent ones (dropped at the limit) merged back in. */
@@ -211,8 +212,8 @@ size_t ftl_bcast_fill(ftl_bcast_queue *q, ftl_wire_packet *p, int limit)
 	q->len -= n_sent;
 	size_t n_back = 0;
 	for (size_t i = 0; i < n_sent; i++) {
-		if (q->sent[i]->transmits >= limit)
-			drop(q, q->sent[i]);
+		if (q->sent[i].transmits >= limit)
+			drop(q, q->sent[i].item);
 		else
 			q->sent[n_back++] = q->sent[i];
 	}

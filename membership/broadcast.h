@@ -22,11 +22,18 @@
 
 typedef struct ftl_bcast_item ftl_bcast_item;
 
+/* A queued rumor's place in send order, with its sort key beside it so that ordering never reads the rumor. */
+typedef struct ftl_bcast_entry {
+	uint64_t id;             /* of the rumor: larger is newer */
+	int transmits;           /* times it was sent */
+	ftl_bcast_item *item;    /* owned */
+} ftl_bcast_entry;
+
 typedef struct ftl_bcast_queue {
-	ftl_bcast_item **items;  /* [len], in send order: least-sent first, among equals newest first */
+	ftl_bcast_entry *items;  /* [len], in send order: least-sent first, among equals newest first */
 	size_t len;
 	size_t cap;
-	ftl_bcast_item **sent;   /* [cap]: scratch for the rumors one fill sent */
+	ftl_bcast_entry *sent;   /* [cap]: scratch for the rumors one fill sent */
 	ftl_bcast_item **index;  /* [n_index], open addressing by member name; NULL is an empty slot */
 	size_t n_index;          /* a power of two, at least 2*len */
 	uint64_t next_id;        /* increases with every push: larger is newer */

@@ -68,22 +68,31 @@ int rdv_peers_find(const rdv_peers *p, const char *name)
 	return -1;
 }
 
+/* A capacity of at least n that grows by half again at least, so that a list growing one member at a time
+ * is not reallocated at every update. */
+static uint32_t grown(uint32_t cap, uint32_t n)
+{
+	return n <= cap ? cap : (n > cap + cap / 2 ? n : cap + cap / 2);
+}
+
 /* Room for n in the spare arrays and the keys, and n more keys of scratch (old contents are not kept). */
 static int reserve(rdv_peers *p, uint32_t n)
 {
 	if (n > p->spare_cap) {
+		uint32_t cap = grown(p->spare_cap, n);
 		free(p->spare_members);
 		free(p->spare_state);
-		p->spare_members = malloc(n * sizeof *p->spare_members);
-		p->spare_state = malloc(n * sizeof *p->spare_state);
-		p->spare_cap = p->spare_members && p->spare_state ? n : 0;
+		p->spare_members = malloc(cap * sizeof *p->spare_members);
+		p->spare_state = malloc(cap * sizeof *p->spare_state);
+		p->spare_cap = p->spare_members && p->spare_state ? cap : 0;
 		if (p->spare_cap == 0)
 			return -1;
 	}
 	if (n > p->keys_cap) {
+		uint32_t cap = grown(p->keys_cap, n);
 		free(p->keys);
-		p->keys = malloc(2 * (size_t)n * sizeof *p->keys); /* the second half: the sort's scratch */
-		p->keys_cap = p->keys ? n : 0;
+		p->keys = malloc(2 * (size_t)cap * sizeof *p->keys); /* the second half: the sort's scratch */
+		p->keys_cap = p->keys ? cap : 0;
 		if (p->keys == NULL)
 			return -1;
 	}
