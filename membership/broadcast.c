@@ -16,14 +16,6 @@ struct ftl_bcast_item {
 	uint8_t msg[];
 };
 
-static uint32_t hash_about(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
 void ftl_bcast_init(ftl_bcast_queue *q)
 {
 	memset(q, 0, sizeof(*q));
@@ -62,7 +54,7 @@ static size_t slot_of(const ftl_bcast_queue *q, const char *about, uint32_t hash
 
 static ftl_bcast_item *find_about(const ftl_bcast_queue *q, const char *about)
 {
-	return q->n_index ? q->index[slot_of(q, about, hash_about(about))] : NULL;
+	return q->n_index ? q->index[slot_of(q, about, ftl_hash_str(about))] : NULL;
 }
 
 /* Backward-shift deletion: entries after the hole move into it unless that would put them before their home
@@ -149,7 +141,7 @@ int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, si
 	if (!it)
 		return -1;
 	ftl_copy_str(it->about, about, FTL_NAME_MAX);
-	it->hash = hash_about(it->about);
+	it->hash = ftl_hash_str(it->about);
 	it->id = q->next_id++;
 	it->transmits = 0;
 	it->len = len;

@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t hash_name(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
 void ftl_members_init(ftl_members *t) { memset(t, 0, sizeof(*t)); }
 
 static void free_member(ftl_member *m)
@@ -44,7 +36,7 @@ static uint64_t *slot_of(const ftl_members *t, const char *name, uint32_t hash)
 
 static void set_slot(ftl_members *t, const char *name, uint32_t idx)
 {
-	uint32_t hash = hash_name(name);
+	uint32_t hash = ftl_hash_str(name);
 	*slot_of(t, name, hash) = (uint64_t)hash << 32 | (idx + 1);
 }
 
@@ -52,7 +44,7 @@ ftl_member *ftl_members_find(const ftl_members *t, const char *name)
 {
 	if (t->n_slots == 0)
 		return NULL;
-	uint64_t v = *slot_of(t, name, hash_name(name));
+	uint64_t v = *slot_of(t, name, ftl_hash_str(name));
 	return v ? &t->arr[(uint32_t)v - 1] : NULL;
 }
 
@@ -130,6 +122,7 @@ ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, cons
 	memset(m, 0, sizeof(*m));
 	m->name = block;
 	m->addr = block + strlen(name) + 1;
+	m->addr_hash = ftl_hash_str(m->addr);
 	m->state = state;
 	m->state_since_us = now_us;
 	m->last_heard_us = now_us;
@@ -167,6 +160,7 @@ int ftl_members_set_addr(ftl_member *m, const char *addr)
 	free(m->name);
 	m->name = block;
 	m->addr = block + strlen(block) + 1;
+	m->addr_hash = ftl_hash_str(m->addr);
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 typedef struct ftl_member {
 	char *name;                   /* owned: one block "name\0addr\0" */
 	char *addr;                   /* points into the name block */
+	uint32_t addr_hash;           /* ftl_hash_str(addr): a search by address reads the name block only on a match */
 	uint8_t *meta;                /* owned; NULL when meta_len is 0 */
 	ftl_key_fps *key_fps;         /* owned; NULL when it advertises no key fingerprints (key_census.h) */
 	uint64_t generation;
