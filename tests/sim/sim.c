@@ -395,12 +395,6 @@ void ftl_sim_delete(ftl_sim *sim)
 {
 	if (!sim)
 		return;
-	if (getenv("SIM1000_STATS"))
-		fprintf(stderr, "STATS delivered=%llu lost=%llu blocked=%llu to_dead=%llu pp=%llu frames=%llu aborts=%llu now=%lld\n",
-			(unsigned long long)sim->stats.delivered, (unsigned long long)sim->stats.lost,
-			(unsigned long long)sim->stats.blocked, (unsigned long long)sim->stats.to_dead,
-			(unsigned long long)sim->stats.push_pulls, (unsigned long long)sim->stats.frames,
-			(unsigned long long)sim->stats.aborts, (long long)sim->now);
 	sim_event ev;
 	while (ftl_heap_pop(&sim->events, &ev))
 		free_event(&ev);
