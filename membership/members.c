@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t hash_name(const char *s)
-{
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
 void ftl_members_init(ftl_members *t) { memset(t, 0, sizeof(*t)); }
 
 static void free_member(ftl_member *m)
@@ -32,34 +24,40 @@ void ftl_members_free(ftl_members *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static uint32_t *slot_of(const ftl_members *t, const char *name)
+static uint64_t *slot_of(const ftl_members *t, const char *name, uint32_t hash)
 {
 	uint32_t mask = t->n_slots - 1;
-	for (uint32_t i = hash_name(name) & mask;; i = (i + 1) & mask) {
-		uint32_t v = t->slots[i];
-		if (v == 0 || strcmp(t->arr[v - 1].name, name) == 0)
+	for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+		uint64_t v = t->slots[i];
+		if (v == 0 || ((uint32_t)(v >> 32) == hash && strcmp(t->arr[(uint32_t)v - 1].name, name) == 0))
 			return &t->slots[i];
 	}
+}
+
+static void set_slot(ftl_members *t, const char *name, uint32_t idx)
+{
+	uint32_t hash = ftl_hash_str(name);
+	*slot_of(t, name, hash) = (uint64_t)hash << 32 | (idx + 1);
 }
 
 ftl_member *ftl_members_find(const ftl_members *t, const char *name)
 {
 	if (t->n_slots == 0)
 		return NULL;
-	uint32_t v = *slot_of(t, name);
-	return v ? &t->arr[v - 1] : NULL;
+	uint64_t v = *slot_of(t, name, ftl_hash_str(name));
+	return v ? &t->arr[(uint32_t)v - 1] : NULL;
 }
 
 static void reindex(ftl_members *t)
 {
 	memset(t->slots, 0, t->n_slots * sizeof(*t->slots));
 	for (uint32_t i = 0; i < t->len; i++)
-		*slot_of(t, t->arr[i].name) = i + 1;
+		set_slot(t, t->arr[i].name, i);
 }
 
 static int rehash(ftl_members *t, uint32_t n_slots)
 {
-	uint32_t *slots = calloc(n_slots, sizeof(*slots));
+	uint64_t *slots = calloc(n_slots, sizeof(*slots));
 	if (!slots)
 		return -1;
 	free(t->slots);
@@ -124,10 +122,11 @@ ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, cons
 	memset(m, 0, sizeof(*m));
 	m->name = block;
 	m->addr = block + strlen(name) + 1;
+	m->addr_hash = ftl_hash_str(m->addr);
 	m->state = state;
 	m->state_since_us = now_us;
 	m->last_heard_us = now_us;
-	*slot_of(t, name) = idx + 1;
+	set_slot(t, name, idx);
 	/* Insert at a random point of what is left of this round, so a joiner is probed soon but not first. */
 	uint32_t left = t->order_len - t->order_pos;
 	uint32_t at = t->order_pos + (left ? ftl_rng_below(rng, left + 1) : 0);
@@ -161,6 +160,7 @@ int ftl_members_set_addr(ftl_member *m, const char *addr)
 	free(m->name);
 	m->name = block;
 	m->addr = block + strlen(block) + 1;
+	m->addr_hash = ftl_hash_str(m->addr);
 	return 0;
 }
 

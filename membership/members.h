@@ -20,6 +20,7 @@
 typedef struct ftl_member {
 	char *name;                   /* owned: one block "name\0addr\0" */
 	char *addr;                   /* points into the name block */
+	uint32_t addr_hash;           /* ftl_hash_str(addr): a search by address reads the name block only on a match */
 	uint8_t *meta;                /* owned; NULL when meta_len is 0 */
 	ftl_key_fps *key_fps;         /* owned; NULL when it advertises no key fingerprints (key_census.h) */
 	uint64_t generation;
@@ -35,7 +36,8 @@ typedef struct ftl_members {
 	ftl_member *arr;
 	uint32_t len;
 	uint32_t cap;
-	uint32_t *slots;              /* open addressing: index+1, 0 = empty */
+	uint64_t *slots;              /* open addressing: the name's hash << 32 | index+1; 0 = empty (the hash
+				       * spares a probe the trip to a name that cannot match) */
 	uint32_t n_slots;             /* a power of two, at least 2*len */
 	uint32_t *order;              /* probe order: indices into arr */
 	uint32_t order_len;

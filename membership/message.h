@@ -28,6 +28,15 @@ static inline void ftl_copy_str(char *dst, const char *src, size_t cap)
 	dst[n] = '\0';
 }
 
+/* FNV-1a of a string: the hash of the name and address indexes. */
+static inline uint32_t ftl_hash_str(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
 /* The state of a member as one node sees it. */
 typedef enum ftl_member_state {
 	FTL_MEMBER_ALIVE,

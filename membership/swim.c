@@ -86,6 +86,7 @@ void ftl_swim_delete(ftl_swim *s)
 	ftl_tombstones_free(&s->tombstones);
 	ftl_bcast_free(&s->bcast);
 	free(s->suspects);
+	free(s->suspect_due_us);
 	ftl_fifo_destroy(&s->outputs);
 	ftl_fifo_destroy(&s->events);
 	free(s);

@@ -71,6 +71,9 @@ struct ftl_swim {
 	ftl_revival revivals[FTL_SWIM_REVIVALS];
 	uint32_t count[FTL_MEMBER_STATE_MAX];
 	char (*suspects)[FTL_NAME_MAX]; /* names of the members in state suspect: their timers */
+	int64_t *suspect_due_us;   /* [n_suspects]: when each suspect's timer next needs us (a check or its
+				    * deadline; INT64_MAX before it starts), so the next deadline is one scan of
+				    * numbers however many members a partition leaves suspect */
 	uint32_t n_suspects;
 	uint32_t cap_suspects;
 	ftl_bcast_queue bcast;

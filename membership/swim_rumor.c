@@ -171,6 +171,19 @@ static ftl_member *rumor_target(ftl_swim *s, const ftl_msg_rumor *r)
 	return m;
 }
 
+static int64_t next_due(const ftl_suspicion *sp);
+
+/* Writes down when m's timer next needs us, after it started or was confirmed. O(suspects). */
+static void timer_changed(ftl_swim *s, const ftl_member *m)
+{
+	for (uint32_t i = s->n_suspects; i-- > 0;) {
+		if (strcmp(s->suspects[i], m->name) == 0) {
+			s->suspect_due_us[i] = next_due(m->suspicion);
+			return;
+		}
+	}
+}
+
 static void start_suspicion(ftl_swim *s, ftl_member *m, int64_t now_us, const char *accuser)
 {
 	int n = ftl_swim_live_count(s);
@@ -180,6 +193,7 @@ static void start_suspicion(ftl_swim *s, ftl_member *m, int64_t now_us, const ch
 	ftl_suspicion_start(m->suspicion, now_us, ftl_swim_suspicion_min_us(&s->cfg, n),
 			    ftl_swim_suspicion_max_us(&s->cfg, n), ftl_swim_suspicion_confirmations(&s->cfg, n),
 			    accuser);
+	timer_changed(s, m);
 }
 
 void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
@@ -193,8 +207,10 @@ void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
 	}
 	if (m->state == FTL_MEMBER_SUSPECT) {
 		/* An independent confirmation shortens the timeout (Lifeguard); spread it so others count it. */
-		if (m->suspicion && ftl_suspicion_confirm(m->suspicion, r->from))
+		if (m->suspicion && ftl_suspicion_confirm(m->suspicion, r->from)) {
+			timer_changed(s, m);
 			ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
+		}
 		return;
 	}
 	if (m->state != FTL_MEMBER_ALIVE)
@@ -257,12 +273,21 @@ static int64_t check_time(const ftl_suspicion *sp)
 	return sp->start_us + span * (sp->checks + 1) / (SUSPICION_CHECKS + 1);
 }
 
+/* A check until the last one, then the deadline. */
+static int64_t next_due(const ftl_suspicion *sp)
+{
+	return sp->checks < SUSPICION_CHECKS ? check_time(sp) : ftl_suspicion_deadline(sp);
+}
+
 void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
 {
 	for (uint32_t i = s->n_suspects; i-- > 0;) {
+		if (s->suspect_due_us[i] > now_us)
+			continue; /* neither its next check nor its deadline */
 		ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
 		if (m && m->suspicion && m->suspicion->checks < SUSPICION_CHECKS && check_time(m->suspicion) <= now_us) {
 			m->suspicion->checks++;
+			s->suspect_due_us[i] = next_due(m->suspicion);
 			ftl_swim_check_suspect(s, m);
 		}
 		if (!m || !m->suspicion || ftl_suspicion_deadline(m->suspicion) > now_us)
@@ -274,14 +299,8 @@ void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
 int64_t ftl_swim_next_suspicion_deadline(const ftl_swim *s)
 {
 	int64_t t = INT64_MAX;
-	for (uint32_t i = 0; i < s->n_suspects; i++) {
-		const ftl_member *m = ftl_members_find(&s->members, s->suspects[i]);
-		if (m && m->suspicion) {
-			int64_t d = m->suspicion->checks < SUSPICION_CHECKS ? check_time(m->suspicion)
-									     : ftl_suspicion_deadline(m->suspicion);
-			if (d < t)
-				t = d;
-		}
-	}
+	for (uint32_t i = 0; i < s->n_suspects; i++)
+		if (s->suspect_due_us[i] < t)
+			t = s->suspect_due_us[i];
 	return t;
 }

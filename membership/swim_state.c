@@ -20,9 +20,14 @@ static void add_suspect(ftl_swim *s, const char *name)
 		if (!arr)
 			return; /* the member stays suspect; refutation or a dead rumor still resolves it */
 		s->suspects = arr;
+		int64_t *due = realloc(s->suspect_due_us, cap * sizeof(*due));
+		if (!due)
+			return;
+		s->suspect_due_us = due;
 		s->cap_suspects = cap;
 	}
-	strcpy(s->suspects[s->n_suspects++], name);
+	strcpy(s->suspects[s->n_suspects], name);
+	s->suspect_due_us[s->n_suspects++] = INT64_MAX; /* its timer starts next (swim_rumor.c) */
 }
 
 static void remove_suspect(ftl_swim *s, const char *name)
@@ -30,6 +35,7 @@ static void remove_suspect(ftl_swim *s, const char *name)
 	for (uint32_t i = 0; i < s->n_suspects; i++) {
 		if (strcmp(s->suspects[i], name) == 0) {
 			memcpy(s->suspects[i], s->suspects[--s->n_suspects], FTL_NAME_MAX);
+			s->suspect_due_us[i] = s->suspect_due_us[s->n_suspects];
 			return;
 		}
 	}

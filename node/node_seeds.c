@@ -8,15 +8,20 @@
 
 #include <string.h>
 
-/* Marks answers[k] seen alive (in is_alive[k]) for every alive member at that address. */
+/* Marks answers[k] seen alive (in is_alive[k]) for every alive member at that address. Address hashes are
+ * compared first, so the member table is read as one array and an address only on a match. */
 static void mark_alive(const ftl_swim *s, const char *const *addrs, size_t n_addrs, bool *is_alive)
 {
+	uint32_t hash[64];
+	for (size_t k = 0; k < n_addrs; k++)
+		hash[k] = ftl_hash_str(addrs[k]);
 	const ftl_members *t = ftl_swim_members(s);
 	for (uint32_t i = 0; i < t->len; i++) {
-		if (t->arr[i].state != FTL_MEMBER_ALIVE)
+		const ftl_member *m = &t->arr[i];
+		if (m->state != FTL_MEMBER_ALIVE)
 			continue;
 		for (size_t k = 0; k < n_addrs; k++)
-			is_alive[k] |= strcmp(t->arr[i].addr, addrs[k]) == 0;
+			is_alive[k] |= m->addr_hash == hash[k] && strcmp(m->addr, addrs[k]) == 0;
 	}
 }
 

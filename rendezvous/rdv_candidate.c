@@ -43,6 +43,7 @@ static bool has_left(const char **sorted_left, size_t n, const char *name)
 void rdv_candidate_free(rdv_candidate *c)
 {
 	free(c->members);
+	free(c->alive_index);
 	memset(c, 0, sizeof *c);
 }
 
@@ -89,8 +90,10 @@ int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rd
 	uint32_t n = 0;
 
 	rdv_candidate_free(c);
-	if (scratch_init(&s, alive, n_alive, left, n_left) != 0 ||
-	    (c->members = malloc((n_alive + 1) * sizeof *c->members)) == NULL) {
+	c->members = malloc((n_alive + 1) * sizeof *c->members);
+	c->alive_index = malloc((n_alive + 1) * sizeof *c->alive_index);
+	if (scratch_init(&s, alive, n_alive, left, n_left) != 0 || c->members == NULL || c->alive_index == NULL) {
+		rdv_candidate_free(c);
 		scratch_free(&s);
 		return -1;
 	}
@@ -101,6 +104,7 @@ int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rd
 		bool is_voter = !has_left(s.left_sorted, n_left, v->name);
 		if (is_survivor) {
 			s.is_survivor[a - alive] = true;
+			c->alive_index[n] = (uint32_t)(a - alive);
 			c->members[n++] = *a; /* the alive entry: its address is the current one */
 		}
 		c->electorate += is_voter;
@@ -111,8 +115,10 @@ int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rd
 		if (!s.is_survivor[i])
 			s.joiners[n_joiners++] = &alive[i];
 	qsort(s.joiners, n_joiners, sizeof *s.joiners, by_join_order);
-	for (size_t i = 0; i < n_joiners; i++)
+	for (size_t i = 0; i < n_joiners; i++) {
+		c->alive_index[n] = (uint32_t)(s.joiners[i] - alive);
 		c->members[n++] = *s.joiners[i];
+	}
 	c->n = n < max_workers ? n : max_workers;
 	c->n_survivors = c->n_survivors < c->n ? c->n_survivors : c->n;
 	c->n_spares = n - c->n;

@@ -21,6 +21,7 @@
 
 typedef struct rdv_candidate {
 	ftl_rdv_member *members;    /* [n], owned: survivors in view order, then joiners in join order */
+	uint32_t *alive_index;      /* [n], owned: where each member stands in the alive list it was built from */
 	uint32_t n;                 /* at most max_workers */
 	uint32_t n_survivors;       /* members[0..n_survivors) are the view's survivors */
 	uint32_t n_spares;          /* alive members left out by max_workers */

@@ -31,6 +31,7 @@
 
 typedef struct rdv_target {
 	const ftl_rdv_member *members;  /* borrowed from the candidate */
+	const uint32_t *peer_index;     /* [n], borrowed: each member's place in r->peers */
 	uint32_t n;                     /* members[0..n), members[0] is us */
 	uint64_t digest;                /* what each member's ready must name */
 	bool is_whole_candidate;        /* else the survivors alone */
@@ -49,14 +50,15 @@ void rdv_proposal_abort(ftl_rdv *r)
 	p->retry_us = retry_us;
 }
 
-/* When the last joiner of the candidate will have settled (INT64_MIN when there is none). */
+/* When the last joiner of the candidate will have settled (INT64_MIN when there is none). The candidate is
+ * built from r->peers after every change of it (rdv_rebuild), so its alive_index points into it: O(joiners). */
 static int64_t settled_at(const ftl_rdv *r)
 {
 	int64_t at = INT64_MIN;
 	for (uint32_t i = r->cand.n_survivors; i < r->cand.n; i++) {
-		int k = rdv_peers_find(&r->peers, r->cand.members[i].name);
-		if (k >= 0 && r->peers.state[k].seen_since_us + r->cfg.settle_us > at)
-			at = r->peers.state[k].seen_since_us + r->cfg.settle_us;
+		const rdv_peer *s = &r->peers.state[r->cand.alive_index[i]];
+		if (s->seen_since_us + r->cfg.settle_us > at)
+			at = s->seen_since_us + r->cfg.settle_us;
 	}
 	return at;
 }
@@ -74,19 +76,19 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 	if (c->digest == r->view_members_digest) {
 		if (!rdv_is_rebuild_wanted(r) || c->n < r->cfg.min_workers)
 			return false;
-		*t = (rdv_target){c->members, c->n, c->digest, true, true};
+		*t = (rdv_target){c->members, c->alive_index, c->n, c->digest, true, true};
 		return true;
 	}
 	if (expected_until > now_us && expected_until != INT64_MAX)
 		*wake_us = ftl_deadline_min(*wake_us, expected_until);
 	if (now_us >= settle_us && c->n >= rdv_workers_needed(r)) {
-		*t = (rdv_target){c->members, c->n, c->digest, true, false};
+		*t = (rdv_target){c->members, c->alive_index, c->n, c->digest, true, false};
 		return true;
 	}
 	if (now_us < settle_us)
 		*wake_us = ftl_deadline_min(*wake_us, settle_us);
 	if (c->n_survivors >= r->cfg.min_workers && c->survivors_digest != r->view_members_digest) {
-		*t = (rdv_target){c->members, c->n_survivors, c->survivors_digest, false, false};
+		*t = (rdv_target){c->members, c->alive_index, c->n_survivors, c->survivors_digest, false, false};
 		return true;
 	}
 	return false;
@@ -104,9 +106,8 @@ static bool all_agree(ftl_rdv *r, int64_t now_us, const rdv_target *t)
 {
 	bool is_all = true;
 	for (uint32_t i = 1; i < t->n; i++) { /* members[0] is us */
-		int k = rdv_peers_find(&r->peers, t->members[i].name);
-		rdv_peer *s = k >= 0 ? &r->peers.state[k] : NULL;
-		if (s == NULL || has_agreed(r, s, t))
+		rdv_peer *s = &r->peers.state[t->peer_index[i]];
+		if (has_agreed(r, s, t))
 			continue;
 		is_all = false;
 		if (s->polled_us == INT64_MIN || now_us - s->polled_us >= r->cfg.ready_interval_us) {

@@ -20,16 +20,27 @@ typedef struct rdv_peer {
 	uint64_t report_survivors;   /* the digest of its candidate's survivors alone */
 } rdv_peer;
 
+typedef struct rdv_name_key rdv_name_key;
+
 typedef struct rdv_peers {
 	ftl_rdv_member *members;     /* [n], sorted by name, names unique; self included */
 	rdv_peer *state;             /* [n], parallel to members */
 	uint32_t n;
+	uint32_t cap;                /* of members and state */
+	/* Kept between updates (a node of a thousand members is fed many times a second): the previous list's
+	 * arrays, which the next update fills, and the sort's scratch. */
+	ftl_rdv_member *spare_members;
+	rdv_peer *spare_state;
+	uint32_t spare_cap;
+	rdv_name_key *keys;
+	uint32_t keys_cap;
 } rdv_peers;
 
 /* Replaces the list with alive[0..n_alive) plus self (when absent), keeping the state of every member
  * whose (name, generation) stays; a duplicate name keeps the larger generation; at most
- * FTL_RDV_MAX_MEMBERS are kept (self first, then in the order given). O(n log n). 0, or -1 on OOM (the
- * list is unchanged). */
+ * FTL_RDV_MAX_MEMBERS are kept (self first, then in the order given). O(n log n) integer comparisons (a
+ * name's first bytes decide most) and one pass over the old list; no allocation once the arrays are large
+ * enough. 0, or -1 on OOM (the list is unchanged). */
 int rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
 		     const ftl_rdv_member *self);
 /* The index of name, or -1. O(log n). */

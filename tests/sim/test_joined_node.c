@@ -154,8 +154,11 @@ static void test_seeds_resolving_to_a_node_not_started_yet_at_scale(void **state
 	ftl_sim_delete(sim);
 }
 
-int main(void)
+/* An argument runs only the scenarios whose names match it (cmocka's pattern), to time them one by one. */
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_coordinator_crash_during_a_commit_at_scale),
 		cmocka_unit_test(test_partition_while_joins_settle_at_scale),
