@@ -29,10 +29,8 @@ static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 /* A collective's result; on failure the communicator's sticky reason becomes the agent's last error. */
 static ftl_err check(ftl_agent *a, ftl_err e)
 {
-	if (e != FTL_OK && a->train->comm) {
-		snprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), "%s", ftl_comm_error(a->train->comm));
-		ftl_diag_set(e, "%s", a->train->exec.last_error);
-	}
+	if (e != FTL_OK && a->train->comm)
+		return ftl_training_fail(a->train, e, "%s", ftl_comm_error(a->train->comm));
 	return e;
 }
 
