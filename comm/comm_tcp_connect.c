@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "comm_tcp.h"
+#include "base/diag.h"
 
 #define HELLO_MAGIC 0x46544c48u /* "FTLH" */
 #define ACK_MAGIC 0x46544c41u   /* "FTLA" */
@@ -131,30 +132,67 @@ static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_con
 	return FTL_OK;
 }
 
-static int remaining_ms(int64_t deadline)
+/* When a wait ends: at the deadline, or when the caller cancels (asked every CANCEL_POLL_MS). */
+struct until {
+	int64_t deadline;
+	ftl_comm_is_cancelled_cb is_cancelled;
+	void *arg;
+};
+
+#define CANCEL_POLL_MS 20
+/* A peer that refused our comm id is dialled again after this (it is mid view change). */
+#define REDIAL_NAP_MS 10
+
+static struct until until_from(const struct ftl_comm_config *cfg, int64_t deadline)
 {
-	int64_t left = deadline - ftl_comm_now_ms();
-	return left < 0 ? 0 : left > 1000000 ? 1000000 : (int)left;
+	return (struct until){deadline, cfg->is_cancelled, cfg->cancel_arg};
 }
 
-/* Waits for fd to become ready for events; 1 ready, 0 deadline passed, -1 error (errno set). */
-static int wait_fd(int fd, short events, int64_t deadline)
+/* How long one poll may sleep: up to the deadline, in slices when the caller may cancel. */
+static int slice_ms(const struct until *u)
+{
+	int64_t left = u->deadline - ftl_comm_now_ms();
+	if (left < 0)
+		left = 0;
+	if (u->is_cancelled != NULL && left > CANCEL_POLL_MS)
+		left = CANCEL_POLL_MS;
+	return left > 1000000 ? 1000000 : (int)left;
+}
+
+/* Is the wait over? errno says why: ECANCELED (the caller) or ETIMEDOUT (the deadline). */
+static bool is_over(const struct until *u)
+{
+	if (u->is_cancelled != NULL && u->is_cancelled(u->arg)) {
+		errno = ECANCELED;
+		return true;
+	}
+	if (ftl_comm_now_ms() >= u->deadline) {
+		errno = ETIMEDOUT;
+		return true;
+	}
+	return false;
+}
+
+static ftl_err over_error(int err) { return err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_TIMEOUT; }
+
+/* Waits for fd to become ready for events; 1 ready, 0 the wait is over (errno: is_over), -1 error. */
+static int wait_fd(int fd, short events, const struct until *u)
 {
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = events};
-		int rc = poll(&pfd, 1, remaining_ms(deadline));
+		int rc = poll(&pfd, 1, slice_ms(u));
 		if (rc > 0)
 			return 1;
-		if (rc == 0)
+		if (rc == 0 && is_over(u))
 			return 0;
-		if (errno != EINTR)
+		if (rc < 0 && errno != EINTR)
 			return -1;
 	}
 }
 
-/* Sends or receives exactly len bytes on a non-blocking socket before the deadline; 0, or -1 with errno
- * (ETIMEDOUT at the deadline, ECONNRESET for a close by the peer). */
-static int exchange_all(int fd, void *buf, size_t len, bool is_send, int64_t deadline)
+/* Sends or receives exactly len bytes on a non-blocking socket before the wait is over; 0, or -1 with errno
+ * (ETIMEDOUT or ECANCELED when it is, ECONNRESET for a close by the peer). */
+static int exchange_all(int fd, void *buf, size_t len, bool is_send, const struct until *u)
 {
 	size_t done = 0;
 	while (done < len) {
@@ -172,12 +210,8 @@ static int exchange_all(int fd, void *buf, size_t len, bool is_send, int64_t dea
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return -1;
-		int rc = wait_fd(fd, is_send ? POLLOUT : POLLIN, deadline);
-		if (rc <= 0) {
-			if (rc == 0)
-				errno = ETIMEDOUT;
+		if (wait_fd(fd, is_send ? POLLOUT : POLLIN, u) <= 0)
 			return -1;
-		}
 	}
 	return 0;
 }
@@ -196,8 +230,8 @@ static bool is_retryable(int e)
 	       e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
 }
 
-/* Connects to addr, retrying refusals until the deadline (the peer may not listen yet). */
-static int connect_to(const char *addr, int64_t deadline)
+/* Connects to addr, retrying refusals until the wait is over (the peer may not listen yet). */
+static int connect_to(const char *addr, const struct until *u)
 {
 	struct addrinfo *ai;
 	if (resolve(addr, &ai) != FTL_OK)
@@ -211,7 +245,7 @@ static int connect_to(const char *addr, int64_t deadline)
 		}
 		int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
 		if (rc < 0 && errno == EINPROGRESS) {
-			rc = wait_fd(fd, POLLOUT, deadline);
+			rc = wait_fd(fd, POLLOUT, u);
 			if (rc > 0) {
 				int soerr = 0;
 				socklen_t sl = sizeof(soerr);
@@ -219,7 +253,6 @@ static int connect_to(const char *addr, int64_t deadline)
 				rc = soerr == 0 ? 0 : -1;
 				errno = soerr;
 			} else {
-				errno = rc == 0 ? ETIMEDOUT : errno;
 				rc = -1;
 			}
 		}
@@ -229,13 +262,17 @@ static int connect_to(const char *addr, int64_t deadline)
 		}
 		last = errno;
 		close(fd);
-		if (!is_retryable(last) || remaining_ms(deadline) == 0)
+		if (!is_retryable(last))
 			break;
+		if (is_over(u)) {
+			last = errno == ECANCELED ? ECANCELED : last;
+			break;
+		}
 		struct timespec nap = {0, 20 * 1000 * 1000};
 		nanosleep(&nap, NULL);
 	}
 	freeaddrinfo(ai);
-	ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "cannot connect to %s: %s", addr, strerror(last));
+	ftl_comm_fail_diag(over_error(last), "cannot connect to %s: %s", addr, strerror(last));
 	return -1;
 }
 
@@ -287,15 +324,18 @@ static bool is_expected(const struct ftl_comm_tcp *t, const struct hello *h)
 
 /* Accepts one connection, answers its hello and files it (as prev, or as a mesh link); the fd, or -1 for a
  * stale communicator, a stranger, a connection that vanished (all closed). */
-static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t deadline)
+static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, const struct until *u)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	/* A stranger that says nothing gets a second, not the whole deadline. */
+	struct until hello_until = *u;
 	int64_t hello_deadline = ftl_comm_now_ms() + 1000;
+	if (hello_deadline < hello_until.deadline)
+		hello_until.deadline = hello_deadline;
 	struct hello h;
-	if (exchange_all(fd, &h, sizeof(h), false, hello_deadline < deadline ? hello_deadline : deadline) < 0 ||
+	if (exchange_all(fd, &h, sizeof(h), false, &hello_until) < 0 ||
 	    h.magic != HELLO_MAGIC || h.version != HELLO_VERSION) {
 		close(fd);
 		return -1;
@@ -305,7 +345,7 @@ static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, int64_t
 		a.status = ACK_WRONG_COMM;
 	else if (!is_expected(t, &h))
 		a.status = ACK_WRONG_PEER;
-	if (exchange_all(fd, &a, sizeof(a), true, deadline) == 0 && a.status == ACK_OK) {
+	if (exchange_all(fd, &a, sizeof(a), true, u) == 0 && a.status == ACK_OK) {
 		if (h.link < 0)
 			t->prev_fd = fd;
 		else
@@ -323,7 +363,7 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 {
 	struct pollfd p = {.fd = lfd, .events = POLLIN};
 	for (int i = 0; i < 64 && poll(&p, 1, 0) == 1 && (p.revents & POLLIN); i++) {
-		int fd = accept_one(t, lfd, comm_id, ftl_comm_now_ms() + 200);
+		int fd = accept_one(t, lfd, comm_id, &(struct until){.deadline = ftl_comm_now_ms() + 200});
 		if (fd < 0)
 			continue;
 		close(fd); /* and forget it wherever accept_one filed it */
@@ -335,36 +375,70 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 	}
 }
 
-/* Reads the answer to our hello on fd from rank next. */
-static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int next, int64_t deadline)
+/* Reads the answer to our hello on fd from rank peer: an ack_status, or -1 when there is none (the reason
+ * in the diag). */
+static int read_ack(struct ftl_comm_tcp *t, int fd, int peer, const struct until *u)
 {
 	struct ack a;
-	if (exchange_all(fd, &a, sizeof(a), false, deadline) < 0 || a.magic != ACK_MAGIC)
-		return ftl_comm_fail_diag(FTL_ERR_PEER_LOST, "rank %d (%s) did not accept our connection: %s",
-					 next, t->addrs[next], a.magic != ACK_MAGIC ? "bad answer" : strerror(errno));
-	if (a.status != ACK_OK)
-		return ftl_comm_fail_diag(FTL_ERR_INVALID, "rank %d (%s) refused us: %s", next,
-					 t->addrs[next],
-					 a.status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
-								    : "it expects another rank or world size");
-	return FTL_OK;
-}
-
-/* Connects to rank peer and says hello on the given link; the fd, or -1 with err filled. */
-static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int64_t deadline)
-{
-	int fd = connect_to(t->addrs[peer], deadline);
-	if (fd < 0)
-		return -1;
-	struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
-			  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
-	if (exchange_all(fd, &h, sizeof(h), true, deadline) < 0) {
-		ftl_comm_fail_diag(FTL_ERR_PEER_LOST, "rank %d (%s) lost during connect: %s", peer,
-				  t->addrs[peer], strerror(errno));
-		close(fd);
+	if (exchange_all(fd, &a, sizeof(a), false, u) < 0 || a.magic != ACK_MAGIC) {
+		int err = errno;
+		ftl_comm_fail_diag(err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST,
+				   "rank %d (%s) did not accept our connection: %s", peer, t->addrs[peer],
+				   a.magic != ACK_MAGIC ? "bad answer" : strerror(err));
 		return -1;
 	}
+	return a.status == ACK_OK || a.status == ACK_WRONG_COMM ? (int)a.status : ACK_WRONG_PEER;
+}
+
+static ftl_err refused(struct ftl_comm_tcp *t, int peer, int status)
+{
+	return ftl_comm_fail_diag(FTL_ERR_INVALID, "rank %d (%s) refused us: %s", peer, t->addrs[peer],
+				  status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
+							   : "it expects another rank or world size");
+}
+
+/* Connects to rank peer and says hello on the given link (-1: the ring); the fd, filed as next_fd or the
+ * link's, or -1 with the diag set. */
+static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link,
+		const struct until *u)
+{
+	int fd = connect_to(t->addrs[peer], u);
+	if (fd >= 0) {
+		struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
+				  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
+		if (exchange_all(fd, &h, sizeof(h), true, u) < 0) {
+			int err = errno;
+			ftl_comm_fail_diag(err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST,
+					   "rank %d (%s) lost during connect: %s", peer, t->addrs[peer], strerror(err));
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (link < 0)
+		t->next_fd = fd;
+	else
+		t->link_fd[link] = fd;
 	return fd;
+}
+
+/* A peer that answered "another comm id" is building another view's communicator: a view change under
+ * way, after which it builds ours (or our caller learns ours is stale and cancels). Failing at once would
+ * let two workers that start their builds a moment apart refuse each other view after view; so the old
+ * connection goes and the peer is dialled again, until the wait is over. */
+static int redial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int fd,
+		  const struct until *u)
+{
+	close(fd);
+	struct timespec nap = {0, REDIAL_NAP_MS * 1000 * 1000};
+	nanosleep(&nap, NULL);
+	if (is_over(u)) {
+		if (link < 0)
+			t->next_fd = -1;
+		else
+			t->link_fd[link] = -1;
+		return -1;
+	}
+	return dial(t, cfg, peer, link, u);
 }
 
 /* Connections still to accept: prev, and the mesh links from lower ranks. */
@@ -376,65 +450,90 @@ static int accepts_left(const struct ftl_comm_tcp *t)
 	return left;
 }
 
+/* Why connecting ended before every link was up: cancelled, or what was missing at the deadline. */
+static ftl_err not_connected(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int err, bool is_answer_missing,
+			     int refused_by)
+{
+	if (err == ECANCELED)
+		return ftl_comm_fail_diag(FTL_ERR_ABORTED, "cancelled by the caller while connecting");
+	if (err != ETIMEDOUT)
+		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "poll while connecting: %s", strerror(err));
+	if (refused_by >= 0)
+		return refused(t, refused_by, ACK_WRONG_COMM); /* the reason it did not answer yes */
+	if (t->prev_fd < 0)
+		return ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us within %d ms",
+					  ftl_comm_tcp_prev(t), t->addrs[ftl_comm_tcp_prev(t)], cfg->connect_timeout_ms);
+	return ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "%s within %d ms",
+				  is_answer_missing ? "a peer did not answer our hello" : "a peer did not connect",
+				  cfg->connect_timeout_ms);
+}
+
 ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
 {
 	ftl_err e = parse_bootstrap(t, cfg);
 	if (e != FTL_OK || cfg->world_size == 1)
 		return e;
-	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
+	struct until u = until_from(cfg, ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000));
 	int user_timeout = cfg->tcp_user_timeout_ms > 0 ? cfg->tcp_user_timeout_ms : 10000;
-	int rank = t->base.rank, next = ftl_comm_tcp_next(t), prev = ftl_comm_tcp_prev(t);
+	int rank = t->base.rank;
 	int lfd = cfg->listen_fd >= 0 ? cfg->listen_fd : listen_on(t->addrs[rank]);
 	if (lfd < 0)
 		return FTL_ERR_SYSTEM;
 
 	/* Dial next (the ring) and the higher mesh partners; out[0] is next. */
-	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0;
+	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX],
+		out_link[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0, refused_by = -1;
 	bool is_acked[1 + FTL_COMM_TCP_LINKS_MAX] = {false};
 	e = FTL_ERR_TIMEOUT;
-	t->next_fd = dial(t, cfg, next, -1, deadline);
-	if (t->next_fd < 0)
-		goto out;
-	out_fd[n_out] = t->next_fd;
-	out_peer[n_out++] = next;
-	for (int i = 0; i < t->n_links; i++) {
-		if (t->link_rank[i] < rank)
+	for (int i = -1; i < t->n_links; i++) {
+		int peer = i < 0 ? ftl_comm_tcp_next(t) : t->link_rank[i];
+		if (i >= 0 && peer < rank)
 			continue;
-		t->link_fd[i] = dial(t, cfg, t->link_rank[i], i, deadline);
-		if (t->link_fd[i] < 0)
+		if ((out_fd[n_out] = dial(t, cfg, peer, i, &u)) < 0) {
+			e = ftl_diag_code();
 			goto out;
-		out_fd[n_out] = t->link_fd[i];
-		out_peer[n_out++] = t->link_rank[i];
+		}
+		out_peer[n_out] = peer;
+		out_link[n_out++] = i;
 	}
-	/* Wait for all: the lower ranks' connections on the listener, and every answer (a refusal fails at once). */
+	/* Wait for all: the lower ranks' connections on the listener, and every answer (yes, or another comm id:
+	 * dial again; anything else fails at once). */
 	while (n_acked < n_out || accepts_left(t) > 0) {
 		struct pollfd fds[2 + FTL_COMM_TCP_LINKS_MAX];
 		fds[0] = (struct pollfd){.fd = accepts_left(t) > 0 ? lfd : -1, .events = POLLIN};
 		for (int i = 0; i < n_out; i++)
 			fds[1 + i] = (struct pollfd){.fd = is_acked[i] ? -1 : out_fd[i], .events = POLLIN};
-		int rc = poll(fds, (nfds_t)(1 + n_out), remaining_ms(deadline));
+		int rc = poll(fds, (nfds_t)(1 + n_out), slice_ms(&u));
 		if (rc < 0 && errno == EINTR)
 			continue;
-		if (rc <= 0) {
-			e = ftl_comm_fail_diag(rc == 0 ? FTL_ERR_TIMEOUT : FTL_ERR_SYSTEM,
-					      "%s within %d ms", n_acked < n_out ? "a peer did not answer our hello"
-										 : "a peer did not connect",
-					      cfg->connect_timeout_ms);
-			if (rc == 0 && t->prev_fd < 0)
-				ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "rank %d (%s) did not connect to us in time",
-						  prev, t->addrs[prev]);
+		if (rc < 0 || (rc == 0 && is_over(&u))) {
+			e = not_connected(t, cfg, errno, n_acked < n_out, refused_by);
 			goto out;
 		}
 		for (int i = 0; i < n_out; i++) {
 			if (fds[1 + i].revents == 0)
 				continue;
-			if ((e = read_ack(t, out_fd[i], out_peer[i], deadline)) != FTL_OK)
+			int status = read_ack(t, out_fd[i], out_peer[i], &u);
+			if (status == ACK_WRONG_COMM) {
+				refused_by = out_peer[i];
+				errno = 0;
+				if (!is_over(&u) && (out_fd[i] = redial(t, cfg, out_peer[i], out_link[i], out_fd[i], &u)) >= 0)
+					continue;
+				/* over before the dial (errno says why), or the dial failed (its reason in the diag) */
+				e = errno == ECANCELED || errno == ETIMEDOUT ? not_connected(t, cfg, errno, true, refused_by)
+									   : ftl_diag_code();
 				goto out;
+			}
+			if (status != ACK_OK) {
+				e = status < 0 ? ftl_diag_code() : refused(t, out_peer[i], status);
+				goto out;
+			}
 			is_acked[i] = true;
 			n_acked++;
+			refused_by = refused_by == out_peer[i] ? -1 : refused_by;
 		}
 		if (fds[0].revents != 0)
-			accept_one(t, lfd, cfg->comm_id, deadline);
+			accept_one(t, lfd, cfg->comm_id, &u);
 	}
 	tune_socket(t->next_fd, user_timeout);
 	tune_socket(t->prev_fd, user_timeout);

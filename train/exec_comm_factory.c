@@ -31,7 +31,7 @@
 #include "comm/comm_tcp.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
- * (a member left) must not hold us longer than this, since ftl_comm_create cannot be aborted. */
+ * (a member left) holds us no longer than this, or until a newer view arrives (is_superseded). */
 #define TCP_CONNECT_TIMEOUT_MS 2000
 #define NCCL_CONNECT_TIMEOUT_MS 30000
 
@@ -136,6 +136,22 @@ static ftl_err built(ftl_err e, const ftl_rdv_view *w, ftl_comm_backend backend)
 	return e;
 }
 
+/* The view a build is for, as the tcp connect asks whether it is still wanted. */
+struct build_of {
+	ftl_agent *a;
+	uint64_t seq;
+};
+
+/* A newer view arrived (or the agent stops): its members build that one's comm id and refuse ours. */
+static int is_superseded(void *arg)
+{
+	const struct build_of *b = arg;
+	pthread_mutex_lock(&b->a->lock);
+	bool is_stale = b->a->views.view.seq != b->seq || b->a->is_stopped || b->a->has_left;
+	pthread_mutex_unlock(&b->a->lock);
+	return is_stale;
+}
+
 static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, ftl_comm **out)
 {
 	struct ftl_comm_config cfg;
@@ -143,6 +159,9 @@ static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend back
 	ftl_err e = config_for(a, w, backend, &cfg, &text);
 	if (e != FTL_OK)
 		return e;
+	struct build_of build = {a, w->seq};
+	cfg.is_cancelled = is_superseded;
+	cfg.cancel_arg = &build;
 	e = ftl_comm_create(&cfg, out);
 	free(text);
 	return built(e, w, backend);

@@ -161,6 +161,12 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 			FTL_F_STR("error", ftl_strerror(e)), FTL_F_STR("why", m->last_error));
 		m->synced_seq = 0; /* everyone re-syncs from rank 0 after a failed step, in whatever view comes next */
 		after_us = m->policy.step_failure_rebuild_us;
+	} else {
+		ftl_log(m->log, FTL_LOG_INFO, "training",
+			FTL_MSG("view %llu not set up here (%s): %s; waiting for the next view",
+				(unsigned long long)m->view.epoch, ftl_strerror(e), m->last_error),
+			FTL_F_UINT("epoch", m->view.epoch), FTL_F_STR("error", ftl_strerror(e)),
+			FTL_F_STR("why", m->last_error));
 	}
 	m->abandoned = (ftl_abandoned_view){.seq = m->view.seq, .rebuild_at_us = now_us(m) + after_us};
 	drop_comms(m);

@@ -93,6 +93,11 @@ typedef struct ftl_comm ftl_comm;
  * TCP user timeout). Meant as a hint for membership, which probes the peer at once. Must not block and must not call back into the communicator. */
 typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
 
+/* tcp: asked on the creating thread while ftl_comm_create connects (at least every 20 ms); non-zero ends
+ * the create with FTL_ERR_ABORTED. An elastic caller whose view was superseded stops building it at once
+ * instead of holding its peers, who refuse its stale comm id, until the connect deadline. */
+typedef int (*ftl_comm_is_cancelled_cb)(void *arg);
+
 /* tcp: whether ranks on one host talk through a shared-memory segment. auto: when every rank of the
  * communicator is on this host (same boot id and network namespace) and none said off; else tcp. */
 typedef enum ftl_comm_shm_mode {
@@ -111,7 +116,9 @@ struct ftl_comm_config {
 	int world_size;          /* 1..FTL_COMM_WORLD_MAX */
 	const void *bootstrap;   /* tcp: ftl_comm_tcp_bootstrap() text; nccl: ftl_comm_nccl_unique_id() bytes */
 	size_t bootstrap_len;
-	uint64_t comm_id;        /* tcp: every rank passes the same value (the view epoch); others are refused */
+	uint64_t comm_id;        /* tcp: every rank passes the same value (the view epoch); a peer that is
+	                          * building another comm id refuses us, and we dial it again until the
+	                          * connect deadline (it is mid view change) */
 	int listen_fd;           /* tcp: a listening socket bound to this rank's address, kept by the caller;
 	                          * -1: bind the address from the bootstrap for the time of the handshake */
 	int timeout_ms;          /* deadline of each collective; default 60000 */
@@ -122,6 +129,8 @@ struct ftl_comm_config {
 	void *cuda_stream;       /* nccl: a cudaStream_t to order the collectives on, or NULL for an own one */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* optional */
 	void *peer_reset_arg;
+	ftl_comm_is_cancelled_cb is_cancelled; /* optional (tcp) */
+	void *cancel_arg;
 	ftl_comm_shm_mode shm;   /* tcp: shared memory between ranks on one host (FTL_COMM_SHM); default auto */
 	size_t shm_slot_bytes;   /* tcp over shared memory: bytes per rank and round (FTL_COMM_SHM_SLOT_KB);
 	                          * the segment holds 2 * (world_size + 1) slots; 0: 1 MiB */

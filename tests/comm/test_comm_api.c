@@ -190,17 +190,27 @@ struct rank_thread {
 	ftl_err result;
 	char err[320];
 	ftl_comm *comm;
+	uint64_t then_id;      /* non-zero: after a cancelled create, create again with this comm id */
+	ftl_err first_result;  /* the cancelled create's */
+	int64_t took_ms;       /* the first create's */
 };
 
 static void *create_rank(void *p)
 {
 	struct rank_thread *r = p;
-	r->result = create_with(&r->cfg, &r->comm, r->err);
+	int64_t t0 = ftl_comm_now_ms();
+	r->result = r->first_result = create_with(&r->cfg, &r->comm, r->err);
+	r->took_ms = ftl_comm_now_ms() - t0;
+	if (r->then_id && r->result == FTL_ERR_ABORTED) {
+		r->cfg.comm_id = r->then_id;
+		r->cfg.is_cancelled = NULL;
+		r->result = create_with(&r->cfg, &r->comm, r->err);
+	}
 	return NULL;
 }
 
-/* Two ranks on two threads; comm ids as given. */
-static void two_ranks(uint64_t id0, uint64_t id1, struct rank_thread r[2])
+/* Two ranks on two threads, each with the comm id and connect timeout in its cfg (set by prepare). */
+static void two_ranks_with(struct rank_thread r[2], void (*prepare)(struct rank_thread *r, int rank))
 {
 	int fds[2], ports[2];
 	for (int i = 0; i < 2; i++)
@@ -209,16 +219,15 @@ static void two_ranks(uint64_t id0, uint64_t id1, struct rank_thread r[2])
 	snprintf(boot, sizeof(boot), "127.0.0.1:%d\n127.0.0.1:%d\n", ports[0], ports[1]);
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
 		ftl_comm_config_init(&r[i].cfg);
 		r[i].cfg.rank = i;
 		r[i].cfg.world_size = 2;
 		r[i].cfg.bootstrap = boot;
 		r[i].cfg.bootstrap_len = strlen(boot);
 		r[i].cfg.listen_fd = fds[i];
-		r[i].cfg.comm_id = i == 0 ? id0 : id1;
-		/* Far above what a refusal takes, so a loaded CI machine never reaches it. */
-		r[i].cfg.connect_timeout_ms = 10000;
 		r[i].cfg.timeout_ms = 2000;
+		prepare(&r[i], i);
 		pthread_create(&th[i], NULL, create_rank, &r[i]);
 	}
 	for (int i = 0; i < 2; i++) {
@@ -227,29 +236,81 @@ static void two_ranks(uint64_t id0, uint64_t id1, struct rank_thread r[2])
 	}
 }
 
+/* Ids 1 and 2 with a short deadline: each refuses the other's hello and dials again until then. */
+static void prepare_mismatched(struct rank_thread *r, int rank)
+{
+	r->cfg.comm_id = (uint64_t)rank + 1;
+	r->cfg.connect_timeout_ms = 1000;
+}
+
 static void test_handshake_refuses_another_communicator(void **state)
 {
 	(void)state;
 	struct rank_thread r[2];
-	int64_t t0 = ftl_comm_now_ms();
-	two_ranks(1, 2, r);
+	two_ranks_with(r, prepare_mismatched);
 	int refused = 0;
 	for (int i = 0; i < 2; i++) {
-		/* One is refused by the other; that one may already have gone when the other one's hello
-		 * would have been answered (then: peer lost). Neither waits for the deadline. */
-		assert_true(r[i].result == FTL_ERR_INVALID || r[i].result == FTL_ERR_PEER_LOST);
+		/* Refused again and again until the deadline (the peer might have come to our id); the reason
+		 * says so. One may see the other give up first (then: peer lost, or no answer in time). */
+		assert_true(r[i].result == FTL_ERR_INVALID || r[i].result == FTL_ERR_PEER_LOST ||
+			    r[i].result == FTL_ERR_TIMEOUT);
 		refused += r[i].result == FTL_ERR_INVALID && strstr(r[i].err, "comm id") != NULL;
 		assert_null(r[i].comm);
+		assert_true(r[i].took_ms >= 800 && r[i].took_ms < 8000);
 	}
 	assert_true(refused >= 1);
-	assert_true(ftl_comm_now_ms() - t0 < 5000); /* refused, not at the 10 s deadline */
+}
+
+/* Rank 0 builds a stale comm id (1) and cancels it after 300 ms, as an agent does when a newer view
+ * arrives, then builds the peer's (2). Rank 1 is refused meanwhile and dials again: it never fails. */
+static int cancel_after_300_ms(void *arg)
+{
+	return ftl_comm_now_ms() - *(const int64_t *)arg >= 300;
+}
+
+static int64_t cancel_from;
+
+static void prepare_stale_rank_0(struct rank_thread *r, int rank)
+{
+	r->cfg.comm_id = 2;
+	r->cfg.connect_timeout_ms = 10000; /* far above the test's time: a refusal must not run it out */
+	if (rank == 0) {
+		r->cfg.comm_id = 1;
+		r->then_id = 2;
+		cancel_from = ftl_comm_now_ms();
+		r->cfg.is_cancelled = cancel_after_300_ms;
+		r->cfg.cancel_arg = &cancel_from;
+	}
+}
+
+static void test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours(void **state)
+{
+	(void)state;
+	struct rank_thread r[2];
+	two_ranks_with(r, prepare_stale_rank_0);
+	assert_int_equal(r[0].first_result, FTL_ERR_ABORTED);
+	assert_true(r[0].took_ms >= 250 && r[0].took_ms < 5000);
+	assert_int_equal(r[0].result, FTL_OK);
+	assert_int_equal(r[1].result, FTL_OK);
+	assert_true(r[1].took_ms < 8000);
+	assert_int_equal(ftl_comm_rank(r[0].comm), 0);
+	assert_int_equal(ftl_comm_world_size(r[1].comm), 2);
+	ftl_comm_destroy(r[0].comm);
+	ftl_comm_destroy(r[1].comm);
+}
+
+static void prepare_same(struct rank_thread *r, int rank)
+{
+	(void)rank;
+	r->cfg.comm_id = 7;
+	r->cfg.connect_timeout_ms = 10000; /* far above what a connect takes, so a loaded CI machine never reaches it */
 }
 
 static void test_two_ranks_on_threads_allreduce(void **state)
 {
 	(void)state;
 	struct rank_thread r[2];
-	two_ranks(7, 7, r);
+	two_ranks_with(r, prepare_same);
 	assert_int_equal(r[0].result, FTL_OK);
 	assert_int_equal(r[1].result, FTL_OK);
 	/* Rank 1 destroys its communicator: rank 0's next call sees the peer gone at once. */
@@ -272,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_world_of_one_copies_and_checks_arguments),
 		cmocka_unit_test(test_create_times_out_when_a_peer_never_comes),
 		cmocka_unit_test(test_handshake_refuses_another_communicator),
+		cmocka_unit_test(test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours),
 		cmocka_unit_test(test_two_ranks_on_threads_allreduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
