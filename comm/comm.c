@@ -7,7 +7,6 @@
 #include <stdlib.h>
 
 #include "comm.h"
-#include "comm_compress.h"
 
 static const char *backend_name(ftl_comm_backend backend)
 {
@@ -81,6 +80,7 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	comm->async = NULL;
 	comm->wire = NULL;
 	comm->wire_cap = 0;
+	comm->bf16_chunk = FTL_COMM_BF16_CHUNK;
 }
 
 int ftl_comm_backend_is_available(ftl_comm_backend backend)
@@ -251,30 +251,6 @@ ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	return ftl_comm_async_call(comm, &call);
 }
 
-/* The compressed allreduce where the backend has no kernels of its own (tcp): round to bf16 in host memory,
- * a bf16 allreduce, widen back. */
-static ftl_err allreduce_bf16_on_host(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
-				      ftl_reduce_op op, float *residual)
-{
-	if (comm->wire_cap < count * sizeof(uint16_t)) { /* grown once: no page faults per call */
-		void *grown = realloc(comm->wire, count * sizeof(uint16_t));
-		if (grown == NULL)
-			return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false,
-					     "allreduce_bf16: out of memory for %zu elements", count);
-		comm->wire = grown;
-		comm->wire_cap = count * sizeof(uint16_t);
-	}
-	uint16_t *wire = comm->wire;
-	ftl_comm_compress_bf16(sendbuf, residual, wire, count);
-	/* avg: sum in bf16, divide once in f32 (one rounding fewer than dividing in bf16) */
-	ftl_reduce_op wire_op = op == FTL_AVG ? FTL_SUM : op;
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, wire_op, 0, NULL};
-	ftl_err err = ftl_comm_async_call(comm, &call);
-	if (err == FTL_OK)
-		ftl_comm_expand_bf16(wire, recvbuf, count, op == FTL_AVG ? comm->world_size : 1);
-	return err;
-}
-
 ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
 				ftl_reduce_op op, float *residual)
 {
@@ -295,7 +271,7 @@ ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *rec
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "allreduce_bf16: the residual overlaps the send or receive buffer");
 	if (comm->ops->allreduce_bf16 == NULL)
-		return allreduce_bf16_on_host(comm, sendbuf, recvbuf, count, op, residual);
+		return ftl_comm_bf16_on_host(comm, sendbuf, recvbuf, count, op, residual);
 	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE_BF16, sendbuf, recvbuf, count, FTL_F32, op, 0, residual};
 	return ftl_comm_async_call(comm, &call);
 }

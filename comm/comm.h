@@ -80,6 +80,7 @@ struct ftl_comm {
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
 	void *wire;                           /* ftl_comm_allreduce_bf16's bf16 buffer, kept between calls */
 	size_t wire_cap;                      /* ... its size in bytes */
+	size_t bf16_chunk;                    /* ... elements per chunk of its pipeline; 0: one pass */
 };
 
 /* One collective call with its validated arguments: what a queued request or a blocking call runs. */
@@ -107,6 +108,16 @@ struct ftl_comm_call {
 
 /* comm.c: runs the call through the backend's ops, on the calling thread. */
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *call);
+
+/* comm_bf16_pipeline.c: ftl_comm_allreduce_bf16 in host memory around a bf16 allreduce (tcp), with
+ * validated arguments: in chunks of comm->bf16_chunk elements whose rounding and widening overlap the
+ * transfer, or in one pass under two chunks. */
+#define FTL_COMM_BF16_CHUNK ((size_t)1 << 18)
+ftl_err ftl_comm_bf16_on_host(struct ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+			      ftl_reduce_op op, float *residual);
+
+/* comm_bf16_pipeline.c: sets the chunk of that pipeline (tests and benchmarks); 0: always one pass. */
+void ftl_comm_bf16_set_chunk(struct ftl_comm *comm, size_t count);
 
 /* comm_async.c: a blocking call, in order with the outstanding requests: on the caller's thread when none
  * is outstanding, else queued behind them and waited for. */

@@ -170,8 +170,10 @@ FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
  * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
  * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
  * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
- * must call this (not ftl_comm_allreduce) for the same collective. Keeps a buffer of count * 2 bytes (the
- * largest count so far) until destroy. */
+ * must call this (not ftl_comm_allreduce) for the same collective. tcp cuts a large buffer into chunks
+ * (1 MiB of f32) so that rounding and widening overlap the transfer, with the same bound and, at 2 ranks,
+ * the same bits. Keeps a bf16 buffer until destroy: count * 2 bytes for the largest count so far (nccl), at
+ * most 2 MiB (tcp). */
 FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
 				ftl_reduce_op op, float *residual);
 
