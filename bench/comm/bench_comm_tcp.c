@@ -2,7 +2,8 @@
  * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm [max bytes]]
  * (a max of 65536 is the quick latency probe: the small sizes only; algorithm auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
  * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
- * effective busbw, f32 bytes over time). Rank 0 times the loop between two barriers; one JSON line per size.
+ * effective busbw, f32 bytes over time; a fourth argument sets the chunk of its pipeline in elements, 0 for
+ * one pass: how the chunk in comm_bf16_pipeline.c is measured). Rank 0 times the loop between two barriers; one JSON line per size.
  * With FTL_COMM_SHM=auto the ranks talk through shared memory (label ftl_shm; the algorithm is then the
  * shared-memory one whatever is forced), with FTL_COMM_SHM_SLOT_KB as its slot size. */
 #include <stdio.h>
@@ -19,6 +20,7 @@ struct mode {
 	enum ftl_comm_tcp_algo algo;
 	size_t n_sizes; /* the first n_sizes of bench_comm_sizes */
 	int compress; /* 0: f32; 1: bf16 on the wire; 2: bf16 with error feedback */
+	const char *chunk; /* bf16: elements per chunk of the pipeline (0: one pass), or NULL for the default */
 };
 
 static ftl_err reduce(ftl_comm *comm, const struct mode *m, const float *send, float *recv, size_t count,
@@ -36,6 +38,8 @@ static int bench_child(struct harness_child *c)
 		return 1;
 	const struct mode *m = c->arg;
 	ftl_comm_tcp_force_algo(comm, m->algo);
+	if (m->chunk != NULL)
+		ftl_comm_bf16_set_chunk(comm, strtoull(m->chunk, NULL, 10));
 	size_t max = bench_comm_sizes[m->n_sizes - 1];
 	float *send = malloc(max), *recv = malloc(max), *residual = calloc(1, max);
 	if (send == NULL || recv == NULL || residual == NULL)
@@ -79,10 +83,11 @@ int main(int argc, char **argv)
 			m.algo = (enum ftl_comm_tcp_algo)a;
 	m.compress = strcmp(name, "bf16") == 0 ? 1 : strcmp(name, "bf16ef") == 0 ? 2 : 0;
 	m.n_sizes = bench_comm_n_sizes(argc > 3 ? argv[3] : NULL);
+	m.chunk = argc > 4 ? argv[4] : NULL;
 	if (n < 2 || n > HARNESS_MAX || (m.compress == 0 && strcmp(name, ftl_comm_tcp_algo_strs[m.algo]) != 0) ||
-	    m.n_sizes == 0) {
-		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving|bf16|bf16ef [max bytes, >= %zu]]\n",
-			argv[0], HARNESS_MAX, bench_comm_sizes[0]);
+	    m.n_sizes == 0 || (m.chunk != NULL && (m.compress == 0 || strspn(m.chunk, "0123456789") != strlen(m.chunk)))) {
+		fprintf(stderr, "usage: %s ranks (2..%d) [auto|ring|doubling|halving|bf16|bf16ef [max bytes, >= %zu "
+			"[bf16 chunk in elements, 0: one pass]]]\n", argv[0], HARNESS_MAX, bench_comm_sizes[0]);
 		return 2;
 	}
 	char label[64];
