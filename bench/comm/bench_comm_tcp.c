@@ -1,5 +1,5 @@
 /* bench_comm_tcp: allreduce busbw of the ftl tcp backend, N processes on loopback (the test harness
- * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm [max bytes]]
+ * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm [max bytes [chunk]]]
  * (a max of 65536 is the quick latency probe: the small sizes only; algorithm auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
  * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
  * effective busbw, f32 bytes over time; a fourth argument sets the chunk of its pipeline in elements, 0 for
