@@ -8,6 +8,8 @@
  *   kill N   a_killed_peer_fails_the_chunked_call_within_the_bound: kill -9 of one rank while every rank
  *            loops over chunked calls with error feedback: each survivor's call fails with peer lost
  *            within 2 s, leaves no request outstanding, and the next call is refused with the same error
+ *   stop N   the same with SIGSTOP: the call times out once, at the deadline of the chunk that was
+ *            running, not once per chunk
  * The comm test harness gives every rank its own process and the whole test a time limit. */
 #include <math.h>
 #include <signal.h>
@@ -102,9 +104,19 @@ static int same_child(struct harness_child *c)
 	return rc;
 }
 
-static int kill_child(struct harness_child *c)
+/* How a failure test stops one rank, and what the others must see. */
+struct stop_case {
+	int sig;
+	int timeout_ms;
+	ftl_err want;
+	int64_t within_ms; /* of the signal */
+	const char *name;
+};
+
+static int loop_child(struct harness_child *c)
 {
-	ftl_comm *comm = harness_comm_all(c, 1, 20000);
+	const struct stop_case *sc = c->arg;
+	ftl_comm *comm = harness_comm_all(c, 1, sc->timeout_ms);
 	if (comm == NULL)
 		return 1;
 	size_t count = 64 * CHUNK;
@@ -129,37 +141,41 @@ static int kill_child(struct harness_child *c)
 	free(x);
 	free(out);
 	free(residual);
+	if (e == FTL_ERR_TIMEOUT)
+		harness_sleep_ms(500); /* neighbours still waiting for their own deadline */
 	ftl_comm_destroy(comm);
 	return 0;
 }
 
-static int kill_test(int n)
+static int failure_test(int n, const struct stop_case *sc)
 {
 	int victim = n / 2, looping = 0, failed = 0, bad = 0;
 	struct harness h;
-	if (harness_start(&h, n, 90, kill_child, NULL) != 0)
+	if (harness_start(&h, n, 90, loop_child, (void *)sc) != 0)
 		return 1;
-	int64_t t_kill = 0;
+	int64_t t_signal = 0;
 	struct harness_report rep;
 	while (failed < n - 1 && harness_read(&h, &rep) == 0) {
 		if (rep.kind == REP_LOOPING && ++looping == n) {
 			harness_sleep_ms(150);
-			t_kill = harness_now_ns();
-			harness_signal(&h, victim, SIGKILL);
+			t_signal = harness_now_ns();
+			harness_signal(&h, victim, sc->sig);
 			continue;
 		}
 		if (rep.kind != REP_FAILED)
 			continue;
-		int64_t ms = (rep.t_ns - t_kill) / 1000000;
-		printf("{\"test\":\"bf16_chunked_kill9\",\"world\":%d,\"rank\":%d,\"error\":\"%s\",\"ms_after_kill\":%lld,"
-		       "\"failed_call_ms\":%lld}\n", n, rep.rank, ftl_strerror(rep.err), (long long)ms, (long long)rep.value);
-		if (t_kill == 0 || rep.err != FTL_ERR_PEER_LOST || rep.value < 0 || ms > HARNESS_PEER_LOST_MS) {
-			fprintf(stderr, "rank %d: wanted peer lost within %d ms, no request left, refused after\n", rep.rank,
-				HARNESS_PEER_LOST_MS);
+		int64_t ms = (rep.t_ns - t_signal) / 1000000;
+		printf("{\"test\":\"%s\",\"world\":%d,\"rank\":%d,\"error\":\"%s\",\"ms_after_signal\":%lld,"
+		       "\"failed_call_ms\":%lld}\n", sc->name, n, rep.rank, ftl_strerror(rep.err), (long long)ms,
+		       (long long)rep.value);
+		if (t_signal == 0 || rep.err != (int)sc->want || rep.value < 0 || ms > sc->within_ms) {
+			fprintf(stderr, "rank %d: wanted %s within %lld ms, no request left, refused after\n", rep.rank,
+				ftl_strerror(sc->want), (long long)sc->within_ms);
 			bad++;
 		}
 		failed++;
 	}
+	harness_signal(&h, victim, SIGKILL);
 	bad += failed != n - 1;
 	return (bad + harness_wait(&h, 1u << victim)) != 0;
 }
@@ -175,8 +191,12 @@ int main(int argc, char **argv)
 			return 1;
 		return harness_wait(&h, 0) != 0;
 	}
+	static const struct stop_case killed = {SIGKILL, 20000, FTL_ERR_PEER_LOST, HARNESS_PEER_LOST_MS, "bf16_chunked_kill9"};
+	static const struct stop_case stopped = {SIGSTOP, 1500, FTL_ERR_TIMEOUT, 1500 + 3000, "bf16_chunked_sigstop"};
 	if (strcmp(what, "kill") == 0)
-		return kill_test(n);
-	fprintf(stderr, "usage: %s same|kill [world size]\n", argv[0]);
+		return failure_test(n, &killed);
+	if (strcmp(what, "stop") == 0)
+		return failure_test(n, &stopped);
+	fprintf(stderr, "usage: %s same|kill|stop [world size]\n", argv[0]);
 	return 2;
 }
