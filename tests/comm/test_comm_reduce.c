@@ -60,6 +60,35 @@ static void test_bf16_round_trips_and_rounds_to_nearest_even(void **state)
 	assert_int_equal(ftl_comm_f32_to_bf16(3.4028235e38f), 0x7f80);      /* FLT_MAX rounds to infinity */
 }
 
+/* The rounding written plainly (round half to even on the top 16 bits; NaN keeps its sign and payload's
+ * top bits and becomes quiet), against the inline one the loops use, over every 251st bit pattern: signs,
+ * ties, subnormals, infinities and NaNs of both signs. */
+static uint16_t bf16_reference(uint32_t x)
+{
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40);
+	return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+static void test_bf16_inline_rounding_matches_the_reference_over_the_bit_patterns(void **state)
+{
+	(void)state;
+	for (uint64_t u = 0; u < (1ull << 32); u += 251) {
+		uint32_t x = (uint32_t)u;
+		float f;
+		memcpy(&f, &x, sizeof(f));
+		if (ftl_comm_bf16_round(f) != bf16_reference(x))
+			fail_msg("0x%08x rounds to 0x%04x, not 0x%04x", x, ftl_comm_bf16_round(f), bf16_reference(x));
+	}
+	uint32_t edges[] = {0x7fc00001u, 0xffc00001u, 0x7f800001u, 0xff800001u, 0x7f7fffffu, 0xff7fffffu, 0x3f808000u,
+			    0xbf818000u, 0x00008000u, 0x80018000u};
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		float f;
+		memcpy(&f, &edges[i], sizeof(f));
+		assert_int_equal(ftl_comm_bf16_round(f), bf16_reference(edges[i]));
+	}
+}
+
 static void test_native_kernels_sum_min_max(void **state)
 {
 	(void)state;
@@ -132,6 +161,7 @@ int main(void)
 		cmocka_unit_test(test_f16_round_trips_every_non_nan_pattern),
 		cmocka_unit_test(test_f16_rounds_to_nearest_even),
 		cmocka_unit_test(test_bf16_round_trips_and_rounds_to_nearest_even),
+		cmocka_unit_test(test_bf16_inline_rounding_matches_the_reference_over_the_bit_patterns),
 		cmocka_unit_test(test_native_kernels_sum_min_max),
 		cmocka_unit_test(test_integer_sums_wrap_and_avg_truncates),
 		cmocka_unit_test(test_half_kernels_reduce_in_f32_and_round),
