@@ -1,11 +1,13 @@
 /* Gradient buckets (ftl/gradient.h): the compressed gradient allreduce of a training job, blocking and
  * asynchronous, with the error-feedback residual kept per bucket.
  *
- * Both paths are the same three stages: round buf (plus the residual) to bf16 into the bucket's wire
- * buffer, sum the wire buffers over the world with the exact bf16 allreduce (f32 additions, comm_reduce.c),
- * widen the sum back into buf (dividing by the world size for FTL_AVG, in f32). The asynchronous path runs
- * the last stage when the request is consumed (requests.h); the wire buffer is the bucket's, not the
- * communicator's, so several buckets can be in flight at once.
+ * Both paths are the same three stages: round buf (plus the residual) to bf16, sum the bf16 buffers over
+ * the world with the exact bf16 allreduce (f32 additions, comm_reduce.c), widen the sum back into buf
+ * (dividing by the world size for FTL_AVG, in f32). The blocking path is the communicator's
+ * ftl_comm_allreduce_bf16, which overlaps rounding and widening with the transfer in chunks
+ * (comm/comm_bf16_pipeline.c). The asynchronous path rounds into the bucket's own wire buffer and widens
+ * when the request is consumed (requests.h): the buffer is the bucket's, not the communicator's, so several
+ * buckets can be in flight at once.
  *
  * The residual is tied to the communicator it was accumulated under (comm_seq) and to the buffer length:
  * a new view or another length starts it from zero (why: ftl/gradient.h). */
@@ -122,7 +124,7 @@ static ftl_err prepare(ftl_grad_bucket *b, size_t count)
 	return FTL_OK;
 }
 
-/* The checks both paths make, and the input rounded into the wire buffer. */
+/* The checks both paths make, and room for count elements. */
 static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, const char *what)
 {
 	ftl_training *t = a->train;
@@ -138,10 +140,7 @@ static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count,
 		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: no communicator (call collectives inside ftl_execute)",
 					 what);
 	}
-	ftl_err e = prepare(b, count);
-	if (e == FTL_OK)
-		ftl_comm_compress_bf16(buf, b->residual, b->wire, count);
-	return e;
+	return prepare(b, count);
 }
 
 static int divisor(const ftl_agent *a, ftl_reduce_op op)
@@ -156,9 +155,13 @@ ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t 
 	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad");
 	if (e != FTL_OK || count == 0)
 		return e;
-	e = ftl_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM);
-	if (e == FTL_OK)
-		ftl_comm_expand_bf16(b->wire, buf, count, divisor(a, op));
+	/* the comm's own compressed allreduce: its rounding and widening overlap the transfer in chunks */
+	ftl_comm *c = a->train->comm;
+	int64_t start_us = ftl_agent_now_us(a);
+	e = ftl_comm_allreduce_bf16(c, buf, buf, count, op, b->residual);
+	e = ftl_train_metrics_allreduce_done(a, start_us, e, count * sizeof(uint16_t));
+	if (e != FTL_OK)
+		return ftl_training_fail(a->train, e, "%s", ftl_comm_error(c));
 	return e;
 }
 
@@ -181,6 +184,7 @@ ftl_err ftl_allreduce_grad_async(ftl_agent *a, ftl_grad_bucket *b, float *buf, s
 	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad_async");
 	if (e != FTL_OK)
 		return e;
+	ftl_comm_compress_bf16(buf, b->residual, b->wire, count);
 	b->out = buf;
 	b->out_count = count;
 	b->out_divisor = divisor(a, op);

@@ -67,21 +67,26 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 	return e;
 }
 
+ftl_err ftl_train_metrics_allreduce_done(ftl_agent *a, int64_t start_us, ftl_err e, uint64_t bytes)
+{
+	if (e != FTL_OK) {
+		disrupted(a);
+		return e;
+	}
+	double took = seconds_since(a, start_us);
+	pthread_mutex_lock(&a->lock);
+	a->train->metrics.allreduce_bytes += bytes;
+	ftl_histogram_observe(&a->train->metrics.allreduce_seconds, took);
+	pthread_mutex_unlock(&a->lock);
+	return e;
+}
+
 ftl_err ftl_train_metrics_allreduce(ftl_agent *a, ftl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 				    ftl_dtype dtype, ftl_reduce_op op)
 {
 	int64_t start = ftl_agent_now_us(a);
 	ftl_err e = ftl_comm_allreduce(c, sendbuf, recvbuf, count, dtype, op);
-	if (e != FTL_OK) {
-		disrupted(a);
-		return e;
-	}
-	double took = seconds_since(a, start);
-	pthread_mutex_lock(&a->lock);
-	a->train->metrics.allreduce_bytes += (uint64_t)count * ftl_dtype_size(dtype);
-	ftl_histogram_observe(&a->train->metrics.allreduce_seconds, took);
-	pthread_mutex_unlock(&a->lock);
-	return e;
+	return ftl_train_metrics_allreduce_done(a, start, e, (uint64_t)count * ftl_dtype_size(dtype));
 }
 
 void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64_t took_us)

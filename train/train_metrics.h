@@ -52,6 +52,9 @@ void ftl_train_metrics_create(ftl_train_metrics *m);
 ftl_err ftl_train_metrics_step(struct ftl_agent *a, ftl_step_fn step, void *ctx, const ftl_step_info *info);
 ftl_err ftl_train_metrics_allreduce(struct ftl_agent *a, ftl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
 				    ftl_dtype dtype, ftl_reduce_op op);
+/* An allreduce run by the caller since start_us, which moved `bytes` on the wire or failed with e (the view
+ * is disrupted); returns e. */
+ftl_err ftl_train_metrics_allreduce_done(struct ftl_agent *a, int64_t start_us, ftl_err e, uint64_t bytes);
 
 /* Under the lock: a state sync completed, moving `bytes` (buffers and callback bytes) in took_us. */
 void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64_t took_us);
