@@ -33,16 +33,24 @@ def ephemeral_low():
         return 32768
 
 
+_handed_out = set()  # ports free_port already gave: the agent given one may not have bound it yet
+
+
 def free_port(host="127.0.0.1"):
-    """A port free for both UDP and TCP on host (the agent binds both), below the ephemeral range."""
+    """A port free for both UDP and TCP on host (the agent binds both), below the ephemeral range, and never
+    one this process handed out before (CI once gave two agents of one test the same port: the first had not
+    bound it yet when the second was picked)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     high = max(ephemeral_low() - 1, 12000)
     for _ in range(200):
         port = random.randint(10000, high)
+        if port in _handed_out:
+            continue
         try:
             with socket.socket(family, socket.SOCK_DGRAM) as u, socket.socket(family, socket.SOCK_STREAM) as t:
                 u.bind((host, port))
                 t.bind((host, port))
+                _handed_out.add(port)
                 return port
         except OSError:
             continue
