@@ -80,9 +80,13 @@ def run(train_bin, ctl_bin, extra_mb, comm="nccl", every=100, timeout=300, is_me
     """Runs the scenario; returns what happened (a dict, times in seconds after the kill). With
     is_measuring_disk, also the disk's read bandwidth over the checkpoint (read_bandwidth: drops the page
     cache where it may, which slows everything else on the machine: benchmarks only)."""
+    # Steps of at least 1 ms, as a real model's are. The C example's bare step takes about 40 us, and at that
+    # rate the active worker sometimes never admitted the spare (1 run in 3 to 5 on 2 cores, since before
+    # 2026-11-23; open, see the closing note of that day): the training thread takes the agent's lock
+    # tens of thousands of times a second.
     job = TrainingJob(train_bin, ctl_bin, FTL_COMM=comm, FTL_MIN_WORKERS=1, FTL_MAX_WORKERS=1,
                       FTL_STEPS=10 ** 8, FTL_EXTRA_STATE_MB=extra_mb, FTL_CHECKPOINT_EVERY=every,
-                      FTL_CHECKPOINT_KEEP=2)
+                      FTL_CHECKPOINT_KEEP=2, FTL_STEP_SLEEP_MS=1)
     ckdir = os.path.join(job.dir, "checkpoints")
     job.job_env["FTL_CHECKPOINT_DIR"] = ckdir
     try:
