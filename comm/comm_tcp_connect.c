@@ -175,6 +175,9 @@ static bool is_over(const struct until *u)
 
 static ftl_err over_error(int err) { return err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_TIMEOUT; }
 
+/* A connection that broke mid-handshake: the caller cancelled, or the peer is lost. */
+static ftl_err broken_error(int err) { return err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST; }
+
 /* Waits for fd to become ready for events; 1 ready, 0 the wait is over (errno: is_over), -1 error. */
 static int wait_fd(int fd, short events, const struct until *u)
 {
@@ -382,8 +385,7 @@ static int read_ack(struct ftl_comm_tcp *t, int fd, int peer, const struct until
 	struct ack a;
 	if (exchange_all(fd, &a, sizeof(a), false, u) < 0 || a.magic != ACK_MAGIC) {
 		int err = errno;
-		ftl_comm_fail_diag(err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST,
-				   "rank %d (%s) did not accept our connection: %s", peer, t->addrs[peer],
+		ftl_comm_fail_diag(broken_error(err), "rank %d (%s) did not accept our connection: %s", peer, t->addrs[peer],
 				   a.magic != ACK_MAGIC ? "bad answer" : strerror(err));
 		return -1;
 	}
@@ -408,8 +410,7 @@ static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int p
 				  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
 		if (exchange_all(fd, &h, sizeof(h), true, u) < 0) {
 			int err = errno;
-			ftl_comm_fail_diag(err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST,
-					   "rank %d (%s) lost during connect: %s", peer, t->addrs[peer], strerror(err));
+			ftl_comm_fail_diag(broken_error(err), "rank %d (%s) lost during connect: %s", peer, t->addrs[peer], strerror(err));
 			close(fd);
 			fd = -1;
 		}
@@ -419,26 +420,6 @@ static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int p
 	else
 		t->link_fd[link] = fd;
 	return fd;
-}
-
-/* A peer that answered "another comm id" is building another view's communicator: a view change under
- * way, after which it builds ours (or our caller learns ours is stale and cancels). Failing at once would
- * let two workers that start their builds a moment apart refuse each other view after view; so the old
- * connection goes and the peer is dialled again, until the wait is over. */
-static int redial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int fd,
-		  const struct until *u)
-{
-	close(fd);
-	struct timespec nap = {0, REDIAL_NAP_MS * 1000 * 1000};
-	nanosleep(&nap, NULL);
-	if (is_over(u)) {
-		if (link < 0)
-			t->next_fd = -1;
-		else
-			t->link_fd[link] = -1;
-		return -1;
-	}
-	return dial(t, cfg, peer, link, u);
 }
 
 /* Connections still to accept: prev, and the mesh links from lower ranks. */
@@ -466,6 +447,30 @@ static ftl_err not_connected(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	return ftl_comm_fail_diag(FTL_ERR_TIMEOUT, "%s within %d ms",
 				  is_answer_missing ? "a peer did not answer our hello" : "a peer did not connect",
 				  cfg->connect_timeout_ms);
+}
+
+/* A peer that answered "another comm id" is building another view's communicator: a view change under
+ * way, after which it builds ours (or our caller learns ours is stale and cancels). Failing at once would
+ * let two workers that start their builds a moment apart refuse each other view after view; so the old
+ * connection goes and the peer is dialled again, until the wait is over. Then the refusal is the reason
+ * (not_connected), unless the caller cancelled or the dial failed otherwise. */
+static ftl_err redial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link, int *fd,
+		      const struct until *u)
+{
+	close(*fd);
+	struct timespec nap = {0, REDIAL_NAP_MS * 1000 * 1000};
+	nanosleep(&nap, NULL);
+	if (is_over(u)) {
+		*fd = -1;
+		if (link < 0)
+			t->next_fd = -1;
+		else
+			t->link_fd[link] = -1;
+		return not_connected(t, cfg, errno, true, peer);
+	}
+	if ((*fd = dial(t, cfg, peer, link, u)) >= 0)
+		return FTL_OK;
+	return ftl_diag_code() == FTL_ERR_TIMEOUT ? not_connected(t, cfg, ETIMEDOUT, true, peer) : ftl_diag_code();
 }
 
 ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
@@ -516,13 +521,9 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 			int status = read_ack(t, out_fd[i], out_peer[i], &u);
 			if (status == ACK_WRONG_COMM) {
 				refused_by = out_peer[i];
-				errno = 0;
-				if (!is_over(&u) && (out_fd[i] = redial(t, cfg, out_peer[i], out_link[i], out_fd[i], &u)) >= 0)
-					continue;
-				/* over before the dial (errno says why), or the dial failed (its reason in the diag) */
-				e = errno == ECANCELED || errno == ETIMEDOUT ? not_connected(t, cfg, errno, true, refused_by)
-									   : ftl_diag_code();
-				goto out;
+				if ((e = redial(t, cfg, out_peer[i], out_link[i], &out_fd[i], &u)) != FTL_OK)
+					goto out;
+				continue;
 			}
 			if (status != ACK_OK) {
 				e = status < 0 ? ftl_diag_code() : refused(t, out_peer[i], status);
