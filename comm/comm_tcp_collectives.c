@@ -86,34 +86,40 @@ static ftl_err ring_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void 
 	return ftl_comm_tcp_run(t, &p);
 }
 
-/* Which allreduce for a size and world size. The crossovers are measured, on the 2-core loopback host that
- * runs 2 and 4 ranks, busbw in GB/s, two runs each, interleaved (the host was shared and loaded, so the
- * spread is wide; the ordering held in both runs where the figures below say so):
+/* Which allreduce for a size and world size. The crossovers are measured on the 2-core loopback host that
+ * runs 2 and 4 ranks, busbw in GB/s, two runs each, interleaved (the spread is wide; the ordering held in
+ * both runs where the figures below say so). First measured 2026-11-12:
  *   for r in 1 2; do for n in 2 4; do for a in ring doubling halving; do
  *     build-rel/bench/comm/bench_comm_tcp $n $a; done; done; done
- *                      ring          doubling      halving
- *   4 ranks   4 KiB    0.021 0.017   0.075         0.024
- *            64 KiB    0.212 0.149   0.529         0.472
- *           256 KiB    0.474 0.231   0.786         0.818
- *             1 MiB    0.413 0.187   (halving)     0.666
- *             4 MiB    0.323 0.314   (halving)     0.244
- *            16 MiB    0.341 0.487   (halving)     0.303
- *   2 ranks   4 KiB    0.033 0.091   0.099 0.045   0.096 0.016
- *            64 KiB    0.136 0.816   1.555 0.633   0.822 0.456
- *           256 KiB    1.456 0.853   1.857 1.063   2.052 0.714
- *             1 MiB    0.529 1.387   (halving)     2.105 0.796
- *             4 MiB and up: within the noise of each other.
- * So: doubling up to 64 KiB (latency: log2 n rounds), halving up to 2 MiB (the ring's bytes in 2 log2 n
- * rounds), the pipelined ring beyond (it overlaps the reduction with the wire; halving's rounds do not).
+ * and again on 2026-11-23, after the small-message spin (2 ranks spin, 4 ranks on 2 cores do not), with
+ * the same loop up to 16 MiB, and once more with lo limited to 10 Gbit/s (bench/comm/compressed_on_link.sh
+ * says how) to see which ordering survives where bytes cost more than the CPU:
+ *                      doubling      halving       ring          10 Gbit/s: doubling halving ring
+ *   4 ranks   4 KiB    0.122 0.094   0.047 0.044   0.031 0.028              0.039    0.046   0.028
+ *            64 KiB    0.874 0.776   0.682 0.615   0.417 0.261              0.233    0.317   0.317
+ *           256 KiB    1.635 1.472   1.460 1.465   0.958 0.554              0.234    0.311   0.309
+ *             1 MiB    2.354 1.967   1.934 1.904   1.022 0.671              0.312    0.312   0.312
+ *             4 MiB    1.195 1.050   1.028 0.964   0.878 0.847              0.312    0.312   0.312
+ *            16 MiB    1.046 1.043   0.930 0.929   1.032 0.908
+ *   2 ranks   4 KiB    0.575 0.447   0.227 0.252   0.282 0.306              0.131    0.091   0.092
+ *            64 KiB    2.665 2.062   2.063 2.026   2.291 2.635              0.664    0.664   0.664
+ *           256 KiB    4.398 3.460   3.362 2.857   2.191 4.525              0.625    0.623   0.624
+ *             1 MiB    4.994 4.139   4.408 3.379   4.092 3.673              0.624    0.624   0.624
+ *             4 MiB    2.478 2.330   2.300 2.322   2.289 1.882              0.623    0.624   0.624
+ *            16 MiB    2.110 1.978   1.810 1.606   2.332 1.897
+ * So: doubling up to 64 KiB (latency: log2 n rounds); above, at 2 ranks, doubling up to 2 MiB: with two
+ * ranks halving sends the same bytes as doubling in two rounds instead of one, so it can only lose (by
+ * 15-30 % here). At more ranks halving up to 2 MiB: doubling's log2 n whole buffers win on loopback,
+ * where bytes are cheap, but lose to halving's 2(n-1)/n of the buffer on the limited link (64-256 KiB).
+ * The pipelined ring beyond 2 MiB (it overlaps the reduction with the wire; halving's rounds do not).
  * Worlds above 4 were not measured here (2 cores); doubling's bytes grow with log2 n, so its crossover can
  * only move down there, and halving's advantage in rounds only grows. */
 enum ftl_comm_tcp_algo ftl_comm_tcp_choose(int n, size_t bytes)
 {
-	(void)n;
 	if (bytes <= (64u << 10))
 		return FTL_COMM_TCP_ALGO_DOUBLING;
 	if (bytes <= (2u << 20))
-		return FTL_COMM_TCP_ALGO_HALVING;
+		return n == 2 ? FTL_COMM_TCP_ALGO_DOUBLING : FTL_COMM_TCP_ALGO_HALVING;
 	return FTL_COMM_TCP_ALGO_RING;
 }
 
