@@ -124,7 +124,6 @@ enum ftl_comm_tcp_spin_outcome {
 };
 
 struct ftl_comm_tcp_spin {
-	bool is_off;       /* more ranks on this host than cores for them: never spin */
 	int64_t budget_ns; /* how long the next wait spins; 0: sleep at once (crowded) */
 	int n_slept;       /* waits that slept at once since the last spin: one in FTL_COMM_TCP_SPIN_PROBE probes */
 };
