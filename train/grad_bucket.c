@@ -33,9 +33,10 @@ const char *const ftl_compress_strs[FTL_COMPRESS_MAX] = {
 struct ftl_grad_bucket {
 	ftl_agent *agent;
 	ftl_compress compress;
-	size_t cap;              /* elements wire (and residual) hold */
-	uint16_t *wire;          /* [cap] this rank's bf16 input, then the world's bf16 sum */
-	float *residual;         /* [cap] error feedback (bf16-ef only): what rounding dropped, for next time */
+	size_t wire_cap;         /* elements wire holds (the asynchronous path's only) */
+	uint16_t *wire;          /* [wire_cap] this rank's bf16 input, then the world's bf16 sum */
+	size_t residual_cap;     /* elements residual holds */
+	float *residual;         /* [residual_cap] error feedback (bf16-ef only): what rounding dropped, for next time */
 	size_t residual_count;   /* the buffer length the residual is for (0: none yet) */
 	uint64_t residual_seq;   /* ... and the communicator (comm_seq) it was accumulated under */
 	bool is_busy;            /* an asynchronous request owns wire */
@@ -97,25 +98,32 @@ void ftl_grad_bucket_delete(ftl_grad_bucket *b)
 
 ftl_compress ftl_grad_bucket_compress(const ftl_grad_bucket *b) { return b->compress; }
 
-/* Room for count elements; a residual from another communicator or for another length starts at zero. */
-static ftl_err prepare(ftl_grad_bucket *b, size_t count)
+/* Room for count elements: the residual, and the wire buffer when the asynchronous path needs one (the
+ * blocking path's comm rounds in chunks of its own); a residual from another communicator or for another
+ * length starts at zero. */
+static ftl_err prepare(ftl_grad_bucket *b, size_t count, bool needs_wire, const char *what)
 {
 	ftl_training *t = b->agent->train;
 	bool is_ef = b->compress == FTL_COMPRESS_BF16_EF;
-	if (b->cap < count) {
+	bool is_out_of_memory = false;
+	if (needs_wire && b->wire_cap < count) {
 		uint16_t *wire = realloc(b->wire, count * sizeof(*wire));
-		if (wire != NULL)
+		if (wire != NULL) {
 			b->wire = wire;
-		float *residual = is_ef ? realloc(b->residual, count * sizeof(*residual)) : NULL;
-		if (is_ef && residual != NULL)
-			b->residual = residual;
-		if (wire == NULL || (is_ef && residual == NULL)) {
-			return ftl_training_fail(t, FTL_ERR_SYSTEM,
-						 "ftl_allreduce_grad: out of memory for a bucket of %zu floats", count);
+			b->wire_cap = count;
 		}
-		b->cap = count;
-		b->residual_count = 0;
+		is_out_of_memory |= wire == NULL;
 	}
+	if (is_ef && b->residual_cap < count) {
+		float *residual = realloc(b->residual, count * sizeof(*residual));
+		if (residual != NULL) {
+			b->residual = residual;
+			b->residual_cap = count;
+		}
+		is_out_of_memory |= residual == NULL;
+	}
+	if (is_out_of_memory)
+		return ftl_training_fail(t, FTL_ERR_SYSTEM, "%s: out of memory for a bucket of %zu floats", what, count);
 	if (is_ef && (b->residual_count != count || b->residual_seq != t->comm_seq)) {
 		memset(b->residual, 0, count * sizeof(float));
 		b->residual_count = count;
@@ -124,8 +132,9 @@ static ftl_err prepare(ftl_grad_bucket *b, size_t count)
 	return FTL_OK;
 }
 
-/* The checks both paths make, and room for count elements. */
-static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, const char *what)
+/* The checks both paths make, and room for count elements (prepare). */
+static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, bool needs_wire,
+		     const char *what)
 {
 	ftl_training *t = a->train;
 	if (b == NULL || b->agent != a || (count > 0 && buf == NULL) || (op != FTL_SUM && op != FTL_AVG)) {
@@ -140,7 +149,7 @@ static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count,
 		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: no communicator (call collectives inside ftl_execute)",
 					 what);
 	}
-	return prepare(b, count);
+	return prepare(b, count, needs_wire, what);
 }
 
 static int divisor(const ftl_agent *a, ftl_reduce_op op)
@@ -152,7 +161,7 @@ ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t 
 {
 	if (b != NULL && b->compress == FTL_COMPRESS_OFF)
 		return ftl_allreduce(a, buf, buf, count, FTL_F32, op);
-	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad");
+	ftl_err e = start(a, b, buf, count, op, false, "ftl_allreduce_grad");
 	if (e != FTL_OK || count == 0)
 		return e;
 	/* the comm's own compressed allreduce: its rounding and widening overlap the transfer in chunks */
@@ -181,7 +190,7 @@ ftl_err ftl_allreduce_grad_async(ftl_agent *a, ftl_grad_bucket *b, float *buf, s
 		return ftl_allreduce_async(a, buf, buf, count, FTL_F32, op, req);
 	if (req != NULL)
 		*req = NULL;
-	ftl_err e = start(a, b, buf, count, op, "ftl_allreduce_grad_async");
+	ftl_err e = start(a, b, buf, count, op, true, "ftl_allreduce_grad_async");
 	if (e != FTL_OK)
 		return e;
 	ftl_comm_compress_bf16(buf, b->residual, b->wire, count);
