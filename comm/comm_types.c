@@ -11,6 +11,7 @@ const char *const ftl_err_strs[FTL_ERR_MAX] = {
 	[FTL_ERR_SYSTEM] = "system error",
 	[FTL_ERR_BACKEND] = "backend error",
 	[FTL_ERR_UNSUPPORTED] = "not supported",
+	[FTL_ERR_REFUSED] = "refused by the job",
 };
 
 const char *const ftl_dtype_strs[FTL_DTYPE_MAX] = {

@@ -421,13 +421,15 @@ static void block_stop_signals(sigset_t *set)
 }
 
 /* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done, or when this worker
- * left (a stop signal or `ftlctl leave`), 1 when training cannot go on. */
+ * left (a stop signal or `ftlctl leave`), 1 when training cannot go on (the job refused this worker: it
+ * left, but not by choice). */
 static int train(trainer *t)
 {
 	ftl_job_status job;
 	for (ftl_get_job_status(t->agent, &job); job.step < t->cfg.steps; ftl_get_job_status(t->agent, &job)) {
-		if (ftl_execute(t->agent, train_step, t) != FTL_OK) {
-			if (ftl_agent_has_left(t->agent)) {
+		ftl_err e = ftl_execute(t->agent, train_step, t);
+		if (e != FTL_OK) {
+			if (e != FTL_ERR_REFUSED && ftl_agent_has_left(t->agent)) {
 				fprintf(stderr, "train_softmax: %s: left the job after step %llu\n", t->name,
 					(unsigned long long)job.step);
 				return 0;

@@ -178,10 +178,19 @@ static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_
 	pthread_mutex_unlock(&a->lock);
 }
 
+static void feed_refused(void *ctx, const char *why)
+{
+	ftl_agent *a = ctx;
+	if (ftl_agent_leave(a, 2000) != FTL_OK)
+		ftl_log(&a->set.log, FTL_LOG_WARN, "training", FTL_MSG("refused by the job, and the leave failed: %s",
+			ftl_diag_message()), FTL_F_STR("why", why));
+}
+
 const ftl_view_feed_ops ftl_exec_agent_feed = {
 	.wait = feed_wait,
 	.is_newest = feed_is_newest,
 	.now_us = feed_now_us,
 	.stepping = feed_stepping,
 	.synced = feed_synced,
+	.refused = feed_refused,
 };

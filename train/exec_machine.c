@@ -225,6 +225,17 @@ static ftl_err resume_if_needed(ftl_exec *m)
 	return FTL_OK;
 }
 
+/* The job refused this worker in the state sync: its communicators go at once (the others' next collective
+ * loses it as a peer, instead of waiting for a timeout) and it leaves the cluster before the call fails, so
+ * the job's next view is the one without it and nothing of the job is lost. */
+static void refuse(ftl_exec *m)
+{
+	drop_comms(m);
+	if (m->feed->refused)
+		m->feed->refused(m->feed_ctx, m->last_error);
+	fail(m, FTL_ERR_REFUSED, true);
+}
+
 static void sync_state(ftl_exec *m)
 {
 	ftl_err e = resume_if_needed(m);
@@ -235,6 +246,10 @@ static void sync_state(ftl_exec *m)
 	uint64_t steps_before = m->reg->has_state ? m->reg->step : 0, bytes = 0;
 	int64_t start = now_us(m);
 	e = kept(m, ftl_state_sync(m->reg, &m->comms, m->view.self_rank, &bytes));
+	if (e == FTL_ERR_REFUSED) {
+		refuse(m);
+		return;
+	}
 	if (e != FTL_OK) {
 		move_on(m, e, FAILED_SETUP);
 		return;

@@ -82,6 +82,9 @@ typedef struct ftl_view_feed_ops {
 	 * completed; a state sync of w completed. */
 	void (*stepping)(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry);
 	void (*synced)(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us);
+	/* The job refused this worker (its state or settings differ from rank 0's; why says how): leave the
+	 * cluster, so that no later view includes it. May be NULL. */
+	void (*refused)(void *ctx, const char *why);
 } ftl_view_feed_ops;
 
 /* Where a view's communicators come from. */

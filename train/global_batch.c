@@ -74,20 +74,6 @@ ftl_err ftl_batch_config_from_env(ftl_batch_config *b)
 	return ftl_batch_config_check(b);
 }
 
-ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl)
-{
-	int64_t mine[3] = {(int64_t)b->global_batch, b->max_batch_per_rank, b->is_reproducible}, root[3];
-	memcpy(root, mine, sizeof(root));
-	ftl_err e = ftl_comm_broadcast(ctrl, root, 3, FTL_I64, 0);
-	if (e != FTL_OK || memcmp(root, mine, sizeof(mine)) == 0)
-		return e;
-	return ftl_diag_set(FTL_ERR_INVALID,
-		 "ftl: this worker has FTL_GLOBAL_BATCH=%lld FTL_MAX_BATCH_PER_RANK=%lld FTL_REPRODUCIBLE=%lld but rank 0 "
-		 "has %lld, %lld, %lld: every worker of a job must cut its steps the same way; give them the same settings",
-		 (long long)mine[0], (long long)mine[1], (long long)mine[2], (long long)root[0], (long long)root[1],
-		 (long long)root[2]);
-}
-
 /* The growing batch: batch_per_rank on every rank (sampler.h). */
 static void fill_growing(ftl_state_registry *r, int rank, ftl_step_info *info)
 {

@@ -34,12 +34,6 @@ ftl_err ftl_batch_config_check(const ftl_batch_config *b);
  * with the diag naming one. */
 ftl_err ftl_batch_config_from_env(ftl_batch_config *b);
 
-/* In the state sync, over the host control comm (a tcp comm, also beside nccl): rank 0's global batch
- * settings to every member; FTL_ERR_INVALID, with the diag naming both, on a member whose own differ (a job
- * whose ranks cut steps differently would train on garbage); a comm error as the comm returned it, the diag
- * untouched (the caller says what the comm says). */
-ftl_err ftl_batch_check_against_rank0(const ftl_batch_config *b, ftl_comm *ctrl);
-
 /* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
  * registry's position. FTL_ERR_SYSTEM, the diag saying so, when the indices do not fit in memory. */
 ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info);

@@ -1,8 +1,8 @@
 /* State sync: after a view change or a failed step, every member takes rank 0's state by broadcast.
- * First a header (step, data epoch, sample position, the save callback's length, the job's checkpoint id,
- * each buffer's size) so that a shape mismatch is an error with a message rather than garbage; then rank 0's
- * global batch settings (a member whose own differ stops, naming both); then every registered buffer, then
- * the save/load bytes.
+ * First a header of a fixed size (step, data epoch, sample position, the save callback's length, the job's
+ * checkpoint id, then the job's shape: state_shape.h), so that a worker whose buffers or settings differ is
+ * refused alone, naming the difference, before any collective whose size depends on them (the others then
+ * lose it as a peer and go on in the next view); then every registered buffer, then the save/load bytes.
  *
  * Which communicator moves what (issue 14): control data is host memory and goes over the host path
  * (c->ctrl); a registered buffer goes over the communicator that reads its kind of memory, in place: a
@@ -16,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "global_batch.h"
+#include "state_shape.h"
 
 #define HDR_FIXED 5
+#define HDR_WORDS (HDR_FIXED + FTL_SHAPE_WORDS)
 
 /* Host memory over the host path: i64 words, then the tail padded into one word. */
 static ftl_err bcast_host(ftl_comm *ctrl, void *buf, size_t len)
@@ -75,22 +76,9 @@ static ftl_err save_bytes(ftl_state_registry *r, void **out, size_t *len)
 		 "(or out of memory)", *len);
 }
 
-static ftl_err check_sizes(const ftl_state_registry *r, const int64_t *hdr, const int64_t *mine)
-{
-	for (int i = 0; i < r->n_buffers; i++) {
-		if (hdr[HDR_FIXED + i] == mine[HDR_FIXED + i])
-			continue;
-		return ftl_diag_set(FTL_ERR_INVALID, "ftl: registered buffer %s is %lld bytes here but %lld on rank 0: every worker "
-			 "must register the same buffers", r->buffers[i].name, (long long)mine[HDR_FIXED + i],
-			 (long long)hdr[HDR_FIXED + i]);
-	}
-	return FTL_OK;
-}
-
 ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved)
 {
-	size_t n = HDR_FIXED + (size_t)r->n_buffers;
-	int64_t hdr[HDR_FIXED + FTL_MAX_BUFFERS], mine[HDR_FIXED + FTL_MAX_BUFFERS];
+	int64_t hdr[HDR_WORDS];
 	void *saved = NULL;
 	size_t saved_len = 0;
 	ftl_err e;
@@ -101,18 +89,13 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 	hdr[2] = (int64_t)r->sample_pos;
 	hdr[3] = (int64_t)saved_len;
 	hdr[4] = (int64_t)r->job_id;
-	for (int i = 0; i < r->n_buffers; i++)
-		hdr[HDR_FIXED + i] = (int64_t)r->buffers[i].bytes;
-	memcpy(mine, hdr, n * sizeof(*hdr));
-	if ((e = ftl_comm_broadcast(c->ctrl, hdr, n, FTL_I64, 0)) != FTL_OK) {
+	ftl_shape_pack(r, hdr + HDR_FIXED);
+	if ((e = ftl_comm_broadcast(c->ctrl, hdr, HDR_WORDS, FTL_I64, 0)) != FTL_OK) {
 		free(saved);
 		return comm_failed(e, c);
 	}
-	if ((e = check_sizes(r, hdr, mine)) != FTL_OK ||
-	    (e = ftl_batch_check_against_rank0(&r->batch, c->ctrl)) != FTL_OK) {
-		free(saved);
-		return e == FTL_ERR_INVALID ? e : comm_failed(e, c);
-	}
+	if (rank != 0 && (e = ftl_shape_check(r, hdr + HDR_FIXED)) != FTL_OK)
+		return e; /* refused: the caller leaves the view before anyone sends what the shape sizes */
 	for (int i = 0; e == FTL_OK && i < r->n_buffers; i++)
 		e = bcast_buffer(c, &r->buffers[i]);
 	if (e == FTL_OK && hdr[3] > 0) {

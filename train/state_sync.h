@@ -16,7 +16,9 @@ typedef struct ftl_comm_pair {
 } ftl_comm_pair;
 
 /* Brings the registry to rank 0's state over c. On FTL_OK *moved holds the bytes taken (buffers and
- * callback bytes); on an error err says what (a communicator's diagnostic, or a shape mismatch). */
+ * callback bytes); on an error the diag says what (a communicator's diagnostic). FTL_ERR_REFUSED (never on
+ * rank 0): this worker's state or settings differ from rank 0's (state_shape.h); it has sent nothing since
+ * the header and must leave the view, so that the others lose it as a peer and go on without it. */
 ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, uint64_t *moved);
 
 #endif

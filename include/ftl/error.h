@@ -20,6 +20,8 @@ typedef enum ftl_err {
 	FTL_ERR_SYSTEM,      /* the operating system refused something: sockets, memory, threads */
 	FTL_ERR_BACKEND,     /* the backend library (CUDA, NCCL) reported an error of its own */
 	FTL_ERR_UNSUPPORTED, /* not built in, or not offered by this backend or by the library found at run time */
+	FTL_ERR_REFUSED,     /* the job refused this worker: its registered state or job-wide settings differ from
+			      * the job's (the message names the difference); it has left the cluster */
 	FTL_ERR_MAX
 } ftl_err;
 
