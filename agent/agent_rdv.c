@@ -55,19 +55,22 @@ void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f)
 
 /* Loud, because work is lost: this worker trained in another lineage (a cluster formed apart) and now joins
  * this one, whose state will replace its own. The training thread logs both lineages' steps after the sync. */
-static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv_view *v, uint64_t steps)
+static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv_view *v, uint64_t steps,
+			       uint64_t their_steps)
 {
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("this worker's job (lineage %016llx, %llu steps) is merging into another cluster's job "
-			"(lineage %016llx, view %llu, coordinator %s): its state replaces ours and our %llu steps are "
-			"discarded; set FTL_EXPECTED_WORKERS so that workers started together form one job",
+			"(lineage %016llx, %llu steps, view %llu, coordinator %s), which has done more work: its state "
+			"replaces ours and our %llu steps are discarded; set FTL_EXPECTED_WORKERS so that workers "
+			"started together form one job, and check that every worker reaches the seeds",
 			(unsigned long long)old_lineage, (unsigned long long)steps, (unsigned long long)v->lineage,
-			(unsigned long long)v->epoch, v->n ? v->members[0].name : "-", (unsigned long long)steps),
+			(unsigned long long)their_steps, (unsigned long long)v->epoch, v->n ? v->members[0].name : "-",
+			(unsigned long long)steps),
 		FTL_F_HEX("old_lineage", old_lineage), FTL_F_HEX("new_lineage", v->lineage), FTL_F_UINT("epoch", v->epoch),
-		FTL_F_UINT("steps", steps));
-	json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "old_lineage", "", "new_lineage", "", "coordinator",
+		FTL_F_UINT("steps", steps), FTL_F_UINT("new_lineage_steps", their_steps));
+	json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "old_lineage", "", "new_lineage", "", "coordinator",
 			       v->n ? v->members[0].name : "-", "epoch", (json_int_t)v->epoch, "steps_discarded",
-			       (json_int_t)steps);
+			       (json_int_t)steps, "steps_kept", (json_int_t)their_steps);
 	char hex[17];
 	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)old_lineage);
 	json_object_set_new(ev, "old_lineage", json_string(hex));
@@ -103,7 +106,7 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 		FTL_F_UINT("world_size", v->n), FTL_F_INT("rank", ftl_rdv_rank(rdv)),
 		FTL_F_STR("coordinator", v->n ? v->members[0].name : "-"));
 	if (is_merge)
-		warn_lineage_merge(a, old_lineage, v, steps);
+		warn_lineage_merge(a, old_lineage, v, steps, ftl_rdv_steps(rdv));
 }
 
 /* Waiting for quorum: the members of the view that are gone, and what it takes to go on (for the log, the
@@ -182,6 +185,7 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 	ftl_rdv_phase phase = ftl_rdv_get_phase(rdv);
 	describe_missing(a, rdv, phase);
 	pthread_mutex_lock(&a->lock);
+	uint64_t lineage = t->status_lineage, steps = t->status.step;
 	if (phase != t->phase)
 		pthread_cond_broadcast(&a->changed);
 	t->phase = phase;
@@ -193,6 +197,7 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 		t->below_min_since_us = 0;
 	}
 	pthread_mutex_unlock(&a->lock);
+	ftl_node_set_steps(a->node, lineage, steps); /* what our messages say of our lineage's work */
 }
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)

@@ -28,6 +28,7 @@ typedef struct ftl_agent_views {
 	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
 	ftl_job_status status;           /* the job as the training thread last reported it (ftl_get_job_status) */
+	uint64_t status_lineage;         /* the lineage of the view status.step was counted in (0: none yet) */
 } ftl_agent_views;
 
 /* The training layer's calls, each with the agent it was attached to; all but free only once

@@ -137,6 +137,12 @@ void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch)
 	ftl_node_settle(n, now_us);
 }
 
+void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps)
+{
+	if (n->rdv)
+		ftl_rdv_set_steps(n->rdv, lineage, steps);
+}
+
 int ftl_node_waive_quorum(ftl_node *n, int64_t now_us)
 {
 	if (!n->rdv || ftl_rdv_waive_quorum(n->rdv, now_us) != 0)

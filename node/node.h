@@ -99,6 +99,8 @@ ftl_err ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const u
 void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
 /* `ftlctl quorum reset` (rendezvous.h): -1 unless training and waiting for quorum. */
 int ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
+/* The training steps this worker's job completed in `lineage` (ftl_rdv_set_steps); nothing when not training. */
+void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps);
 
 /* ---- outputs: each returns false when there is nothing more ---- */
 bool ftl_node_next_output(ftl_node *n, ftl_swim_output *out);

@@ -30,6 +30,7 @@
  *   17   view lineage       uint64                    with key 12
  *   18   rebuild_epoch      uint64                    ready, optional (with key 19; absent = 0)
  *   19   waive_epoch        uint64                    ready, optional (with key 18; absent = 0)
+ *   20   steps              uint64, sender's lineage  every message, optional (absent = 0)
  *
  * Message type numbers are the enum values, pinned below. */
 #include <stdlib.h>
@@ -49,6 +50,7 @@ _Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIN
 #define KEY_TYPE 0
 #define KEY_MEMBERS 13
 #define KEY_REBUILD_EPOCH 18
+#define KEY_STEPS 20
 
 #define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
 #define SCHEMA(fields) {(fields), sizeof(fields) / sizeof((fields)[0])}
@@ -70,6 +72,10 @@ static const wire_field ready_fields[] = {
 static const wire_field request_fields[] = {
 	FIELD(KEY_REBUILD_EPOCH, WIRE_KIND_U64, rebuild_epoch),
 	FIELD(19, WIRE_KIND_U64, waive_epoch),
+};
+/* The sender's lineage's work: sent only when there is some, so older peers see the header they know. */
+static const wire_field work_fields[] = {
+	FIELD(KEY_STEPS, WIRE_KIND_U64, steps),
 };
 static const wire_field ballot_fields[] = {
 	FIELD(8, WIRE_KIND_U64, ballot.round),
@@ -95,6 +101,7 @@ static const wire_field member_fields[] = {
 static const wire_schema header = SCHEMA(header_fields);
 static const wire_schema ready = SCHEMA(ready_fields);
 static const wire_schema requests = SCHEMA(request_fields);
+static const wire_schema work = SCHEMA(work_fields);
 static const wire_schema ballot = SCHEMA(ballot_fields);
 static const wire_schema promise = SCHEMA(promise_fields);
 static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
@@ -126,6 +133,8 @@ static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
 	}
 	if (msg->type == RDV_MSG_READY && (msg->rebuild_epoch != 0 || msg->waive_epoch != 0))
 		parts[n++] = &requests;
+	if (msg->steps != 0)
+		parts[n++] = &work;
 	return n;
 }
 
@@ -152,7 +161,7 @@ static int pack_members(msgpack_packer *pk, const ftl_rdv_view *v)
 int rdv_encode(const rdv_msg *msg, uint8_t **buf, size_t *len)
 {
 	static const char version = RDV_WIRE_VERSION;
-	const wire_schema *parts[MAX_PARTS + 2];
+	const wire_schema *parts[MAX_PARTS + 3];
 	size_t n_parts, keys = 1;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -228,7 +237,7 @@ static int read_members(const msgpack_object_map *map, ftl_rdv_view *v)
 
 static int read_msg(const msgpack_object *root, rdv_msg *msg)
 {
-	const wire_schema *parts[MAX_PARTS + 2];
+	const wire_schema *parts[MAX_PARTS + 3];
 	const msgpack_object_map *map;
 	size_t n_parts;
 
@@ -244,9 +253,12 @@ static int read_msg(const msgpack_object *root, rdv_msg *msg)
 		if (wire_read_fields(map, parts_of[msg->type][n_own++], msg) != 0)
 			return -1;
 	if (msg->type == RDV_MSG_READY && wire_map_find(map, KEY_REBUILD_EPOCH) != NULL)
-		msg->waive_epoch = 1; /* a marker only, so that message_parts names the requests part to read */
+		msg->waive_epoch = 1; /* markers only, so that message_parts names the optional parts to read */
+	if (wire_map_find(map, KEY_STEPS) != NULL)
+		msg->steps = 1;
 	n_parts = message_parts(msg, parts);
 	msg->waive_epoch = 0;
+	msg->steps = 0;
 	for (size_t i = n_own; i < n_parts; i++)
 		if (wire_read_fields(map, parts[i], msg) != 0)
 			return -1;

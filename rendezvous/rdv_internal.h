@@ -63,6 +63,7 @@ struct ftl_rdv {
 	uint64_t view_members_digest;   /* of view's member list, to compare with candidates */
 	int rank;                       /* ours in view, -1 when not a member */
 	bool is_view_new;               /* adopted and not yet taken by ftl_rdv_take_new_view */
+	uint64_t steps;                 /* the training steps of view's lineage (ftl_rdv_set_steps, or heard) */
 
 	rdv_peers peers;                /* the alive members, self included */
 	char (*left_names)[FTL_NAME_MAX]; /* members that left gracefully, as membership last said */

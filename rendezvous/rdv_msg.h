@@ -41,6 +41,8 @@ typedef struct rdv_msg {
 	uint64_t view_digest;           /* the sender's view digest (every message; 0 with no view) */
 	uint64_t lineage;               /* the sender's view lineage (every message) */
 	uint32_t view_size;             /* the sender's view member count (every message) */
+	uint64_t steps;                 /* the sender's view lineage's training steps (every message; optional,
+					 * absent = 0) */
 	char data_addr[FTL_ADDR_MAX];   /* ready: the sender's comm address */
 	uint64_t candidate_digest;      /* ready: of the sender's candidate */
 	uint64_t survivors_digest;      /* ready: of its candidate's survivors alone */

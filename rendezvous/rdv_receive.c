@@ -2,22 +2,32 @@
  * and two nodes that hold different views settle that before anything else —
  *   - the sender is behind: we answer with our view (a commit), which it adopts;
  *   - we are behind: we answer with a ready, which makes the sender answer with its view;
- *   - same epoch, different views (possible only for clusters whose first views were made apart, see
- *     rendezvous.h on lineages): the order of rdv_view_id_cmp decides, by the same two answers.
+ *   - views of two lineages (clusters whose first views were made apart, see rendezvous.h on lineages): the
+ *     order of rdv_view_id_cmp decides, by the same two answers: the lineage with more steps wins.
  * So a minority side, a spare that missed a commit, or a restarted joiner catches up on the first message
  * exchanged in either direction. Only then does the message count, by type. */
 #include "rdv_internal.h"
 
+/* The steps the sender's message speaks for in view v: its own lineage's, when v is of it. */
+static uint64_t steps_of(const rdv_msg *m, const ftl_rdv_view *v)
+{
+	return m->lineage == v->lineage ? m->steps : 0;
+}
+
 static void on_commit(ftl_rdv *r, const rdv_msg *m)
 {
-	rdv_view_id theirs = rdv_view_id_of(&m->view), ours = rdv_view_id_of(&r->view);
+	uint64_t steps = steps_of(m, &m->view);
+	rdv_view_id theirs = rdv_view_id_of(&m->view, steps), ours = rdv_view_id_of(&r->view, r->steps);
 	int cmp = rdv_view_id_cmp(&theirs, &ours);
 	if (m->view.epoch == 0 || m->view.n == 0 || m->view.lineage == 0) {
 		r->dropped++; /* not a view anyone commits */
 		return;
 	}
+	bool is_other_lineage = m->view.lineage != r->view.lineage;
 	if (cmp > 0 && rdv_adopt(r, &m->view) != 0)
 		r->dropped++;
+	else if (cmp > 0) /* we now speak for the adopted lineage's work, not for the one we leave */
+		r->steps = is_other_lineage ? steps : (steps > r->steps ? steps : r->steps);
 	if (cmp < 0)
 		rdv_send_commit(r, m->from);
 }
@@ -25,8 +35,9 @@ static void on_commit(ftl_rdv *r, const rdv_msg *m)
 /* Settles a difference of views; returns true if there was one (the message is then spent). */
 static bool catch_up(ftl_rdv *r, const rdv_msg *m)
 {
-	rdv_view_id theirs = {.epoch = m->epoch, .lineage = m->lineage, .digest = m->view_digest, .n = m->view_size};
-	rdv_view_id ours = rdv_view_id_of(&r->view);
+	rdv_view_id theirs = {.epoch = m->epoch, .lineage = m->lineage, .digest = m->view_digest, .n = m->view_size,
+			      .steps = m->steps};
+	rdv_view_id ours = rdv_view_id_of(&r->view, r->steps);
 	int cmp = rdv_view_id_cmp(&theirs, &ours);
 	if (cmp == 0)
 		return false;

@@ -83,6 +83,7 @@ void rdv_send_all(ftl_rdv *r, rdv_names to, rdv_msg *m)
 	m->view_digest = r->view_digest;
 	m->lineage = r->view.lineage;
 	m->view_size = r->view.n;
+	m->steps = r->steps;
 	for (size_t i = 0; i < to.n; i++) {
 		const char *name = to.first + i * to.stride;
 		if (strcmp(name, r->self.name) == 0) {

@@ -43,9 +43,10 @@ uint64_t rdv_view_digest(const ftl_rdv_view *v)
 	return h == 0 ? 1 : h;
 }
 
-rdv_view_id rdv_view_id_of(const ftl_rdv_view *v)
+rdv_view_id rdv_view_id_of(const ftl_rdv_view *v, uint64_t steps)
 {
-	return (rdv_view_id){.epoch = v->epoch, .lineage = v->lineage, .digest = rdv_view_digest(v), .n = v->n};
+	return (rdv_view_id){.epoch = v->epoch, .lineage = v->lineage, .digest = rdv_view_digest(v), .n = v->n,
+			     .steps = steps};
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -55,10 +56,10 @@ static int cmp_u64(uint64_t a, uint64_t b)
 
 int rdv_view_id_cmp(const rdv_view_id *a, const rdv_view_id *b)
 {
-	if (a->epoch != b->epoch)
-		return cmp_u64(a->epoch, b->epoch);
-	if (a->lineage == b->lineage)
-		return cmp_u64(a->digest, b->digest);
+	if (a->lineage == b->lineage || a->epoch == 0 || b->epoch == 0)
+		return a->epoch != b->epoch ? cmp_u64(a->epoch, b->epoch) : cmp_u64(a->digest, b->digest);
+	if (a->steps != b->steps)
+		return cmp_u64(a->steps, b->steps);
 	if (a->n != b->n)
 		return cmp_u64(a->n, b->n);
 	return cmp_u64(a->lineage, b->lineage);

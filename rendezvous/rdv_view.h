@@ -23,11 +23,13 @@ typedef struct rdv_view_id {
 	uint64_t lineage;           /* the cluster the view descends from */
 	uint64_t digest;            /* rdv_view_digest */
 	uint32_t n;                 /* members */
+	uint64_t steps;             /* the lineage's completed training steps, as its holder knows them */
 } rdv_view_id;
 
-rdv_view_id rdv_view_id_of(const ftl_rdv_view *v);
-/* > 0 when a supersedes b, 0 when they are the same view: by epoch; then, within one lineage, by digest
- * (a tie-break that Paxos makes unnecessary), across lineages by size, then lineage (rendezvous.h). */
+rdv_view_id rdv_view_id_of(const ftl_rdv_view *v, uint64_t steps);
+/* > 0 when a supersedes b, 0 when they are the same view. Within one lineage (or when either has no view):
+ * by epoch, then digest (a tie-break that Paxos makes unnecessary). Across lineages, whichever has done more
+ * work: by steps, then size, then lineage (rendezvous.h); epochs of two lineages say nothing. */
 int rdv_view_id_cmp(const rdv_view_id *a, const rdv_view_id *b);
 
 #endif

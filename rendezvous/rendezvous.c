@@ -341,3 +341,14 @@ uint64_t ftl_rdv_dropped(const ftl_rdv *r)
 {
 	return r->dropped;
 }
+
+void ftl_rdv_set_steps(ftl_rdv *r, uint64_t lineage, uint64_t steps)
+{
+	if (lineage != 0 && lineage == r->view.lineage)
+		r->steps = steps;
+}
+
+uint64_t ftl_rdv_steps(const ftl_rdv *r)
+{
+	return r->steps;
+}

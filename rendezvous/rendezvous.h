@@ -34,9 +34,11 @@
  *  - The first view of a cluster starts a lineage (a digest of that view); later views inherit it. Within a
  *    lineage, views are ordered by epoch and never conflict (each is chosen by Paxos among the previous
  *    view's members, see rdv_coord.c). Only first views can be made apart (nodes that could not see each
- *    other, with min_workers met on each side); when such clusters meet, the one with the larger epoch wins,
- *    then the larger view, and the other's members join it as joiners. The epochs at which a node is a
- *    member strictly increase; it may adopt a view of the same epoch as its own, as a non-member.
+ *    other with min_workers met on each side, or a worker whose seeds were unreachable training alone);
+ *    when such clusters meet, the one that has done more work wins: more completed training steps (every
+ *    message carries the sender's lineage's steps, ftl_rdv_set_steps), then the larger view, then the
+ *    larger lineage; the other's members join it as joiners and their steps are discarded. Epochs are not
+ *    compared across lineages: a stray that saw many joins and leaves has a high epoch and little work.
  *  - Bootstrap data for the comm travels in the commit: every member's data address (tcp) and, when the
  *    caller provides one, an opaque blob made by the coordinator (the NCCL unique id of the new rank 0). */
 #ifndef FTL_RENDEZVOUS_H
@@ -160,6 +162,14 @@ ftl_rdv_phase ftl_rdv_get_phase(const ftl_rdv *r);
 /* Who we believe coordinates the next view ("" when nobody). */
 const char *ftl_rdv_coordinator(const ftl_rdv *r);
 uint64_t ftl_rdv_dropped(const ftl_rdv *r);
+
+/* The training steps completed by the job of `lineage`, as this worker last stepped in it: taken when
+ * lineage is our view's (a worker that adopted another lineage's view keeps that lineage's steps, heard in
+ * its messages, until it steps there). Every message carries them; two lineages that meet compare them
+ * first (see above on lineages). Reads nothing, sends nothing. */
+void ftl_rdv_set_steps(ftl_rdv *r, uint64_t lineage, uint64_t steps);
+/* The steps of our view's lineage as last set or heard (0: none known). */
+uint64_t ftl_rdv_steps(const ftl_rdv *r);
 
 /* The communicator of view `epoch` failed here and membership shows no change to explain it: ask for the
  * same members again under the next epoch. Every rebuild of a communicator then has its own epoch, agreed

@@ -161,6 +161,7 @@ static void feed_stepping(void *ctx, const ftl_rdv_view *w, uint64_t step, bool 
 	ftl_job_status *s = &a->views.status;
 	pthread_mutex_lock(&a->lock);
 	s->step = step;
+	a->views.status_lineage = w->lineage;
 	s->view_epoch = w->epoch;
 	s->rank = w->self_rank;
 	s->world_size = (int)w->n;

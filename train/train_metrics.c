@@ -7,7 +7,7 @@
 #include "agent/agent_internal.h"
 #include "training.h"
 
-const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX] = {"death", "leave", "join", "rebuild", "first"};
+const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX] = {"death", "leave", "join", "rebuild", "first", "merge"};
 
 /* Seconds. A step is milliseconds to seconds; an allreduce from tens of microseconds (latency path) up;
  * a recovery is the detection time plus a rendezvous and a state sync: a fraction of a second to minutes. */
@@ -127,7 +127,9 @@ void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 	}
 	for (uint32_t i = 0; i < v->n && !joined; i++)
 		joined = !has_member(old->members, old->n, v->members[i].name);
+	bool merged = old->lineage != 0 && v->lineage != old->lineage;
 	ftl_view_cause cause = old->seq == 0 ? FTL_VIEW_CAUSE_FIRST
+			       : merged	   ? FTL_VIEW_CAUSE_MERGE
 			       : died	   ? FTL_VIEW_CAUSE_DEATH
 			       : left	   ? FTL_VIEW_CAUSE_LEAVE
 			       : joined	   ? FTL_VIEW_CAUSE_JOIN

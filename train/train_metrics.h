@@ -25,6 +25,7 @@ typedef enum ftl_view_cause {
 	FTL_VIEW_CAUSE_JOIN,
 	FTL_VIEW_CAUSE_REBUILD,
 	FTL_VIEW_CAUSE_FIRST,
+	FTL_VIEW_CAUSE_MERGE, /* a view of another lineage: this worker's job merged into one that did more work */
 	FTL_VIEW_CAUSE_MAX
 } ftl_view_cause;
 extern const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX];

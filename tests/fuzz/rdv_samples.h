@@ -23,6 +23,7 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 	m.view_digest = 0x1234567890abcdefULL;
 	m.lineage = is_max ? UINT64_MAX : 77;
 	m.view_size = is_max ? FTL_RDV_MAX_MEMBERS : 3;
+	m.steps = is_max ? UINT64_MAX : 0; /* optional: present at max, absent else */
 	bool has_ballot = type != RDV_MSG_READY && type != RDV_MSG_COMMIT;
 	bool has_view = type == RDV_MSG_ACCEPT || type == RDV_MSG_COMMIT || type == RDV_MSG_PROMISE;
 	if (type == RDV_MSG_READY) {
@@ -82,7 +83,7 @@ static inline bool rdv_msg_equal(const rdv_msg *a, const rdv_msg *b)
 	return a->type == b->type && !strcmp(a->from, b->from) && a->generation == b->generation &&
 	       a->rebuild_epoch == b->rebuild_epoch && a->waive_epoch == b->waive_epoch &&
 	       a->epoch == b->epoch && a->view_digest == b->view_digest && a->lineage == b->lineage &&
-	       a->view_size == b->view_size && !strcmp(a->data_addr, b->data_addr) &&
+	       a->view_size == b->view_size && a->steps == b->steps && !strcmp(a->data_addr, b->data_addr) &&
 	       a->candidate_digest == b->candidate_digest && a->survivors_digest == b->survivors_digest &&
 	       a->ballot.round == b->ballot.round && !strcmp(a->ballot.by, b->ballot.by) &&
 	       a->accepted.round == b->accepted.round && !strcmp(a->accepted.by, b->accepted.by) &&

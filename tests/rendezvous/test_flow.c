@@ -1,7 +1,8 @@
 /* The ready/commit flow for 1, 2 and 4 members with instant, lossless delivery and no simulator: the first
  * view waits for the settle time and then has every member in join order with the oldest as rank 0;
  * take_new_view reports it once; the blob callback's bytes reach every member, and a callback that
- * postpones delays the commit; bad options and malformed input are refused and counted. */
+ * postpones delays the commit; bad options and malformed input are refused and counted. When two lineages
+ * meet, the one that has done more work wins whatever the epochs (issue 24, item 2). */
 #include "rdv_test.h"
 
 #include <stdlib.h>
@@ -177,6 +178,80 @@ static void test_a_death_commits_at_once_and_the_next_oldest_leads(void **state)
 	cluster_stop(&c);
 }
 
+/* Nodes [from, to) see only each other. */
+static void see_group(cluster *c, int from, int to, int64_t now)
+{
+	for (int i = from; i < to; i++)
+		ftl_rdv_set_members(c->nodes[i], now, &c->members[from], (size_t)(to - from), NULL, 0);
+	pump(c, now);
+}
+
+/* A job of three (nodes 0..2) and a stray (node 3) form lineages apart; the stray's view goes through
+ * `rebuilds` more epochs (joins and leaves it saw). With these steps each, they meet. Returns the lineage
+ * all four end in, after checking that they hold one view of four; *job_lineage is the job's first one, and
+ * *job_kept says whether the job's members held their own lineage all along. */
+static uint64_t lineage_after_meeting(uint64_t job_steps, uint64_t stray_steps, int rebuilds,
+				      uint64_t *job_lineage, bool *job_kept)
+{
+	cluster c;
+	int64_t now = SETTLE;
+	cluster_start(&c, 4, false);
+	see_group(&c, 0, 3, 0);
+	see_group(&c, 3, 4, 0);
+	tick_all(&c, now);
+	*job_lineage = ftl_rdv_current(c.nodes[0])->lineage;
+	for (int k = 0; k < rebuilds; k++) {
+		ftl_rdv_request_rebuild(c.nodes[3], now, ftl_rdv_current(c.nodes[3])->epoch);
+		pump(&c, now);
+		tick_all(&c, now += INTERVAL);
+	}
+	assert_int_equal(ftl_rdv_current(c.nodes[3])->epoch, ftl_rdv_current(c.nodes[0])->epoch + (uint64_t)rebuilds);
+	assert_int_not_equal(ftl_rdv_current(c.nodes[3])->lineage, *job_lineage);
+	for (int i = 0; i < 4; i++)
+		ftl_rdv_set_steps(c.nodes[i], ftl_rdv_current(c.nodes[i])->lineage, i < 3 ? job_steps : stray_steps);
+	*job_kept = true;
+	all_see_all(&c, now);
+	for (int t = 0; t < 50; t++) {
+		tick_all(&c, now += INTERVAL);
+		for (int i = 0; i < 3; i++)
+			*job_kept = *job_kept && ftl_rdv_current(c.nodes[i])->lineage == *job_lineage;
+	}
+	uint64_t lineage = ftl_rdv_current(c.nodes[0])->lineage;
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(ftl_rdv_current(c.nodes[i])->n, 4);
+		assert_int_equal(ftl_rdv_current(c.nodes[i])->lineage, lineage);
+		assert_int_equal(ftl_rdv_get_phase(c.nodes[i]), FTL_RDV_TRAINING);
+	}
+	cluster_stop(&c);
+	return lineage;
+}
+
+static void test_a_stray_with_a_higher_epoch_and_fewer_steps_never_rolls_the_job_back(void **state)
+{
+	uint64_t job;
+	bool is_kept;
+	uint64_t kept = lineage_after_meeting(430, 44, 5, &job, &is_kept);
+	assert_int_equal(kept, job);
+	assert_true(is_kept); /* not for one view did a member of the job hold the stray's lineage */
+}
+
+static void test_the_lineage_with_more_steps_wins_even_when_it_is_smaller(void **state)
+{
+	uint64_t job;
+	bool is_kept;
+	uint64_t kept = lineage_after_meeting(44, 430, 0, &job, &is_kept);
+	assert_int_not_equal(kept, job);
+}
+
+static void test_with_equal_steps_the_larger_view_wins(void **state)
+{
+	uint64_t job;
+	bool is_kept;
+	uint64_t kept = lineage_after_meeting(100, 100, 5, &job, &is_kept);
+	assert_int_equal(kept, job);
+	assert_true(is_kept);
+}
+
 static void test_bad_options_and_malformed_input_are_refused(void **state)
 {
 	ftl_rdv_options o = {.name = "a", .generation = 1, .data_addr = "h:1",
@@ -208,6 +283,9 @@ int main(void)
 		cmocka_unit_test(test_four_members_agree_on_one_view),
 		cmocka_unit_test(test_every_member_gets_the_coordinators_blob),
 		cmocka_unit_test(test_a_death_commits_at_once_and_the_next_oldest_leads),
+		cmocka_unit_test(test_a_stray_with_a_higher_epoch_and_fewer_steps_never_rolls_the_job_back),
+		cmocka_unit_test(test_the_lineage_with_more_steps_wins_even_when_it_is_smaller),
+		cmocka_unit_test(test_with_equal_steps_the_larger_view_wins),
 		cmocka_unit_test(test_bad_options_and_malformed_input_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
