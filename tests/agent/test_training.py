@@ -331,52 +331,6 @@ def scenario_quorum_loss_waits_and_says_what_is_missing(train, ctl):
     assert 2 in worlds_after(groups, killed_at), "no step ran with the 2 survivors after the reset"
 
 
-def scenario_merge_of_lineages_warns(train, ctl):
-    """Two clusters formed apart (issue 17, item 3): a job of one worker and a job of three, with different
-    seeds and FTL_MIN_WORKERS=1, train apart; when a worker that knows both joins, the single worker's job
-    merges into the larger one and its steps are discarded: it says so at warn level, with both lineages'
-    steps, and as an event on `ftlctl events`. Afterwards all five train in one view with equal digests."""
-    job = new_job(train, ctl, FTL_STEPS=10**9, FTL_MIN_WORKERS=1, **JOB)
-
-    def add_seeded(name, seeds):
-        w = job.add(name, start=False)
-        w.env.pop("FTL_SEEDS", None)
-        if seeds:
-            w.env["FTL_SEEDS"] = seeds
-        w.start()
-        return w
-    alone = add_seeded("a0", None)
-    job.wait("a0 trains alone", lambda: alone.last_step() >= 40, 30)
-    first = add_seeded("b0", None)
-    job.wait("b0's agent answers", lambda: job.status(first) is not None, 20)
-    for name in ("b1", "b2"):
-        add_seeded(name, first.addr)
-    bs = [job.agents[n] for n in ("b0", "b1", "b2")]
-    job.wait("b0..b2 train together", lambda: any(r["world"] == 3 for w in bs for r in w.steps()), 40)
-    events = subprocess.Popen([ctl, "--socket", alone.socket, "events", "--follow", "--json"],
-                              stdout=subprocess.PIPE, text=True)
-    time.sleep(0.5)
-    a_steps = alone.last_step() + 1
-    bridge = add_seeded("c0", f"{alone.addr},{first.addr}")
-    print(f"a0 alone at {a_steps} steps; b0..b2 at {max(w.last_step() for w in bs) + 1}; c0 knows both")
-    everyone = [alone, bridge] + bs
-    job.wait("all five train in one view", lambda: all(any(r["world"] == 5 for r in w.steps()) for w in everyone), 60)
-    events.terminate()
-    out = events.communicate(timeout=10)[0]
-    merged = [json.loads(line) for line in out.splitlines() if '"lineage merged"' in line]
-    assert merged, f"no lineage merged event on a0's ftlctl events:\n{out[-2000:]}"
-    assert merged[0]["steps_discarded"] >= 40, merged[0]
-    log = alone.log_text()
-    warn = [l for l in log.splitlines() if "merged into another lineage" in l]
-    assert warn and "level=warn" in warn[0], f"no warn-level line about the merge in a0's log: {warn}"
-    assert f"old_steps=" in warn[0] and "new_steps=" in warn[0], warn[0]
-    print(f"a0 warned: {warn[0][:300]}")
-    print(f"event: {merged[0]}")
-    groups, _ = final_groups(job.records())
-    problems = digest_problems({s: g for s, g in groups.items() if g[0]["world"] == 5})
-    assert not problems, "inconsistent steps after the merge:\n  " + "\n  ".join(problems[:10])
-
-
 def show_logs():
     for job in jobs:
         print(f"--- run directory {job.dir} (kept)")

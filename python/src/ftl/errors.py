@@ -10,9 +10,9 @@ import re
 from typing import Optional
 
 # ftl_err values (include/ftl/ftl.h).
-OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED = range(8)
+OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED, REFUSED = range(9)
 CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "system error", "backend error",
-              "not supported")
+              "not supported", "refused by the job")
 # A collective that failed with one of these lost a peer: the step is run again on the next view.
 PEER_CODES = frozenset((PEER_LOST, ABORTED, TIMEOUT))
 
