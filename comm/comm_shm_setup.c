@@ -376,7 +376,8 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 			admit(t, lfd, &w);
 	}
 	for (int i = 0; i < w.n; i++)
-		close(w.fd[i]);
+		close(w.fd[i]); /* silent to the end: not one of ours */
+	t->shm_strangers += w.n;
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
 	fds[0] = memfd;
 	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
