@@ -10,13 +10,22 @@
  * off for everyone instead of splitting the communicator.
  *
  * The segment: rank 0 makes a memfd (anonymous: there is no name to unlink and nothing is left behind
- * whoever dies), maps it and listens on an abstract unix socket named by the comm id and a random nonce
- * that it broadcasts over tcp. Abstract names live in the network namespace, which is exactly the scope
- * we share. Every other rank connects, says hello with its doorbell (an eventfd) attached, and gets back
- * the memfd and every rank's doorbell (SCM_RIGHTS), maps the segment and closes the memfd. Those unix
+ * whoever dies), maps it and listens on an abstract unix socket with a random name, then broadcasts the
+ * name and a random secret over tcp. Abstract names live in the network namespace, which is exactly the
+ * scope we share. Every other rank connects, says hello with its doorbell (an eventfd) attached, and gets
+ * back the memfd and every rank's doorbell (SCM_RIGHTS), maps the segment and closes the memfd. Those unix
  * connections stay open: with the tcp ring, they are how a rank learns that a peer died
  * (comm_shm_sync.c). The ranks then agree over tcp that everyone is attached; if anyone could not, all
- * fall back to tcp. Each step is bounded by the connect deadline. */
+ * fall back to tcp. Each step is bounded by the connect deadline.
+ *
+ * Who is served: an abstract name is visible to every local process (/proc/net/unix) and carries no
+ * permissions, so anyone on the host can connect. Rank 0 serves only a peer that runs as its own user
+ * (SO_PEERCRED) and whose hello carries a keyed hash of (comm id, rank) under the secret, which only the
+ * tcp ring's members received; the answer carries one too, so a rank also knows it reached rank 0. Rank 0
+ * never waits on one connection: it polls the listener and every connection still owing its hello
+ * together, drops another user at accept, drops a hello that is short, garbage or unproven at once, and
+ * keeps a bounded number of silent connections of its own user (the oldest goes first). A stranger thus
+ * costs the real ranks nothing, and each one dropped is counted (ftl_comm_tcp_shm_strangers). */
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -31,22 +40,62 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "comm_shm.h"
 
 #define IDENTITY_MAGIC 0x46544c49u /* "FTLI" */
 #define SEGMENT_MAGIC 0x46544c53u  /* "FTLS" */
 #define HELLO_MAGIC 0x46544c55u    /* "FTLU" */
+#define PROOF_BYTES 32
+/* Connections of our own user that have not said hello yet, beyond one per rank (silent strangers). */
+#define SILENT_ROOM 8
 
+/* A rank's hello to rank 0, and rank 0's answer (rank: the one answered). */
 struct unix_hello {
 	uint32_t magic;
 	int32_t rank;
 	uint64_t comm_id;
+	unsigned char proof[PROOF_BYTES]; /* prove(): the sender holds the secret of this comm's rendezvous */
 };
 
-/* What rank 0 broadcasts: the abstract socket's name, or an empty name when it could not set up. */
-struct rendezvous_name {
+/* What rank 0 broadcasts over tcp: the abstract socket's random name (empty when it could not set up) and
+ * the secret that proves membership on it. */
+struct rendezvous {
 	char name[64];
+	unsigned char secret[crypto_generichash_KEYBYTES];
 };
+
+enum proof_direction { PROOF_HELLO, PROOF_ANSWER };
+
+/* The keyed hash of (direction, comm id, rank) under the secret. */
+static void prove(const struct rendezvous *rv, enum proof_direction dir, uint64_t comm_id, int32_t rank,
+		  unsigned char out[PROOF_BYTES])
+{
+	struct {
+		uint32_t dir;
+		int32_t rank;
+		uint64_t comm_id;
+	} what = {(uint32_t)dir, rank, comm_id};
+	crypto_generichash(out, PROOF_BYTES, (const unsigned char *)&what, sizeof(what), rv->secret, sizeof(rv->secret));
+}
+
+static bool is_proven(const struct rendezvous *rv, enum proof_direction dir, const struct unix_hello *h,
+		      uint64_t comm_id)
+{
+	unsigned char want[PROOF_BYTES];
+	prove(rv, dir, comm_id, h->rank, want);
+	return h->magic == HELLO_MAGIC && h->comm_id == comm_id && crypto_verify_32(want, h->proof) == 0;
+}
+
+/* Whether the process at the other end of a unix connection runs as our user. */
+static bool is_our_user(int sock)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred) &&
+	       cred.uid == geteuid();
+}
 
 /* Each rank's outcome of the setup, allgathered at the end: either all attached, or all stay on tcp and
  * every rank can say which one failed and how. */
@@ -152,19 +201,16 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
-/* Receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1 (fds received are closed). */
-static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline)
+/* Takes exactly len bytes with exactly n_fds fds from what sock holds (flags: MSG_DONTWAIT, or 0 to wait).
+ * 0, or -1 (fds received are closed). */
+static int take_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int flags)
 {
-	struct pollfd p = {.fd = sock, .events = POLLIN};
-	int64_t left = deadline - ftl_comm_now_ms();
-	if (left <= 0 || poll(&p, 1, (int)left) != 1)
-		return -1;
 	char ctrl[CMSG_SPACE(sizeof(int) * (FTL_COMM_SHM_WORLD_MAX + 1))];
 	struct iovec iov = {buf, len};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
-	ssize_t got = recvmsg(sock, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	ssize_t got = recvmsg(sock, &msg, flags | MSG_CMSG_CLOEXEC);
 	int n_got = 0;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+	for (struct cmsghdr *c = got < 0 ? NULL : CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
 		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -181,6 +227,16 @@ static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_
 	for (int i = 0; i < n_got; i++)
 		close(fds[i]);
 	return -1;
+}
+
+/* Receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1 (fds received are closed). */
+static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline)
+{
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+	int64_t left = deadline - ftl_comm_now_ms();
+	if (left <= 0 || poll(&p, 1, (int)left) != 1)
+		return -1;
+	return take_fds(sock, buf, len, fds, n_fds, MSG_WAITALL);
 }
 
 static size_t segment_len(int n, size_t slot_bytes)
@@ -200,14 +256,13 @@ static int map_segment(struct ftl_comm_shm *s, int memfd, int n)
 	return 0;
 }
 
-/* Rank 0: the segment and the listening socket; fills *name (empty on failure). */
-static int host_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cfg, int *memfd, int *lfd,
-			struct rendezvous_name *name, char why[WHY_MAX])
+/* Rank 0: the segment and the listening socket under a random name; fills *rv (an empty name on failure). */
+static int host_segment(struct ftl_comm_shm *s, int n, int *memfd, int *lfd, struct rendezvous *rv,
+			char why[WHY_MAX])
 {
-	int n = cfg->world_size;
-	uint64_t nonce = 0;
-	if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-		return failed(why, "getrandom", true);
+	unsigned char nonce[16];
+	randombytes_buf(nonce, sizeof(nonce));
+	randombytes_buf(rv->secret, sizeof(rv->secret));
 	*memfd = memfd_create("ftl-comm-shm", MFD_CLOEXEC);
 	if (*memfd < 0)
 		return failed(why, "memfd_create", true);
@@ -219,52 +274,119 @@ static int host_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cf
 	s->hdr->world_size = (uint32_t)n;
 	s->hdr->slot_bytes = s->slot_bytes;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int len = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "ftl-shm-%016llx-%016llx",
-			   (unsigned long long)cfg->comm_id, (unsigned long long)nonce);
+	memcpy(sa.sun_path + 1, "ftl-shm-", 8);
+	sodium_bin2hex(sa.sun_path + 9, sizeof(sa.sun_path) - 9, nonce, sizeof(nonce));
+	size_t len = strlen(sa.sun_path + 1);
 	*lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
-	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sl) < 0 || listen(*lfd, n) < 0)
+	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sl) < 0 || listen(*lfd, SOMAXCONN) < 0)
 		return failed(why, "listen on an abstract unix socket", true);
-	memcpy(name->name, sa.sun_path + 1, (size_t)len + 1);
+	memcpy(rv->name, sa.sun_path + 1, len + 1);
 	return 0;
 }
 
-/* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. */
-static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id, int memfd, int lfd,
-			int64_t deadline, char why[WHY_MAX])
+/* Rank 0's waiting room: accepted connections of our user that owe their hello, oldest first. */
+struct waiting {
+	int fd[FTL_COMM_SHM_WORLD_MAX + SILENT_ROOM];
+	int n;
+	int cap;
+};
+
+static void waiting_drop(struct waiting *w, int i)
+{
+	memmove(&w->fd[i], &w->fd[i + 1], sizeof(int) * (size_t)(w->n - i - 1));
+	w->n--;
+}
+
+/* Rank 0: accepts one connection into the waiting room; another user's is closed at once, and a full room
+ * loses its oldest. */
+static void admit(struct ftl_comm_tcp *t, int lfd, struct waiting *w)
+{
+	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (c < 0)
+		return;
+	if (!is_our_user(c)) {
+		close(c);
+		t->shm_strangers++;
+		return;
+	}
+	if (w->n == w->cap) {
+		close(w->fd[0]);
+		waiting_drop(w, 0);
+		t->shm_strangers++;
+	}
+	w->fd[w->n++] = c;
+}
+
+/* Rank 0: the hello waiting on c, without blocking; its rank with *bell set, or -1 (not one of ours). */
+static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint64_t comm_id, int c,
+		      const int *conn, int *bell)
+{
+	struct unix_hello h;
+	int n = t->base.world_size;
+	if (take_fds(c, &h, sizeof(h), bell, 1, MSG_DONTWAIT) < 0)
+		return -1;
+	if (h.rank <= 0 || h.rank >= n || conn[h.rank] >= 0 || !is_proven(rv, PROOF_HELLO, &h, comm_id)) {
+		close_fd(bell);
+		return -1;
+	}
+	return h.rank;
+}
+
+/* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. Never waits on
+ * one connection: the listener and the waiting room are polled together. */
+static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct rendezvous *rv,
+			uint64_t comm_id, int memfd, int lfd, int64_t deadline, char why[WHY_MAX])
 {
 	int n = t->base.world_size;
 	int conn[FTL_COMM_SHM_WORLD_MAX];
+	struct waiting w = {.n = 0, .cap = n - 1 + SILENT_ROOM};
 	for (int i = 0; i < n; i++)
 		conn[i] = -1;
 	int rc = 0;
-	for (int got = 1; got < n && rc == 0;) {
-		struct pollfd p = {.fd = lfd, .events = POLLIN};
+	for (int got = 1; got < n;) {
+		struct pollfd p[1 + FTL_COMM_SHM_WORLD_MAX + SILENT_ROOM];
+		p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		for (int i = 0; i < w.n; i++)
+			p[1 + i] = (struct pollfd){.fd = w.fd[i], .events = POLLIN};
 		int64_t left = deadline - ftl_comm_now_ms();
-		if (left <= 0 || poll(&p, 1, (int)left) != 1) {
+		int ready = left > 0 ? poll(p, (nfds_t)(1 + w.n), (int)left) : 0;
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0) {
 			rc = failed(why, "timed out waiting for the other ranks on the unix socket", false);
 			break;
 		}
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		struct unix_hello h;
-		int bell = -1;
-		if (c < 0 || recv_fds(c, &h, sizeof(h), &bell, 1, deadline) < 0 || h.magic != HELLO_MAGIC ||
-		    h.comm_id != comm_id || h.rank <= 0 || h.rank >= n || conn[h.rank] >= 0) {
-			close_fd(&bell);
-			close_fd(&c); /* a stranger or a stale comm: keep accepting */
-			continue;
+		for (int i = w.n - 1; i >= 0; i--) { /* from the back: dropping i keeps p[] lined up below it */
+			if (p[1 + i].revents == 0)
+				continue;
+			int bell = -1, c = w.fd[i];
+			int r = take_hello(t, rv, comm_id, c, conn, &bell);
+			waiting_drop(&w, i);
+			if (r < 0) {
+				close(c); /* another comm's, garbage, unproven, or gone */
+				t->shm_strangers++;
+				continue;
+			}
+			conn[r] = c;
+			s->doorbell[r] = bell;
+			got++;
 		}
-		conn[h.rank] = c;
-		s->doorbell[h.rank] = bell;
-		got++;
+		if (p[0].revents & POLLIN)
+			admit(t, lfd, &w);
 	}
+	for (int i = 0; i < w.n; i++)
+		close(w.fd[i]); /* silent to the end: not one of ours */
+	t->shm_strangers += w.n;
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
 	fds[0] = memfd;
 	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
-	struct unix_hello ok = {.magic = HELLO_MAGIC, .rank = 0, .comm_id = comm_id};
-	for (int j = 1; j < n && rc == 0; j++)
-		if (send_fds(conn[j], &ok, sizeof(ok), fds, n + 1) < 0)
+	for (int j = 1; j < n && rc == 0; j++) {
+		struct unix_hello answer = {.magic = HELLO_MAGIC, .rank = j, .comm_id = comm_id};
+		prove(rv, PROOF_ANSWER, comm_id, j, answer.proof);
+		if (send_fds(conn[j], &answer, sizeof(answer), fds, n + 1) < 0)
 			rc = failed(why, "sending the segment (SCM_RIGHTS)", true);
+	}
 	for (int j = 1; j < n; j++) {
 		if (rc == 0) {
 			s->live_fd[s->n_live] = conn[j];
@@ -276,21 +398,28 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 	return rc;
 }
 
-/* Rank r > 0: connects to rank 0 with our doorbell, receives the memfd and every doorbell, maps. */
+/* Rank r > 0: connects to rank 0 (our user, within the deadline), proves membership with our doorbell
+ * attached, receives the memfd and every doorbell with rank 0's proof, maps. */
 static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id,
-			const struct rendezvous_name *name, int64_t deadline, char why[WHY_MAX])
+			const struct rendezvous *rv, int64_t deadline, char why[WHY_MAX])
 {
-	int n = t->base.world_size;
+	int n = t->base.world_size, rank = t->base.rank;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t len = strnlen(name->name, sizeof(name->name) - 1);
-	memcpy(sa.sun_path + 1, name->name, len);
+	size_t len = strnlen(rv->name, sizeof(rv->name) - 1);
+	memcpy(sa.sun_path + 1, rv->name, len);
 	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct unix_hello h = {.magic = HELLO_MAGIC, .rank = t->base.rank, .comm_id = comm_id}, ok;
+	int64_t left = deadline - ftl_comm_now_ms();
+	struct timeval connect_limit = {.tv_sec = left > 0 ? left / 1000 : 0, .tv_usec = left > 0 ? left % 1000 * 1000 : 1};
+	struct unix_hello h = {.magic = HELLO_MAGIC, .rank = rank, .comm_id = comm_id}, ok;
+	prove(rv, PROOF_HELLO, comm_id, rank, h.proof);
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
 	int rc = 0;
-	if (c < 0 || connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0)
+	if (c < 0 || setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &connect_limit, sizeof(connect_limit)) < 0 ||
+	    connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0)
 		rc = failed(why, "connect to rank 0's unix socket", true);
-	else if (send_fds(c, &h, sizeof(h), &s->doorbell[t->base.rank], 1) < 0)
+	else if (!is_our_user(c))
+		rc = failed(why, "rank 0's unix socket belongs to another user", false);
+	else if (send_fds(c, &h, sizeof(h), &s->doorbell[rank], 1) < 0)
 		rc = failed(why, "sending the doorbell to rank 0", true);
 	else if (recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline) < 0)
 		rc = failed(why, "no segment from rank 0 in time", false);
@@ -300,13 +429,13 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 	}
 	int memfd = fds[0];
 	for (int j = 0; j < n; j++) {
-		if (j == t->base.rank)
+		if (j == rank)
 			close(fds[1 + j]); /* our own, back */
 		else
 			s->doorbell[j] = fds[1 + j];
 	}
-	if (ok.magic != HELLO_MAGIC || ok.comm_id != comm_id)
-		rc = failed(why, "rank 0 answered for another communicator", false);
+	if (ok.rank != rank || !is_proven(rv, PROOF_ANSWER, &ok, comm_id))
+		rc = failed(why, "rank 0's answer does not prove this communicator", false);
 	else if (map_segment(s, memfd, n) < 0)
 		rc = failed(why, "mmap of the segment", true);
 	close(memfd); /* the mapping keeps the segment */
@@ -318,26 +447,30 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 	return rc;
 }
 
-/* Builds the segment on every rank; 0 when this rank is attached. name travels over tcp. */
+/* Builds the segment on every rank; 0 when this rank is attached. The rendezvous travels over tcp. */
 static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
 		 ftl_err *tcp_err, char why[WHY_MAX])
 {
 	int rank = t->base.rank;
 	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
-	struct rendezvous_name name = {{0}};
+	struct rendezvous rv;
+	memset(&rv, 0, sizeof(rv));
 	int memfd = -1, lfd = -1, rc = 0;
 	s->doorbell[rank] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->doorbell[rank] < 0)
 		rc = failed(why, "eventfd for the doorbell", true);
-	if (rank == 0 && (rc != 0 || host_segment(s, cfg, &memfd, &lfd, &name, why) < 0))
-		name.name[0] = '\0';
-	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &name, sizeof(name) / 4, FTL_I32, 0);
-	if (*tcp_err != FTL_OK || rc != 0 || name.name[0] == '\0')
+	else if (sodium_init() < 0)
+		rc = failed(why, "libsodium did not initialise", false);
+	if (rank == 0 && (rc != 0 || host_segment(s, cfg->world_size, &memfd, &lfd, &rv, why) < 0))
+		rv.name[0] = '\0';
+	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0);
+	if (*tcp_err != FTL_OK || rc != 0 || rv.name[0] == '\0')
 		rc = rc != 0 || rank == 0 ? -1 : failed(why, "rank 0 offered no segment", false);
 	else if (rank == 0)
-		rc = gather_ranks(t, s, cfg->comm_id, memfd, lfd, deadline, why);
+		rc = gather_ranks(t, s, &rv, cfg->comm_id, memfd, lfd, deadline, why);
 	else
-		rc = join_segment(t, s, cfg->comm_id, &name, deadline, why);
+		rc = join_segment(t, s, cfg->comm_id, &rv, deadline, why);
+	sodium_memzero(&rv, sizeof(rv));
 	close_fd(&memfd);
 	close_fd(&lfd);
 	return rc;

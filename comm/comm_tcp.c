@@ -72,6 +72,11 @@ const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure)
 	return is_tcp_alone ? t->shm_why : NULL;
 }
 
+int ftl_comm_tcp_shm_strangers(const struct ftl_comm *comm)
+{
+	return comm != NULL && comm->backend == FTL_COMM_TCP ? ((const struct ftl_comm_tcp *)comm)->shm_strangers : 0;
+}
+
 static const struct ftl_comm_backend_ops tcp_ops = {
 	.allreduce = ftl_comm_tcp_allreduce,
 	.broadcast = ftl_comm_tcp_broadcast,

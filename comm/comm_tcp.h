@@ -158,6 +158,8 @@ struct ftl_comm_tcp {
 	char shm_why[FTL_COMM_SHM_WHY_MAX]; /* shm is NULL with more than one rank: why ("" otherwise) */
 	bool is_shm_failed;            /* ... because its setup failed, though every rank was local and wanted it */
 	int n_host_ranks;              /* ranks on this host (same boot id), us included */
+	int shm_strangers;             /* rank 0: connections to the setup's unix socket it dropped (another
+	                                * user, no proof, garbage, silence) */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
@@ -178,6 +180,10 @@ bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm);
  * text on every rank. NULL when it is on shared memory, has one rank, or is not a tcp communicator.
  * *is_failure (may be NULL): every rank was local and wanted it, but the setup failed. */
 const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure);
+
+/* Connections that rank 0 of a tcp communicator dropped while setting up shared memory (comm_shm_setup.c):
+ * another user's, or ones that did not prove they belong to this communicator. 0 on other ranks. */
+int ftl_comm_tcp_shm_strangers(const struct ftl_comm *comm);
 
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */
