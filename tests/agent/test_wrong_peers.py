@@ -39,6 +39,8 @@ def refused_alone(job, joiner, says):
     pause = max(b - a for a, b in zip(times, times[1:]))
     print(f"the job's {len(members)} workers went on stepping (worlds seen: {sorted(worlds)}; the longest time "
           f"between two steps of {members[0]}: {pause * 1000:.0f} ms)")
+    print(f"FIGURE: {joiner.name} refused alone, naming the difference; the job never stopped (longest pause "
+          f"between two steps {pause * 1000:.0f} ms)")
 
 
 def scenario_joiner_with_other_state_is_refused_alone(train, ctl):
@@ -115,6 +117,8 @@ def scenario_stray_lineage_never_rolls_the_job_back(train, ctl):
     assert "old_steps=" in warn[0] and "new_steps=" in warn[0], warn[0]
     print(f"s0 warned: {warn[0][:300]}")
     print(f"event: {merged[0]}")
+    print(f"FIGURE: the job kept its {merged[0]['steps_kept']} steps (view epoch {job_epoch}); the stray's "
+          f"{merged[0]['steps_discarded']} (view epoch {stray_epoch}) were discarded; no job step went back")
     groups, _ = final_groups(job.records())
     problems = digest_problems({s: g for s, g in groups.items() if g[0]["world"] == 5})
     assert not problems, "inconsistent steps after the merge:\n  " + "\n  ".join(problems[:10])
