@@ -42,6 +42,28 @@ def scenario_malformed_seeds_are_refused_at_start(a, d):
         expect_refused(a.train, dict(base_env(d), FTL_SEEDS=seeds, FTL_STEPS="1"), "FTL_SEEDS")
 
 
+# Mistakes that used to leave a worker training alone and exiting 0: a seed list with no seed in it, and
+# misspelled names (each refused, naming the closest known one).
+SEED_LISTS_WITHOUT_A_SEED = (",,,", ",", " , ")
+MISSPELLED = (("FTL_SEED", "FTL_SEEDS"), ("FTL_MIN_WORKER", "FTL_MIN_WORKERS"), ("FTL_MAX_WORKER", "FTL_MAX_WORKERS"),
+              ("FTL_SEEDS_", "FTL_SEEDS"), ("FTL_GOSIP_KEY", "FTL_GOSSIP_KEY"), ("FTL_INSECRE", "FTL_INSECURE"),
+              ("FTL_CLUSTERS", "FTL_CLUSTER"), ("FTL_CHECKPOINT_DIRS", "FTL_CHECKPOINT_DIR"),
+              ("FTL_EXPECTED_WORKER", "FTL_EXPECTED_WORKERS"), ("FTL_COMM_COMPRES", "FTL_COMM_COMPRESS"),
+              ("FTL_SETTLE", "FTL_SETTLE_MS"), ("FTL_STEP", "FTL_STEPS"), ("FTL_LOGLEVEL", "FTL_LOG_LEVEL"))
+
+
+def scenario_empty_seed_list_or_misspelled_setting_is_refused(a, d):
+    for seeds in SEED_LISTS_WITHOUT_A_SEED:
+        expect_refused(a.agent, dict(base_env(d), FTL_SEEDS=seeds), "FTL_SEEDS", "holds no seed")
+        expect_refused(a.train, dict(base_env(d), FTL_SEEDS=seeds, FTL_STEPS="1"), "FTL_SEEDS", "holds no seed")
+    for typo, closest in MISSPELLED:
+        expect_refused(a.train, dict(base_env(d), FTL_STEPS="1", **{typo: "2"}), typo, f"did you mean {closest}?")
+    expect_refused(a.agent, dict(base_env(d), FTL_MIN_WORKER="2"), "FTL_MIN_WORKER", "FTL_MIN_WORKERS")
+    # unset, FTL_SEEDS makes the first worker of a job: it trains alone, as documented
+    r = run(a.train, dict(base_env(d), FTL_STEPS="2", FTL_DATA_SIZE="200"), timeout=60)
+    assert r.returncode == 0, f"a first worker without FTL_SEEDS: exit {r.returncode}, stderr: {r.stderr}"
+
+
 def scenario_name_that_leaves_the_run_dir_is_refused(a, d):
     run_dir = os.path.join(d, "a", "b")
     expect_refused(a.agent, dict(base_env(run_dir), FTL_NAME="../../escape"), "FTL_NAME", "A-Z a-z 0-9 . _ -")
