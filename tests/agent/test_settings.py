@@ -266,11 +266,75 @@ def scenario_unauthenticated_tcp_memory_is_bounded(a, d):
         c.close()
 
 
+FOLLOWER_RSS_BOUND_MIB = 48  # 50 followers that never read used to take the agent to 274-364 MiB
+
+
+def scenario_events_followers_that_never_read_are_dropped_and_memory_stays_bounded(a, d):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cluster import Cluster, wait_until
+    from growth import flood_members, follow_without_reading, read_to_the_end, rss_mib
+    c = Cluster(a.agent, a.ctl)
+    conns = []
+    try:
+        w0 = c.add("w0", FTL_LOG_LEVEL="error")
+        wait_until("w0 answers", lambda: c.status(w0), 10)
+        idle = rss_mib(w0.proc.pid)
+        conns = follow_without_reading(w0.socket, 50)
+        flood_members(a.flood, w0.port, c.key, 2000, 40, "ev")  # 80,000 alives: join and update events
+        time.sleep(0.5)
+        peak = rss_mib(w0.proc.pid, "VmHWM")
+        closed, final = read_to_the_end(conns, 15)
+        for conn in conns:
+            conn.close()
+        conns = []
+        time.sleep(0.5)
+        after = rss_mib(w0.proc.pid)
+        counted = c.status(w0)["counters"].get("control_followers_dropped", 0)
+        print(f"50 followers that never read: agent RSS {idle:.1f} MiB idle, peak {peak:.1f} MiB, {after:.1f} MiB "
+              f"after they closed (bound {FOLLOWER_RSS_BOUND_MIB}); {closed} dropped, {final} with the final "
+              f"line, {counted} counted")
+        assert peak < FOLLOWER_RSS_BOUND_MIB and after < FOLLOWER_RSS_BOUND_MIB, f"peak {peak:.1f}, after {after:.1f}"
+        assert closed == 50 and final == 50 and counted == 50, (closed, final, counted)
+    finally:
+        for conn in conns:
+            conn.close()
+        c.close()
+
+
+def scenario_member_table_stops_at_its_limit(a, d):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cluster import Cluster, wait_until
+    from growth import flood_members
+    limit = 40
+    c = Cluster(a.agent, a.ctl)
+    try:
+        w0 = c.add("w0", FTL_MAX_MEMBERS=limit, FTL_LOG_LEVEL="error")
+        w1 = c.add("w1", seed=w0.addr, FTL_LOG_LEVEL="error")
+        wait_until("w1 alive at w0", lambda: (c.view(w0) or {}).get("w1", ("",))[0] == "alive", 30)
+        refused = 0
+        for _ in range(10):  # UDP on a busy machine loses some datagrams: offer the names again
+            flood_members(a.flood, w0.port, c.key, 2 * limit, 2, "fake")
+            st = c.status(w0)
+            refused = st["counters"]["dropped"].get("member_table_full", 0)
+            if refused:
+                break
+        held = len(st["members"])
+        print(f"{2 * limit} fake names gossiped with the key: {held} members held (FTL_MAX_MEMBERS={limit}), "
+              f"{refused} refused (counters.dropped.member_table_full)")
+        assert held == limit and refused > 0, (held, refused)
+        w1.signal(15)  # a member known before the table filled still changes: its leave is taken
+        took = wait_until("w0 sees w1 leave", lambda: (c.view(w0) or {}).get("w1", ("",))[0] == "left", 30)
+        print(f"w1 left (SIGTERM): seen at w0 in {took:.2f} s with the table full")
+    finally:
+        c.close()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--agent", required=True)
     p.add_argument("--ctl", required=True)
     p.add_argument("--train", required=True)
+    p.add_argument("--flood", help="tests/agent/member_flood (the growth scenarios)")
     p.add_argument("scenario")
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ftl-settings-test-") as d:
