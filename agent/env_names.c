@@ -144,10 +144,9 @@ static const char *next_unknown(char ***e, size_t *len)
 	return NULL;
 }
 
-int ftl_env_warn_unknown(void) { return ftl_env_warn_unknown_to(ftl_logger_stderr()); }
-
-int ftl_env_warn_unknown_to(const ftl_logger *log)
+int ftl_env_warn_unknown(void)
 {
+	const ftl_logger *log = ftl_logger_stderr();
 	int unknown = 0;
 	char **e = environ;
 	size_t len;
