@@ -71,6 +71,8 @@ static json_t *counters_json(ftl_agent *a)
 	json_object_set_new(j, "revivals", json_integer((json_int_t)st->revivals));
 	json_object_set_new(j, "key_ops_stale", json_integer((json_int_t)st->key_ops_stale));
 	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	json_object_set_new(j, "control_followers_dropped",
+			    json_integer((json_int_t)ftl_control_followers_dropped(a->control)));
 	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peer_frames_dropped));
 	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peer_frames_sent));
 	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peer_dials));

@@ -1,7 +1,7 @@
 /* Agent settings: defaults, the FTL_* environment, and the checks that turn a bad setting into a
  * message naming it and saying what is expected. A setting that cannot work is refused at start (a seed
- * that is not host:port would otherwise split the job into jobs of one); an unknown FTL_* variable is
- * warned about (env_names.c). */
+ * that is not host:port, or a seed list with no seed in it, would otherwise split the job into jobs of
+ * one); so is an FTL_* variable that neither ftl nor the program knows (env_names.c). */
 #include "config.h"
 
 #include <arpa/inet.h>
@@ -18,6 +18,10 @@
 #include "membership/keyring.h"
 #include "base/diag.h"
 #include "env_read.h"
+#include "rendezvous/rendezvous.h"
+
+/* profile.h says why the member limit is four full views; membership cannot see the rendezvous' bound. */
+_Static_assert(FTL_SWIM_MAX_MEMBERS_DEFAULT == 4 * FTL_RDV_MAX_MEMBERS, "the member limit is four full views");
 
 void ftl_agent_config_default(ftl_agent_config *cfg)
 {
@@ -57,16 +61,13 @@ ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000) ||
 	    ftl_env_int("FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000) ||
 	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000) ||
+	    ftl_env_int("FTL_MAX_MEMBERS", &c->max_members, 2, 1 << 24) ||
 	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64) ||
 	    ftl_env_int("FTL_RETRANSMIT_MULT", &retransmit, 1, 64))
 		return FTL_ERR_INVALID;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
-	ftl_logger log; /* the agent's own, as far as the config says yet (a bad level is refused later) */
-	if (ftl_logger_init(&log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
-		ftl_logger_init(&log, "info", c->name, c->log_cb, c->log_user);
-	ftl_env_warn_unknown_to(&log);
-	return FTL_OK;
+	return ftl_env_refuse_unknown();
 }
 
 /* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */
@@ -131,7 +132,8 @@ static ftl_err check_seeds(const char *seeds)
 	char list[sizeof(((ftl_agent_config *)0)->seeds)];
 	snprintf(list, sizeof(list), "%s", seeds);
 	char *save = NULL;
-	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+	size_t n_seeds = 0;
+	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n_seeds++) {
 		char host[128];
 		int port;
 		bool is_bare_v6 = tok[0] != '[' && strchr(tok, ':') != strrchr(tok, ':');
@@ -141,6 +143,13 @@ static ftl_err check_seeds(const char *seeds)
 					"as [fd00::7]:7946; separate seeds with commas)",
 					tok);
 	}
+	/* Seeds given but none in them (",,," or blanks, a template that expanded to nothing) would make this
+	 * worker the first of a job of its own: a job of one that trains alone and exits 0. */
+	if (seeds[0] && n_seeds == 0)
+		return ftl_diag_set(FTL_ERR_INVALID,
+				"FTL_SEEDS=\"%s\" holds no seed: give host:port entries separated by commas, or unset "
+				"FTL_SEEDS for the first worker of a job",
+				seeds);
 	return FTL_OK;
 }
 
@@ -220,6 +229,11 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 		out->swim.suspicion_mult = c->suspicion_mult;
 	if (c->retransmit_mult)
 		out->swim.retransmit_mult = c->retransmit_mult;
+	if (c->max_members < 0 || c->max_members == 1 || c->max_members > (1 << 24))
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MAX_MEMBERS=%lld: expected 2 to %d (0 for the default, %d)",
+				    (long long)c->max_members, 1 << 24, FTL_SWIM_MAX_MEMBERS_DEFAULT);
+	if (c->max_members)
+		out->swim.max_members = (int)c->max_members;
 	const char *bad = ftl_swim_config_check(&out->swim);
 	if (bad)
 		return ftl_diag_set(FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, bad);

@@ -27,7 +27,8 @@ typedef struct ftl_agent_settings {
  * expected. */
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out);
 
-/* env_names.c: ftl_env_warn_unknown, through log. */
-int ftl_env_warn_unknown_to(const ftl_logger *log);
+/* env_names.c: FTL_ERR_INVALID naming the first FTL_* variable in the environment that no table knows
+ * (and its closest known name, and the others), or FTL_OK. ftl_agent_config_from_env calls it. */
+ftl_err ftl_env_refuse_unknown(void);
 
 #endif

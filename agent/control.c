@@ -8,8 +8,10 @@
  * - While a late reply is owed (the handler returned NULL), the client's reading pauses, so the
  *   requests it has pipelined are answered in order. The client struct outlives its connection until
  *   the reply comes, which is what makes ftl_control_reply safe after the client has gone.
- * - An event line is serialized once and shared by every follower's write. A follower that stops
- *   reading is dropped once FOLLOWER_MAX_QUEUED bytes wait for it, instead of buffering forever.
+ * - An event line is serialized once and shared by every follower (follower.c): each keeps a bounded
+ *   backlog of references and at most one write in flight, so a follower costs a fixed few KiB however
+ *   far behind it falls; one that falls FTL_CONTROL_FOLLOWER_BACKLOG events behind is dropped with a
+ *   final line and counted, and closed once that line is written.
  * - A client that half-closes after its requests still gets every reply, then the connection closes.
  * - A client that pipelines requests but does not read its replies is not answered without bound: once
  *   CLIENT_MAX_QUEUED bytes of replies wait for it, its requests are neither handled nor read (so the
@@ -26,6 +28,7 @@
  * can write is refused. Closing removes the socket file
  * only if it is still the one this server bound. */
 #include "control.h"
+#include "control_follower.h"
 #include "base/run_dir.h"
 #include "agent_fork.h"
 
@@ -42,16 +45,8 @@
 
 #define LISTEN_BACKLOG 64
 #define READ_CHUNK 4096
-#define FOLLOWER_MAX_QUEUED (4u << 20)
 #define CLIENT_MAX_QUEUED (2u << 20)  /* replies waiting for a client before its requests stop being read */
 #define SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
-
-/* One serialized reply or event, newline included; shared by the writes that send it. */
-typedef struct shared_line {
-	unsigned refs;
-	size_t len;
-	char data[];
-} shared_line;
 
 typedef struct line_write {
 	uv_write_t req;
@@ -72,6 +67,7 @@ struct ftl_control_client {
 	bool is_closed;                  /* the pipe's close callback has run */
 	bool is_handling;                /* inside drain_lines, so a reply given there does not recurse */
 	bool is_backed_up;               /* CLIENT_MAX_QUEUED bytes of replies wait: not reading requests */
+	ftl_follower *follower;          /* its event backlog once it follows (is_stream); NULL before */
 };
 
 struct ftl_control {
@@ -80,6 +76,7 @@ struct ftl_control {
 	ftl_control_handler handler;
 	void *ctx;
 	ftl_control_client *clients;
+	uint64_t followers_dropped; /* followers dropped for falling FTL_CONTROL_FOLLOWER_BACKLOG events behind */
 	unsigned open_handles; /* server plus unclosed clients; the struct is freed at 0 once closing */
 	bool is_closing;
 	dev_t socket_dev; /* identity of the socket file bound, so closing never removes another's */
@@ -88,30 +85,6 @@ struct ftl_control {
 };
 
 static void client_continue(ftl_control_client *client);
-
-/* ---- shared lines ---- */
-
-static shared_line *line_from_json(const json_t *value)
-{
-	size_t len = json_dumpb(value, NULL, 0, JSON_COMPACT);
-	shared_line *line;
-	if (len == 0)
-		return NULL;
-	line = malloc(sizeof *line + len + 1);
-	if (line == NULL)
-		return NULL;
-	json_dumpb(value, line->data, len, JSON_COMPACT);
-	line->data[len] = '\n';
-	line->len = len + 1;
-	line->refs = 1;
-	return line;
-}
-
-static void line_release(shared_line *line)
-{
-	if (--line->refs == 0)
-		free(line);
-}
 
 /* ---- lifetime ---- */
 
@@ -130,6 +103,7 @@ static void client_free(ftl_control_client *client)
 		c->clients = client->next;
 	if (client->next != NULL)
 		client->next->prev = client->prev;
+	ftl_follower_free(client->follower);
 	free(client->in);
 	free(client);
 }
@@ -281,8 +255,16 @@ static void handle_line(ftl_control_client *client, const char *line, size_t len
 	client->is_awaiting = true;
 	reply = c->handler(c->ctx, client, request, &is_stream);
 	json_decref(request);
-	if (is_stream)
+	if (is_stream && !client->follower) {
+		client->follower = ftl_follower_new();
+		if (!client->follower) {
+			json_decref(reply);
+			client->is_awaiting = false;
+			client_close(client);
+			return;
+		}
 		client->is_stream = true;
+	}
 	if (reply != NULL) {
 		client->is_awaiting = false;
 		client_send_json(client, reply);
@@ -611,6 +593,22 @@ void ftl_control_reply(ftl_control *c, ftl_control_client *client, json_t *reply
 		client_continue(client);
 }
 
+/* A follower's write finished, or was cancelled by a close: write on, or close a dropped one. */
+static void follower_write_cb(uv_write_t *req, int status)
+{
+	ftl_control_client *client = req->handle->data;
+	ftl_follower_write_done(client->follower);
+	if (status < 0) {
+		if (status != UV_ECANCELED)
+			client_close(client); /* it hung up */
+		return;
+	}
+	if (ftl_follower_is_drained(client->follower))
+		client_close_after_flush(client); /* dropped, and its final line is written */
+	else if (ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != 0)
+		client_close(client);
+}
+
 void ftl_control_publish(ftl_control *c, const json_t *event)
 {
 	shared_line *line;
@@ -620,15 +618,18 @@ void ftl_control_publish(ftl_control *c, const json_t *event)
 	if (line == NULL)
 		return;
 	for (ftl_control_client *client = c->clients; client != NULL; client = client->next) {
-		if (!client->is_stream || client->is_awaiting || client->is_closing)
+		if (!client->is_stream || client->is_closing)
 			continue;
-		if (uv_stream_get_write_queue_size((uv_stream_t *)&client->pipe) > FOLLOWER_MAX_QUEUED)
-			client_close(client); /* it stopped reading; dropping it beats buffering forever */
-		else
-			client_send_line(client, line);
+		ftl_follower_push push = ftl_follower_add(client->follower, line);
+		c->followers_dropped += push == FTL_FOLLOWER_DROPPED;
+		if (push == FTL_FOLLOWER_FAILED ||
+		    ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != 0)
+			client_close(client);
 	}
 	line_release(line);
 }
+
+uint64_t ftl_control_followers_dropped(const ftl_control *c) { return c ? c->followers_dropped : 0; }
 
 void ftl_control_close(ftl_control *c)
 {

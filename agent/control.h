@@ -4,7 +4,9 @@
  * Protocol: newline-delimited JSON. A client writes one request object per line and reads one reply
  * object per line. Replies carry "ok": true, or "ok": false with "error" (a sentence saying what is
  * wrong and what to do). A request {"cmd": "events"} turns the connection into a stream: the server
- * first replies {"ok": true}, then writes one line per membership event until the client hangs up.
+ * first replies {"ok": true}, then writes one line per membership event until the client hangs up. A
+ * follower that falls FTL_CONTROL_FOLLOWER_BACKLOG (1024) events behind is dropped: its last line is
+ * {"ok":false,"dropped":true,"error":"..."}, then the connection closes (control_follower.h).
  * Requests (the handler, agent_control.c, defines their replies; ctl/ftlctl.c is the client):
  *   {"cmd":"status"}                       header, counts, members, counters
  *   {"cmd":"members"}                      the member rows only
@@ -18,6 +20,7 @@
 #define FTL_AGENT_CONTROL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -42,6 +45,8 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 void ftl_control_reply(ftl_control *c, ftl_control_client *client, json_t *reply);
 /* Sends an event line to every streaming client; does not steal event. */
 void ftl_control_publish(ftl_control *c, const json_t *event);
+/* Followers dropped so far for falling behind (counters.control_followers_dropped). */
+uint64_t ftl_control_followers_dropped(const ftl_control *c);
 /* Stops listening, closes every client and removes the socket file. */
 void ftl_control_close(ftl_control *c);
 

@@ -1,10 +1,11 @@
-/* The one table of FTL_* variable names, and the warning for a name it does not hold.
+/* The one table of FTL_* variable names, and the refusal of a name it does not hold.
  *
- * Why: a misspelled setting (FTL_MAX_WORKER for FTL_MAX_WORKERS) used to be ignored without a word, and
- * the job ran with the default. Every variable that anything in this repository reads is listed below,
- * grouped by its reader; a program adds its own with ftl_env_add_known_name. Unknown names are warned
- * about (with the closest known name by edit distance), never refused: a newer launcher may set a
- * variable this version does not know yet. */
+ * Why: a misspelled setting (FTL_MAX_WORKER for FTL_MAX_WORKERS, FTL_SEED for FTL_SEEDS) used to be
+ * warned about and ignored, and the worker ran with the default: with no seeds, a job of one that trained
+ * alone and exited 0. Every variable that anything in this repository reads is listed below, grouped by
+ * its reader; a program adds its own with ftl_env_add_known_name (ftl.add_known_setting in Python) before
+ * ftl_agent_config_from_env, which refuses any other FTL_* name, naming the closest known one (edit
+ * distance). ftl_env_warn_unknown, for a program that only wants to be told, warns and goes on. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ static const char *const known_names[] = {
 	"FTL_GOSSIP_KEY_FILE", "FTL_INSECURE", "FTL_PROFILE", "FTL_PROBE_INTERVAL_MS", "FTL_PROBE_TIMEOUT_MS",
 	"FTL_GOSSIP_INTERVAL_MS", "FTL_PUSH_PULL_INTERVAL_MS", "FTL_REAP_AFTER_MS", "FTL_SUSPICION_MULT",
 	"FTL_RETRANSMIT_MULT", "FTL_READY_INTERVAL_MS", "FTL_RESEED_INTERVAL_MS", "FTL_RUN_DIR", "FTL_LOG_LEVEL", "FTL_META",
-	"FTL_METRICS_ADDR",
+	"FTL_METRICS_ADDR", "FTL_MAX_MEMBERS",
 	/* training (ftl_training_config_from_env, include/ftl/execute.h) */
 	"FTL_MIN_WORKERS", "FTL_MAX_WORKERS", "FTL_SETTLE_MS", "FTL_MAX_RETRIES", "FTL_BELOW_MIN_TIMEOUT_MS",
 	"FTL_COLLECTIVE_TIMEOUT_MS", "FTL_COMM", "FTL_CUDA_DEVICE", "FTL_CHECKPOINT_DIR", "FTL_CHECKPOINT_EVERY",
@@ -38,28 +39,19 @@ static const char *const known_names[] = {
 	/* the Python package (python/src/ftl/_lib.py) */
 	"FTL_LIBRARY",
 	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */
-	"FTL_SIM_SEED", "FTL_SIM_TRACE", "FTL_BUILD_DIR", "FTL_FUZZ_BUILD_DIR", "FTL_VENV", "FTL_WERROR",
-	"FTL_SANITIZE",
+	"FTL_SIM_SEED", "FTL_SIM_TRACE", "FTL_SIM_NODES", "FTL_SIM_TRIAL_SEED", "FTL_BUILD_DIR",
+	"FTL_FUZZ_BUILD_DIR", "FTL_FUZZ_SECONDS", "FTL_VENV", "FTL_WERROR", "FTL_SANITIZE", "FTL_PYTHON",
+	"FTL_BENCH_RANKS",
+	/* the tests' own (tests/agent/test_training.py, tests/python/test_run.py): their workers inherit them */
+	"FTL_TEST_SEED", "FTL_TRAIN_EXAMPLE",
 	/* scripts/test-gpu.sh and scripts/fetch-gpu-debs.sh */
 	"FTL_GPU_DEBS", "FTL_GPU_PREFIX", "FTL_GPU_FORCE_DEBS", "FTL_GPU_OUT", "FTL_GPU_BENCH",
 };
 #define N_KNOWN (sizeof(known_names) / sizeof(known_names[0]))
 
 enum { ADDED_MAX = 64, CLOSEST_MAX_EDITS = 3, NAME_MAX_LEN = 64 };
-static const char *added_names[ADDED_MAX];
+static char added_names[ADDED_MAX][NAME_MAX_LEN + 1]; /* copies: a caller's string may not live on */
 static int n_added;
-
-ftl_err ftl_env_add_known_name(const char *name)
-{
-	if (!name || strncmp(name, "FTL_", 4) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "ftl_env_add_known_name: %s does not start with FTL_",
-				    name ? name : "(null)");
-	if (n_added == ADDED_MAX)
-		return ftl_diag_set(FTL_ERR_INVALID, "ftl_env_add_known_name: already %d names added, the most there "
-				    "can be", ADDED_MAX);
-	added_names[n_added++] = name;
-	return FTL_OK;
-}
 
 /* Every known name, built-in then added, one per call: i from 0 until NULL. */
 static const char *known_name_at(size_t i)
@@ -117,23 +109,51 @@ static const char *closest(const char *name, size_t len)
 	return best;
 }
 
+ftl_err ftl_env_add_known_name(const char *name)
+{
+	if (!name || strncmp(name, "FTL_", 4) != 0 || strlen(name) > NAME_MAX_LEN || strchr(name, '='))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "ftl_env_add_known_name: %s is not a variable name that starts with FTL_ (at most "
+				    "%d bytes, no '=')",
+				    name ? name : "(null)", NAME_MAX_LEN);
+	if (is_known(name, strlen(name)))
+		return FTL_OK;
+	if (n_added == ADDED_MAX)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_env_add_known_name: already %d names added, the most there "
+				    "can be", ADDED_MAX);
+	memcpy(added_names[n_added++], name, strlen(name) + 1);
+	return FTL_OK;
+}
+
 const char *ftl_env_closest_known_name(const char *name) { return closest(name, strlen(name)); }
 
 extern char **environ;
 
-int ftl_env_warn_unknown(void) { return ftl_env_warn_unknown_to(ftl_logger_stderr()); }
-
-int ftl_env_warn_unknown_to(const ftl_logger *log)
+/* The next FTL_* variable in the environment, from *e on, that no table knows (its length in *len), or
+ * NULL; *e is left past it. */
+static const char *next_unknown(char ***e, size_t *len)
 {
+	for (; *e && **e; (*e)++) {
+		const char *var = **e;
+		*len = strcspn(var, "=");
+		if (strncmp(var, "FTL_", 4) == 0 && !is_known(var, *len)) {
+			(*e)++;
+			return var;
+		}
+	}
+	return NULL;
+}
+
+int ftl_env_warn_unknown(void)
+{
+	const ftl_logger *log = ftl_logger_stderr();
 	int unknown = 0;
-	for (char **e = environ; e && *e; e++) {
-		size_t len = strcspn(*e, "=");
-		if (strncmp(*e, "FTL_", 4) != 0 || is_known(*e, len))
-			continue;
-		const char *near = closest(*e, len);
-		unknown++;
+	char **e = environ;
+	size_t len;
+	for (const char *var; (var = next_unknown(&e, &len)) != NULL; unknown++) {
+		const char *near = closest(var, len);
 		char name[256];
-		snprintf(name, sizeof(name), "%.*s", (int)len, *e);
+		snprintf(name, sizeof(name), "%.*s", (int)len, var);
 		if (near)
 			ftl_log(log, FTL_LOG_WARN, "config",
 				FTL_MSG("%s is not an ftl setting and is ignored; did you mean %s?", name, near),
@@ -144,4 +164,32 @@ int ftl_env_warn_unknown_to(const ftl_logger *log)
 				FTL_F_STR("variable", name));
 	}
 	return unknown;
+}
+
+ftl_err ftl_env_refuse_unknown(void)
+{
+	char **e = environ;
+	size_t len, others_len;
+	const char *first = next_unknown(&e, &len);
+	if (!first)
+		return FTL_OK;
+	int others = 0;
+	char others_text[256] = "";
+	for (const char *var; (var = next_unknown(&e, &others_len)) != NULL; others++) {
+		size_t used = strlen(others_text);
+		if (used + others_len + 3 < sizeof(others_text))
+			snprintf(others_text + used, sizeof(others_text) - used, "%s%.*s", used ? ", " : "",
+				 (int)others_len, var);
+	}
+	const char *near = closest(first, len);
+	char hint[96] = "";
+	if (near)
+		snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
+	char more[320] = "";
+	if (others)
+		snprintf(more, sizeof(more), "; %d more unknown: %s", others, others_text);
+	return ftl_diag_set(FTL_ERR_INVALID,
+			    "%.*s is not an ftl setting%s: correct or unset it (a program with FTL_* settings of "
+			    "its own declares them with ftl_env_add_known_name, or ftl.add_known_setting in Python)%s",
+			    (int)len, first, hint, more);
 }

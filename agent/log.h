@@ -10,8 +10,8 @@
  *  - objects below the agent that are made once and have no agent at hand (ftl_execute's machine, the
  *    checkpoints and their writer thread) take a `const ftl_logger *` when they are made and keep it; it
  *    must outlive them (the agent's does, as it owns them);
- *  - code that runs before any agent exists (ftl_agent_config_from_env's warnings) builds a logger from
- *    the config it was given; what has no config at all (the public ftl_env_warn_unknown, unit tests)
+ *  - code that runs before the agent exists (ftl_agent_config_resolve's warnings, such as a key file
+ *    others can read) builds a logger from the config it was given; what has no config at all (the public ftl_env_warn_unknown, unit tests)
  *    uses ftl_logger_stderr(): info and up, agent "-", on stderr, or a logger of its own
  *    (ftl_logger_init: the checkpoint benchmark's logs warnings only).
  *

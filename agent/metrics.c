@@ -22,6 +22,7 @@ void ftl_metrics_snapshot_take(ftl_agent *a, ftl_metrics_snapshot *out)
 	memcpy(out->events, a->events_seen, sizeof(out->events));
 	out->health = ftl_swim_health_score(a->swim);
 	out->tcp_timeouts = a->tcp_timeouts;
+	out->control_followers_dropped = ftl_control_followers_dropped(a->control);
 	out->is_training = a->is_training;
 	if (!a->is_training)
 		return;
@@ -91,6 +92,9 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 			   (double)s->swim.push_pulls);
 	ftl_metrics_single(t, "ftl_gossip_tcp_timeouts_total", "counter", "Push-pull TCP exchanges that timed out.",
 			   (double)s->tcp_timeouts);
+	ftl_metrics_single(t, "ftl_control_followers_dropped_total", "counter",
+			   "`events --follow` clients dropped for falling 1024 events behind.",
+			   (double)s->control_followers_dropped);
 	ftl_metrics_single(t, "ftl_gossip_health_score", "gauge",
 			   "Lifeguard local health: 0 is healthy, higher stretches probes.", (double)s->health);
 	ftl_metrics_per_label(t, "ftl_membership_events_total", "counter",

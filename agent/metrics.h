@@ -28,6 +28,7 @@ typedef struct ftl_metrics_snapshot {
 	uint64_t events[FTL_EVENT_TYPE_MAX];  /* membership events handed out here, by type */
 	int health;                           /* Lifeguard local health: 0 is healthy, higher is worse */
 	uint64_t tcp_timeouts;
+	uint64_t control_followers_dropped;
 	/* training (is_training false: a bare agent, the rest is not shown) */
 	bool is_training;
 	uint64_t view_epoch;

@@ -26,6 +26,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		.gossip_to_dead_us = 30 * SEC,
 		.reap_after_us = 30 * SEC,
 		.ready_interval_us = 500 * MS,
+		.max_members = FTL_SWIM_MAX_MEMBERS_DEFAULT,
 	};
 	switch (profile) {
 	case FTL_PROFILE_LOCAL: /* memberlist DefaultLocalConfig */
@@ -93,6 +94,8 @@ const char *ftl_swim_config_check(const ftl_swim_config *c)
 		return "push_pull_interval must be zero (off) or positive";
 	if (c->gossip_to_dead_us < 0 || c->reap_after_us < 0)
 		return "gossip_to_dead and reap_after must not be negative";
+	if (c->max_members < 2)
+		return "max_members must be at least 2 (this node and one other)";
 	return NULL;
 }
 

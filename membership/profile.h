@@ -17,6 +17,12 @@
 
 #include <stdint.h>
 
+/* The default member limit: four times the largest view the rendezvous forms (FTL_RDV_MAX_MEMBERS,
+ * 4096), so a full view, as many hot spares again, and the dead and left members of two whole
+ * generations waiting to be reaped all fit; about 2 MiB of table at ~130 bytes a member. What it stops is
+ * a key holder (or a bug) gossiping names without end: 20,000 fake members used to be taken in whole. */
+#define FTL_SWIM_MAX_MEMBERS_DEFAULT 16384
+
 typedef struct ftl_swim_config {
 	int64_t probe_interval_us;       /* one probe per period (scaled by local health) */
 	int64_t probe_timeout_us;        /* wait for a direct ack before asking others (scaled) */
@@ -30,6 +36,9 @@ typedef struct ftl_swim_config {
 	int64_t push_pull_interval_us;   /* periodic full-state exchange (anti-entropy); 0 = off */
 	int64_t gossip_to_dead_us;       /* keep gossiping to dead/left members this long */
 	int64_t reap_after_us;           /* forget dead/left members after this long */
+	int max_members;                 /* the member table's limit, this node included: a new name beyond it
+					  * is refused and counted (FTL_DROP_TABLE_FULL); known members still
+					  * change. Every profile: FTL_SWIM_MAX_MEMBERS_DEFAULT */
 	/* The rendezvous that runs on this membership (rendezvous/, checked there): */
 	int64_t ready_interval_us;       /* resend ready (and re-poll, retry a proposal) while not in agreement */
 } ftl_swim_config;

@@ -18,7 +18,7 @@ const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {
 };
 
 const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
-	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull", "bad_addr",
+	"keyring", "malformed", "wrong_target", "unknown_seq", "push_pull", "bad_addr", "member_table_full",
 };
 
 /* ---- lifecycle ---- */

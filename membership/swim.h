@@ -128,6 +128,8 @@ typedef enum ftl_swim_drop {
 	FTL_DROP_UNKNOWN_SEQ,   /* an ack or nack for no probe in flight (late) */
 	FTL_DROP_PUSH_PULL,     /* a push-pull frame that failed to open (counted by the channel) or decode */
 	FTL_DROP_BAD_ADDR,      /* an alive whose address the caller cannot use (999.1.1.1:99999) */
+	FTL_DROP_TABLE_FULL,    /* an alive (or push-pull entry) of a new name while the member table holds
+				 * config.max_members: refused, the members we know are kept */
 	FTL_DROP_MAX
 } ftl_swim_drop;
 

@@ -114,6 +114,7 @@ void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_d
 void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
 /* The same without an event, for a new generation (the caller emits JOIN instead). */
 void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
+/* Adds a member, alive; NULL on OOM, or when the table holds cfg.max_members (counted: FTL_DROP_TABLE_FULL). */
 ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr, int64_t now_us);
 
 /* swim_rumor.c: what a rumor does to our table; each queues the rumor on when it changed something. */

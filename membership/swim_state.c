@@ -76,6 +76,10 @@ void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state
 
 ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr, int64_t now_us)
 {
+	if (s->members.len >= (uint32_t)s->cfg.max_members) {
+		s->stats.dropped[FTL_DROP_TABLE_FULL]++;
+		return NULL;
+	}
 	ftl_member *m = ftl_members_add(&s->members, &s->rng, name, addr, FTL_MEMBER_ALIVE, now_us);
 	if (m)
 		s->count[FTL_MEMBER_ALIVE]++;

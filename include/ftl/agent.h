@@ -98,9 +98,12 @@ typedef struct ftl_agent_config {
 	uint64_t generation;      /* 0 = microseconds since the epoch at start: larger on every restart */
 	char meta[256];           /* [FTL_META] node metadata gossiped with this member (text, up to 255 bytes) */
 	char metrics_addr[128];   /* [FTL_METRICS_ADDR] numeric ip:port serving GET /metrics (Prometheus); "" = off */
-	ftl_log_cb log_cb;        /* where this agent's records go, and ftl_agent_config_from_env's warnings
-				     when set before it; NULL (default): one line each on stderr */
+	ftl_log_cb log_cb;        /* where this agent's records go, the warnings about its settings
+				     included; NULL (default): one line each on stderr */
 	void *log_user;           /* handed to log_cb */
+	int64_t max_members;      /* [FTL_MAX_MEMBERS] most members (this one included, dead ones until reaped)
+				     this agent keeps; a new name beyond it is refused and counted
+				     (dropped.member_table_full). 0 = the default, 16384 */
 } ftl_agent_config;
 
 typedef enum ftl_agent_event_type {
@@ -124,7 +127,8 @@ typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
 /* Defaults (see above). */
 FTL_API void ftl_agent_config_default(ftl_agent_config *cfg);
 /* Overlays the FTL_* environment. FTL_ERR_INVALID with ftl_error_message() naming the variable and what is
- * expected. */
+ * expected; also for an FTL_* variable that neither ftl nor the program (ftl_env_add_known_name, in
+ * ftl/settings.h) knows: a misspelled setting is refused, naming the closest known name. */
 FTL_API ftl_err ftl_agent_config_from_env(ftl_agent_config *cfg);
 
 /* Checks the settings and prepares the agent; nothing is bound yet. NULL with ftl_error_message() saying

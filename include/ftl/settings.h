@@ -1,8 +1,9 @@
 /* Settings from the environment, shared by libftl and the programs built on it: one bounded number
  * reader that names the variable when a value is wrong, and the table of every FTL_* name anything here
- * reads, so a misspelled variable (FTL_MAX_WORKER) is reported with the closest known name instead of
- * being silently ignored. A program that reads FTL_* variables of its own adds them to the table before
- * it calls ftl_agent_config_from_env, which warns once per unknown name. */
+ * reads, so a misspelled variable (FTL_MAX_WORKER) is refused with the closest known name instead of
+ * leaving the worker on the default (with FTL_SEED for FTL_SEEDS: a job of one). A program that reads
+ * FTL_* variables of its own adds them to the table before it calls ftl_agent_config_from_env (or
+ * ftl_agent_new_from_env), which refuses any FTL_* name the table does not hold. */
 #ifndef FTL_SETTINGS_H
 #define FTL_SETTINGS_H
 
@@ -20,15 +21,17 @@ extern "C" {
  * with ftl_error_message() naming var for a value that is empty, not a number, or out of range. */
 FTL_API ftl_err ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max);
 
-/* Adds a program's own FTL_* variable to the known names (name is not copied: pass a string literal).
- * FTL_ERR_INVALID when name does not start with FTL_ or the table of added names is full (64). */
+/* Adds a program's own FTL_* variable to the known names (the name is copied; adding a known one again
+ * is a no-op). Call it before making agents, not while another thread makes one. FTL_ERR_INVALID when
+ * name is not FTL_ followed by at most 60 bytes without '=', or 64 names were added already. */
 FTL_API ftl_err ftl_env_add_known_name(const char *name);
 
 /* The known name nearest to name by edit distance (at most 3 edits), or NULL. */
 FTL_API const char *ftl_env_closest_known_name(const char *name);
 
 /* Logs one warning for each FTL_* variable in the environment that no table knows, naming the closest
- * known one; returns how many. ftl_agent_config_from_env calls it. Warns only: never refuses. */
+ * known one; returns how many. Warns only, for a program that wants to be told without being refused
+ * (ftl_agent_config_from_env refuses them). */
 FTL_API int ftl_env_warn_unknown(void);
 
 #ifdef __cplusplus

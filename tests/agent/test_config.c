@@ -1,6 +1,6 @@
 /* Unit tests of the agent's settings: host:port parsing (IPv4, IPv6, names), the checks that name the
  * bad setting and say what is expected (a table of every FTL_* setting's bad values), and the warnings
- * (unknown variables, a key file others can read). `test_config NAME` runs the one test NAME: ctest
+ * (a key file others can read) and refusals (unknown variables, a seed list with no seed). `test_config NAME` runs the one test NAME: ctest
  * lists each behaviour by its name. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -187,7 +187,7 @@ static void expect_refused(const char *var, const char *value, const char *also_
 		fail_msg("%s=\"%s\": the error \"%s\" does not name %s", var, value, err, var);
 }
 
-enum { MAX_BAD = 12 };
+enum { MAX_BAD = 14 };
 typedef struct setting_case {
 	const char *var;
 	bool is_number;                /* also refuses "", "garbage", "-1" and an overflowing number */
@@ -206,7 +206,7 @@ static const setting_case setting_cases[] = {
 			     "localhost:7946", "::::", "127.0.0.1:99999999999999999999"}, NULL},
 	{"FTL_ADVERTISE", false, {"", "garbage", "0.0.0.0:7946", "10.0.0.1:99999", "10.0.0.1"}, NULL},
 	{"FTL_SEEDS", false, {"", "127.0.0.1", "::::", "garbage", "1.2.3.4:99999", "1.2.3.4:0", "a:-1",
-			      "h:7946,garbage", "fd00::7:7946", "[fd00::7]", "h:12x"}, NULL},
+			      "h:7946,garbage", "fd00::7:7946", "[fd00::7]", "h:12x", ",,,", " , "}, NULL},
 	{"FTL_CLUSTER", false, {"", NAME_64}, NULL},
 	{"FTL_GOSSIP_KEY", false, {"", "garbage", "-1", "AAAA"}, NULL},
 	{"FTL_GOSSIP_KEY_FILE", false, {"", "/nonexistent/key", LONG_300}, "FTL_GOSSIP_KEY"},
@@ -221,6 +221,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_RESEED_INTERVAL_MS", true, {"0", "99", "3600001"}, NULL},
 	{"FTL_SUSPICION_MULT", true, {"0", "65"}, NULL},
 	{"FTL_RETRANSMIT_MULT", true, {"0", "65"}, NULL},
+	{"FTL_MAX_MEMBERS", true, {"0", "1", "16777217"}, NULL},
 	{"FTL_RUN_DIR", false, {"", LONG_300}, NULL},
 	{"FTL_LOG_LEVEL", false, {"", "loud", "-1"}, NULL},
 	{"FTL_META", false, {"", LONG_300}, NULL},
@@ -280,6 +281,49 @@ static void test_seeds_that_are_not_host_port_are_refused(void **state)
 	expect_refused("FTL_SEEDS", "::::", NULL);
 	expect_refused("FTL_SEEDS", "garbage", NULL);
 	expect_refused("FTL_SEEDS", "1.2.3.4:99999", NULL);
+}
+
+/* Seeds given with no seed in them (",,,", a template that expanded to nothing) would make a job of one:
+ * refused, saying so. Unset, a worker is the first of its job, as before. */
+static void test_seed_list_without_a_seed_is_refused(void **state)
+{
+	char err[512];
+	static const char *const empty_lists[] = {",,,", ",", " ", " , ,"};
+	for (size_t i = 0; i < sizeof(empty_lists) / sizeof(empty_lists[0]); i++) {
+		set_valid_environment();
+		setenv("FTL_SEEDS", empty_lists[i], 1);
+		if (resolve_environment(err, sizeof(err)) == 0)
+			fail_msg("FTL_SEEDS=\"%s\" (no seed) was accepted", empty_lists[i]);
+		if (!strstr(err, "FTL_SEEDS") || !strstr(err, "holds no seed"))
+			fail_msg("FTL_SEEDS=\"%s\": the error does not say the list holds no seed: %s", empty_lists[i], err);
+	}
+	set_valid_environment(); /* unset: the first worker of a job */
+	if (resolve_environment(err, sizeof(err)) != 0)
+		fail_msg("no FTL_SEEDS was refused: %s", err);
+	ftl_agent_config c; /* the same check for a config set in code */
+	ftl_agent_settings st;
+	ftl_agent_config_default(&c);
+	strcpy(c.advertise, "10.0.0.1:7946");
+	c.is_insecure = true;
+	strcpy(c.seeds, ",,,");
+	assert_int_equal(ftl_agent_config_resolve(&c, &st), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_error_message(), "holds no seed"));
+}
+
+/* FTL_MAX_MEMBERS reaches the member table; unset, every profile keeps the generous default. */
+static void test_max_members_setting_reaches_the_member_table(void **state)
+{
+	ftl_agent_config c;
+	ftl_agent_settings st;
+	set_valid_environment();
+	ftl_agent_config_default(&c);
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_OK);
+	assert_int_equal(ftl_agent_config_resolve(&c, &st), FTL_OK);
+	assert_int_equal(st.swim.max_members, FTL_SWIM_MAX_MEMBERS_DEFAULT);
+	setenv("FTL_MAX_MEMBERS", "64", 1);
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_OK);
+	assert_int_equal(ftl_agent_config_resolve(&c, &st), FTL_OK);
+	assert_int_equal(st.swim.max_members, 64);
 }
 
 /* Compression rounds the gradients; reproducible mode promises exact sums: asking for both is refused when
@@ -381,29 +425,52 @@ static void test_gossip_key_file_readable_by_others_warns(void **state)
 		fail_msg("no warning naming the key file, its mode and the fix: %s", log);
 }
 
-static void test_unknown_setting_warns_with_closest_name(void **state)
+/* A misspelled FTL_* name used to be warned about while the worker trained alone with the default: it is
+ * refused, naming the closest known name, unless the program declared it. */
+static void test_unknown_setting_is_refused_naming_the_closest(void **state)
 {
-	char log[4096];
+	char err[512];
 	assert_string_equal(ftl_env_closest_known_name("FTL_MAX_WORKER"), "FTL_MAX_WORKERS");
 	assert_string_equal(ftl_env_closest_known_name("FTL_SEED"), "FTL_SEEDS");
 	assert_string_equal(ftl_env_closest_known_name("FTL_GOSIP_KEY"), "FTL_GOSSIP_KEY");
 	assert_null(ftl_env_closest_known_name("FTL_SOMETHING_ELSE_ENTIRELY"));
-	set_valid_environment();
+	static const struct {
+		const char *typo, *closest;
+	} typos[] = {{"FTL_SEED", "FTL_SEEDS"}, {"FTL_MIN_WORKER", "FTL_MIN_WORKERS"},
+		     {"FTL_MAX_WORKER", "FTL_MAX_WORKERS"}, {"FTL_GOSIP_KEY", "FTL_GOSSIP_KEY"},
+		     {"FTL_CHECKPOINT_DIRS", "FTL_CHECKPOINT_DIR"}, {"FTL_INSECRE", "FTL_INSECURE"}};
+	for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++) {
+		set_valid_environment();
+		setenv(typos[i].typo, "2", 1);
+		if (resolve_environment(err, sizeof(err)) == 0)
+			fail_msg("%s was accepted", typos[i].typo);
+		char did_you_mean[96];
+		snprintf(did_you_mean, sizeof(did_you_mean), "did you mean %s?", typos[i].closest);
+		if (!strstr(err, typos[i].typo) || !strstr(err, did_you_mean))
+			fail_msg("%s: the error does not name it and %s: %s", typos[i].typo, typos[i].closest, err);
+	}
+	set_valid_environment(); /* several: the first is named, the others listed */
 	setenv("FTL_MAX_WORKER", "4", 1);
 	setenv("FTL_SOMETHING_ELSE_ENTIRELY", "1", 1);
-	resolve_capturing_log(log, sizeof(log)); /* a warning, not a refusal */
-	if (!strstr(log, "FTL_MAX_WORKER is not an ftl setting") || !strstr(log, "did you mean FTL_MAX_WORKERS?"))
-		fail_msg("no warning naming FTL_MAX_WORKER and FTL_MAX_WORKERS: %s", log);
-	if (!strstr(log, "FTL_SOMETHING_ELSE_ENTIRELY is not an ftl setting"))
-		fail_msg("no warning for a name far from any known one: %s", log);
-	/* a program's own variable, once added, is known */
+	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
+	if (!strstr(err, "FTL_MAX_WORKER") || !strstr(err, "FTL_SOMETHING_ELSE_ENTIRELY") || !strstr(err, "1 more"))
+		fail_msg("both unknown names are not in the error: %s", err);
+	/* a program's own variable, once declared, is known; the name is copied */
 	set_valid_environment();
 	setenv("FTL_MY_PROGRAM_EPOCHS", "3", 1);
-	assert_int_equal(ftl_env_add_known_name("FTL_MY_PROGRAM_EPOCHS"), 0);
+	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
+	char name[] = "FTL_MY_PROGRAM_EPOCHS";
+	assert_int_equal(ftl_env_add_known_name(name), FTL_OK);
+	memset(name, 'x', sizeof(name) - 1);
+	assert_int_equal(ftl_env_add_known_name("FTL_MY_PROGRAM_EPOCHS"), FTL_OK); /* twice is fine */
 	assert_int_equal(ftl_env_add_known_name("NOT_FTL"), FTL_ERR_INVALID);
-	resolve_capturing_log(log, sizeof(log));
-	if (strstr(log, "FTL_MY_PROGRAM_EPOCHS"))
-		fail_msg("an added name was warned about: %s", log);
+	assert_int_equal(ftl_env_add_known_name("FTL_A=B"), FTL_ERR_INVALID);
+	if (resolve_environment(err, sizeof(err)) != 0)
+		fail_msg("a declared name was refused: %s", err);
+	/* ftl_env_warn_unknown, for a program that only wants to be told, still only warns */
+	setenv("FTL_MAX_WORKER", "4", 1);
+	assert_int_equal(ftl_env_warn_unknown(), 1);
+	unsetenv("FTL_MAX_WORKER");
 }
 
 int main(int argc, char **argv)
@@ -426,7 +493,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_name_outside_allowed_characters_is_refused),
 		cmocka_unit_test(test_gossip_key_and_key_file_both_set_are_refused),
 		cmocka_unit_test(test_gossip_key_file_readable_by_others_warns),
-		cmocka_unit_test(test_unknown_setting_warns_with_closest_name),
+		cmocka_unit_test(test_unknown_setting_is_refused_naming_the_closest),
+		cmocka_unit_test(test_seed_list_without_a_seed_is_refused),
+		cmocka_unit_test(test_max_members_setting_reaches_the_member_table),
 		cmocka_unit_test(test_checkpoint_choices_are_read_and_checked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -257,21 +258,31 @@ static void test_two_agents_in_one_process_log_with_their_own_name_and_level(voi
 	assert_true(only_from(&kb, "log-b"));
 }
 
-/* A warning about the settings, before any agent exists, goes to the config's callback. */
+/* A warning about the settings, given while the agent is made (before it runs), goes to the config's
+ * callback: here a key file that others can read. */
 static void test_settings_warnings_go_to_the_configs_callback(void **state)
 {
 	kept k = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	char path[] = "/tmp/ftl-test-key-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	static const char key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+	assert_int_equal(write(fd, key, sizeof(key) - 1), (ssize_t)(sizeof(key) - 1));
+	close(fd);
+	chmod(path, 0644);
 	ftl_agent_config c;
 	ftl_agent_config_default(&c);
 	snprintf(c.name, sizeof(c.name), "w7");
+	snprintf(c.bind, sizeof(c.bind), "127.0.0.1:7946");
+	snprintf(c.gossip_key_file, sizeof(c.gossip_key_file), "%s", path);
 	c.log_cb = keep_cb;
 	c.log_user = &k;
-	setenv("FTL_MAX_WORKER", "4", 1);
-	ftl_err rc = ftl_agent_config_from_env(&c);
-	unsetenv("FTL_MAX_WORKER");
-	assert_int_equal(rc, FTL_OK);
-	assert_true(has_line(&k, "level=warn agent=w7 component=config msg=\"FTL_MAX_WORKER is not an ftl setting"));
-	assert_true(has_line(&k, "variable=FTL_MAX_WORKER closest=FTL_MAX_WORKERS\n"));
+	ftl_agent *a = ftl_agent_new(&c);
+	unlink(path);
+	assert_non_null(a);
+	ftl_agent_delete(a);
+	assert_true(has_line(&k, "level=warn agent=w7 component=config msg=\"FTL_GOSSIP_KEY_FILE="));
+	assert_true(has_line(&k, " mode=420\n"));
 }
 
 int main(int argc, char **argv)

@@ -42,6 +42,28 @@ def scenario_malformed_seeds_are_refused_at_start(a, d):
         expect_refused(a.train, dict(base_env(d), FTL_SEEDS=seeds, FTL_STEPS="1"), "FTL_SEEDS")
 
 
+# Mistakes that used to leave a worker training alone and exiting 0: a seed list with no seed in it, and
+# misspelled names (each refused, naming the closest known one).
+SEED_LISTS_WITHOUT_A_SEED = (",,,", ",", " , ")
+MISSPELLED = (("FTL_SEED", "FTL_SEEDS"), ("FTL_MIN_WORKER", "FTL_MIN_WORKERS"), ("FTL_MAX_WORKER", "FTL_MAX_WORKERS"),
+              ("FTL_SEEDS_", "FTL_SEEDS"), ("FTL_GOSIP_KEY", "FTL_GOSSIP_KEY"), ("FTL_INSECRE", "FTL_INSECURE"),
+              ("FTL_CLUSTERS", "FTL_CLUSTER"), ("FTL_CHECKPOINT_DIRS", "FTL_CHECKPOINT_DIR"),
+              ("FTL_EXPECTED_WORKER", "FTL_EXPECTED_WORKERS"), ("FTL_COMM_COMPRES", "FTL_COMM_COMPRESS"),
+              ("FTL_SETTLE", "FTL_SETTLE_MS"), ("FTL_STEP", "FTL_STEPS"), ("FTL_LOGLEVEL", "FTL_LOG_LEVEL"))
+
+
+def scenario_empty_seed_list_or_misspelled_setting_is_refused(a, d):
+    for seeds in SEED_LISTS_WITHOUT_A_SEED:
+        expect_refused(a.agent, dict(base_env(d), FTL_SEEDS=seeds), "FTL_SEEDS", "holds no seed")
+        expect_refused(a.train, dict(base_env(d), FTL_SEEDS=seeds, FTL_STEPS="1"), "FTL_SEEDS", "holds no seed")
+    for typo, closest in MISSPELLED:
+        expect_refused(a.train, dict(base_env(d), FTL_STEPS="1", **{typo: "2"}), typo, f"did you mean {closest}?")
+    expect_refused(a.agent, dict(base_env(d), FTL_MIN_WORKER="2"), "FTL_MIN_WORKER", "FTL_MIN_WORKERS")
+    # unset, FTL_SEEDS makes the first worker of a job: it trains alone, as documented
+    r = run(a.train, dict(base_env(d), FTL_STEPS="2", FTL_DATA_SIZE="200"), timeout=60)
+    assert r.returncode == 0, f"a first worker without FTL_SEEDS: exit {r.returncode}, stderr: {r.stderr}"
+
+
 def scenario_name_that_leaves_the_run_dir_is_refused(a, d):
     run_dir = os.path.join(d, "a", "b")
     expect_refused(a.agent, dict(base_env(run_dir), FTL_NAME="../../escape"), "FTL_NAME", "A-Z a-z 0-9 . _ -")
@@ -244,11 +266,80 @@ def scenario_unauthenticated_tcp_memory_is_bounded(a, d):
         c.close()
 
 
+FOLLOWER_RSS_BOUND_MIB = 48  # 50 followers that never read used to take the agent to 274-364 MiB
+
+
+def scenario_events_followers_that_never_read_are_dropped_and_memory_stays_bounded(a, d):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cluster import Cluster, wait_until
+    from growth import flood_members, follow_without_reading, read_to_the_end, rss_mib
+    c = Cluster(a.agent, a.ctl)
+    conns = []
+    try:
+        w0 = c.add("w0", FTL_LOG_LEVEL="error")
+        wait_until("w0 answers", lambda: c.status(w0), 10)
+        idle = rss_mib(w0.proc.pid)
+        conns = follow_without_reading(w0.socket, 50)
+        flood_members(a.flood, w0.port, c.key, 2000, 40, "ev")  # 80,000 alives: join and update events
+        time.sleep(0.5)
+        peak = rss_mib(w0.proc.pid, "VmHWM")
+        closed, final = read_to_the_end(conns, 15)
+        for conn in conns:
+            conn.close()
+        conns = []
+        time.sleep(0.5)
+        after = rss_mib(w0.proc.pid)
+        counted = c.status(w0)["counters"].get("control_followers_dropped", 0)
+        print(f"50 followers that never read: agent RSS {idle:.1f} MiB idle, peak {peak:.1f} MiB, {after:.1f} MiB "
+              f"after they closed (bound {FOLLOWER_RSS_BOUND_MIB}); {closed} dropped, {final} with the final "
+              f"line, {counted} counted")
+        assert peak < FOLLOWER_RSS_BOUND_MIB and after < FOLLOWER_RSS_BOUND_MIB, f"peak {peak:.1f}, after {after:.1f}"
+        assert closed == 50 and final == 50 and counted == 50, (closed, final, counted)
+    finally:
+        for conn in conns:
+            conn.close()
+        c.close()
+
+
+def scenario_member_table_stops_at_its_limit(a, d):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cluster import Cluster, wait_until
+    from growth import flood_members
+    limit = 40
+    c = Cluster(a.agent, a.ctl)
+    try:
+        w0 = c.add("w0", FTL_MAX_MEMBERS=limit, FTL_LOG_LEVEL="error")
+        w1 = c.add("w1", seed=w0.addr, FTL_LOG_LEVEL="error")
+        wait_until("w1 alive at w0", lambda: (c.view(w0) or {}).get("w1", ("",))[0] == "alive", 30)
+        refused = 0
+        for _ in range(10):  # UDP on a busy machine loses some datagrams: offer the names again
+            flood_members(a.flood, w0.port, c.key, 2 * limit, 2, "fake")
+            st = c.status(w0)
+            refused = st["counters"]["dropped"].get("member_table_full", 0)
+            if refused:
+                break
+        held = len(st["members"])
+        print(f"{2 * limit} fake names gossiped with the key: {held} members held (FTL_MAX_MEMBERS={limit}), "
+              f"{refused} refused (counters.dropped.member_table_full)")
+        assert held == limit and refused > 0, (held, refused)
+        # A member known before the table filled still changes: w1 restarted (kill -9, same name and port)
+        # joins w0 again with its new life, taken in place of the old one.
+        old_life = c.view(w0)["w1"][1]
+        c.restart("w1")
+        took = wait_until("w0 takes w1's new life", lambda: (c.view(w0) or {}).get("w1", ("", old_life))[1] != old_life
+                          and c.view(w0)["w1"][0] == "alive", 30)
+        print(f"w1 restarted: its new life alive at w0 in {took:.2f} s with the table full "
+              f"({len(c.status(w0)['members'])} members)")
+    finally:
+        c.close()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--agent", required=True)
     p.add_argument("--ctl", required=True)
     p.add_argument("--train", required=True)
+    p.add_argument("--flood", help="tests/agent/member_flood (the growth scenarios)")
     p.add_argument("scenario")
     a = p.parse_args()
     with tempfile.TemporaryDirectory(prefix="ftl-settings-test-") as d:

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/control.h"
+#include "agent/control_follower.h"
 #include "fake_agent.h"
 #include "line_client.h"
 #include "test_dirs.h"
@@ -277,6 +278,55 @@ static void test_published_events_reach_every_follower_only(void **state)
 	line_client_close(&bystander);
 }
 
+/* A follower that stops reading used to be written to until 4 MiB waited for it (50 of them: 274 MiB,
+ * kept after they closed). Past FTL_CONTROL_FOLLOWER_BACKLOG events behind it is dropped: what it reads
+ * when it wakes (the events already in the socket) ends with a line saying so, then the connection
+ * closes; others are served throughout. */
+static void test_events_follower_that_never_reads_is_dropped_with_a_final_line(void **state)
+{
+	fixture *f = *state;
+	line_client stuck, bystander;
+	line_client_open(&stuck, f->path);
+	int small = 4096;
+	setsockopt(stuck.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+	line_client_send(&stuck, "{\"cmd\":\"events\"}\n");
+	json_t *reply = line_client_read_json(&stuck);
+	assert_ok(reply);
+	json_decref(reply);
+	char event[1100];
+	int n = snprintf(event, sizeof event, "{\"event\":\"update\",\"name\":\"w4\",\"pad\":\"");
+	memset(event + n, 'x', 1000);
+	snprintf(event + n + 1000, sizeof event - (size_t)n - 1000, "\"}");
+	/* the socket buffers take a few hundred KiB of these; the backlog then fills */
+	const int published = FTL_CONTROL_FOLLOWER_BACKLOG + 2000;
+	for (int i = 0; i < published; i++)
+		fake_agent_publish(f->agent, event);
+	line_client_open(&bystander, f->path);
+	expect_echo(&bystander, 30);
+	int events = 0;
+	for (;;) {
+		json_t *line = line_client_read_json(&stuck);
+		if (json_object_get(line, "event")) {
+			events++;
+			json_decref(line);
+			continue;
+		}
+		assert_true(json_is_false(json_object_get(line, "ok")));
+		assert_true(json_is_true(json_object_get(line, "dropped")));
+		const char *error = json_string_value(json_object_get(line, "error"));
+		if (!error || !strstr(error, "fell 1024 events behind"))
+			fail_msg("the final line does not say why: %s", error ? error : "(none)");
+		json_decref(line);
+		break;
+	}
+	printf("the stuck follower read %d of %d events, then the final line\n", events, published);
+	/* what the socket buffers and the write in flight held; the backlog was let go at the drop */
+	assert_true(events > 0 && events < published);
+	line_client_expect_closed(&stuck);
+	line_client_close(&stuck);
+	line_client_close(&bystander);
+}
+
 static void test_stale_socket_file_is_replaced(void **state)
 {
 	fixture *f = *state;
@@ -459,6 +509,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_late_reply_comes_before_later_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_reply_to_a_client_that_has_gone_is_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_published_events_reach_every_follower_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_events_follower_that_never_reads_is_dropped_with_a_final_line, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_stale_socket_file_is_replaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_second_server_on_a_live_socket_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_removes_the_socket_file, setup, teardown),

@@ -1,7 +1,8 @@
 """The agent's log records in Python's logging (ftl/_logging.py), on real agents over loopback: a record
 arrives as a LogRecord on the component's child logger with its fields as values, records from the agent's
-own loop thread arrive too, each agent keeps its name and level, the settings' warnings take the same path,
-and without a logger the records stay lines on stderr."""
+own loop thread arrive too, each agent keeps its name and level, the settings' warnings take the same path
+(a misspelled FTL_* name is refused instead, unless the program declared it), and without a logger the
+records stay lines on stderr."""
 import logging
 import os
 import threading
@@ -80,17 +81,43 @@ def test_two_agents_log_with_their_own_name_and_level_from_their_threads(run_dir
     assert kb.records and all(r.ftl_agent == "py-b" and r.levelno >= logging.WARNING for r in kb.records)
 
 
-def test_settings_warning_reaches_logging(run_dir):
+def test_settings_warning_reaches_logging(run_dir, tmp_path):
     logger, kept = kept_logger("ftltest.settings")
+    key_file = tmp_path / "key"
+    key_file.write_text("A" * 43 + "=\n")
+    key_file.chmod(0o644)  # others can read the cluster key: warned about, not refused
+    agent = ftl.Agent(logger=logger, name="py-s", gossip_key_file=str(key_file), run_dir=run_dir,
+                      bind=f"127.0.0.1:{free_port()}")
+    agent.close()
+    warned = [r for r in kept.records if r.ftl_fields.get("file") == str(key_file)]
+    assert warned and warned[0].ftl_fields["mode"] == 0o644, [r.getMessage() for r in kept.records]
+    assert warned[0].name == "ftltest.settings.config" and warned[0].levelno == logging.WARNING
+
+
+def refusal_of(settings):
+    try:
+        ftl.Agent(**settings).close()
+    except ftl.ConfigError as e:
+        return e
+    return None
+
+
+def test_misspelled_setting_is_refused_unless_the_program_declared_it(run_dir):
+    settings = dict(name="py-m", insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
     os.environ["FTL_MAX_WORKER"] = "4"
     try:
-        agent = ftl.Agent(logger=logger, name="py-s", insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
+        e = refusal_of(settings)
     finally:
         del os.environ["FTL_MAX_WORKER"]
-    agent.close()
-    warned = [r for r in kept.records if r.ftl_fields.get("variable") == "FTL_MAX_WORKER"]
-    assert warned and warned[0].ftl_fields["closest"] == "FTL_MAX_WORKERS", [r.getMessage() for r in kept.records]
-    assert warned[0].name == "ftltest.settings.config" and warned[0].levelno == logging.WARNING
+    assert e and e.variable == "FTL_MAX_WORKER" and "did you mean FTL_MAX_WORKERS?" in str(e), e
+    os.environ["FTL_PY_TEST_EPOCHS"] = "4"  # the program's own setting
+    try:
+        e = refusal_of(settings)
+        assert e and e.variable == "FTL_PY_TEST_EPOCHS", e
+        ftl.add_known_setting("FTL_PY_TEST_EPOCHS")
+        assert refusal_of(settings) is None
+    finally:
+        del os.environ["FTL_PY_TEST_EPOCHS"]
 
 
 def test_without_a_logger_records_are_lines_on_stderr(run_dir, capfd):

@@ -16,6 +16,16 @@ from .errors import ConfigError, Error, LibraryNotFoundError, PeerLostError
 from .gradient import GradientBucket
 
 
+def add_known_setting(name: str) -> None:
+    """Declares a program's own FTL_* variable (FTL_EPOCHS, say): ftl.Agent() refuses any FTL_* name that
+    neither ftl nor the program knows, naming the closest known one, so a misspelled setting stops the
+    worker instead of leaving it on a default. Call it before making the Agent."""
+    from ._lib import lib, text
+    from .errors import ConfigError
+    if lib().ftl_env_add_known_name(name.encode()) != 0:
+        raise ConfigError(text(lib().ftl_error_message()), name)
+
+
 def library_version() -> str:
     """The version of the libftl that was loaded (the package's own is __version__)."""
     from ._lib import lib, text
@@ -23,4 +33,4 @@ def library_version() -> str:
 
 
 __all__ = ["Agent", "StepInfo", "GradientBucket", "Error", "ConfigError", "PeerLostError", "LibraryNotFoundError",
-           "library_version", "__version__"]
+           "add_known_setting", "library_version", "__version__"]

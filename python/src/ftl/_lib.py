@@ -101,6 +101,7 @@ _PROTOTYPES = {
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
     "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC)]),
     "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
+    "ftl_env_add_known_name": (ctypes.c_int, [ctypes.c_char_p]),
 }
 
 _lock = threading.Lock()
