@@ -6,6 +6,7 @@
 #   3     scripts/hostile/preauth_flood.py   idle and trickling unauthenticated TCP connections vs join/heal
 #   4     scripts/hostile/shm_stranger.py    another local user at the shared-memory setup socket
 #   5     scripts/hostile/metrics_slowloris.py  trickling connections vs /metrics scrapes
+#   8     scripts/hostile/settings.py        empty seed lists and misspelled FTL_* names (not in the issue's list)
 #   9     scripts/hostile/growth.py          non-reading event followers and a member flood vs memory
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +17,7 @@ fi
 python="${FTL_PYTHON:-python3}"
 start=$(date +%s)
 broken=0
-for attack in wrong_peers preauth_flood shm_stranger metrics_slowloris growth; do
+for attack in wrong_peers preauth_flood shm_stranger metrics_slowloris settings growth; do
   "$python" "scripts/hostile/$attack.py" --build "$build" || broken=1
 done
 echo "hostile: $(( $(date +%s) - start )) s; $([ $broken = 0 ] && echo 'every item held' || echo 'some item BROKE')"
