@@ -105,6 +105,31 @@ def set_during_async(run_dir):
     return f"refused: {outcomes[0]}"
 
 
+def bucket_closed_in_flight(run_dir):
+    """GradientBucket.close() while its allreduce_async runs (C widens the result through the bucket when
+    the request is consumed): refused until the request is done."""
+    def step_of(agent, rank):
+        bucket = ftl.GradientBucket(agent, "bf16")
+
+        def step(info):
+            if rank == 1:
+                time.sleep(0.5)
+            x = np.ones(BIG, dtype=np.float32)
+            req = bucket.allreduce_async(x)
+            try:
+                bucket.close()
+                return "closed"
+            except ftl.Error as e:
+                return str(e)
+            finally:
+                req.wait()
+                bucket.close()
+        return step
+    outcomes = _pair_step(run_dir, step_of)
+    assert all("in flight" in o for o in outcomes), outcomes
+    return f"refused: {outcomes[0]}"
+
+
 def set_registered_then_joiner(run_dir):
     """set_() on a registered tensor, then a joiner: the next execute refuses (rank 0 would have sent the
     joiner memory that is gone)."""
@@ -140,7 +165,7 @@ def _execute_until_refused(agent):
         pass
 
 
-SCENARIOS = {f.__name__: f for f in (concurrent_execute, dropped_request, set_during_async,
+SCENARIOS = {f.__name__: f for f in (concurrent_execute, dropped_request, set_during_async, bucket_closed_in_flight,
                                      set_registered_then_joiner)}
 
 if __name__ == "__main__":

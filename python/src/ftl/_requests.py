@@ -72,6 +72,10 @@ class InFlight:
     def add(self, r: Request) -> None:
         self._requests.append(r)
 
+    def is_using(self, keep: Any) -> bool:
+        """True while a request made with keep (a GradientBucket) is not done."""
+        return any(r._keep is keep for r in self._requests if r._rc is None)
+
     def wait_all(self) -> Optional[Error]:
         """Waits for every request not yet consumed (on the step's thread, in order: every rank made them
         in the same order) and forgets them all; returns the first one's error, if one failed."""

@@ -69,7 +69,10 @@ class GradientBucket:
         return Request(self._agent, b, req, keep=self)  # the request keeps the bucket alive
 
     def close(self) -> None:
-        """Frees the bucket (once no request made with it is outstanding)."""
+        """Frees the bucket; refused while a request made with it is outstanding (C still uses the bucket)."""
+        if self._ptr and self._agent._in_flight.is_using(self):
+            raise Error("ftl: GradientBucket.close() while its allreduce_async is in flight: wait() for the request "
+                        "first (the step's end waits for it too)", INVALID)
         if self._ptr:
             self._lib.ftl_grad_bucket_delete(self._ptr)
             self._ptr = None
