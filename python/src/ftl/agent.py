@@ -140,10 +140,12 @@ class Agent:
             if not self._executing.acquire(blocking=False):
                 raise Error("ftl: close() while execute() runs on another thread: let the step finish (or "
                             "leave() to make the job go on without this worker), then close", INVALID)
-            self._executing.release()
-            self._lib.ftl_agent_delete(self._ptr)  # its threads are gone: nothing calls _log_fn any more
-            self._ptr = None
-            self._log_fn = None
+            try:
+                self._lib.ftl_agent_delete(self._ptr)  # its threads are gone: nothing calls _log_fn any more
+                self._ptr = None
+                self._log_fn = None
+            finally:
+                self._executing.release()
 
     def __enter__(self) -> "Agent":
         if not self._started:
@@ -234,25 +236,26 @@ class Agent:
         Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
         lost during the step, waits for the next view and calls it again. Raises the step's own exception,
         or Error when the job cannot go on (not enough workers for too long, retries exhausted)."""
-        handle = self._handle()
-        if not self._started:
-            raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
-                        INVALID)
         if not self._executing.acquire(blocking=False):
             raise Error("ftl: execute() is already running (on another thread, or this step called it): one "
                         "execute() at a time per agent; run the training loop on one thread", INVALID)
         try:
+            handle = self._handle()  # under the lock: close() cannot free the agent meanwhile
+            if not self._started:
+                raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
+                            INVALID)
             self._check_registered()  # before ftl_execute syncs the registered memory to a joiner
             self._step, self._outcome = step, {}
             rc = self._lib.ftl_execute(handle, self._trampoline, None)
             self._step = None
             outcome = self._outcome
+            why = text(self._lib.ftl_last_error(handle)) if rc != 0 else ""
         finally:
             self._executing.release()
         if "exception" in outcome:
             raise outcome["exception"]
         if rc != 0:
-            raise from_code(rc, text(self._lib.ftl_last_error(handle)))
+            raise from_code(rc, why)
         return outcome.get("result")
 
     def _run_step(self, _ctx, info_p) -> int:
