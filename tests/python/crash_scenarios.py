@@ -56,6 +56,31 @@ def concurrent_execute(run_dir):
     return f"refused: {len(failures)} of 60 calls; {failures[0]}"
 
 
+def close_during_execute(run_dir):
+    """close() from another thread while a step runs: refused (it would free the agent under the step)."""
+    (a,) = agents(run_dir, 1, 1)
+    inside = threading.Event()
+
+    def slow_step(info):
+        inside.set()
+        time.sleep(0.5)
+        return float(a.allreduce(np.ones(1000, dtype=np.float32))[0])
+
+    def close_meanwhile():
+        inside.wait(10)
+        try:
+            a.close()
+            return "closed"
+        except ftl.Error as e:
+            return str(e)
+    try:
+        ran, refused = on_threads(lambda: a.execute(slow_step), close_meanwhile)
+    finally:
+        a.close()
+    assert ran == 1.0 and "close() while execute() runs" in refused, (ran, refused)
+    return f"refused: {refused}"
+
+
 def _pair_step(run_dir, step_of):
     """Two agents of one job, each on its own thread, run one step made by step_of(agent, rank)."""
     pair = agents(run_dir, 2, 2)
@@ -165,8 +190,8 @@ def _execute_until_refused(agent):
         pass
 
 
-SCENARIOS = {f.__name__: f for f in (concurrent_execute, dropped_request, set_during_async, bucket_closed_in_flight,
-                                     set_registered_then_joiner)}
+SCENARIOS = {f.__name__: f for f in (concurrent_execute, close_during_execute, dropped_request, set_during_async,
+                                     bucket_closed_in_flight, set_registered_then_joiner)}
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as d:
