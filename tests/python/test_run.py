@@ -203,6 +203,21 @@ def test_no_key_outlives_a_launcher_killed_by_sigkill(tmp_path):
     assert holders == [], f"the key outlived the launcher in {holders}"
 
 
+def test_another_launcher_joins_with_the_key_path_the_first_prints(tmp_path):
+    """A fresh key is on no disk, yet a second launcher of the same user joins with it while the first runs."""
+    first = start_ftlrun("--name-prefix", "a", HERE, "wait", tmp_path)
+    try:
+        wait_for("the worker is ready", lambda: (tmp_path / "a-0.pid").exists())
+        path = re.search(r"--key-file (/proc/\d+/fd/\d+)", first.stderr.readline()).group(1)
+        joiner = run_ftlrun("--name-prefix", "b", "--key-file", path, "--seeds", "127.0.0.1:7001", HERE, "env")
+        (tmp_path / "stop").touch()
+        first.communicate(timeout=30)
+    finally:
+        first.kill()
+    (s,) = settings_of_workers(joiner).values()
+    assert key_digest(s["key_file_text"].encode()) == (tmp_path / "a-0.key").read_text()
+
+
 @pytest.mark.parametrize("unread", ["stdout", "stdout_and_stderr"])
 def test_stop_signal_and_escalation_work_when_nobody_reads_the_output(tmp_path, unread):
     """The launcher's output is a full pipe and its workers flood theirs and ignore SIGTERM: the signal
