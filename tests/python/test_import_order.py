@@ -2,6 +2,7 @@
 libftl linked against the system's NCCL, loaded first, used to bind torch to that older NCCL (the loader
 keeps one library per SONAME) and `import torch` failed with `undefined symbol: ncclCommResume`. Each
 order runs in a fresh interpreter; the process must end with one NCCL and one CUDA runtime mapped."""
+import functools
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ MAPPED = ("import collections; seen = collections.defaultdict(set)\n"
           "print({k: sorted(v) for k, v in seen.items()})\n")
 
 
+@functools.lru_cache(maxsize=None)  # each order once per session: an import of torch takes seconds
 def mapped_after(order):
     p = subprocess.run([sys.executable, "-c", ORDERS[order] + "\n" + MAPPED], capture_output=True, text=True,
                        timeout=120)
