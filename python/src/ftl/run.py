@@ -38,8 +38,8 @@ refused: workers with different keys cannot read each other's packets.
 
 Elasticity: workers that die are dropped from the job; more workers join at any time by starting another
 launcher with --seeds pointing at a running worker, the job's key (--key-file; for a fresh key the
-launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for FTL_MIN_WORKERS workers before its
-first step (1 by default: set it to N to start training with all N).
+launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for
+FTL_MIN_WORKERS workers before its first step (1 by default: set it to N to start training with all N).
 
 Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
 signal); 2 when the launcher refuses its arguments (one sentence saying why), before any worker starts.
