@@ -5,6 +5,7 @@ probe() at the bottom), or the real ftl-train-example ($FTL_TRAIN_EXAMPLE) for a
 Run by ctest as python_launcher; by hand: PYTHONPATH=python/src python -m pytest tests/python/test_run.py"""
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -134,6 +135,7 @@ def test_given_key_seeds_and_base_port_are_respected():
 def test_key_file_wins_over_a_key_in_the_environment(tmp_path):
     key_file = tmp_path / "key"
     key_file.write_text(ftlrun.new_key() + "\n")
+    key_file.chmod(0o600)
     result = run_ftlrun("--key-file", key_file, "--seeds", "127.0.0.1:7001", HERE, "env",
                         env=launcher_env(FTL_GOSSIP_KEY=ftlrun.new_key()))
     (s,) = settings_of_workers(result).values()
@@ -148,12 +150,103 @@ def test_key_file_wins_over_a_key_in_the_environment(tmp_path):
     (["no_such_script.py"], {}, "no_such_script.py: no such Python script"),
     (["--host", "0.0.0.0", HERE, "env"], {}, "also give --advertise-host"),
     (["--key-file", "/nonexistent/key", HERE, "env"], {}, "--key-file /nonexistent/key: cannot read it"),
+    (["--name-prefix", "../x", HERE, "env"], {}, "--name-prefix '../x': worker names (PREFIX-<i>) take A-Z"),
+    (["--name-prefix", 'a"b', HERE, "env"], {}, "--name-prefix 'a\"b': worker names"),
+    (["--name-prefix", "a b", HERE, "env"], {}, "--name-prefix 'a b': worker names"),
+    (["--name-prefix", ".hidden", HERE, "env"], {}, "not starting with '.'"),
 ])
 def test_refusals_are_one_clear_sentence_and_start_nothing(args, env, says):
     result = run_ftlrun(*args, env=launcher_env(**env))
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("owner, mode, says", [
+    (None, 0o644, "has mode 0644: group or others can read the cluster key; chmod 600"),
+    (None, 0o640, "has mode 0640"),
+    (65534, 0o600, "belongs to uid 65534, not to you"),
+])
+def test_a_key_file_that_is_not_private_and_yours_is_refused(tmp_path, owner, mode, says):
+    key_file = tmp_path / "key"
+    key_file.write_text(ftlrun.new_key() + "\n")
+    key_file.chmod(mode)
+    if owner is not None:
+        if os.geteuid() != 0:
+            pytest.skip("making a file of another owner needs root")
+        os.chown(key_file, owner, -1)
+    result = run_ftlrun("--key-file", key_file, HERE, "env")
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
+
+
+def test_no_key_outlives_a_launcher_killed_by_sigkill(tmp_path):
+    """kill -9 runs no cleanup: the fresh key must be nowhere a cleanup would have to remove it from."""
+    scratch, folder = tmp_path / "tmp", tmp_path / "workers"
+    scratch.mkdir()
+    folder.mkdir()
+    names = ["x-0", "x-1"]
+    launcher = start_ftlrun("--nproc", 2, "--name-prefix", "x", HERE, "wait", folder,
+                            env=launcher_env(TMPDIR=scratch))
+    try:
+        wait_for("every worker is ready", lambda: all((folder / f"{n}.pid").exists() for n in names))
+        pids = [int((folder / f"{n}.pid").read_text()) for n in names]
+        digests = {(folder / f"{n}.key").read_text() for n in names}
+        launcher.kill()
+        launcher.wait(10)
+        wait_for("the workers follow the launcher", lambda: not any(is_alive(p) for p in pids))
+    finally:
+        launcher.kill()
+        launcher.communicate()
+    assert len(digests) == 1
+    holders = [str(f) for f in scratch.rglob("*") if f.is_file() and key_digest(f.read_bytes()) in digests]
+    assert holders == [], f"the key outlived the launcher in {holders}"
+
+
+def test_another_launcher_joins_with_the_key_path_the_first_prints(tmp_path):
+    """A fresh key is on no disk, yet a second launcher of the same user joins with it while the first runs."""
+    first = start_ftlrun("--name-prefix", "a", HERE, "wait", tmp_path)
+    try:
+        wait_for("the worker is ready", lambda: (tmp_path / "a-0.pid").exists())
+        path = re.search(r"--key-file (/proc/\d+/fd/\d+)", first.stderr.readline()).group(1)
+        joiner = run_ftlrun("--name-prefix", "b", "--key-file", path, "--seeds", "127.0.0.1:7001", HERE, "env")
+        (tmp_path / "stop").touch()
+        first.communicate(timeout=30)
+    finally:
+        first.kill()
+    (s,) = settings_of_workers(joiner).values()
+    assert key_digest(s["key_file_text"].encode()) == (tmp_path / "a-0.key").read_text()
+
+
+@pytest.mark.parametrize("unread", ["stdout", "stdout_and_stderr"])
+def test_stop_signal_and_escalation_work_when_nobody_reads_the_output(tmp_path, unread):
+    """The launcher's output is a full pipe and its workers flood theirs and ignore SIGTERM: the signal
+    still reaches each, and --stop-timeout still kills them."""
+    names = ["f-0", "f-1"]
+    err_file = tmp_path / "err"
+    with open(err_file, "wb") as err:
+        launcher = subprocess.Popen(ftlrun_command("--nproc", 2, "--name-prefix", "f", "--stop-timeout", 1, HERE,
+                                                   "flood", tmp_path),
+                                    env=launcher_env(), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE if unread == "stdout_and_stderr" else err)
+    pids = []
+    try:
+        wait_for("every worker is ready", lambda: all((tmp_path / f"{n}.pid").exists() for n in names))
+        pids = [int((tmp_path / f"{n}.pid").read_text()) for n in names]
+        time.sleep(1.0)  # every pipe fills: the workers and the launcher's copiers block in write()
+        launcher.send_signal(signal.SIGTERM)
+        launcher.wait(timeout=20)
+    finally:
+        launcher.kill()
+        for p in pids:
+            if is_alive(p):
+                os.kill(p, signal.SIGKILL)
+    for n, pid in zip(names, pids):
+        assert (tmp_path / f"{n}.signal").read_text() == "SIGTERM", f"{n} never got the SIGTERM"
+        assert not is_alive(pid), f"{n} still runs"
+    assert launcher.returncode == 1
+    if unread == "stdout":
+        assert "f-0, f-1 still running 1 s after the stop signal: killing them" in err_file.read_text()
 
 
 def test_output_is_prefixed_by_worker_line_by_line():
@@ -230,9 +323,11 @@ def probe(mode, *args):
       env    its settings as one JSON line (FTL_*, PYTHONUNBUFFERED, the key file's text, the run
              directory's mode, its own arguments)
       lines  numbered lines on stdout and stderr, the last one without a newline
-      wait   writes DIR/<name>.pid, then waits until DIR/stop exists (exit 0) or SIGINT/SIGTERM arrives:
-             then writes DIR/<name>.signal, takes a moment (a worker finishing its step), writes
-             DIR/<name>.exited and exits 0"""
+      wait   writes DIR/<name>.key (a digest of its gossip key) and DIR/<name>.pid, then waits until
+             DIR/stop exists (exit 0) or SIGINT/SIGTERM arrives: then writes DIR/<name>.signal, takes a
+             moment (a worker finishing its step), writes DIR/<name>.exited and exits 0
+      flood  writes DIR/<name>.pid, then prints lines without end; SIGTERM is written to DIR/<name>.signal
+             and otherwise ignored (a worker stuck in its output: only SIGKILL ends it)"""
     name = os.environ["FTL_NAME"]
     if mode == "env":
         settings = {k: v for k, v in os.environ.items() if k.startswith("FTL_") or k == "PYTHONUNBUFFERED"}
@@ -248,8 +343,17 @@ def probe(mode, *args):
             print(f"out {name} {i}")
             print(f"err {name} {i}", file=sys.stderr)
         sys.stdout.write(f"tail {name}")
+    elif mode == "flood":
+        folder = args[0]
+        signal.signal(signal.SIGTERM, lambda sig, frame: open(os.path.join(folder, f"{name}.signal"), "w").write(
+            signal.Signals(sig).name))
+        mark_ready(folder, name)
+        while True:
+            print(f"{name} " + "x" * 1000)
     elif mode == "wait":
         folder = args[0]
+        with open(os.environ["FTL_GOSSIP_KEY_FILE"], "rb") as f, open(os.path.join(folder, f"{name}.key"), "w") as d:
+            d.write(key_digest(f.read()))
 
         def stop(sig, frame):
             with open(os.path.join(folder, f"{name}.signal"), "w") as f:
@@ -261,12 +365,20 @@ def probe(mode, *args):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        ready = os.path.join(folder, f"{name}.pid")
-        with open(ready + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
-        os.rename(ready + ".tmp", ready)  # whole, or not there
+        mark_ready(folder, name)
         while not os.path.exists(os.path.join(folder, "stop")):
             time.sleep(0.05)
+
+
+def mark_ready(folder, name):
+    ready = os.path.join(folder, f"{name}.pid")
+    with open(ready + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(ready + ".tmp", ready)  # whole, or not there
+
+
+def key_digest(data):
+    return hashlib.sha256(data.strip()).hexdigest()
 
 
 if __name__ == "__main__":

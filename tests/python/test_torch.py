@@ -45,19 +45,31 @@ def recording(agent, method):
 def test_state_registers_parameters_and_buffers_by_reference(agent):
     model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4))
     registered = []
-    original = agent.register
-    agent.register = lambda name, t: (registered.append((name, t.data_ptr())), original(name, t))
+    original = agent._register
+    agent._register = lambda name, t, watched: (registered.append((name, t.data_ptr())), original(name, t, watched))
     ftl.torch.ElasticState(agent, model, torch.optim.SGD(model.parameters(), lr=0.1))
     expected = {t.data_ptr() for t in list(model.parameters()) + list(model.buffers())}
     assert {ptr for _, ptr in registered} == expected
     assert registered[0][0] == "model.0.weight"
 
 
+def test_a_parameter_given_other_storage_is_refused_at_the_next_step(agent):
+    """ElasticState registers the model's tensors by reference; `p.data = new` leaves ftl syncing memory the
+    model no longer uses (and, for a tensor registered itself, memory that is freed): refused by name."""
+    model = mlp()
+    ftl.torch.ElasticState(agent, model)
+    agent.start()
+    agent.execute(lambda info: None)
+    model[0].weight.data = torch.zeros_like(model[0].weight)
+    with pytest.raises(ftl.Error, match=r"register\('model.0.weight'\): the tensor was given other storage"):
+        agent.execute(lambda info: None)
+
+
 def test_state_packs_a_model_with_more_tensors_than_the_agent_takes(agent):
     model = torch.nn.Sequential(*[torch.nn.Linear(4, 4) for _ in range(40)])  # 80 tensors
     registered = []
-    original = agent.register
-    agent.register = lambda name, t: (registered.append(t), original(name, t))
+    original = agent._register
+    agent._register = lambda name, t, watched: (registered.append(t), original(name, t, watched))
     state = ftl.torch.ElasticState(agent, model)
     assert len(registered) == 1
     flat = registered[0]

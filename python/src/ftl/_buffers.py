@@ -30,7 +30,20 @@ class Buffer:
     dtype: int      # ftl_dtype
     nbytes: int
     is_device: bool
-    owner: Any      # keeps the memory alive while C holds the pointer
+    owner: Any      # the array or tensor; with storage, keeps the memory alive while C holds the pointer
+    storage: Any = None  # a tensor's storage: x.set_() gives x other storage and would free this one
+
+    def is_moved(self, x: Any) -> bool:
+        """True when x no longer lies at this memory: a tensor given new storage (set_, resize_, .data =)
+        or an array resized; the old memory is still alive (owner holds it), but x no longer shows it."""
+        return address(x) != (self.ptr, self.nbytes)
+
+
+def address(x: Any) -> tuple:
+    """Where x's elements are now: (pointer, bytes)."""
+    if is_tensor(x):
+        return x.data_ptr(), x.numel() * x.element_size()
+    return x.ctypes.data, x.nbytes
 
 
 def is_tensor(x: Any) -> bool:
@@ -49,7 +62,8 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
                         "result back), since ftl works in place on the tensor's memory", INVALID)
         if writable and x.requires_grad and x.is_leaf:
             raise Error(f"ftl: {what}: the tensor requires grad; pass x.detach() or x.grad", INVALID)
-        return Buffer(x.data_ptr(), x.numel(), dtype, x.numel() * x.element_size(), x.device.type == "cuda", x)
+        return Buffer(x.data_ptr(), x.numel(), dtype, x.numel() * x.element_size(), x.device.type == "cuda", x,
+                      x.untyped_storage())
     if isinstance(x, np.ndarray):
         dtype = _NUMPY.get(x.dtype)
         if dtype is None:

@@ -7,7 +7,8 @@ the standard library. The cost is a few hundred nanoseconds per call, far below 
 
 Where the library comes from, first match wins: $FTL_LIBRARY (a path; what tests and developers use
 with a build tree), the copy installed inside this package by `pip install ./python`, then the system's
-(`ldconfig`, LD_LIBRARY_PATH).
+(`ldconfig`, LD_LIBRARY_PATH). Its NCCL and CUDA runtime are torch's where torch's wheels are installed
+(_cuda_deps.py says why), so importing ftl before torch or after makes no difference.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import os
 import threading
 from pathlib import Path
 
+from ._cuda_deps import load_torchs_copies
 from .errors import LibraryNotFoundError
 
 c_u64 = ctypes.c_uint64
@@ -133,6 +135,7 @@ def lib() -> ctypes.CDLL:
         reasons = []
         for path in _candidates():
             try:
+                load_torchs_copies(path)  # one NCCL in the process whichever of ftl and torch loads first
                 loaded = ctypes.CDLL(path)
                 break
             except OSError as e:

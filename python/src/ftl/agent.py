@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _buffers, _logging
 from ._lib import LOAD_FN, SAVE_FN, STEP_FN, BatchConfigC, JobStatusC, lib, text
+from ._requests import InFlight, Request
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
 
 T = TypeVar("T")
@@ -57,44 +58,6 @@ def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
             value = int(value)
         env["FTL_" + key.upper()] = str(value)
     return env
-
-
-class Request:
-    """An allreduce in flight (Agent.allreduce_async). wait() blocks with the GIL released (other Python
-    threads run meanwhile) and returns the reduced x, or raises the collective's error; done() never
-    blocks. Both may be called again once it is done: they answer from the recorded outcome."""
-
-    def __init__(self, agent: "Agent", x: Any, buf: Any, req: ctypes.c_void_p):
-        self._agent, self._x, self._buf, self._req = agent, x, buf, req
-        self._rc: Optional[int] = None
-        self._error = ""
-
-    def _finish(self, rc: int, handle: int) -> None:
-        self._rc, self._buf = rc, None  # the C request is consumed; the buffer is ours again
-        if rc != 0:
-            self._error = text(self._agent._lib.ftl_last_error(handle))
-
-    def _outcome(self) -> Any:
-        if self._rc:
-            raise from_code(self._rc, self._error)
-        return self._x
-
-    def done(self) -> bool:
-        """True once the allreduce has completed (or failed: wait() then raises)."""
-        if self._rc is None:
-            handle = self._agent._collective("Request.done")
-            flag = ctypes.c_int(0)
-            rc = self._agent._lib.ftl_test(handle, ctypes.byref(self._req), ctypes.byref(flag))
-            if flag.value or rc != 0:
-                self._finish(rc, handle)
-        return self._rc is not None
-
-    def wait(self) -> Any:
-        """Blocks until every rank has reduced x; returns x, or raises the collective's error."""
-        if self._rc is None:
-            handle = self._agent._collective("Request.wait")
-            self._finish(self._agent._lib.ftl_wait(handle, ctypes.byref(self._req)), handle)
-        return self._outcome()
 
 
 class Agent:
@@ -138,6 +101,9 @@ class Agent:
             _logging.track(self)
         self._started = False
         self._keep: list = []            # registered arrays and callbacks: alive as long as C holds them
+        self._registered: list = []      # (name, the tensor or array to watch, its Buffer when registered)
+        self._in_flight = InFlight()     # the running step's asynchronous requests
+        self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
         self._step_thread: Optional[int] = None
         self._step: Optional[Callable[[StepInfo], Any]] = None
         self._outcome: Dict[str, Any] = {}
@@ -168,11 +134,18 @@ class Agent:
         return bool(self._lib.ftl_agent_has_left(self._handle()))
 
     def close(self) -> None:
-        """Stops the agent (without a leave) and frees it; later calls raise Error."""
+        """Stops the agent (without a leave) and frees it; later calls raise Error. Refused while another
+        thread is in execute()."""
         if self._ptr is not None:
-            self._lib.ftl_agent_delete(self._ptr)  # its threads are gone: nothing calls _log_fn any more
-            self._ptr = None
-            self._log_fn = None
+            if not self._executing.acquire(blocking=False):
+                raise Error("ftl: close() while execute() runs on another thread: let the step finish (or "
+                            "leave() to make the job go on without this worker), then close", INVALID)
+            try:
+                self._lib.ftl_agent_delete(self._ptr)  # its threads are gone: nothing calls _log_fn any more
+                self._ptr = None
+                self._log_fn = None
+            finally:
+                self._executing.release()
 
     def __enter__(self) -> "Agent":
         if not self._started:
@@ -196,13 +169,28 @@ class Agent:
 
     def register(self, name: str, buf: Any) -> None:
         """Registers an array or tensor as job state, by reference (no copy): after a view change every
-        worker gets rank 0's contents in place, and checkpoints hold it."""
+        worker gets rank 0's contents in place, and checkpoints hold it. Change its values in place
+        (x.copy_(new), x[:] = new): a tensor given other storage (set_, resize_, .data =) is refused at the
+        next execute(), since ftl would sync memory the program no longer uses."""
+        self._register(name, buf, buf)
+
+    def _register(self, name: str, buf: Any, watched: Any) -> None:
+        """register(), watching `watched` for a change of storage (buf may be a detached view of it)."""
         b = _buffers.describe(buf, f"register({name!r})")
         self._check_backend(b, f"register({name!r})")
         handle = self._handle()
         if self._lib.ftl_register_buffer(handle, name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
             raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_error_message())}", INVALID)
-        self._keep.append(b.owner)
+        self._keep.append(b)  # the Buffer holds the memory (a tensor's storage too) as long as C may use it
+        self._registered.append((name, watched, b))
+
+    def _check_registered(self) -> None:
+        """Refuses to go on when a registered tensor or array no longer lies at the memory ftl was given."""
+        for name, watched, b in self._registered:
+            if b.is_moved(watched):
+                raise Error(f"ftl: register({name!r}): the tensor was given other storage (set_, resize_ or "
+                            ".data =) after it was registered, so ftl would sync and checkpoint memory it no "
+                            "longer uses: change its values in place (x.copy_(new)) instead", INVALID)
 
     def register_state(self, save: Callable[[], bytes], load: Callable[[bytes], None]) -> None:
         """State that is not a flat buffer (an optimizer's, a data loader's): save() returns bytes on rank 0,
@@ -248,18 +236,26 @@ class Agent:
         Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
         lost during the step, waits for the next view and calls it again. Raises the step's own exception,
         or Error when the job cannot go on (not enough workers for too long, retries exhausted)."""
-        handle = self._handle()
-        if not self._started:
-            raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
-                        INVALID)
-        self._step, self._outcome = step, {}
-        rc = self._lib.ftl_execute(handle, self._trampoline, None)
-        self._step = None
-        outcome = self._outcome
+        if not self._executing.acquire(blocking=False):
+            raise Error("ftl: execute() is already running (on another thread, or this step called it): one "
+                        "execute() at a time per agent; run the training loop on one thread", INVALID)
+        try:
+            handle = self._handle()  # under the lock: close() cannot free the agent meanwhile
+            if not self._started:
+                raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
+                            INVALID)
+            self._check_registered()  # before ftl_execute syncs the registered memory to a joiner
+            self._step, self._outcome = step, {}
+            rc = self._lib.ftl_execute(handle, self._trampoline, None)
+            self._step = None
+            outcome = self._outcome
+            why = text(self._lib.ftl_last_error(handle)) if rc != 0 else ""
+        finally:
+            self._executing.release()
         if "exception" in outcome:
             raise outcome["exception"]
         if rc != 0:
-            raise from_code(rc, text(self._lib.ftl_last_error(handle)))
+            raise from_code(rc, why)
         return outcome.get("result")
 
     def _run_step(self, _ctx, info_p) -> int:
@@ -270,7 +266,13 @@ class Agent:
                         c.global_batch, c.micro_batch)
         self._step_thread = threading.get_ident()
         try:
-            self._outcome["result"] = self._step(info)
+            try:
+                self._outcome["result"] = self._step(info)
+            finally:
+                unwaited = self._in_flight.wait_all()  # before the step's memory may go
+            if unwaited is not None:       # a request the step did not wait for failed: so did the step
+                raise unwaited
+            self._check_registered()
             return 0
         except Error as e:
             if e.code in PEER_CODES:   # lost a peer: ftl_execute waits for a new view and runs the step again
@@ -325,7 +327,7 @@ class Agent:
         req = ctypes.c_void_p()
         self._call(self._lib.ftl_allreduce_async(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op),
                                                  ctypes.byref(req)), handle)
-        return Request(self, x, b, req)
+        return Request(self, b, req)
 
     def broadcast(self, x: T, root: int = 0) -> T:
         """x on every rank = x on rank root, in place; returns x."""

@@ -12,7 +12,7 @@ from typing import Any, Optional, TypeVar
 
 from . import _buffers
 from ._lib import text
-from .agent import Request
+from ._requests import Request
 from .errors import ConfigError, Error, INVALID
 
 T = TypeVar("T")
@@ -66,10 +66,13 @@ class GradientBucket:
         req = ctypes.c_void_p()
         self._agent._call(self._lib.ftl_allreduce_grad_async(handle, self._ptr, b.ptr, b.count, _buffers.op_code(op),
                                                              ctypes.byref(req)), handle)
-        return Request(self._agent, x, (b, self), req)  # the request keeps the bucket alive
+        return Request(self._agent, b, req, keep=self)  # the request keeps the bucket alive
 
     def close(self) -> None:
-        """Frees the bucket (once no request made with it is outstanding)."""
+        """Frees the bucket; refused while a request made with it is outstanding (C still uses the bucket)."""
+        if self._ptr and self._agent._in_flight.is_using(self):
+            raise Error("ftl: GradientBucket.close() while its allreduce_async is in flight: wait() for the request "
+                        "first (the step's end waits for it too)", INVALID)
         if self._ptr:
             self._lib.ftl_grad_bucket_delete(self._ptr)
             self._ptr = None

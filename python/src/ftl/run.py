@@ -22,10 +22,11 @@ What each worker gets (the launcher owns these; values already in the environmen
                    CUDA_VISIBLE_DEVICES)
   FTL_METRICS_ADDR only when the environment sets it to host:P: worker i serves /metrics on host:P+i
 and, unless the environment already has them (then they pass through untouched, like every other FTL_*):
-  FTL_GOSSIP_KEY_FILE  a fresh key (32 random bytes, base64, as `ftlctl keygen` makes) in a private
-                   directory, unless FTL_GOSSIP_KEY, FTL_GOSSIP_KEY_FILE or FTL_INSECURE=1 is set;
-                   --key-file FILE uses FILE
-  FTL_RUN_DIR      that private directory (the workers' control sockets: `ftlctl --run-dir DIR --name
+  FTL_GOSSIP_KEY_FILE  a fresh key (32 random bytes, base64, as `ftlctl keygen` makes) that no file on
+                   disk holds: /proc/self/fd/N, a memory file each worker inherits (gone with the launcher,
+                   even after kill -9), unless FTL_GOSSIP_KEY, FTL_GOSSIP_KEY_FILE or FTL_INSECURE=1 is
+                   set; --key-file FILE uses FILE (yours, mode 600: anything else is refused)
+  FTL_RUN_DIR      a private directory (the workers' control sockets: `ftlctl --run-dir DIR --name
                    NAME status`); removed when the launcher exits
   PYTHONUNBUFFERED 1 for Python workers, so their lines show as they are printed
 
@@ -36,82 +37,41 @@ machine, and run on each
 refused: workers with different keys cannot read each other's packets.
 
 Elasticity: workers that die are dropped from the job; more workers join at any time by starting another
-launcher with --seeds pointing at a running worker, the job's key (--key-file; a generated key's file is
-printed at the start) and another --name-prefix. The job waits for FTL_MIN_WORKERS workers before its
-first step (1 by default: set it to N to start training with all N).
+launcher with --seeds pointing at a running worker, the job's key (--key-file; for a fresh key the
+launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for
+FTL_MIN_WORKERS workers before its first step (1 by default: set it to N to start training with all N).
 
 Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
-signal); 2 when the launcher refuses its arguments (one sentence saying why). After a forwarded SIGINT or
-SIGTERM, workers still running --stop-timeout seconds later are killed.
+signal); 2 when the launcher refuses its arguments (one sentence saying why), before any worker starts.
+After a forwarded SIGINT or SIGTERM, workers still running --stop-timeout seconds later are killed, even
+when nobody reads the launcher's output (_run_output.py says how).
 
 This module is standalone: it does not load libftl, so it works where the library is not built."""
 
 import argparse
-import base64
-import binascii
 import ctypes
 import ipaddress
 import os
 import random
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
-KEY_BYTES = 32
+from ._run_key import Refusal, key_settings, new_key
+from ._run_output import Copier, Messenger
+
 SEEDS_MAX = 1023          # FTL_SEEDS holds at most this many bytes (ftl_agent_config.seeds)
 NAME_MAX = 63             # FTL_NAME likewise
 LOCAL_SEEDS = 8           # local workers named in FTL_SEEDS: one reachable member is enough to join
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 OWNED = ("FTL_NAME", "FTL_BIND", "FTL_ADVERTISE", "FTL_CUDA_DEVICE")
-
-
-class Refusal(Exception):
-    """Arguments or settings the launcher will not start workers with; the message is one sentence."""
-
-
-# ---- the gossip key -------------------------------------------------------------------------------------
-
-def new_key():
-    """A fresh cluster key in `ftlctl keygen`'s format."""
-    return base64.b64encode(os.urandom(KEY_BYTES)).decode()
-
-
-def check_key_file(path):
-    """Refuses a key file the workers could not use (they would each fail with the same error)."""
-    try:
-        with open(path) as f:
-            text = f.readline().strip()
-    except OSError as e:
-        raise Refusal(f"--key-file {path}: cannot read it ({e.strerror})")
-    try:
-        is_valid = len(base64.b64decode(text, validate=True)) == KEY_BYTES
-    except binascii.Error:
-        is_valid = False
-    if not is_valid:
-        raise Refusal(f"--key-file {path}: expected the base64 of {KEY_BYTES} bytes, as `ftlrun --keygen` "
-                      f"or `ftlctl keygen` prints")
-
-
-def key_settings(args, env, seeds, private_dir):
-    """The key settings every worker gets, and a line telling the user where a generated key is."""
-    if args.key_file:
-        check_key_file(args.key_file)
-        return {"FTL_GOSSIP_KEY_FILE": os.path.abspath(args.key_file), "FTL_GOSSIP_KEY": None}, None
-    if env.get("FTL_GOSSIP_KEY") or env.get("FTL_GOSSIP_KEY_FILE") or env.get("FTL_INSECURE") == "1":
-        return {}, None
-    if seeds:
-        raise Refusal("--seeds joins workers started elsewhere, which must share this job's gossip key: make "
-                      "one with `ftlrun --keygen > key` (or `ftlctl keygen > key`), copy it to every machine, "
-                      "and pass --key-file key (or set FTL_GOSSIP_KEY_FILE) everywhere")
-    path = os.path.join(private_dir, "gossip-key")
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-        f.write(new_key() + "\n")
-    return {"FTL_GOSSIP_KEY_FILE": path}, f"a fresh gossip key in {path}"
+# The agent's rule for FTL_NAME (agent/config.c): a name is part of the control socket's path and of log lines.
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 # ---- addresses ------------------------------------------------------------------------------------------
@@ -217,10 +177,8 @@ class Plan:
             if remote:
                 raise Refusal(f"--seeds {remote[0]} is on another machine, which workers on {reachable} cannot "
                               f"reach: give --host <this machine's IP>")
-        key, self.key_note = key_settings(args, env, user_seeds, private_dir)
-        if len(args.name_prefix) + 1 + len(str(args.nproc - 1)) > NAME_MAX:
-            raise Refusal(f"--name-prefix {args.name_prefix}: too long for FTL_NAME ({NAME_MAX} bytes with "
-                          f"the worker's number)")
+        check_name_prefix(args.name_prefix, args.nproc)
+        key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
         ports = pick_ports(str(host), args.nproc, args.base_port)
         self.addrs = [join_host_port(reachable, p) for p in ports]
         shared = dict(env)
@@ -241,6 +199,15 @@ class Plan:
                 worker_env["FTL_METRICS_ADDR"] = metrics_addr(env["FTL_METRICS_ADDR"], i)
             self.envs.append(worker_env)
         self.run_dir = shared["FTL_RUN_DIR"]
+
+
+def check_name_prefix(prefix, nproc):
+    """Refuses, before any worker starts, a prefix that would make every worker refuse its FTL_NAME."""
+    if not NAME.fullmatch(prefix):
+        raise Refusal(f"--name-prefix {prefix!r}: worker names (PREFIX-<i>) take A-Z a-z 0-9 . _ - only, not "
+                      f"starting with '.'")
+    if len(prefix) + 1 + len(str(nproc - 1)) > NAME_MAX:
+        raise Refusal(f"--name-prefix {prefix}: too long for FTL_NAME ({NAME_MAX} bytes with the worker's number)")
 
 
 def program_command(args):
@@ -273,50 +240,20 @@ def die_with_launcher():
         pass
 
 
-class Output:
-    """Copies a worker's stdout and stderr to ours line by line, each line prefixed by the worker's name;
-    a lock keeps lines whole when workers print at once."""
-    lock = threading.RLock()  # reentrant: the signal handler also prints, on the main thread
-
-    def __init__(self, prefix):
-        self.prefix = prefix.encode()
-        self.threads = []
-
-    def follow(self, pipe, target):
-        t = threading.Thread(target=self._copy, args=(pipe, target), daemon=True)
-        t.start()
-        self.threads.append(t)
-
-    def _copy(self, pipe, target):
-        with pipe:
-            for line in iter(pipe.readline, b""):
-                if not line.endswith(b"\n"):
-                    line += b"\n"
-                with self.lock:
-                    target.write(self.prefix + line)
-                    target.flush()
-
-    def drain(self, timeout):
-        """Waits for the rest of the output (a grandchild holding the pipe open is not waited for)."""
-        deadline = time.monotonic() + timeout
-        for t in self.threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-
-
 class Worker:
-    def __init__(self, name, command, env, prefix):
-        self.name, self.command, self.env = name, command, env
-        self.output = Output(prefix)
+    def __init__(self, name, command, env, prefix, pass_fds=()):
+        self.name, self.command, self.env, self.pass_fds = name, command, env, pass_fds
+        self.output = Copier(prefix)
         self.proc = None
 
     def start(self):
         self.proc = subprocess.Popen(self.command, env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True,
+                                     stderr=subprocess.PIPE, start_new_session=True, pass_fds=self.pass_fds,
                                      preexec_fn=die_with_launcher)
 
     def follow_output(self):
-        self.output.follow(self.proc.stdout, sys.stdout.buffer)
-        self.output.follow(self.proc.stderr, sys.stderr.buffer)
+        self.output.follow(self.proc.stdout, sys.stdout.fileno())
+        self.output.follow(self.proc.stderr, sys.stderr.fileno())
 
     def is_running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -341,10 +278,15 @@ class Worker:
         return f"{self.name} (pid {self.proc.pid}) {self.how_it_ended()}"
 
 
+_messages = None  # the launcher's own lines, written by a thread of their own (_run_output.py says why)
+
+
 def say(text):
-    with Output.lock:
-        sys.stderr.write(f"ftlrun: {text}\n")
-        sys.stderr.flush()
+    """Never blocks, so it may be called from the signal handler (the first call comes before it is set)."""
+    global _messages
+    if _messages is None:
+        _messages = Messenger(sys.stderr.fileno())
+    _messages.say(text)
 
 
 class Job:
@@ -397,8 +339,9 @@ class Job:
                     w.signal(signal.SIGKILL)
                 self.is_escalated = True
             time.sleep(0.05)
+        deadline = time.monotonic() + 2.0
         for w in started:
-            w.output.drain(2.0)
+            w.output.drain(deadline)
         failed = [w for w in started if w.proc.returncode != 0]
         return failed + [w for w in self.workers if not w.proc]
 
@@ -431,6 +374,8 @@ def parse_args(argv):
         p.error("--nproc must be at least 1")
     if args.no_python and args.module:
         p.error("--no-python and -m exclude each other")
+    if not 0 <= args.stop_timeout < float("inf"):
+        p.error(f"--stop-timeout {args.stop_timeout:g}: expected seconds, 0 or more")
     return args
 
 
@@ -449,13 +394,16 @@ def main(argv=None):
         return run(args, plan)
     finally:
         shutil.rmtree(private_dir, ignore_errors=True)
+        if _messages is not None:
+            _messages.flush(2.0)  # bounded: a stderr nobody reads does not keep the launcher
 
 
 def run(args, plan):
     for name in plan.replaced:
         say(f"{name} from the environment is replaced: the launcher sets it for each worker")
     width = max(len(n) for n in plan.names)
-    workers = [Worker(n, plan.command, e, f"[{n}]".ljust(width + 3)) for n, e in zip(plan.names, plan.envs)]
+    workers = [Worker(n, plan.command, e, f"[{n}]".ljust(width + 3), plan.pass_fds)
+               for n, e in zip(plan.names, plan.envs)]
     where = ", ".join(f"{w.name} at {a}" for w, a in zip(workers, plan.addrs))
     say(f"{len(workers)} workers of {' '.join(plan.command)}: {where}; control sockets in {plan.run_dir}"
         + (f"; {plan.key_note}" if plan.key_note else ""))

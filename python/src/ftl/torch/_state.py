@@ -51,7 +51,7 @@ class ElasticState:
         if len(tensors) > _MAX_BY_NAME:
             tensors = _pack(tensors)
         for name, t in tensors:
-            self.agent.register(name, t.detach())
+            self.agent._register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
         return dict(tensors)
 
     def _save(self) -> bytes:
