@@ -1,6 +1,7 @@
 /* ftl_execute (the contract is in include/ftl/execute.h): the agent's state machine (exec_machine.h) run
  * for one step over the agent's view feed and comm factory, and the final checkpoint of a rank 0 that finds
- * it has left. */
+ * it has left. One call at a time per agent: the machine and the registry belong to the calling thread, so a
+ * second call (another thread, or the step calling ftl_execute) is refused, never run beside the first. */
 #include "agent/agent_internal.h"
 
 #include <stdio.h>
@@ -31,8 +32,13 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 	}
 	ftl_training *t = a->train;
+	bool is_idle = false;
+	if (!atomic_compare_exchange_strong(&t->is_executing, &is_idle, true)) /* not last_error: the running call's */
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: another call is running on this agent (from another "
+				    "thread, or from inside its step): one ftl_execute at a time per agent");
 	metered_step m = {a, step, ctx};
 	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);
+	atomic_store(&t->is_executing, false);
 	if (e != FTL_OK && ftl_agent_has_left(a))
 		ftl_checkpoint_before_leaving(a); /* rank 0's steps since the last checkpoint must not leave with it */
 	return e;

@@ -4,6 +4,7 @@
 #ifndef FTL_TRAIN_TRAINING_H
 #define FTL_TRAIN_TRAINING_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,6 +26,8 @@ typedef struct ftl_training {
 	uint64_t *comm_keys;             /* nccl: that view's members (name and generation hashed), by rank, */
 	uint32_t comm_n;                 /* so that the next view can shrink comm (exec_comm_factory.c) */
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
+
+	atomic_bool is_executing;        /* an ftl_execute is running: a second one, from any thread, is refused */
 
 	/* training thread */
 	ftl_exec exec;                   /* ftl_execute's state machine; its state is read by status (atomic) */

@@ -1,0 +1,122 @@
+/* One ftl_execute at a time per agent (issue 24, item 6, for C callers): while a step runs, a second call
+ * from another thread, or from inside the step itself, is refused with a sentence, and the running call
+ * goes on and completes. A real agent on loopback, alone in its job (min_workers 1, no settle). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <cmocka.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include "ftl/ftl.h"
+
+typedef struct stepper {
+	ftl_agent *a;
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	bool is_in_step, may_finish;
+	ftl_err nested;                  /* what ftl_execute returned when the step called it */
+} stepper;
+
+static ftl_err noop_step(void *ctx, const ftl_step_info *info) { return FTL_OK; }
+
+/* Calls ftl_execute from inside itself, then waits until the test lets it finish. */
+static ftl_err held_step(void *ctx, const ftl_step_info *info)
+{
+	stepper *s = ctx;
+	s->nested = ftl_execute(s->a, noop_step, NULL);
+	pthread_mutex_lock(&s->lock);
+	s->is_in_step = true;
+	pthread_cond_broadcast(&s->changed);
+	while (!s->may_finish)
+		pthread_cond_wait(&s->changed, &s->lock);
+	pthread_mutex_unlock(&s->lock);
+	return FTL_OK;
+}
+
+static void *run_held(void *arg)
+{
+	stepper *s = arg;
+	return (void *)(intptr_t)ftl_execute(s->a, held_step, s);
+}
+
+/* A port the kernel just handed out on loopback (free again once the probe socket closes). */
+static int free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+static ftl_agent *lone_agent(char *run_dir)
+{
+	ftl_agent_config cfg;
+	ftl_training_config t;
+	ftl_agent_config_default(&cfg);
+	snprintf(cfg.name, sizeof(cfg.name), "once");
+	snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1:%d", free_port());
+	snprintf(cfg.run_dir, sizeof(cfg.run_dir), "%s", run_dir);
+	snprintf(cfg.log_level, sizeof(cfg.log_level), "warn");
+	cfg.is_insecure = true;
+	ftl_training_config_default(&t);
+	t.min_workers = 1;
+	t.settle_ms = 0;
+	ftl_agent *a = ftl_agent_new(&cfg);
+	if (!a)
+		fail_msg("ftl_agent_new: %s", ftl_error_message());
+	assert_int_equal(ftl_set_training(a, &t), FTL_OK);
+	if (ftl_agent_start(a) != FTL_OK)
+		fail_msg("ftl_agent_start: %s", ftl_error_message());
+	return a;
+}
+
+static void test_a_second_execute_is_refused_while_one_runs(void **state)
+{
+	char run_dir[] = "/tmp/ftl-execute-once-XXXXXX";
+	assert_non_null(mkdtemp(run_dir));
+	stepper s = {.a = lone_agent(run_dir), .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+	assert_int_equal(ftl_execute(s.a, noop_step, NULL), FTL_OK); /* the view exists: the next step runs at once */
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_held, &s), 0);
+	pthread_mutex_lock(&s.lock);
+	while (!s.is_in_step)
+		pthread_cond_wait(&s.changed, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	assert_int_equal(s.nested, FTL_ERR_INVALID); /* from inside the step */
+	assert_int_equal(ftl_execute(s.a, noop_step, NULL), FTL_ERR_INVALID); /* from another thread */
+	assert_non_null(strstr(ftl_error_message(), "one ftl_execute at a time per agent"));
+	pthread_mutex_lock(&s.lock);
+	s.may_finish = true;
+	pthread_cond_broadcast(&s.changed);
+	pthread_mutex_unlock(&s.lock);
+	void *rc;
+	pthread_join(th, &rc);
+	assert_int_equal((ftl_err)(intptr_t)rc, FTL_OK); /* the running call was not disturbed */
+	ftl_job_status job;
+	ftl_get_job_status(s.a, &job);
+	assert_int_equal(job.step, 2);
+	assert_int_equal(ftl_execute(s.a, noop_step, NULL), FTL_OK); /* and the agent takes calls again */
+	ftl_agent_delete(s.a);
+	rmdir(run_dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_a_second_execute_is_refused_while_one_runs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
