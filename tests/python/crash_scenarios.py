@@ -22,7 +22,7 @@ BIG = 16 << 20  # float32 elements: 64 MiB, allocated by mmap, so a freed buffer
 def agents(run_dir, n, min_workers, start=True):
     first = free_port()
     common = dict(insecure=1, run_dir=run_dir, min_workers=min_workers, settle_ms=100, log_level="error",
-                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=10000, view_wait_ms=10000)
+                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=10000)
     out = [ftl.Agent(name=f"c{i}", bind=f"127.0.0.1:{first if i == 0 else free_port()}", **common)
            for i in range(n)]
     if start:
