@@ -13,6 +13,7 @@
 #include "control.h"
 #include "base/deadline.h"
 #include "node/node.h"
+#include "admission.h"
 #include "agent_training.h"
 #include "channel/tcp_frame.h"
 
@@ -46,7 +47,8 @@ struct ftl_agent {
 	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
 	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
-	int tcp_unauthed;                /* inbound exchanges that have proved nothing yet (<= FTL_TCP_UNAUTH_CONNS) */
+	ftl_admit_queue tcp_strangers;   /* loop thread: inbound exchanges that have proved nothing yet, oldest first */
+	size_t tcp_strangers_buffered;   /* ... and the bytes they hold for input (<= FTL_TCP_UNAUTH_BUFFERED_MAX) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
 	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */

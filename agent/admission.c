@@ -1,0 +1,68 @@
+/* The oldest stranger goes (admission.h). */
+#include "admission.h"
+
+#include <netinet/in.h>
+#include <string.h>
+
+static void source_of(const struct sockaddr *sa, uint8_t out[16])
+{
+	memset(out, 0, 16);
+	if (sa && sa->sa_family == AF_INET6) {
+		memcpy(out, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+	} else if (sa && sa->sa_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	}
+}
+
+void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer)
+{
+	source_of(peer, e->source);
+	e->older = q->newest;
+	e->newer = NULL;
+	if (q->newest)
+		q->newest->newer = e;
+	else
+		q->oldest = e;
+	q->newest = e;
+	e->is_queued = true;
+	q->len++;
+}
+
+void ftl_admit_remove(ftl_admit_queue *q, ftl_admit_entry *e)
+{
+	if (!e->is_queued)
+		return;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		q->oldest = e->newer;
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		q->newest = e->older;
+	e->older = e->newer = NULL;
+	e->is_queued = false;
+	q->len--;
+}
+
+ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer, size_t max_total,
+				  size_t max_per_source)
+{
+	if (max_per_source > 0 && newcomer_peer) {
+		uint8_t source[16];
+		source_of(newcomer_peer, source);
+		ftl_admit_entry *oldest_here = NULL;
+		size_t here = 0;
+		for (ftl_admit_entry *e = q->oldest; e; e = e->newer) {
+			if (memcmp(e->source, source, sizeof(source)) != 0)
+				continue;
+			if (!oldest_here)
+				oldest_here = e;
+			here++;
+		}
+		if (here >= max_per_source)
+			return oldest_here;
+	}
+	return q->len >= max_total ? q->oldest : NULL;
+}
