@@ -15,9 +15,10 @@ static void source_of(const struct sockaddr *sa, uint8_t out[16])
 	}
 }
 
-void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer)
+void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer, uint64_t turn)
 {
 	source_of(peer, e->source);
+	e->turn = turn;
 	e->older = q->newest;
 	e->newer = NULL;
 	if (q->newest)
@@ -46,10 +47,14 @@ void ftl_admit_remove(ftl_admit_queue *q, ftl_admit_entry *e)
 	q->len--;
 }
 
-ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer, size_t max_total,
-				  size_t max_per_source)
+/* Queued two turns ago or earlier: it has been read at least once if it sent anything. */
+static bool may_go(const ftl_admit_entry *e, uint64_t turn) { return e->turn + 2 <= turn; }
+
+ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer,
+				  const ftl_admit_limits *lim, uint64_t turn, bool *is_refused)
 {
-	if (max_per_source > 0 && newcomer_peer) {
+	*is_refused = false;
+	if (lim->per_source > 0 && newcomer_peer) {
 		uint8_t source[16];
 		source_of(newcomer_peer, source);
 		ftl_admit_entry *oldest_here = NULL;
@@ -61,8 +66,11 @@ ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockadd
 				oldest_here = e;
 			here++;
 		}
-		if (here >= max_per_source)
+		if (here >= lim->per_source && may_go(oldest_here, turn))
 			return oldest_here;
 	}
-	return q->len >= max_total ? q->oldest : NULL;
+	if (q->len >= lim->total && may_go(q->oldest, turn)) /* queued first: if it is too young, so are all */
+		return q->oldest;
+	*is_refused = q->len >= lim->hard;
+	return NULL;
 }

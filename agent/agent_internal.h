@@ -15,6 +15,7 @@
 #include "node/node.h"
 #include "admission.h"
 #include "agent_training.h"
+#include "metrics.h"
 #include "channel/tcp_frame.h"
 
 #define FTL_TCP_TIMEOUT_MS 5000
@@ -34,6 +35,8 @@ struct ftl_agent {
 	uv_thread_t thread;
 	uv_udp_t udp;
 	uv_tcp_t tcp;
+	uv_prepare_t turn_counter;       /* counts loop_turns: before each poll for I/O */
+	uint64_t loop_turns;             /* loop thread: how young a stranger's connection is (admission.h) */
 	uv_timer_t timer;
 	uv_timer_t reseed_timer;
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
@@ -58,6 +61,7 @@ struct ftl_agent {
 	uint8_t recv_buf[65536];
 	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
 	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
+	uint64_t metrics_http_dropped[FTL_HTTP_DROP_MAX]; /* loop thread: its requests closed unanswered (counter) */
 
 	ftl_agent_event_cb event_cb;
 	void *event_ctx;

@@ -50,7 +50,7 @@ typedef struct pp_conn {
 	bool is_stream;        /* inbound rendezvous frames: idles quietly between them */
 } pp_conn;
 
-#define conn_of(entry) ((pp_conn *)((char *)(entry) - offsetof(pp_conn, stranger)))
+#define conn_of(entry) ftl_admit_owner(entry, pp_conn, stranger)
 
 /* c is proved (or closing): it leaves the strangers, and so does the buffer it holds. */
 static void leave_strangers(pp_conn *c)
@@ -98,6 +98,7 @@ static void conn_close(pp_conn *c)
 #define FTL_TCP_UNAUTH_PER_SOURCE 64         /* ... from one address (a NAT may hide a few peers) */
 #define FTL_TCP_UNAUTH_BUFFERED_MAX (8u << 20) /* what they hold together: 32 frames of FTL_TCP_UNAUTH_MAX */
 #define FTL_TCP_UNAUTH_TIMEOUT_MS 2000       /* a peer sends its small frame or sealed header at once */
+#define FTL_TCP_BACKLOG 1024                 /* connections the kernel holds for us until accepted */
 #define FTL_TCP_BUFFERED_MAX (48u << 20)     /* one largest authenticated frame, and the small ones beside it */
 #define TCP_FIRST_BUFFER 4096
 
@@ -354,11 +355,18 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 /* c, just accepted from peer, is let in as the newest stranger; whoever is over a cap goes to make room. */
 static void admit(pp_conn *c, const struct sockaddr *peer)
 {
+	static const ftl_admit_limits limits = {FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
+						FTL_TCP_UNAUTH_CONNS + FTL_TCP_BACKLOG};
 	ftl_agent *a = c->a;
 	ftl_admit_entry *victim;
-	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE)))
+	bool is_refused;
+	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &limits, a->loop_turns, &is_refused)))
 		drop(conn_of(victim), FTL_TCP_DROP_TOO_MANY);
-	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer);
+	if (is_refused) {
+		drop(c, FTL_TCP_DROP_TOO_MANY);
+		return;
+	}
+	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer, a->loop_turns);
 	uv_timer_start(&c->timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
@@ -395,13 +403,23 @@ void ftl_agent_tcp_close_all(ftl_agent *a)
 		conn_close(c);
 }
 
+static void on_turn(uv_prepare_t *p)
+{
+	ftl_agent *a = p->data;
+	a->loop_turns++;
+}
+
 ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 {
+	uv_prepare_init(&a->loop, &a->turn_counter);
+	a->turn_counter.data = a;
+	uv_prepare_start(&a->turn_counter, on_turn);
+	uv_unref((uv_handle_t *)&a->turn_counter); /* counting turns is no reason to keep the loop running */
 	uv_tcp_init(&a->loop, &a->tcp);
 	a->tcp.data = a;
 	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&a->tcp, 128, on_connection);
+		rc = uv_listen((uv_stream_t *)&a->tcp, FTL_TCP_BACKLOG, on_connection);
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind,
 				    uv_strerror(rc));

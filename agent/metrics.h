@@ -18,6 +18,15 @@
 #include "rendezvous/rendezvous.h"
 #include "membership/swim.h"
 
+/* Why the /metrics responder closed a connection before its request was complete (metrics_http.c). */
+typedef enum ftl_http_drop {
+	FTL_HTTP_DROP_EVICTED,   /* the slowest went to make room for a newer one */
+	FTL_HTTP_DROP_TIMEOUT,   /* the head did not end within its deadline */
+	FTL_HTTP_DROP_MAX
+} ftl_http_drop;
+
+extern const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX];
+
 typedef struct ftl_metrics_snapshot {
 	char name[64];
 	char cluster[64];
@@ -29,6 +38,7 @@ typedef struct ftl_metrics_snapshot {
 	int health;                           /* Lifeguard local health: 0 is healthy, higher is worse */
 	uint64_t tcp_timeouts;
 	uint64_t control_followers_dropped;
+	uint64_t http_dropped[FTL_HTTP_DROP_MAX]; /* /metrics requests closed unanswered, by reason */
 	/* training (is_training false: a bare agent, the rest is not shown) */
 	bool is_training;
 	uint64_t view_epoch;
@@ -39,6 +49,7 @@ typedef struct ftl_metrics_snapshot {
 } ftl_metrics_snapshot;
 
 struct ftl_agent;
+
 
 /* Loop thread. */
 void ftl_metrics_snapshot_take(struct ftl_agent *a, ftl_metrics_snapshot *out);

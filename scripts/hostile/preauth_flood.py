@@ -8,16 +8,13 @@ restart on the same port, then does both again (with another agent) while 1,000 
 reopened as soon as w0 closes it. Held when each attacked time is within --margin seconds of the
 unattacked one and w0 still runs. Prints one line, `item 3: held|broken — <figures>`; exit 0 when held."""
 
-import argparse
 import os
-import signal
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "agent"))
 import conn_flood  # noqa: E402
-from cluster import Cluster  # noqa: E402
 
 FRAME_HEAD = (1000).to_bytes(4, "big") + b"P"  # a push-pull frame of 1000 bytes, never finished
 
@@ -69,51 +66,35 @@ def fmt(t):
     return "never" if t is None else f"{t:.2f} s"
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--build", default=os.path.join(ROOT, "build"))
-    p.add_argument("--conns", type=int, default=1000)
-    p.add_argument("--margin", type=float, default=2.0, help="seconds an attacked time may exceed the unattacked")
-    p.add_argument("--sources", type=int, default=32, help="attack from 127.0.0.<first> onwards, this many")
-    p.add_argument("--first-source", type=int, default=2, help="1 puts the attack on the agents' own address")
-    p.add_argument("--limit", type=float, default=12.0, help="seconds a join may take before it counts as never")
-    a = p.parse_args()
-    c = Cluster(os.path.join(a.build, "agent", "ftl-agent"), os.path.join(a.build, "ctl", "ftlctl"))
-    flood = None
-    try:
-        w0 = c.add("w0")
-        c.add("w1")
-        if wait(lambda: everyone_alive(c, ["w0", "w1"], w0), 20) is None:
-            print("item 3: broken — w0 and w1 did not form a cluster unattacked")
-            return 1
-        calm_join = join_time(c, "calm", a.limit)
-        calm_rejoin = rejoin_time(c, "calm", a.limit)
-        flood = conn_flood.start(w0.port, a.conns, seconds=2 * a.limit + 10, head=FRAME_HEAD, mode="mix",
-                                 sources=a.sources, first_source=a.first_source)
+def run(c, a):
+    w0 = c.add("w0")
+    c.add("w1")
+    if wait(lambda: everyone_alive(c, ["w0", "w1"], w0), 20) is None:
+        return False, "item 3: broken — w0 and w1 did not form a cluster unattacked"
+    calm_join = join_time(c, "calm", a.limit)
+    calm_rejoin = rejoin_time(c, "calm", a.limit)
+    with conn_flood.flooding(w0.port, a, 2 * a.limit + 10, FRAME_HEAD, "mix") as report:
         time.sleep(2.0)  # the flood opens its connections and w0 starts closing them
         hit_join = join_time(c, "hit", a.limit)
         hit_rejoin = rejoin_time(c, "hit", a.limit)
         counters = (c.status(w0) or {}).get("counters", {})
         rss = peak_rss_mib(w0.proc.pid)
-        report = conn_flood.stop(flood)
-        flood = None
-        w0_runs = c.agents["w0"].is_running()
-        held = (w0_runs and None not in (calm_join, calm_rejoin, hit_join, hit_rejoin)
-                and hit_join <= calm_join + a.margin and hit_rejoin <= calm_rejoin + a.margin)
-        dropped = counters.get("tcp_dropped", {})
-        print(f"item 3: {'held' if held else 'broken'} — join {fmt(calm_join)} unattacked, {fmt(hit_join)} under "
-              f"{a.conns} idle/trickling keyless connections; rejoin after restart {fmt(calm_rejoin)} -> "
-              f"{fmt(hit_rejoin)} (margin {a.margin:.0f} s); flood made {report.get('connects', 0)} connects, "
-              f"at most {report.get('peak_open', 0)} open; w0 evicted {dropped.get('too_many', 0)} "
-              f"(too_many), timed out {counters.get('tcp_timeouts', 0)}, peak RSS {rss:.1f} MiB"
-              f"{'' if w0_runs else '; w0 EXITED'}", flush=True)
-        return 0 if held else 1
-    finally:
-        if flood is not None:
-            flood.send_signal(signal.SIGKILL)
-            flood.wait()
-        c.close()
+    w0_runs = w0.is_running()
+    held = (w0_runs and None not in (calm_join, calm_rejoin, hit_join, hit_rejoin)
+            and hit_join <= calm_join + a.margin and hit_rejoin <= calm_rejoin + a.margin)
+    dropped = counters.get("tcp_dropped", {})
+    return held, (f"item 3: {'held' if held else 'broken'} — join {fmt(calm_join)} unattacked, {fmt(hit_join)} "
+                  f"under {a.conns} idle/trickling keyless connections; rejoin after restart {fmt(calm_rejoin)} "
+                  f"-> {fmt(hit_rejoin)} (margin {a.margin:.0f} s); flood made {report.get('connects', 0)} "
+                  f"connects, at most {report.get('peak_open', 0)} open; w0 evicted {dropped.get('too_many', 0)} "
+                  f"(too_many), timed out {counters.get('tcp_timeouts', 0)}, peak RSS {rss:.1f} MiB"
+                  f"{'' if w0_runs else '; w0 EXITED'}")
+
+
+def add_arguments(p):
+    p.add_argument("--margin", type=float, default=2.0, help="seconds an attacked time may exceed the unattacked")
+    p.add_argument("--limit", type=float, default=12.0, help="seconds a join may take before it counts as never")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(conn_flood.hostile_main(__doc__, run, add_arguments))

@@ -4,11 +4,15 @@ byte a second, each opened again as soon as the server closes it, from source ad
 
 Bounded in count and time: it runs for `seconds` at most and opens at most `max_connects` connections in
 all. Run as a process (`start()` returns the Popen); it prints one JSON line of what it did when it ends
-(on its own or at SIGTERM): connects, closes by the server, the most open at once."""
+(on its own or at SIGTERM): connects, closes by the server, the most open at once.
+
+hostile_main() is the frame of the scripts/hostile/ scripts built on it."""
 
 import argparse
+import contextlib
 import errno
 import json
+import os
 import resource
 import selectors
 import signal
@@ -17,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from cluster import Cluster, _die_with_parent
+
 
 def start(port, conns, seconds, head=b"", mode="trickle", sources=32, first_source=2, max_connects=400000):
     """The flood as a child process, started and left to run; stop it with stop()."""
@@ -24,16 +30,52 @@ def start(port, conns, seconds, head=b"", mode="trickle", sources=32, first_sour
                              "--seconds", str(seconds), "--head", head.hex(), "--mode", mode,
                              "--sources", str(sources), "--first-source", str(first_source),
                              "--max-connects", str(max_connects)],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
 
 
 def stop(proc):
     """Ends the flood; returns its report (a dict)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
-    out, _ = proc.communicate(timeout=20)
+    try:
+        out, _ = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
     lines = [line for line in out.splitlines() if line.startswith("{")]
     return json.loads(lines[-1]) if lines else {}
+
+
+@contextlib.contextmanager
+def flooding(port, a, seconds, head, mode):
+    """The flood of hostile_main's arguments `a` (conns, sources, first_source) for the body of a with
+    statement; the dict it gives is filled with the flood's report when the body ends."""
+    proc = start(port, a.conns, seconds, head=head, mode=mode, sources=a.sources, first_source=a.first_source)
+    report = {}
+    try:
+        yield report
+    finally:
+        report.update(stop(proc))
+
+
+def hostile_main(doc, run, add_arguments=lambda p: None):
+    """A scripts/hostile/ script: common arguments, a cluster of real agents closed whatever happens, then
+    run(cluster, args) -> (held, line); prints the line and returns the exit status (0 held, 1 broken)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument("--build", default=os.path.join(root, "build"), help="a build folder (agent/, ctl/)")
+    p.add_argument("--conns", type=int, default=1000, help="the hostile connections")
+    p.add_argument("--sources", type=int, default=32, help="attack from this many addresses, 127.0.0.<first> on")
+    p.add_argument("--first-source", type=int, default=2, help="1 puts the attack on the agents' own address")
+    add_arguments(p)
+    a = p.parse_args()
+    c = Cluster(os.path.join(a.build, "agent", "ftl-agent"), os.path.join(a.build, "ctl", "ftlctl"))
+    try:
+        held, line = run(c, a)
+    finally:
+        c.close()
+    print(line, flush=True)
+    return 0 if held else 1
 
 
 def raise_fd_limit(want):
