@@ -22,6 +22,7 @@
 typedef enum ftl_http_drop {
 	FTL_HTTP_DROP_EVICTED,   /* the slowest went to make room for a newer one */
 	FTL_HTTP_DROP_TIMEOUT,   /* the head did not end within its deadline */
+	FTL_HTTP_DROP_REFUSED,   /* a newcomer in a burst too large to make room for (admission.h) */
 	FTL_HTTP_DROP_MAX
 } ftl_http_drop;
 

@@ -14,7 +14,8 @@
  * that has been reading its head longest (admission.h). Connections trickling a byte a second thus
  * churn among themselves while a scrape, the newest for the moment it needs, is answered. Lingering
  * connections are capped the same way (MAX_LINGERING, the oldest goes), so descriptors and memory stay
- * bounded whatever clients do. Closures before an answer are counted by reason (ftl_metrics_http_dropped_total). */
+ * bounded whatever clients do. Closures before an answer are counted by reason
+ * (ftl_metrics_http_dropped_total). */
 #include "metrics.h"
 
 #include <stdio.h>
@@ -35,7 +36,7 @@
 #define BACKLOG 1024             /* connections the kernel holds for us until accepted */
 #define HEAD_FORMAT "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n"
 
-const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout"};
+const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout", "refused"};
 
 typedef struct http_conn {
 	ftl_admit_entry queued;          /* in srv->reading until the reply, then in srv->lingering */
@@ -230,7 +231,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 }
 
 /* c, just accepted, is let in as the newest reader; the slowest over a cap go to make room. False when c
- * itself went (the caps are exceeded twice over by connections accepted just now). */
+ * itself went (too many were accepted just now to push any out). */
 static bool admit(http_conn *c)
 {
 	static const ftl_admit_limits limits = {MAX_READING, MAX_READING_PER_SOURCE, MAX_READING + BACKLOG};
@@ -246,7 +247,7 @@ static bool admit(http_conn *c)
 	while ((slowest = ftl_admit_victim(&srv->reading, from, &limits, turn, &is_refused)))
 		drop(conn_of(slowest), FTL_HTTP_DROP_EVICTED);
 	if (is_refused) {
-		drop(c, FTL_HTTP_DROP_EVICTED);
+		drop(c, FTL_HTTP_DROP_REFUSED);
 		return false;
 	}
 	ftl_admit_push(&srv->reading, &c->queued, from, turn);
