@@ -3,6 +3,7 @@
 
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static void source_of(const struct sockaddr *sa, uint8_t out[16])
 {
@@ -13,6 +14,21 @@ static void source_of(const struct sockaddr *sa, uint8_t out[16])
 		out[10] = out[11] = 0xff;
 		memcpy(out + 12, &((const struct sockaddr_in *)sa)->sin_addr, 4);
 	}
+}
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
+
+ftl_admit_limits ftl_admit_limits_fitted(size_t total, size_t per_source, size_t backlog, size_t share)
+{
+	ftl_admit_limits lim = {total, per_source, total + backlog};
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+		return lim;
+	size_t fds = (size_t)rl.rlim_cur / share;
+	lim.hard = min_size(lim.hard, fds > 2 ? fds : 2);
+	lim.total = min_size(lim.total, lim.hard - min_size(backlog, lim.hard / 2)); /* room for the young */
+	lim.per_source = min_size(lim.per_source, lim.total);
+	return lim;
 }
 
 void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer, uint64_t turn)
@@ -50,10 +66,14 @@ void ftl_admit_remove(ftl_admit_queue *q, ftl_admit_entry *e)
 /* Queued two turns ago or earlier: it has been read at least once if it sent anything. */
 static bool may_go(const ftl_admit_entry *e, uint64_t turn) { return e->turn + 2 <= turn; }
 
-ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer,
-				  const ftl_admit_limits *lim, uint64_t turn, bool *is_refused)
+bool ftl_admit_must_wait(const ftl_admit_queue *q, const ftl_admit_limits *lim, uint64_t turn)
 {
-	*is_refused = false;
+	return q->len >= lim->hard && !may_go(q->oldest, turn); /* queued first: if it is too young, so are all */
+}
+
+ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer,
+				  const ftl_admit_limits *lim, uint64_t turn)
+{
 	if (lim->per_source > 0 && newcomer_peer) {
 		uint8_t source[16];
 		source_of(newcomer_peer, source);
@@ -69,8 +89,5 @@ ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockadd
 		if (here >= lim->per_source && may_go(oldest_here, turn))
 			return oldest_here;
 	}
-	if (q->len >= lim->total && may_go(q->oldest, turn)) /* queued first: if it is too young, so are all */
-		return q->oldest;
-	*is_refused = q->len >= lim->hard;
-	return NULL;
+	return q->len >= lim->total && may_go(q->oldest, turn) ? q->oldest : NULL;
 }

@@ -10,8 +10,9 @@
  * "At once" has a floor: a connection accepted in one turn of the loop is first read in the next (its
  * read is registered with the poller then), and one turn can accept a whole listen backlog. So an entry
  * is never pushed out before two turns have begun since it was queued; when the caps are reached with
- * only such entries, they may be exceeded (up to `hard`, which should exceed total by a listen backlog),
- * and beyond that the newcomer is refused. The caller counts the turns (ftl_agent.loop_turns).
+ * only such entries, they may be exceeded up to `hard`, and beyond that the caller waits a turn before it
+ * accepts the next connection (the kernel's listen backlog holds the rest meanwhile, costing us no
+ * descriptor): nobody is turned away. The caller counts the turns (ftl_agent.loop_turns).
  *
  * The queue is intrusive (an ftl_admit_entry inside the caller's connection), oldest first; push and
  * remove are O(1), ftl_admit_victim O(queue length) when a per-source cap is set. */
@@ -38,8 +39,14 @@ typedef struct ftl_admit_queue {
 typedef struct ftl_admit_limits {
 	size_t total;       /* entries queued at once */
 	size_t per_source;  /* ... from one address; 0: no such cap */
-	size_t hard;        /* entries queued at once even when those over a cap are too young to go */
+	size_t hard;        /* entries queued at once while those over a cap are too young to go */
 } ftl_admit_limits;
+
+/* Limits of at most `total` entries, `per_source` from one address, and `backlog` more while those over
+ * a cap are too young to go, cut down to fit within 1/share of this process's descriptor limit
+ * (RLIMIT_NOFILE, the soft one): running out of descriptors would make the kernel's accept refuse real
+ * peers along with the rest (libuv then closes every connection waiting), so the caps must bind first. */
+ftl_admit_limits ftl_admit_limits_fitted(size_t total, size_t per_source, size_t backlog, size_t share);
 
 /* The connection (of type `type`) whose ftl_admit_entry member `field` is entry. */
 #define ftl_admit_owner(entry, type, field) ((type *)((char *)(entry) - offsetof(type, field)))
@@ -48,11 +55,13 @@ typedef struct ftl_admit_limits {
 void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer, uint64_t turn);
 /* e leaves (proved itself, or closed); nothing if it is not queued. */
 void ftl_admit_remove(ftl_admit_queue *q, ftl_admit_entry *e);
+/* Whether the next connection must wait in the listen backlog (not be accepted) in loop turn `turn`:
+ * lim->hard entries are queued and none may go yet. */
+bool ftl_admit_must_wait(const ftl_admit_queue *q, const ftl_admit_limits *lim, uint64_t turn);
 /* Which queued entry must go, now in loop turn `turn`, before one more from newcomer_peer is let in: its
  * source's oldest when that source is at its cap, else the oldest of all when the queue is full, else
- * NULL. The caller closes it (which removes it) and asks again. NULL with *is_refused: the newcomer
- * itself must go (lim->hard entries are queued, those over a cap too young to push out). */
+ * NULL (none may go yet). The caller closes it (which removes it) and asks again. */
 ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer,
-				  const ftl_admit_limits *lim, uint64_t turn, bool *is_refused);
+				  const ftl_admit_limits *lim, uint64_t turn);
 
 #endif

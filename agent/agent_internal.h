@@ -51,6 +51,8 @@ struct ftl_agent {
 	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
 	ftl_admit_queue tcp_strangers;   /* loop thread: inbound exchanges that have proved nothing yet, oldest first */
+	ftl_admit_limits tcp_stranger_limits; /* ... how many of them (fitted to the descriptor limit at start) */
+	bool is_accept_waiting;          /* loop thread: libuv holds a connection we accept at the next turn */
 	size_t tcp_strangers_buffered;   /* ... and the bytes they hold for input (<= FTL_TCP_UNAUTH_BUFFERED_MAX) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
 	void *checks;             /* proof-of-death connects in flight (agent_check.c) */

@@ -94,11 +94,12 @@ static void conn_close(pp_conn *c)
  * counted (status: counters.tcp_timeouts) and logged at most once per TCP_TIMEOUT_LOG_EVERY_MS, so a
  * flood of them cannot flood the log. */
 #define TCP_TIMEOUT_LOG_EVERY_MS 10000
-#define FTL_TCP_UNAUTH_CONNS 256             /* strangers at once: well under a 1024 descriptor limit */
+#define FTL_TCP_UNAUTH_CONNS 256             /* strangers at once (fewer under a low descriptor limit) */
 #define FTL_TCP_UNAUTH_PER_SOURCE 64         /* ... from one address (a NAT may hide a few peers) */
 #define FTL_TCP_UNAUTH_BUFFERED_MAX (8u << 20) /* what they hold together: 32 frames of FTL_TCP_UNAUTH_MAX */
 #define FTL_TCP_UNAUTH_TIMEOUT_MS 2000       /* a peer sends its small frame or sealed header at once */
 #define FTL_TCP_BACKLOG 1024                 /* connections the kernel holds for us until accepted */
+#define FTL_TCP_UNAUTH_FD_SHARE 4            /* strangers take at most a quarter of the descriptor limit */
 #define FTL_TCP_BUFFERED_MAX (48u << 20)     /* one largest authenticated frame, and the small ones beside it */
 #define TCP_FIRST_BUFFER 4096
 
@@ -355,36 +356,21 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 /* c, just accepted from peer, is let in as the newest stranger; whoever is over a cap goes to make room. */
 static void admit(pp_conn *c, const struct sockaddr *peer)
 {
-	static const ftl_admit_limits limits = {FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
-						FTL_TCP_UNAUTH_CONNS + FTL_TCP_BACKLOG};
 	ftl_agent *a = c->a;
 	ftl_admit_entry *victim;
-	bool is_refused;
-	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &limits, a->loop_turns, &is_refused)))
+	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &a->tcp_stranger_limits, a->loop_turns)))
 		drop(conn_of(victim), FTL_TCP_DROP_TOO_MANY);
-	if (is_refused) {
-		drop(c, FTL_TCP_DROP_TOO_MANY);
-		return;
-	}
 	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer, a->loop_turns);
 	uv_timer_start(&c->timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
 	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+static void accept_one(ftl_agent *a)
 {
-	ftl_agent *a = server->data;
-	if (status < 0) {
-		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
-		 * that the next one is accepted. Accepting goes on either way. */
-		if (a->tcp_strangers.oldest)
-			drop(conn_of(a->tcp_strangers.oldest), FTL_TCP_DROP_TOO_MANY);
-		return;
-	}
 	pp_conn *c = conn_new(a, false);
 	if (!c)
 		return;
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+	if (uv_accept((uv_stream_t *)&a->tcp, (uv_stream_t *)&c->tcp) != 0) {
 		conn_close(c);
 		return;
 	}
@@ -397,16 +383,40 @@ static void on_connection(uv_stream_t *server, int status)
 	admit(c, is_known ? (struct sockaddr *)&peer : NULL);
 }
 
+static void on_connection(uv_stream_t *server, int status)
+{
+	ftl_agent *a = server->data;
+	if (status < 0) {
+		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
+		 * that the next one is accepted. Accepting goes on either way. */
+		if (a->tcp_strangers.oldest)
+			drop(conn_of(a->tcp_strangers.oldest), FTL_TCP_DROP_TOO_MANY);
+		return;
+	}
+	/* Too many strangers too young to push out: libuv holds this one and stops listening until on_turn
+	 * accepts it (admission.h). */
+	a->is_accept_waiting = ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns);
+	if (!a->is_accept_waiting)
+		accept_one(a);
+}
+
 void ftl_agent_tcp_close_all(ftl_agent *a)
 {
 	for (pp_conn *c = a->conns; c; c = c->next)
 		conn_close(c);
 }
 
+/* Before each poll for I/O: one more turn, and a connection that waited for one is accepted now if it may. */
 static void on_turn(uv_prepare_t *p)
 {
 	ftl_agent *a = p->data;
 	a->loop_turns++;
+	if (a->is_accept_waiting && !a->is_closing &&
+	    !ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns)) {
+		a->is_accept_waiting = false;
+		accept_one(a);
+	}
+	ftl_metrics_http_turn(a);
 }
 
 ftl_err ftl_agent_tcp_listen(ftl_agent *a)
@@ -415,6 +425,8 @@ ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 	a->turn_counter.data = a;
 	uv_prepare_start(&a->turn_counter, on_turn);
 	uv_unref((uv_handle_t *)&a->turn_counter); /* counting turns is no reason to keep the loop running */
+	a->tcp_stranger_limits = ftl_admit_limits_fitted(FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
+							 FTL_TCP_BACKLOG, FTL_TCP_UNAUTH_FD_SHARE);
 	uv_tcp_init(&a->loop, &a->tcp);
 	a->tcp.data = a;
 	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);

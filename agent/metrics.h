@@ -22,7 +22,6 @@
 typedef enum ftl_http_drop {
 	FTL_HTTP_DROP_EVICTED,   /* the slowest went to make room for a newer one */
 	FTL_HTTP_DROP_TIMEOUT,   /* the head did not end within its deadline */
-	FTL_HTTP_DROP_REFUSED,   /* a newcomer in a burst too large to make room for (admission.h) */
 	FTL_HTTP_DROP_MAX
 } ftl_http_drop;
 
@@ -60,6 +59,8 @@ char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len);
 
 /* metrics_http.c: the listener on FTL_METRICS_ADDR (no-op when unset); an error with the diag naming it. */
 ftl_err ftl_metrics_http_start(struct ftl_agent *a);
+/* Before each poll for I/O (the agent's turn counter calls it): a connection that waited is accepted. */
+void ftl_metrics_http_turn(struct ftl_agent *a);
 /* Closes the listener and every open connection through their own path (before the loop's other handles). */
 void ftl_metrics_http_close(struct ftl_agent *a);
 

@@ -34,9 +34,11 @@
 #define MAX_READING_PER_SOURCE 16
 #define MAX_LINGERING 64
 #define BACKLOG 1024             /* connections the kernel holds for us until accepted */
+#define READING_FD_SHARE 8       /* readers take at most an eighth of the descriptor limit ... */
+#define LINGERING_FD_SHARE 16    /* ... and lingering ones a sixteenth */
 #define HEAD_FORMAT "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n"
 
-const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout", "refused"};
+const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout"};
 
 typedef struct http_conn {
 	ftl_admit_entry queued;          /* in srv->reading until the reply, then in srv->lingering */
@@ -58,6 +60,8 @@ typedef struct ftl_metrics_http {
 	ftl_agent *agent;
 	ftl_admit_queue reading;         /* connections whose request head is not complete yet, oldest first */
 	ftl_admit_queue lingering;       /* answered, discarding what follows, oldest first */
+	ftl_admit_limits reading_limits, lingering_limits; /* fitted to the descriptor limit at start */
+	bool is_accept_waiting;          /* libuv holds a connection we accept at the next turn */
 } ftl_metrics_http;
 
 #define conn_of(entry) ftl_admit_owner(entry, http_conn, queued)
@@ -124,11 +128,9 @@ static void start_lingering(http_conn *c)
 	ftl_metrics_http *srv = c->srv;
 	ftl_admit_remove(&srv->reading, &c->queued);
 	c->is_replied = true;
-	static const ftl_admit_limits limits = {MAX_LINGERING, 0, MAX_LINGERING};
 	ftl_admit_entry *oldest;
-	bool is_refused;
 	/* answered connections may go at any turn: as if the newcomer came long after them */
-	while ((oldest = ftl_admit_victim(&srv->lingering, NULL, &limits, UINT64_MAX, &is_refused)))
+	while ((oldest = ftl_admit_victim(&srv->lingering, NULL, &srv->lingering_limits, UINT64_MAX)))
 		conn_close(conn_of(oldest));
 	ftl_admit_push(&srv->lingering, &c->queued, NULL, 0);
 }
@@ -230,11 +232,9 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		reply_error(c, "413 Payload Too Large", "", "request head too large\n");
 }
 
-/* c, just accepted, is let in as the newest reader; the slowest over a cap go to make room. False when c
- * itself went (too many were accepted just now to push any out). */
-static bool admit(http_conn *c)
+/* c, just accepted, is let in as the newest reader; the slowest over a cap go to make room. */
+static void admit(http_conn *c)
 {
-	static const ftl_admit_limits limits = {MAX_READING, MAX_READING_PER_SOURCE, MAX_READING + BACKLOG};
 	ftl_metrics_http *srv = c->srv;
 	uint64_t turn = srv->agent->loop_turns;
 	struct sockaddr_storage peer;
@@ -243,15 +243,35 @@ static bool admit(http_conn *c)
 	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len) == 0)
 		from = (const struct sockaddr *)&peer;
 	ftl_admit_entry *slowest;
-	bool is_refused;
-	while ((slowest = ftl_admit_victim(&srv->reading, from, &limits, turn, &is_refused)))
+	while ((slowest = ftl_admit_victim(&srv->reading, from, &srv->reading_limits, turn)))
 		drop(conn_of(slowest), FTL_HTTP_DROP_EVICTED);
-	if (is_refused) {
-		drop(c, FTL_HTTP_DROP_REFUSED);
-		return false;
-	}
 	ftl_admit_push(&srv->reading, &c->queued, from, turn);
-	return true;
+}
+
+static void accept_one(ftl_metrics_http *srv)
+{
+	http_conn *c = calloc(1, sizeof(*c));
+	if (!c)
+		return;
+	c->srv = srv;
+	uv_tcp_init(srv->listener.loop, &c->tcp);
+	uv_timer_init(srv->listener.loop, &c->timer);
+	c->tcp.data = c->timer.data = c;
+	c->open_handles = 2;
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp) != 0) {
+		conn_close(c);
+		return;
+	}
+	admit(c);
+	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
+	uv_timer_start(&c->timer, on_timeout, HEAD_TIMEOUT_MS, 0);
+	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+		conn_close(c);
+}
+
+static bool must_wait(const ftl_metrics_http *srv)
+{
+	return ftl_admit_must_wait(&srv->reading, &srv->reading_limits, srv->agent->loop_turns);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -264,24 +284,20 @@ static void on_connection(uv_stream_t *listener, int status)
 			drop(conn_of(srv->reading.oldest), FTL_HTTP_DROP_EVICTED);
 		return;
 	}
-	http_conn *c = calloc(1, sizeof(*c));
-	if (!c)
-		return;
-	c->srv = srv;
-	uv_tcp_init(listener->loop, &c->tcp);
-	uv_timer_init(listener->loop, &c->timer);
-	c->tcp.data = c->timer.data = c;
-	c->open_handles = 2;
-	if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-		conn_close(c);
-		return;
+	/* Too many readers too young to push out: libuv holds this one and stops listening until the next
+	 * turn accepts it (admission.h). */
+	srv->is_accept_waiting = must_wait(srv);
+	if (!srv->is_accept_waiting)
+		accept_one(srv);
+}
+
+void ftl_metrics_http_turn(ftl_agent *a)
+{
+	ftl_metrics_http *srv = a->metrics_http;
+	if (srv && srv->is_accept_waiting && !must_wait(srv)) {
+		srv->is_accept_waiting = false;
+		accept_one(srv);
 	}
-	if (!admit(c))
-		return;
-	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
-	uv_timer_start(&c->timer, on_timeout, HEAD_TIMEOUT_MS, 0);
-	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
-		conn_close(c);
 }
 
 /* ---- the listener ---- */
@@ -294,6 +310,8 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	if (!srv)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: out of memory", a->cfg.metrics_addr);
 	srv->agent = a;
+	srv->reading_limits = ftl_admit_limits_fitted(MAX_READING, MAX_READING_PER_SOURCE, BACKLOG, READING_FD_SHARE);
+	srv->lingering_limits = ftl_admit_limits_fitted(MAX_LINGERING, 0, 0, LINGERING_FD_SHARE);
 	uv_tcp_init(&a->loop, &srv->listener);
 	srv->listener.data = srv;
 	a->metrics_http = srv;

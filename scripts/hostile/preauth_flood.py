@@ -86,8 +86,8 @@ def run(c, a):
     return held, (f"item 3: {'held' if held else 'broken'} — join {fmt(calm_join)} unattacked, {fmt(hit_join)} "
                   f"under {a.conns} idle/trickling keyless connections; rejoin after restart {fmt(calm_rejoin)} "
                   f"-> {fmt(hit_rejoin)} (margin {a.margin:.0f} s); flood made {report.get('connects', 0)} "
-                  f"connects, at most {report.get('peak_open', 0)} open; w0 evicted {dropped.get('too_many', 0)} "
-                  f"(too_many), timed out {counters.get('tcp_timeouts', 0)}, peak RSS {rss:.1f} MiB"
+                  f"connects, at most {report.get('peak_open', 0)} open; w0 closed {dropped.get('too_many', 0)} "
+                  f"for too_many, timed out {counters.get('tcp_timeouts', 0)}, peak RSS {rss:.1f} MiB"
                   f"{'' if w0_runs else '; w0 EXITED'}")
 
 

@@ -67,8 +67,12 @@ def hostile_main(doc, run, add_arguments=lambda p: None):
     p.add_argument("--conns", type=int, default=1000, help="the hostile connections")
     p.add_argument("--sources", type=int, default=32, help="attack from this many addresses, 127.0.0.<first> on")
     p.add_argument("--first-source", type=int, default=2, help="1 puts the attack on the agents' own address")
+    p.add_argument("--agent-fd-limit", type=int, default=0,
+                   help="the agents' descriptor limit (soft RLIMIT_NOFILE; 0: as inherited), e.g. the common 1024")
     add_arguments(p)
     a = p.parse_args()
+    if a.agent_fd_limit:  # the agents inherit it; the flood raises its own again
+        resource.setrlimit(resource.RLIMIT_NOFILE, (a.agent_fd_limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
     c = Cluster(os.path.join(a.build, "agent", "ftl-agent"), os.path.join(a.build, "ctl", "ftlctl"))
     try:
         held, line = run(c, a)
