@@ -17,6 +17,7 @@
 #include "metrics_text.h"
 #include "rendezvous/rendezvous.h"
 #include "membership/swim.h"
+#include "channel/tcp_frame.h"
 
 /* Why the /metrics responder closed a connection before its request was complete (metrics_http.c). */
 typedef enum ftl_http_drop {
@@ -38,6 +39,7 @@ typedef struct ftl_metrics_snapshot {
 	int health;                           /* Lifeguard local health: 0 is healthy, higher is worse */
 	uint64_t tcp_timeouts;
 	uint64_t control_followers_dropped;
+	uint64_t tcp_dropped[FTL_TCP_DROP_MAX];   /* gossip-port TCP input dropped, by reason */
 	uint64_t http_dropped[FTL_HTTP_DROP_MAX]; /* /metrics requests closed unanswered, by reason */
 	/* training (is_training false: a bare agent, the rest is not shown) */
 	bool is_training;
