@@ -77,6 +77,8 @@ static json_t *counters_json(ftl_agent *a)
 	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peer_frames_sent));
 	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peer_dials));
 	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
+	json_object_set_new(j, "metrics_http_dropped",
+			    counts_by(a->metrics_http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
 	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
 	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));
 	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));

@@ -13,7 +13,9 @@
 #include "control.h"
 #include "base/deadline.h"
 #include "node/node.h"
+#include "admission.h"
 #include "agent_training.h"
+#include "metrics.h"
 #include "channel/tcp_frame.h"
 
 #define FTL_TCP_TIMEOUT_MS 5000
@@ -33,6 +35,8 @@ struct ftl_agent {
 	uv_thread_t thread;
 	uv_udp_t udp;
 	uv_tcp_t tcp;
+	uv_prepare_t turn_counter;       /* counts loop_turns: before each poll for I/O */
+	uint64_t loop_turns;             /* loop thread: how young a stranger's connection is (admission.h) */
 	uv_timer_t timer;
 	uv_timer_t reseed_timer;
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
@@ -46,7 +50,10 @@ struct ftl_agent {
 	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
 	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */
-	int tcp_unauthed;                /* inbound exchanges that have proved nothing yet (<= FTL_TCP_UNAUTH_CONNS) */
+	ftl_admit_queue tcp_strangers;   /* loop thread: inbound exchanges that have proved nothing yet, oldest first */
+	ftl_admit_limits tcp_stranger_limits; /* ... how many of them (fitted to the descriptor limit at start) */
+	bool is_accept_waiting;          /* loop thread: libuv holds a connection we accept at the next turn */
+	size_t tcp_strangers_buffered;   /* ... and the bytes they hold for input (<= FTL_TCP_UNAUTH_BUFFERED_MAX) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
 	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
@@ -56,6 +63,7 @@ struct ftl_agent {
 	uint8_t recv_buf[65536];
 	uint64_t events_seen[FTL_EVENT_TYPE_MAX]; /* loop thread: membership events handed out, by type (metrics) */
 	struct ftl_metrics_http *metrics_http;    /* loop thread: the /metrics listener (metrics_http.c), or NULL */
+	uint64_t metrics_http_dropped[FTL_HTTP_DROP_MAX]; /* loop thread: its requests closed unanswered (counter) */
 
 	ftl_agent_event_cb event_cb;
 	void *event_ctx;

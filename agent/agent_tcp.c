@@ -6,15 +6,19 @@
  * persistent connections sends one frame and closes; that reads the same.)
  * Frames are read by channel/tcp_frame.c and sealed and opened by channel/seal.c; a frame whose body does not open is
  * dropped (tcp_dropped.unopened). The gossip port is open to anyone, so what a connection can make us
- * hold is bounded three ways before anything in it is authenticated: a peer that proved nothing may send
- * a frame of FTL_TCP_UNAUTH_MAX at most (larger ones need a sealed header first), at most
- * FTL_TCP_UNAUTH_CONNS such connections are served at once, and all input buffers together never exceed
+ * hold is bounded before anything in it is authenticated: a peer that proved nothing (a stranger) may send
+ * a frame of FTL_TCP_UNAUTH_MAX at most (larger ones need a sealed header first) and must prove itself
+ * within FTL_TCP_UNAUTH_TIMEOUT_MS; at most FTL_TCP_UNAUTH_CONNS strangers are served at once, at most
+ * FTL_TCP_UNAUTH_PER_SOURCE from one address, holding FTL_TCP_UNAUTH_BUFFERED_MAX of input together. A
+ * newcomer over a cap is never turned away: the oldest stranger goes instead (admission.h), so idle or
+ * trickling connections cannot keep a joining or healing peer out. All input buffers together never exceed
  * FTL_TCP_BUFFERED_MAX. Whatever breaks a rule, or takes longer than FTL_TCP_TIMEOUT_MS, is dropped and
  * counted by reason. A rendezvous stream is authenticated by its first frame that opens; its buffer is
  * given back whenever it holds no partial frame. */
 #include "agent_internal.h"
 
 #include <arpa/inet.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,15 +46,19 @@ typedef struct pp_conn {
 	size_t in_len, in_cap;
 	size_t in_need;        /* what the frame being read may still make us hold (the reader says) */
 	ftl_tcp_reader reader;
-	bool is_unauthed;      /* inbound and has proved nothing yet: counted in a->tcp_unauthed */
+	ftl_admit_entry stranger; /* queued in a->tcp_strangers while inbound and proved nothing yet */
 	bool is_stream;        /* inbound rendezvous frames: idles quietly between them */
 } pp_conn;
 
-static void set_authed(pp_conn *c)
+#define conn_of(entry) ftl_admit_owner(entry, pp_conn, stranger)
+
+/* c is proved (or closing): it leaves the strangers, and so does the buffer it holds. */
+static void leave_strangers(pp_conn *c)
 {
-	if (c->is_unauthed)
-		c->a->tcp_unauthed--;
-	c->is_unauthed = false;
+	if (!c->stranger.is_queued)
+		return;
+	ftl_admit_remove(&c->a->tcp_strangers, &c->stranger);
+	c->a->tcp_strangers_buffered -= c->in_cap;
 }
 
 static void conn_free(uv_handle_t *h)
@@ -64,7 +72,6 @@ static void conn_free(uv_handle_t *h)
 		c->a->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	set_authed(c);
 	c->a->tcp_buffered -= c->in_cap;
 	free(c->out);
 	free(c->in);
@@ -76,6 +83,7 @@ static void conn_close(pp_conn *c)
 	if (c->is_done)
 		return;
 	c->is_done = true;
+	leave_strangers(c);
 	uv_timer_stop(&c->timer);
 	uv_close((uv_handle_t *)&c->timer, conn_free);
 	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
@@ -86,7 +94,12 @@ static void conn_close(pp_conn *c)
  * counted (status: counters.tcp_timeouts) and logged at most once per TCP_TIMEOUT_LOG_EVERY_MS, so a
  * flood of them cannot flood the log. */
 #define TCP_TIMEOUT_LOG_EVERY_MS 10000
-#define FTL_TCP_UNAUTH_CONNS 32              /* 32 x 256 KiB: 8 MiB for everyone who has no key */
+#define FTL_TCP_UNAUTH_CONNS 256             /* strangers at once (fewer under a low descriptor limit) */
+#define FTL_TCP_UNAUTH_PER_SOURCE 64         /* ... from one address (a NAT may hide a few peers) */
+#define FTL_TCP_UNAUTH_BUFFERED_MAX (8u << 20) /* what they hold together: 32 frames of FTL_TCP_UNAUTH_MAX */
+#define FTL_TCP_UNAUTH_TIMEOUT_MS 2000       /* a peer sends its small frame or sealed header at once */
+#define FTL_TCP_BACKLOG 1024                 /* connections the kernel holds for us until accepted */
+#define FTL_TCP_UNAUTH_FD_SHARE 4            /* strangers take at most a quarter of the descriptor limit */
 #define FTL_TCP_BUFFERED_MAX (48u << 20)     /* one largest authenticated frame, and the small ones beside it */
 #define TCP_FIRST_BUFFER 4096
 
@@ -110,6 +123,15 @@ static void on_timeout(uv_timer_t *t)
 		a->tcp_timeout_logged_ms = now;
 	}
 	conn_close(c);
+}
+
+/* c proved it holds the key: no longer a stranger, it has the whole FTL_TCP_TIMEOUT_MS from here. */
+static void set_authed(pp_conn *c)
+{
+	if (!c->stranger.is_queued)
+		return;
+	leave_strangers(c);
+	uv_timer_start(&c->timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
 }
 
 static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
@@ -177,8 +199,26 @@ static void drop(pp_conn *c, ftl_tcp_drop why)
 	conn_close(c);
 }
 
-/* Grows the input buffer by doubling, never past what the frame being read may need, and never past
- * FTL_TCP_BUFFERED_MAX for all connections together. */
+/* A stranger's buffer may grow by more once the strangers together hold no more than
+ * FTL_TCP_UNAUTH_BUFFERED_MAX: the oldest others that hold input go first. False when c itself was dropped. */
+static bool stranger_may_grow(pp_conn *c, size_t more)
+{
+	ftl_agent *a = c->a;
+	while (a->tcp_strangers_buffered + more > FTL_TCP_UNAUTH_BUFFERED_MAX) {
+		ftl_admit_entry *e = a->tcp_strangers.oldest;
+		while (e && (e == &c->stranger || conn_of(e)->in_cap == 0))
+			e = e->newer;
+		if (!e) {
+			drop(c, FTL_TCP_DROP_BUFFER_FULL);
+			return false;
+		}
+		drop(conn_of(e), FTL_TCP_DROP_BUFFER_FULL);
+	}
+	return true;
+}
+
+/* Grows the input buffer by doubling, never past what the frame being read may need, never past
+ * FTL_TCP_BUFFERED_MAX for all connections together, nor past FTL_TCP_UNAUTH_BUFFERED_MAX for strangers. */
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	pp_conn *c = h->data;
@@ -196,10 +236,14 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 			drop(c, FTL_TCP_DROP_BUFFER_FULL);
 			return;
 		}
+		if (c->stranger.is_queued && !stranger_may_grow(c, cap - c->in_cap))
+			return;
 		uint8_t *in = realloc(c->in, cap);
 		if (!in)
 			return;
 		a->tcp_buffered += cap - c->in_cap;
+		if (c->stranger.is_queued)
+			a->tcp_strangers_buffered += cap - c->in_cap;
 		c->in = in;
 		c->in_cap = cap;
 	}
@@ -309,30 +353,51 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	}
 }
 
-static void on_connection(uv_stream_t *server, int status)
+/* c, just accepted from peer, is let in as the newest stranger; whoever is over a cap goes to make room. */
+static void admit(pp_conn *c, const struct sockaddr *peer)
 {
-	ftl_agent *a = server->data;
-	if (status < 0)
-		return;
+	ftl_agent *a = c->a;
+	ftl_admit_entry *victim;
+	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &a->tcp_stranger_limits, a->loop_turns)))
+		drop(conn_of(victim), FTL_TCP_DROP_TOO_MANY);
+	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer, a->loop_turns);
+	uv_timer_start(&c->timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
+	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void accept_one(ftl_agent *a)
+{
 	pp_conn *c = conn_new(a, false);
 	if (!c)
 		return;
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+	if (uv_accept((uv_stream_t *)&a->tcp, (uv_stream_t *)&c->tcp) != 0) {
 		conn_close(c);
 		return;
 	}
 	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
 	struct sockaddr_storage peer;
 	int plen = sizeof(peer);
-	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0)
+	bool is_known = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0;
+	if (is_known)
 		ftl_addr_format((struct sockaddr *)&peer, c->peer, sizeof(c->peer));
-	if (a->tcp_unauthed >= FTL_TCP_UNAUTH_CONNS) {
-		drop(c, FTL_TCP_DROP_TOO_MANY);
+	admit(c, is_known ? (struct sockaddr *)&peer : NULL);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	ftl_agent *a = server->data;
+	if (status < 0) {
+		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
+		 * that the next one is accepted. Accepting goes on either way. */
+		if (a->tcp_strangers.oldest)
+			drop(conn_of(a->tcp_strangers.oldest), FTL_TCP_DROP_TOO_MANY);
 		return;
 	}
-	c->is_unauthed = true;
-	a->tcp_unauthed++;
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	/* Too many strangers too young to push out: libuv holds this one and stops listening until on_turn
+	 * accepts it (admission.h). */
+	a->is_accept_waiting = ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns);
+	if (!a->is_accept_waiting)
+		accept_one(a);
 }
 
 void ftl_agent_tcp_close_all(ftl_agent *a)
@@ -341,13 +406,32 @@ void ftl_agent_tcp_close_all(ftl_agent *a)
 		conn_close(c);
 }
 
+/* Before each poll for I/O: one more turn, and a connection that waited for one is accepted now if it may. */
+static void on_turn(uv_prepare_t *p)
+{
+	ftl_agent *a = p->data;
+	a->loop_turns++;
+	if (a->is_accept_waiting && !a->is_closing &&
+	    !ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns)) {
+		a->is_accept_waiting = false;
+		accept_one(a);
+	}
+	ftl_metrics_http_turn(a);
+}
+
 ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 {
+	uv_prepare_init(&a->loop, &a->turn_counter);
+	a->turn_counter.data = a;
+	uv_prepare_start(&a->turn_counter, on_turn);
+	uv_unref((uv_handle_t *)&a->turn_counter); /* counting turns is no reason to keep the loop running */
+	a->tcp_stranger_limits = ftl_admit_limits_fitted(FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
+							 FTL_TCP_BACKLOG, FTL_TCP_UNAUTH_FD_SHARE);
 	uv_tcp_init(&a->loop, &a->tcp);
 	a->tcp.data = a;
 	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&a->tcp, 128, on_connection);
+		rc = uv_listen((uv_stream_t *)&a->tcp, FTL_TCP_BACKLOG, on_connection);
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind,
 				    uv_strerror(rc));

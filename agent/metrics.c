@@ -23,6 +23,8 @@ void ftl_metrics_snapshot_take(ftl_agent *a, ftl_metrics_snapshot *out)
 	out->health = ftl_swim_health_score(a->swim);
 	out->tcp_timeouts = a->tcp_timeouts;
 	out->control_followers_dropped = ftl_control_followers_dropped(a->control);
+	memcpy(out->http_dropped, a->metrics_http_dropped, sizeof(out->http_dropped));
+	memcpy(out->tcp_dropped, a->tcp_dropped, sizeof(out->tcp_dropped));
 	out->is_training = a->is_training;
 	if (!a->is_training)
 		return;
@@ -95,6 +97,13 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 	ftl_metrics_single(t, "ftl_control_followers_dropped_total", "counter",
 			   "`events --follow` clients dropped for falling 1024 events behind.",
 			   (double)s->control_followers_dropped);
+	ftl_metrics_per_label(t, "ftl_gossip_tcp_dropped_total", "counter",
+			      "Gossip-port TCP connections dropped, by reason (too_many: the oldest unauthenticated, "
+			      "for a newcomer).",
+			      "reason", ftl_tcp_drop_strs, s->tcp_dropped, FTL_TCP_DROP_MAX);
+	ftl_metrics_per_label(t, "ftl_metrics_http_dropped_total", "counter",
+			      "/metrics connections closed before their request was complete, by reason.", "reason",
+			      ftl_http_drop_strs, s->http_dropped, FTL_HTTP_DROP_MAX);
 	ftl_metrics_single(t, "ftl_gossip_health_score", "gauge",
 			   "Lifeguard local health: 0 is healthy, higher stretches probes.", (double)s->health);
 	ftl_metrics_per_label(t, "ftl_membership_events_total", "counter",

@@ -17,6 +17,16 @@
 #include "metrics_text.h"
 #include "rendezvous/rendezvous.h"
 #include "membership/swim.h"
+#include "channel/tcp_frame.h"
+
+/* Why the /metrics responder closed a connection before its request was complete (metrics_http.c). */
+typedef enum ftl_http_drop {
+	FTL_HTTP_DROP_EVICTED,   /* the slowest went to make room for a newer one */
+	FTL_HTTP_DROP_TIMEOUT,   /* the head did not end within its deadline */
+	FTL_HTTP_DROP_MAX
+} ftl_http_drop;
+
+extern const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX];
 
 typedef struct ftl_metrics_snapshot {
 	char name[64];
@@ -29,6 +39,8 @@ typedef struct ftl_metrics_snapshot {
 	int health;                           /* Lifeguard local health: 0 is healthy, higher is worse */
 	uint64_t tcp_timeouts;
 	uint64_t control_followers_dropped;
+	uint64_t tcp_dropped[FTL_TCP_DROP_MAX];   /* gossip-port TCP input dropped, by reason */
+	uint64_t http_dropped[FTL_HTTP_DROP_MAX]; /* /metrics requests closed unanswered, by reason */
 	/* training (is_training false: a bare agent, the rest is not shown) */
 	bool is_training;
 	uint64_t view_epoch;
@@ -40,6 +52,7 @@ typedef struct ftl_metrics_snapshot {
 
 struct ftl_agent;
 
+
 /* Loop thread. */
 void ftl_metrics_snapshot_take(struct ftl_agent *a, ftl_metrics_snapshot *out);
 void ftl_metrics_snapshot_free(ftl_metrics_snapshot *s);
@@ -48,6 +61,8 @@ char *ftl_metrics_render(const ftl_metrics_snapshot *s, size_t *len);
 
 /* metrics_http.c: the listener on FTL_METRICS_ADDR (no-op when unset); an error with the diag naming it. */
 ftl_err ftl_metrics_http_start(struct ftl_agent *a);
+/* Before each poll for I/O (the agent's turn counter calls it): a connection that waited is accepted. */
+void ftl_metrics_http_turn(struct ftl_agent *a);
 /* Closes the listener and every open connection through their own path (before the loop's other handles). */
 void ftl_metrics_http_close(struct ftl_agent *a);
 

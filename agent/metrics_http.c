@@ -4,10 +4,18 @@
  * TCP handling are already here, and a dependency (libmicrohttpd) would bring its own threads into every
  * process that embeds the agent. So this file answers exactly one request per connection and closes it:
  * GET /metrics gives 200 with the text of metrics.c, another path 404, another method 405, a request line
- * that does not parse 400, a request whose head does not end within REQUEST_MAX bytes 413. A connection
- * that does not finish its request within REQUEST_TIMEOUT_MS is closed, at most MAX_CONNS are open at
- * once (more are closed on accept), and after a reply the write side is shut down and what the client
- * still sends is read and discarded for a moment, so that it reads the reply instead of a reset. */
+ * that does not parse 400, a request whose head does not end within REQUEST_MAX bytes 413. After a reply
+ * the write side is shut down and what the client still sends is read and discarded for LINGER_MS, so that
+ * it reads the reply instead of a reset.
+ *
+ * Slowloris: a scraper sends its whole request at once, so a connection whose head has not ended within
+ * HEAD_TIMEOUT_MS is closed, and at most MAX_READING connections (MAX_READING_PER_SOURCE from one address)
+ * may be reading a head at once. A newcomer over the cap is always let in and the slowest goes: the one
+ * that has been reading its head longest (admission.h). Connections trickling a byte a second thus
+ * churn among themselves while a scrape, the newest for the moment it needs, is answered. Lingering
+ * connections are capped the same way (MAX_LINGERING, the oldest goes), so descriptors and memory stay
+ * bounded whatever clients do. Closures before an answer are counted by reason
+ * (ftl_metrics_http_dropped_total). */
 #include "metrics.h"
 
 #include <stdio.h>
@@ -20,18 +28,25 @@
 #include "log.h"
 
 #define REQUEST_MAX 8192
-#define REQUEST_TIMEOUT_MS 5000
+#define HEAD_TIMEOUT_MS 1000
 #define LINGER_MS 1000
-#define MAX_CONNS 16
+#define MAX_READING 128
+#define MAX_READING_PER_SOURCE 16
+#define MAX_LINGERING 64
+#define BACKLOG 1024             /* connections the kernel holds for us until accepted */
+#define READING_FD_SHARE 8       /* readers take at most an eighth of the descriptor limit ... */
+#define LINGERING_FD_SHARE 16    /* ... and lingering ones a sixteenth */
 #define HEAD_FORMAT "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n%s\r\n"
 
+const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout"};
+
 typedef struct http_conn {
+	ftl_admit_entry queued;          /* in srv->reading until the reply, then in srv->lingering */
 	uv_tcp_t tcp;
 	uv_timer_t timer;                /* request deadline, then the linger after the reply */
 	uv_write_t write;
 	uv_shutdown_t shutdown;
 	struct ftl_metrics_http *srv;
-	struct http_conn *next, *prev;
 	int open_handles;                /* freed when both handles have closed */
 	bool is_replied;                 /* from then on, input is discarded */
 	bool is_closing;
@@ -43,9 +58,13 @@ typedef struct http_conn {
 typedef struct ftl_metrics_http {
 	uv_tcp_t listener;
 	ftl_agent *agent;
-	http_conn *conns;
-	int n_conns;
+	ftl_admit_queue reading;         /* connections whose request head is not complete yet, oldest first */
+	ftl_admit_queue lingering;       /* answered, discarding what follows, oldest first */
+	ftl_admit_limits reading_limits, lingering_limits; /* fitted to the descriptor limit at start */
+	bool is_accept_waiting;          /* libuv holds a connection we accept at the next turn */
 } ftl_metrics_http;
+
+#define conn_of(entry) ftl_admit_owner(entry, http_conn, queued)
 
 /* ---- closing ---- */
 
@@ -63,19 +82,27 @@ static void conn_close(http_conn *c)
 	if (c->is_closing)
 		return;
 	c->is_closing = true;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		c->srv->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	c->srv->n_conns--;
+	ftl_admit_remove(c->is_replied ? &c->srv->lingering : &c->srv->reading, &c->queued);
 	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
 	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
 	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
 }
 
-static void on_timeout(uv_timer_t *t) { conn_close(t->data); }
+/* c goes before its request was complete. */
+static void drop(http_conn *c, ftl_http_drop why)
+{
+	c->srv->agent->metrics_http_dropped[why]++;
+	conn_close(c);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+	http_conn *c = t->data;
+	if (c->is_replied)
+		conn_close(c);
+	else
+		drop(c, FTL_HTTP_DROP_TIMEOUT);
+}
 
 /* ---- the reply ---- */
 
@@ -95,10 +122,23 @@ static void on_written(uv_write_t *req, int status)
 		uv_timer_start(&c->timer, on_timeout, LINGER_MS, 0);
 }
 
+/* c moves from the readers to the lingering, where the oldest over MAX_LINGERING goes. */
+static void start_lingering(http_conn *c)
+{
+	ftl_metrics_http *srv = c->srv;
+	ftl_admit_remove(&srv->reading, &c->queued);
+	c->is_replied = true;
+	ftl_admit_entry *oldest;
+	/* answered connections may go at any turn: as if the newcomer came long after them */
+	while ((oldest = ftl_admit_victim(&srv->lingering, NULL, &srv->lingering_limits, UINT64_MAX)))
+		conn_close(conn_of(oldest));
+	ftl_admit_push(&srv->lingering, &c->queued, NULL, 0);
+}
+
 static void reply(http_conn *c, const char *status, const char *extra_headers, const char *body, size_t body_len,
 		  const char *content_type)
 {
-	c->is_replied = true;
+	start_lingering(c);
 	int head = snprintf(NULL, 0, HEAD_FORMAT, status, content_type, body_len, extra_headers);
 	c->reply = malloc((size_t)head + body_len + 1);
 	if (!c->reply) {
@@ -192,32 +232,72 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		reply_error(c, "413 Payload Too Large", "", "request head too large\n");
 }
 
-static void on_connection(uv_stream_t *listener, int status)
+/* c, just accepted, is let in as the newest reader; the slowest over a cap go to make room. */
+static void admit(http_conn *c)
 {
-	ftl_metrics_http *srv = listener->data;
-	if (status != 0)
-		return;
+	ftl_metrics_http *srv = c->srv;
+	uint64_t turn = srv->agent->loop_turns;
+	struct sockaddr_storage peer;
+	int len = sizeof(peer);
+	const struct sockaddr *from = NULL;
+	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len) == 0)
+		from = (const struct sockaddr *)&peer;
+	ftl_admit_entry *slowest;
+	while ((slowest = ftl_admit_victim(&srv->reading, from, &srv->reading_limits, turn)))
+		drop(conn_of(slowest), FTL_HTTP_DROP_EVICTED);
+	ftl_admit_push(&srv->reading, &c->queued, from, turn);
+}
+
+static void accept_one(ftl_metrics_http *srv)
+{
 	http_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
 	c->srv = srv;
-	uv_tcp_init(listener->loop, &c->tcp);
-	uv_timer_init(listener->loop, &c->timer);
+	uv_tcp_init(srv->listener.loop, &c->tcp);
+	uv_timer_init(srv->listener.loop, &c->timer);
 	c->tcp.data = c->timer.data = c;
 	c->open_handles = 2;
-	c->next = srv->conns;
-	if (srv->conns)
-		srv->conns->prev = c;
-	srv->conns = c;
-	srv->n_conns++;
-	if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0 || srv->n_conns > MAX_CONNS) {
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp) != 0) {
 		conn_close(c);
 		return;
 	}
+	admit(c);
 	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
-	uv_timer_start(&c->timer, on_timeout, REQUEST_TIMEOUT_MS, 0);
+	uv_timer_start(&c->timer, on_timeout, HEAD_TIMEOUT_MS, 0);
 	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
 		conn_close(c);
+}
+
+static bool must_wait(const ftl_metrics_http *srv)
+{
+	return ftl_admit_must_wait(&srv->reading, &srv->reading_limits, srv->agent->loop_turns);
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+	ftl_metrics_http *srv = listener->data;
+	if (status != 0) {
+		/* Out of descriptors (EMFILE): libuv has refused those waiting; the slowest reader makes room so
+		 * that the next one is accepted. Accepting goes on either way. */
+		if (srv->reading.oldest)
+			drop(conn_of(srv->reading.oldest), FTL_HTTP_DROP_EVICTED);
+		return;
+	}
+	/* Too many readers too young to push out: libuv holds this one and stops listening until the next
+	 * turn accepts it (admission.h). */
+	srv->is_accept_waiting = must_wait(srv);
+	if (!srv->is_accept_waiting)
+		accept_one(srv);
+}
+
+void ftl_metrics_http_turn(ftl_agent *a)
+{
+	ftl_metrics_http *srv = a->metrics_http;
+	if (srv && srv->is_accept_waiting && !must_wait(srv)) {
+		srv->is_accept_waiting = false;
+		accept_one(srv);
+	}
 }
 
 /* ---- the listener ---- */
@@ -230,12 +310,14 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	if (!srv)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: out of memory", a->cfg.metrics_addr);
 	srv->agent = a;
+	srv->reading_limits = ftl_admit_limits_fitted(MAX_READING, MAX_READING_PER_SOURCE, BACKLOG, READING_FD_SHARE);
+	srv->lingering_limits = ftl_admit_limits_fitted(MAX_LINGERING, 0, 0, LINGERING_FD_SHARE);
 	uv_tcp_init(&a->loop, &srv->listener);
 	srv->listener.data = srv;
 	a->metrics_http = srv;
 	int rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&a->set.metrics, 0);
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&srv->listener, 64, on_connection);
+		rc = uv_listen((uv_stream_t *)&srv->listener, BACKLOG, on_connection);
 	if (rc != 0) /* the caller closes every handle, this listener included */
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_METRICS_ADDR=%s: cannot listen: %s", a->cfg.metrics_addr,
 				    uv_strerror(rc));
@@ -253,8 +335,10 @@ void ftl_metrics_http_close(ftl_agent *a)
 	if (!srv)
 		return;
 	a->metrics_http = NULL;
-	while (srv->conns)
-		conn_close(srv->conns);
+	while (srv->reading.oldest)
+		conn_close(conn_of(srv->reading.oldest));
+	while (srv->lingering.oldest)
+		conn_close(conn_of(srv->lingering.oldest));
 	ftl_agent_fork_untrack((uv_handle_t *)&srv->listener);
 	uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
 }

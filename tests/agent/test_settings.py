@@ -165,7 +165,7 @@ def scenario_tcp_timeouts_are_counted_not_each_logged(a, d):
             r = subprocess.run([a.ctl, "--socket", sock, "status", "--json"], capture_output=True, text=True,
                                timeout=10)
             counters = json.loads(r.stdout)["counters"]
-            # beyond 32 unauthenticated connections at once, the rest are closed at once (too_many)
+            # over the caps on unauthenticated connections, the oldest is closed at once (too_many)
             timeouts = counters["tcp_timeouts"] + counters["tcp_dropped"]["too_many"]
             time.sleep(0.5)
         with open(log_path) as f:
@@ -180,7 +180,7 @@ def scenario_tcp_timeouts_are_counted_not_each_logged(a, d):
         agent.wait()
 
 
-TCP_RSS_BOUND_MIB = 32  # idle ~6 MiB, plus at most 32 unauthenticated connections x 256 KiB
+TCP_RSS_BOUND_MIB = 32  # idle ~6 MiB, plus what unauthenticated connections may hold together (8 MiB)
 
 
 def flood_gossip_port(port, conns, declared, send, hold):
@@ -253,7 +253,8 @@ def scenario_unauthenticated_tcp_memory_is_bounded(a, d):
               f"tcp_dropped {dropped}")
         assert peak < TCP_RSS_BOUND_MIB, f"peak RSS {peak:.1f} MiB"
         assert took < 5.0, f"status took {took:.2f} s during the flood"
-        assert dropped["too_large"] >= 1 and dropped["too_many"] >= 1, dropped
+        # 60 x 256 KiB is over the 8 MiB all unauthenticated connections may hold: the oldest went
+        assert dropped["too_large"] >= 1 and dropped["buffer_full"] >= 1, dropped
         # A push-pull between members still works afterwards (a join of a new member through w0).
         for sock in held:
             sock.close()
