@@ -132,15 +132,15 @@ def scenario_lr_policy_join(train, ctl):
 
 
 def scenario_global_batch_mismatch_is_refused_by_name(train, ctl):
-    """A worker started with another FTL_GLOBAL_BATCH than rank 0's stops at the state sync with an error
-    naming the settings (its steps would be cut differently: samples lost or used twice); the job goes on
-    without it."""
+    """A worker started with another FTL_GLOBAL_BATCH than rank 0's is refused at the state sync with an
+    error naming both settings (its steps would be cut differently: samples lost or used twice); the job goes
+    on without it."""
     job = new_job(train, ctl, FTL_STEPS=200, FTL_GLOBAL_BATCH=64, **test_training.JOB)
     start_job(job, 2)
     odd = job.add("w2", FTL_GLOBAL_BATCH=100)
     codes = job.wait_exit(60, [odd])
     assert codes == {"w2": 1}, f"w2 exit code {codes}"
-    said = [line for line in odd.log_text().splitlines() if "FTL_GLOBAL_BATCH=100" in line and "rank 0" in line]
+    said = [line for line in odd.log_text().splitlines() if "FTL_GLOBAL_BATCH=100" in line and "but 64, 0, 0 in the job" in line]
     assert said, "w2 did not say which setting differs"
     print(f"w2 refused: {said[-1][-200:]}")
     finish(job, [job.agents["w0"], job.agents["w1"]])
