@@ -253,8 +253,10 @@ def scenario_unauthenticated_tcp_memory_is_bounded(a, d):
               f"tcp_dropped {dropped}")
         assert peak < TCP_RSS_BOUND_MIB, f"peak RSS {peak:.1f} MiB"
         assert took < 5.0, f"status took {took:.2f} s during the flood"
-        # 60 x 256 KiB is over the 8 MiB all unauthenticated connections may hold: the oldest went
-        assert dropped["too_large"] >= 1 and dropped["buffer_full"] >= 1, dropped
+        # 60 x 256 KiB is over the 8 MiB all unauthenticated connections may hold: the oldest went, or, on a
+        # loaded machine where the sends took longer than the 2 s given to show the key, they were closed
+        # for that first (the bound on memory is the RSS check above either way)
+        assert dropped["too_large"] >= 1 and dropped["buffer_full"] + dropped["unopened"] >= 1, dropped
         # A push-pull between members still works afterwards (a join of a new member through w0).
         for sock in held:
             sock.close()
