@@ -8,7 +8,7 @@ not imported here: a tensor is recognised by its type's module, so the package w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -37,6 +37,15 @@ class Buffer:
         """True when x no longer lies at this memory: a tensor given new storage (set_, resize_, .data =)
         or an array resized; the old memory is still alive (owner holds it), but x no longer shows it."""
         return address(x) != (self.ptr, self.nbytes)
+
+
+def start_of(x: Any) -> Callable[[], int]:
+    """A cheap call that says where x's elements start now, for a check before every step (a tensor's bound
+    data_ptr, about 0.15 us). A tensor given other storage (set_, .data =, resize_ beyond its storage) starts
+    elsewhere; one shrunk in place keeps its storage, which stays as large as ftl was told."""
+    if is_tensor(x):
+        return x.data_ptr
+    return lambda: x.ctypes.data
 
 
 def address(x: Any) -> tuple:

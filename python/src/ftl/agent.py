@@ -101,7 +101,7 @@ class Agent:
             _logging.track(self)
         self._started = False
         self._keep: list = []            # registered arrays and callbacks: alive as long as C holds them
-        self._registered: list = []      # (name, the tensor or array to watch, its Buffer when registered)
+        self._registered: list = []      # (name, where the watched tensor starts now (a call), where it started)
         self._in_flight = InFlight()     # the running step's asynchronous requests
         self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
         self._step_thread: Optional[int] = None
@@ -182,12 +182,12 @@ class Agent:
         if self._lib.ftl_register_buffer(handle, name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
             raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_error_message())}", INVALID)
         self._keep.append(b)  # the Buffer holds the memory (a tensor's storage too) as long as C may use it
-        self._registered.append((name, watched, b))
+        self._registered.append((name, _buffers.start_of(watched), b.ptr))
 
     def _check_registered(self) -> None:
         """Refuses to go on when a registered tensor or array no longer lies at the memory ftl was given."""
-        for name, watched, b in self._registered:
-            if b.is_moved(watched):
+        for name, start, ptr in self._registered:  # every execute: one cheap call per registered buffer
+            if start() != ptr:
                 raise Error(f"ftl: register({name!r}): the tensor was given other storage (set_, resize_ or "
                             ".data =) after it was registered, so ftl would sync and checkpoint memory it no "
                             "longer uses: change its values in place (x.copy_(new)) instead", INVALID)
@@ -272,8 +272,7 @@ class Agent:
                 unwaited = self._in_flight.wait_all()  # before the step's memory may go
             if unwaited is not None:       # a request the step did not wait for failed: so did the step
                 raise unwaited
-            self._check_registered()
-            return 0
+            return 0  # a registered tensor the step gave other storage is refused by the next execute
         except Error as e:
             if e.code in PEER_CODES:   # lost a peer: ftl_execute waits for a new view and runs the step again
                 return e.code
