@@ -182,7 +182,9 @@ class Agent:
         if self._lib.ftl_register_buffer(handle, name.encode(), b.ptr, b.nbytes, b.is_device) != 0:
             raise Error(f"ftl: register({name!r}) refused: {text(self._lib.ftl_error_message())}", INVALID)
         self._keep.append(b)  # the Buffer holds the memory (a tensor's storage too) as long as C may use it
-        self._registered.append((name, _buffers.start_of(watched), b.ptr))
+        start = _buffers.start_of(watched)
+        if start is not None:
+            self._registered.append((name, start, b.ptr))
 
     def _check_registered(self) -> None:
         """Refuses to go on when a registered tensor or array no longer lies at the memory ftl was given."""
