@@ -35,7 +35,7 @@ static const char *const known_names[] = {
 	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
 	"FTL_LR_SCALING", "FTL_LR_WARMUP_STEPS",
 	/* examples/torch_digits.py */
-	"FTL_OPTIMIZER", "FTL_LR",
+	"FTL_OPTIMIZER", "FTL_LR", "FTL_DDP",
 	/* the Python package (python/src/ftl/_lib.py) */
 	"FTL_LIBRARY",
 	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */

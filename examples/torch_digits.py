@@ -21,7 +21,9 @@ ftl makes them one job that survives kill -9, joins and leaves:
 
 Settings: the agent's and the job's FTL_* variables, and
   FTL_STEPS (300), FTL_BATCH samples per rank per step (32), FTL_STEP_SLEEP_MS extra time per step (0),
-  FTL_LOG_INDICES=1 (log each step attempt's indices), FTL_OPTIMIZER adam|sgd (adam), FTL_LR (0.005, for 4 workers).
+  FTL_LOG_INDICES=1 (log each step attempt's indices), FTL_OPTIMIZER adam|sgd (adam), FTL_LR (0.005, for 4 workers),
+  FTL_DDP=1: the model in torch's DistributedDataParallel on ftl's process group (ftl.torch.process_group),
+  which averages the gradients in backward(), instead of GradientAverager.
   Importing torch takes seconds: set FTL_EXPECTED_WORKERS to the number of workers a job starts with, so
   that its first view waits for them rather than the first worker training alone.
 Output on stdout, one JSON object per line, as examples/train_softmax.c prints it (tests/agent/workers.py
@@ -48,6 +50,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 from torch.utils.data import TensorDataset  # noqa: E402
 
 import ftl  # noqa: E402
@@ -98,8 +101,11 @@ class Trainer:
             sys.exit(2)
         self.optimizer = (torch.optim.Adam(self.model.parameters(), lr=lr) if kind == "adam" else
                           torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9))
-        self.state = ftl.torch.ElasticState(agent, self.model, self.optimizer)
-        self.grads = ftl.torch.GradientAverager(agent, self.model)
+        self.ddp = None
+        if env_number("FTL_DDP", 0) == 1:  # DDP on ftl's group; ElasticState re-points it at every view
+            self.ddp = DistributedDataParallel(self.model, process_group=ftl.torch.process_group(agent))
+        self.state = ftl.torch.ElasticState(agent, self.ddp or self.model, self.optimizer)
+        self.grads = None if self.ddp else ftl.torch.GradientAverager(agent, self.model)
         policy = None if os.environ.get("FTL_GLOBAL_BATCH", "0") not in ("", "0") else "sqrt"
         self.scale_lr = ftl.torch.lr_scaling(self.optimizer, lr, policy, warmup_steps=10, base_world=BASE_WORLD)
         agent.set_sampler(len(self.train), self.batch_per_rank, SAMPLER_SEED)
@@ -114,21 +120,31 @@ class Trainer:
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         stats = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, samples
-        for batch in ftl.torch.micro_batches(self.train, info):  # one batch unless FTL_MAX_BATCH_PER_RANK
+        batches = [self.ddp_batch(info)] if self.ddp else ftl.torch.micro_batches(self.train, info)
+        for batch in batches:  # one batch unless FTL_MAX_BATCH_PER_RANK
             x, y = batch
-            logits = self.model(x)
+            logits = (self.ddp or self.model)(x)
             loss = F.cross_entropy(logits, y, reduction="sum")
-            (loss / len(info.indices)).backward()  # accumulated: the mean over this rank's samples
+            (loss / max(len(info.indices), 1)).backward()  # accumulated: the mean over this rank's samples
             stats += torch.tensor([loss.item(), (logits.argmax(1) == y).sum().item(), len(y)])
         if self.sleep_s:
             time.sleep(self.sleep_s)
         self.agent.allreduce(stats)  # sum over the world
-        samples = self.grads.average(samples=len(info.indices))
+        samples = self.grads.average(samples=len(info.indices)) if self.grads else stats[2].item()
         if samples > 0:  # every rank now holds the same gradients: every rank makes the same update
             self.scale_lr(info)
             self.optimizer.step()
         n = stats[2].item()
         self.last = (info, n, stats[0].item() / n if n else 0.0, stats[1].item() / n if n else 0.0)
+
+    def ddp_batch(self, info):
+        """This rank's samples of the step; an empty batch when it has none (DDP's backward must still run,
+        its allreduces are collectives)."""
+        batch = ftl.torch.batch(self.train, info)
+        if batch is None:
+            x, y = self.train[0:0]
+            return x, y
+        return batch
 
     def print_step(self):
         info, samples, loss, accuracy = self.last

@@ -32,6 +32,16 @@ def gated(scenario, workers):
     return run
 
 
+def on_ddp(scenario):
+    """The scenario with the example's model in torch's DistributedDataParallel on ftl's process group
+    (FTL_DDP=1): DDP's bucketed allreduces in backward() instead of GradientAverager, the same judgement
+    (every step's digest equal on every rank, no step lost or repeated)."""
+    def run(train, ctl):
+        os.environ["FTL_DDP"] = "1"
+        scenario(train, ctl)
+    return run
+
+
 def scenario_exactly_once(train, ctl):
     # Batches of 2: an epoch of 1437 takes 180 to 240 steps at 4 to 3 ranks, so the kill (step 10 to 30)
     # and the join (a joiner imports torch for a few seconds: some 100 steps later) fall in data epoch 0.
@@ -114,7 +124,9 @@ SCENARIOS = {"kill9": gated(base.scenario_kill9, 4), "join": gated(base.scenario
              "leave": gated(base.scenario_leave, 4), "sigstop": gated(base.scenario_sigstop, 4),
              "exactly_once": gated(scenario_exactly_once, 4), "adam_joiner": gated(scenario_adam_joiner, 4),
              "global_batch_accuracy": gated(scenario_global_batch_accuracy, 4),
-             "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2)}
+             "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2),
+             "ddp_kill9": on_ddp(gated(base.scenario_kill9, 4)), "ddp_join": on_ddp(gated(base.scenario_join, 3)),
+             "ddp_leave": on_ddp(gated(base.scenario_leave, 4))}
 
 
 def main():

@@ -20,7 +20,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -108,6 +108,13 @@ class Agent:
         self._step: Optional[Callable[[StepInfo], Any]] = None
         self._outcome: Dict[str, Any] = {}
         self._trampoline = STEP_FN(self._run_step)  # one C callback for every execute()
+        # ftl.torch's process group: hooks that see each step's StepInfo before it runs (a DDP re-pointed at
+        # the view's group), waits for its asynchronous collectives at the step's end (before C may drop
+        # the communicator), and the first peer error any of them met, which fails the step whatever the
+        # step made of it (DDP turns it into a RuntimeError out of backward()).
+        self._before_step: List[Callable[[StepInfo], None]] = []
+        self._step_end: List[Callable[[], None]] = []
+        self._peer_failure: Optional[Error] = None
         self._saved = b""
 
     # ---- lifetime ----
@@ -267,13 +274,20 @@ class Agent:
         info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
                         c.global_batch, c.micro_batch)
         self._step_thread = threading.get_ident()
+        self._peer_failure = None
         try:
             try:
+                for hook in self._before_step:
+                    hook(info)
                 self._outcome["result"] = self._step(info)
             finally:
                 unwaited = self._in_flight.wait_all()  # before the step's memory may go
+                for wait in self._step_end:
+                    wait()
             if unwaited is not None:       # a request the step did not wait for failed: so did the step
                 raise unwaited
+            if self._peer_failure is not None:  # a process-group collective lost a peer, caught or not
+                raise self._peer_failure
             return 0  # a registered tensor the step gave other storage is refused by the next execute
         except Error as e:
             if e.code in PEER_CODES:   # lost a peer: ftl_execute waits for a new view and runs the step again
@@ -281,6 +295,9 @@ class Agent:
             self._outcome["exception"] = e
             return e.code or INVALID
         except BaseException as e:     # the program's own error (or KeyboardInterrupt): out of execute()
+            if self._peer_failure is not None:  # ... unless it came from a collective that lost a peer
+                self._outcome.pop("result", None)
+                return self._peer_failure.code
             self._outcome["exception"] = e
             return INVALID
         finally:

@@ -22,6 +22,7 @@ world size changes (for a global batch that grows with it). python/README.md sho
 from ._buckets import GradientAverager
 from ._data import batch, micro_batches
 from ._lr import LRScaling, lr_scaling
+from ._process_group import ElasticProcessGroup, process_group
 from ._state import ElasticState
 
-__all__ = ["ElasticState", "GradientAverager", "batch", "micro_batches", "lr_scaling", "LRScaling"]
+__all__ = ["ElasticState", "ElasticProcessGroup", "process_group", "GradientAverager", "batch", "micro_batches", "lr_scaling", "LRScaling"]

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from .._buffers import _TORCH
+from ._process_group import follow_views, guard_optimizer
 
 _MAX_BY_NAME = 48  # of the agent's 64 buffers: registered one by one up to here, packed beyond
 
@@ -38,7 +39,12 @@ class ElasticState:
 
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                  **extras: Any):
+        if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
+            follow_views(agent, model)                                    # at each view's group
+            model = model.module
         self.agent, self.model, self.optimizer, self.extras = agent, model, optimizer, dict(extras)
+        if optimizer is not None:
+            guard_optimizer(agent, optimizer)
         named = list(model.named_parameters()) + [(n, t) for n, t in model.named_buffers() if t is not None]
         named = [(_buffer_name(i, n), t) for i, (n, t) in enumerate(named)]
         self._unregistered = [(n, t) for n, t in named if str(t.dtype) not in _TORCH]  # bool buffers etc.

@@ -1,0 +1,364 @@
+"""A torch.distributed process group whose collectives run on libftl's communicator of the current view.
+
+Why a Python subclass of torch's ProcessGroup, not a C++ extension: torch lets a Python class be a process
+group (its collectives return Work objects made from torch Futures), DDP's reducer calls it from C++ like
+any other, and the package stays a ctypes face of the one C library: nothing to compile against a torch
+version, nothing that breaks when torch is upgraded. The cost is a Python call per collective (a few
+microseconds; DDP makes one per 25 MB bucket).
+
+Why two kinds of group. torch fixes a group's rank and size when it is made, and DDP's reducer divides
+the gradients by that size; ftl's world changes with every view. So the group a program holds
+(process_group(agent)) follows the agent: rank() and size() are the live view's, and a collective runs on
+whatever communicator the agent has now. DDP gets, in each view, a group made for that view (its C++
+size is the view's world size), swapped in before the step runs by DistributedDataParallel's own
+_update_process_group, which also resets the reducer that a failed backward left half done.
+ElasticState does that for a DDP module it is given. Before the first view exists the group is this worker
+alone (rank 0 of 1), which is what DDP's constructor sees: its broadcast of rank 0's parameters is ftl's
+state sync, done at the first view.
+
+Asynchronous collectives: an allreduce made inside a step (DDP's buckets, dist.all_reduce(async_op=True))
+starts at once on the communicator's progress thread and returns a Work; one thread per agent waits for
+them in order and completes their futures, so backward goes on while buckets travel. The step's end
+waits for all of them before ftl may replace the communicator. A collective that loses a peer fails its
+Work with PeerLostError and marks the step failed, however the program (or DDP) reported it: execute()
+then waits for the next view and runs the step again. Outside a step, collectives run on the view in
+hand (no joiner enters until the next execute), blocking, and a lost peer raises PeerLostError there.
+"""
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+from typing import Any, Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+
+from .. import _buffers
+from .._lib import text
+from ..errors import INVALID, PEER_CODES, PEER_LOST, Error, from_code
+
+_OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "min", dist.ReduceOp.MAX: "max"}
+
+
+def process_group(agent: Any) -> "ElasticProcessGroup":
+    """The agent's torch.distributed group: DDP(model, process_group=process_group(agent)), and
+    dist.all_reduce(x, group=...) and the like inside a step. One per agent."""
+    group = getattr(agent, "_torch_group", None)
+    if group is None:
+        group = agent._torch_group = ElasticProcessGroup(agent)
+    return group
+
+
+class _Completions:
+    """Waits, on its own thread and in order, for the asynchronous allreduces a step started, and completes
+    their futures. wait_all() returns once none is left (the step's end)."""
+
+    def __init__(self, agent: Any):
+        self._agent = agent
+        self._queue: "queue.Queue[tuple]" = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._thread: Optional[threading.Thread] = None
+
+    def add(self, req: ctypes.c_void_p, keep: List[Any], work: Optional["_Work"], result: Any) -> None:
+        with self._idle:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="ftl-torch-works", daemon=True)
+                self._thread.start()
+        self._queue.put((req, keep, work, result))
+
+    def _run(self) -> None:
+        lib = self._agent._lib
+        while True:
+            req, keep, work, result = self._queue.get()
+            handle = self._agent._ptr
+            rc = lib.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
+            if rc != 0 and work is not None:
+                work.error = _failed(self._agent, rc, (text(lib.ftl_last_error(handle)) if handle else "") or
+                                     "ftl: the collective failed")
+            if work is not None:
+                work.future.set_result(result)  # a failure too: see _Work
+            del keep
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+
+    def wait_all(self) -> None:
+        with self._idle:
+            while self._pending:
+                self._idle.wait()
+
+
+def _failed(agent: Any, rc: int, why: str) -> Error:
+    """The error of a failed collective; a peer error also fails the running step (the first one is kept)."""
+    error = from_code(rc, why)
+    if rc in PEER_CODES and agent._step_thread is not None and agent._peer_failure is None:
+        agent._peer_failure = error
+    return error
+
+
+class _Work(dist._Work):
+    """A collective's handle. Its future always completes with the result tensors, also when the collective
+    failed: torch crashes (SIGSEGV, torch 2.15) when a Python-made future that DDP's reducer waits on in
+    backward() completes with an exception. A failure is reported instead by wait() (raises the
+    PeerLostError), by the step (execute() runs it again) and, before anything is changed, by the
+    optimizer of an ElasticState (its step() raises; see guard_optimizer)."""
+
+    def __init__(self, result: Any = None, done: bool = False):
+        super().__init__()
+        self.future = torch.futures.Future()
+        self.error: Optional[Error] = None
+        if done:
+            self.future.set_result(result)
+
+    def get_future(self) -> torch.futures.Future:
+        return self.future
+
+    def is_completed(self) -> bool:
+        return self.future.done()
+
+    def is_success(self) -> bool:
+        return self.future.done() and self.error is None
+
+    def exception(self) -> Optional[Error]:
+        return self.error
+
+    def wait(self, timeout: Any = None) -> bool:
+        self.future.wait()
+        if self.error is not None:
+            raise self.error
+        return True
+
+
+class ElasticProcessGroup(dist.ProcessGroup):
+    """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
+    Collectives: allreduce (sum, avg, min, max), broadcast, allgather (into a list or a tensor),
+    reduce_scatter (into a list or a tensor; an allreduce whose share each rank keeps), barrier.
+    dtypes: float32, float64, float16, bfloat16, int32, int64; CPU tensors under FTL_COMM=tcp, CUDA
+    tensors under nccl."""
+
+    def __init__(self, agent: Any, rank: int = 0, size: int = 1, view_epoch: int = 0):
+        super().__init__(rank, size)
+        self._agent = agent
+        self._view_epoch = view_epoch  # 0: follows the agent's views; else this view only
+        self._lock = threading.Lock()   # one submission at a time: every rank starts collectives in one order
+        self._views: Dict[int, "ElasticProcessGroup"] = {}
+        if not hasattr(agent, "_torch_works"):
+            agent._torch_works = _Completions(agent)
+            agent._step_end.append(agent._torch_works.wait_all)
+
+    # ---- who is in it ----
+
+    def _status(self) -> Dict[str, int]:
+        return self._agent.job_status()
+
+    def rank(self) -> int:
+        return self._status()["rank"] if self._view_epoch == 0 else super().rank()
+
+    def size(self) -> int:
+        return max(self._status()["world_size"], 1) if self._view_epoch == 0 else super().size()
+
+    def getBackendName(self) -> str:  # noqa: N802 (torch's name)
+        return "ftl"
+
+    def for_view(self, info: Any) -> "ElasticProcessGroup":
+        """The group of one view (a StepInfo's): its rank and size fixed, as DDP's reducer needs them; its
+        collectives fail with PeerLostError once the agent has moved on to another view."""
+        group = self._views.get(info.view_epoch)
+        if group is None:
+            group = ElasticProcessGroup(self._agent, info.rank, info.world_size, info.view_epoch)
+            self._views = {info.view_epoch: group}  # older views' groups are never used again
+        return group
+
+    # ---- running a collective ----
+
+    def _where(self, what: str) -> Optional[int]:
+        """The agent's handle when the collective has peers to run with; None when this worker is alone
+        (before the first view); PeerLostError when this group's view is gone."""
+        status = self._status()
+        if self._view_epoch and status["view_epoch"] != self._view_epoch:
+            raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "
+                                                  f"job is in view {status['view_epoch']} now")
+        if status["world_size"] == 0:
+            return None
+        return self._agent._handle()
+
+    def _buffer(self, t: torch.Tensor, what: str, writable: bool = True) -> _buffers.Buffer:
+        b = _buffers.describe(t, what, writable=writable)
+        self._agent._check_backend(b, what)
+        return b
+
+    def _check(self, rc: int, handle: int) -> None:
+        if rc != 0:
+            raise _failed(self._agent, rc, text(self._agent._lib.ftl_last_error(handle)))
+
+    def _run(self, what: str, body: Any) -> Any:
+        """A blocking collective, as a completed Work; its error is raised here, to the caller."""
+        with self._lock:
+            return _Work(body(self._where(what)), done=True)
+
+    # ---- the collectives torch calls ----
+
+    def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        op = _op(opts, "allreduce")
+        with self._lock:
+            handle = self._where("allreduce")
+            if handle is None:
+                return _Work(tensors, done=True)
+            if self._agent._step_thread is None:  # between steps: blocking, on the view in hand
+                for t in tensors:
+                    b = self._buffer(t, "allreduce")
+                    self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op), handle)
+                return _Work(tensors, done=True)
+            return self._allreduce_async(handle, tensors, op)
+
+    def _allreduce_async(self, handle: int, tensors: List[torch.Tensor], op: int) -> Any:
+        work = _Work()
+        for i, t in enumerate(tensors):
+            b = self._buffer(t, "allreduce")
+            req = ctypes.c_void_p()
+            self._check(self._agent._lib.ftl_allreduce_async(handle, b.ptr, b.ptr, b.count, b.dtype, op,
+                                                             ctypes.byref(req)), handle)
+            last = i == len(tensors) - 1  # requests finish in order: the last one completes the Work
+            self._agent._torch_works.add(req, [b], work if last else None, tensors)
+        return work
+
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        return self.allreduce(tensors, opts)
+
+    def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
+        root = opts.rootRank if opts is not None else 0
+
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            for t in tensors if handle is not None else ():
+                b = self._buffer(t, "broadcast")
+                self._check(self._agent._lib.ftl_broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
+            return tensors
+        return self._run("broadcast", body)
+
+    def _gather_into(self, out: torch.Tensor, x: torch.Tensor, handle: Optional[int]) -> None:
+        if handle is None:
+            out.copy_(x.reshape(out.shape))
+            return
+        src, dst = self._buffer(x, "allgather (input)", writable=False), self._buffer(out, "allgather (output)")
+        if dst.count != src.count * self.size():
+            raise Error(f"ftl: allgather: the output has {dst.count} elements, and needs {src.count} x world size "
+                        f"{self.size()}", INVALID)
+        self._check(self._agent._lib.ftl_allgather(handle, src.ptr, dst.ptr, src.count, src.dtype), handle)
+
+    def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
+                  opts: Any = None) -> Any:
+        def body(handle: Optional[int]) -> List[List[torch.Tensor]]:
+            for outs, x in zip(output_tensors, input_tensors):
+                flat = torch.empty((len(outs),) + tuple(x.shape), dtype=x.dtype, device=x.device)
+                self._gather_into(flat, x.contiguous(), handle)
+                for o, part in zip(outs, flat):
+                    o.copy_(part)
+            return output_tensors
+        return self._run("allgather", body)
+
+    def _allgather_base(self, output: torch.Tensor, x: torch.Tensor, opts: Any = None) -> Any:
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            self._gather_into(output, x.contiguous(), handle)
+            return [output]
+        return self._run("allgather", body)
+
+    all_gather_single = _allgather_base  # torch's newer name (all_gather_into_tensor calls it)
+
+    def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
+                       opts: Any = None) -> Any:
+        op = _op(opts, "reduce_scatter")
+
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            for out, parts in zip(output_tensors, input_tensors):
+                out.copy_(self._reduced(torch.stack(list(parts)), op, handle)[self._rank_in(handle)])
+            return output_tensors
+        return self._run("reduce_scatter", body)
+
+    def _reduce_scatter_base(self, output: torch.Tensor, x: torch.Tensor, opts: Any = None) -> Any:
+        op = _op(opts, "reduce_scatter")
+
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle)
+            output.copy_(whole[self._rank_in(handle)])
+            return [output]
+        return self._run("reduce_scatter", body)
+
+    reduce_scatter_single = _reduce_scatter_base  # torch's newer name (reduce_scatter_tensor calls it)
+
+    def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int]) -> torch.Tensor:
+        """x reduced over every rank, in a copy (the input stays as it was)."""
+        y = x.contiguous().clone()
+        if handle is not None:
+            b = self._buffer(y, "reduce_scatter")
+            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op), handle)
+        return y
+
+    def _rank_in(self, handle: Optional[int]) -> int:
+        return self.rank() if handle is not None else 0
+
+    def barrier(self, opts: Any = None) -> Any:
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            if handle is not None:
+                self._check(self._agent._lib.ftl_barrier(handle), handle)
+            return []
+        return self._run("barrier", body)
+
+
+def _op(opts: Any, what: str) -> int:
+    reduce_op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+    for known, name in _OPS.items():
+        if reduce_op == known:
+            return _buffers.op_code(name)
+    raise Error(f"ftl: {what}: the reduction {reduce_op} is not supported; use SUM, AVG, MIN or MAX", INVALID)
+
+
+def follow_views(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel) -> None:
+    """Before every step, a DDP module on an ftl group gets a new reducer on the group of the step's view,
+    when the view is new or the step is a retry."""
+    seen = {"epoch": None}
+
+    def before_step(info: Any) -> None:
+        group = ddp.process_group
+        if not isinstance(group, ElasticProcessGroup):
+            return
+        if info.view_epoch != seen["epoch"] or info.attempt > 0:
+            root = group if group._view_epoch == 0 else process_group(agent)
+            _rebuild_reducer(ddp, root.for_view(info))
+            seen["epoch"] = info.view_epoch
+    agent._before_step.append(before_step)
+
+
+def _rebuild_reducer(ddp: torch.nn.parallel.DistributedDataParallel, group: ElasticProcessGroup) -> None:
+    """A new reducer on group, built as DDP's constructor builds one (its unpickling does the same).
+
+    Why not DDP's own _update_process_group: it keeps the reducer's buckets, and after a join they differ
+    between ranks: the members' were rebuilt in autograd order after their first iteration, a joiner's are
+    still in parameter order, and one allreduce of the same size then adds different parameters' gradients
+    (silently: the joiner's model drifted from the first step). A new reducer everywhere puts every rank
+    on the constructor's assignment, and DDP rebuilds the buckets after the first iteration, on every rank
+    at once, in rank 0's order. It also drops the half-done state a failed backward left. Comm hooks
+    registered with register_comm_hook are registered again on the new reducer."""
+    hooks = list(getattr(ddp, "_comm_hooks", []))
+    ddp.process_group = group
+    parameters, expect_sparse_gradient = ddp._build_params_for_reducer()
+    names = ddp._build_debug_param_to_name_mapping(parameters)
+    ddp._ddp_init_helper(parameters, expect_sparse_gradient, names, ddp.static_graph)
+    ddp._has_rebuilt_buckets = False
+    if ddp.static_graph:
+        ddp.reducer._set_static_graph()
+        ddp.logger._set_static_graph()
+    for hook, state in hooks:
+        ddp.register_comm_hook(state, hook)
+
+
+def guard_optimizer(agent: Any, optimizer: torch.optim.Optimizer) -> None:
+    """optimizer.step() raises, changing nothing, when a process-group collective of the running step lost
+    a peer (its Work completed with the tensors as they were: see _Work), so a failed allreduce can never
+    become an update; execute() then runs the step again on the next view."""
+    def before_step(*_: Any) -> None:
+        if agent._peer_failure is not None and agent._step_thread is not None:
+            raise agent._peer_failure
+    optimizer.register_step_pre_hook(before_step)
