@@ -235,6 +235,13 @@ def test_nnodes_sets_ftls_worker_counts_times_nproc(nproc, nnodes, env, counts):
         assert f"{name} from the environment is replaced" in result.stderr
 
 
+def test_picked_ports_leave_the_master_port_to_the_script(monkeypatch):
+    """Gossip ports are picked at random; MASTER_PORT, where a script's torch store may listen, is never one."""
+    others = free_ports(2)
+    monkeypatch.setattr(ftlrun.random, "sample", lambda pool, k: [29500, *others])
+    assert ftlrun.pick_ports("127.0.0.1", 2, None, avoid=29500) == others
+
+
 def test_each_worker_is_named_with_its_pid_as_it_starts():
     result = run_ftlrun("--nproc", 3, "--name-prefix", "q", HERE, "env")
     workers = settings_of_workers(result)

@@ -129,8 +129,9 @@ def ephemeral_range():
         return 32768, 60999
 
 
-def pick_ports(host, count, base_port):
-    """count ports on host: base_port, base_port+1, ... (each checked), or free ones picked at random."""
+def pick_ports(host, count, base_port, avoid=None):
+    """count ports on host: base_port, base_port+1, ... (each checked), or free ones picked at random, never
+    avoid (MASTER_PORT, which a script's torch store may take later)."""
     if base_port is not None:
         if not 1 <= base_port <= 65536 - count:
             raise Refusal(f"--base-port {base_port}: the ports {base_port}..{base_port + count - 1} must lie "
@@ -143,7 +144,7 @@ def pick_ports(host, count, base_port):
     pool = range(10000, low) if low - 10000 >= 4 * count else range(high + 1, 65536)
     chosen = []
     for port in random.sample(pool, min(len(pool), 50 * count)):
-        if is_port_free(host, port):
+        if port != avoid and is_port_free(host, port):
             chosen.append(port)
             if len(chosen) == count:
                 return chosen
@@ -192,7 +193,7 @@ class Plan:
         check_name_prefix(args.name_prefix, self.shape.nproc)
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
         self.master = master_address(args, user_seeds, reachable)
-        ports = pick_ports(str(host), self.shape.nproc, args.base_port)
+        ports = pick_ports(str(host), self.shape.nproc, args.base_port, avoid=self.master[1])
         self.addrs = [join_host_port(reachable, p) for p in ports]
         counts = self.shape.worker_counts()
         self.omp = omp_threads(env, self.shape.nproc)
