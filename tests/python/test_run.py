@@ -18,6 +18,9 @@ HERE = os.path.abspath(__file__)
 SRC = os.path.join(os.path.dirname(HERE), "..", "..", "python", "src")
 TRAIN_EXAMPLE = os.environ.get("FTL_TRAIN_EXAMPLE")
 PREFIXED = re.compile(r"^\[(?P<name>[^\]]+)\] +(?P<text>.*)$")
+TORCH_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+COUNT_NAMES = ("FTL_MIN_WORKERS", "FTL_MAX_WORKERS", "FTL_EXPECTED_WORKERS")
+SHOWN = ("PYTHONUNBUFFERED", "OMP_NUM_THREADS", *TORCH_NAMES)  # what the probe shows besides FTL_*
 
 sys.path.insert(0, SRC)
 from ftl import run as ftlrun  # noqa: E402  (standalone: loads no libftl)
@@ -26,8 +29,8 @@ import pytest  # noqa: E402
 
 
 def launcher_env(**settings):
-    """This environment without any FTL_* setting of the caller's, plus settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FTL_")}
+    """This environment without any FTL_* setting of the caller's (nor what else the probe shows), plus settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FTL_") and k not in SHOWN}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH")) if p)
     env.update({k: str(v) for k, v in settings.items()})
     return env
@@ -62,6 +65,12 @@ def by_worker(text):
 def settings_of_workers(result):
     assert result.returncode == 0, result.stderr
     return {name: json.loads(lines[0]) for name, lines in by_worker(result.stdout).items()}
+
+
+def free_ports(count):
+    """count consecutive free ports on 127.0.0.1, for --base-port."""
+    port = next(p for p in range(41000, 42000, 7) if all(ftlrun.is_port_free("127.0.0.1", p + i) for i in range(count)))
+    return list(range(port, port + count))
 
 
 def wait_for(what, cond, timeout=30):
@@ -119,7 +128,7 @@ def test_each_launch_makes_a_fresh_key():
 
 def test_given_key_seeds_and_base_port_are_respected():
     key = ftlrun.new_key()
-    port = next(p for p in range(41000, 42000, 7) if all(ftlrun.is_port_free("127.0.0.1", p + i) for i in range(2)))
+    port, _ = free_ports(2)
     result = run_ftlrun("--nproc", 2, "--name-prefix", "m2", "--seeds", "127.0.0.1:7001,localhost:7002",
                         "--base-port", port, HERE, "env",
                         env=launcher_env(FTL_GOSSIP_KEY=key, FTL_RUN_DIR="/tmp/elsewhere"))
@@ -154,12 +163,90 @@ def test_key_file_wins_over_a_key_in_the_environment(tmp_path):
     (["--name-prefix", 'a"b', HERE, "env"], {}, "--name-prefix 'a\"b': worker names"),
     (["--name-prefix", "a b", HERE, "env"], {}, "--name-prefix 'a b': worker names"),
     (["--name-prefix", ".hidden", HERE, "env"], {}, "not starting with '.'"),
+    (["--nnodes", "0", HERE, "env"], {}, "--nnodes 0: expected N (a job of N nodes) or MIN:MAX (1 <= MIN <= MAX)"),
+    (["--nnodes", "3:2", HERE, "env"], {}, "--nnodes 3:2: expected N (a job of N nodes) or MIN:MAX"),
+    (["--nnodes", "two", HERE, "env"], {}, "--nnodes two: expected N (a job of N nodes) or MIN:MAX"),
+    (["--nnodes", "1:", HERE, "env"], {}, "--nnodes 1:: expected N (a job of N nodes) or MIN:MAX"),
+    (["--nproc-per-node", "gpu", HERE, "env"], {}, "--nproc-per-node gpu: give the number of workers"),
+    (["--nproc", "0", HERE, "env"], {}, "--nproc-per-node 0: give the number of workers to start here, 1 or more"),
+    (["--nnodes", "2", "--node-rank", "2", HERE, "env"], {}, "--node-rank 2: the first view has 2 node(s)"),
+    (["--node-rank", "1", HERE, "env"], {}, "--node-rank 1: the first view has 1 node(s) (--nnodes), so node ranks"),
+    (["--master-port", "70000", HERE, "env"], {}, "--master-port 70000: expected a port, 1..65535"),
+    (["--nnodes", "2000", "--nproc", "3", HERE, "env"], {}, "makes 6000 workers, over the 4096 one job can hold"),
 ])
 def test_refusals_are_one_clear_sentence_and_start_nothing(args, env, says):
     result = run_ftlrun(*args, env=launcher_env(**env))
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.splitlines()) == 1 and says in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("nproc", [2, 3])
+@pytest.mark.parametrize("flags, node_rank, first_nodes", [
+    ([], 0, 1),
+    (["--nnodes", 2, "--node-rank", 1], 1, 2),
+    (["--nnodes", "2:4", "--node_rank", 1], 1, 2),     # MIN:MAX: the first view has MIN nodes
+])
+def test_each_worker_gets_torchruns_variables_of_the_intended_first_view(nproc, flags, node_rank, first_nodes):
+    workers = settings_of_workers(run_ftlrun("--nproc-per-node", nproc, *flags, "--name-prefix", "t", HERE, "env"))
+    assert sorted(workers) == [f"t-{i}" for i in range(nproc)]
+    for i in range(nproc):
+        assert {k: workers[f"t-{i}"].get(k) for k in TORCH_NAMES} == {
+            "RANK": str(node_rank * nproc + i), "WORLD_SIZE": str(first_nodes * nproc), "LOCAL_RANK": str(i),
+            "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+
+
+@pytest.mark.parametrize("flags, addr, port", [
+    (["--seeds", "localhost:7001,127.0.0.1:7002"], "localhost", "29500"),   # the first machine's host
+    (["--seeds", "[::1]:7001"], "::1", "29500"),
+    (["--seeds", "localhost:7001", "--master-addr", "10.1.2.3", "--master_port", 6000], "10.1.2.3", "6000"),
+])
+def test_master_addr_is_the_first_seeds_host_unless_given(flags, addr, port):
+    workers = settings_of_workers(run_ftlrun(*flags, HERE, "env", env=launcher_env(FTL_GOSSIP_KEY=ftlrun.new_key())))
+    assert {(s["MASTER_ADDR"], s["MASTER_PORT"]) for s in workers.values()} == {(addr, port)}
+
+
+@pytest.mark.parametrize("nproc, env, threads", [(2, {}, "1"), (3, {"OMP_NUM_THREADS": 4}, "4"), (1, {}, None)])
+def test_omp_num_threads_is_1_for_several_workers_unless_the_user_set_it(nproc, env, threads):
+    result = run_ftlrun("--nproc", nproc, HERE, "env", env=launcher_env(**env))
+    workers = settings_of_workers(result)
+    assert len(workers) == nproc and {s.get("OMP_NUM_THREADS") for s in workers.values()} == {threads}
+    noted = f"OMP_NUM_THREADS=1 for each of the {nproc} workers on this machine" in result.stderr
+    assert noted == (nproc > 1 and not env), result.stderr
+
+
+@pytest.mark.parametrize("nproc, nnodes, env, counts", [
+    (3, "2", {}, {"FTL_MIN_WORKERS": "6", "FTL_MAX_WORKERS": "6", "FTL_EXPECTED_WORKERS": "6"}),
+    (2, "1:4", {}, {"FTL_MIN_WORKERS": "2", "FTL_MAX_WORKERS": "8"}),
+    (2, "1:4", {"FTL_EXPECTED_WORKERS": 8},                             # MIN:MAX leaves the first view's size
+     {"FTL_MIN_WORKERS": "2", "FTL_MAX_WORKERS": "8", "FTL_EXPECTED_WORKERS": "8"}),
+    (2, "3", {"FTL_MIN_WORKERS": 1}, {"FTL_MIN_WORKERS": "6", "FTL_MAX_WORKERS": "6", "FTL_EXPECTED_WORKERS": "6"}),
+    (2, None, {"FTL_MIN_WORKERS": 2}, {"FTL_MIN_WORKERS": "2"}),        # no --nnodes: the environment rules
+])
+def test_nnodes_sets_ftls_worker_counts_times_nproc(nproc, nnodes, env, counts):
+    flags = ["--nnodes", nnodes] if nnodes else []
+    result = run_ftlrun("--nproc_per_node", nproc, *flags, HERE, "env", env=launcher_env(**env))
+    workers = settings_of_workers(result)
+    assert len(workers) == nproc
+    for s in workers.values():
+        assert {k: s[k] for k in COUNT_NAMES if k in s} == counts
+    replaced = [k for k in env if nnodes and k in counts and str(env[k]) != counts[k]]
+    for name in replaced:
+        assert f"{name} from the environment is replaced" in result.stderr
+
+
+def test_picked_ports_leave_the_master_port_to_the_script(monkeypatch):
+    """Gossip ports are picked at random; MASTER_PORT, where a script's torch store may listen, is never one."""
+    others = free_ports(2)
+    monkeypatch.setattr(ftlrun.random, "sample", lambda pool, k: [29500, *others])
+    assert ftlrun.pick_ports("127.0.0.1", 2, None, avoid=29500) == others
+
+
+def test_each_worker_is_named_with_its_pid_as_it_starts():
+    result = run_ftlrun("--nproc", 3, "--name-prefix", "q", HERE, "env")
+    workers = settings_of_workers(result)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ftlrun: worker ")]
+    assert lines == [f"ftlrun: worker q-{i} pid {workers[f'q-{i}']['pid']}" for i in range(3)]
 
 
 @pytest.mark.parametrize("owner, mode, says", [
@@ -297,19 +384,30 @@ def test_a_killed_worker_leaves_the_others_running_and_is_named_at_the_end(tmp_p
     assert err.rstrip().splitlines()[-1] == f"ftlrun: 1 of 3 workers failed: k-1 (pid {pids['k-1']}) was killed by SIGKILL"
 
 
-@pytest.mark.skipif(not TRAIN_EXAMPLE, reason="FTL_TRAIN_EXAMPLE (the path of build/examples/ftl-train-example) "
-                                               "is not set; ctest sets it")
+needs_train_example = pytest.mark.skipif(not TRAIN_EXAMPLE, reason="FTL_TRAIN_EXAMPLE (the path of "
+                                        "build/examples/ftl-train-example) is not set; ctest sets it")
+
+
+def training_env(steps):
+    return launcher_env(FTL_STEPS=steps, FTL_DATA_SIZE=4000, FTL_STEP_SLEEP_MS=10, FTL_LOG_LEVEL="warn")
+
+
+def training_records(returncode, stdout, stderr):
+    """{worker name: its JSON records} from the output of a launcher of ftl-train-example that exited 0."""
+    assert returncode == 0, stderr
+    return {name: [json.loads(t) for t in texts] for name, texts in by_worker(stdout).items()}
+
+
+@needs_train_example
 def test_a_real_training_job_of_three_workers_converges_and_finishes():
     """No FTL_MIN_WORKERS: the seeds the launcher gives must be enough for the workers to find each other
     (a worker up before the others may train a few steps alone; the job must end in one view of 3)."""
-    env = launcher_env(FTL_STEPS=60, FTL_DATA_SIZE=4000, FTL_STEP_SLEEP_MS=10, FTL_LOG_LEVEL="warn")
-    result = run_ftlrun("--nproc", 3, "--name-prefix", "train", "--no-python", TRAIN_EXAMPLE, env=env, timeout=180)
-    assert result.returncode == 0, result.stderr
-    lines = by_worker(result.stdout)
-    assert sorted(lines) == ["train-0", "train-1", "train-2"]
+    result = run_ftlrun("--nproc", 3, "--name-prefix", "train", "--no-python", TRAIN_EXAMPLE, env=training_env(60),
+                        timeout=180)
+    workers = training_records(result.returncode, result.stdout, result.stderr)
+    assert sorted(workers) == ["train-0", "train-1", "train-2"]
     finals, last_views = {}, set()
-    for name, texts in lines.items():
-        records = [json.loads(t) for t in texts]
+    for name, records in workers.items():
         last_step = [r for r in records if not r.get("final")][-1]
         last_views.add((last_step["world"], last_step["epoch"]))
         (finals[name],) = [r for r in records if r.get("final")]
@@ -318,10 +416,36 @@ def test_a_real_training_job_of_three_workers_converges_and_finishes():
     assert len({f["digest"] for f in finals.values()}) == 1, finals
 
 
+@needs_train_example
+def test_two_launchers_of_nnodes_2_train_every_step_together(tmp_path):
+    """Two machines as torchrun users start them: --nnodes 2 sets FTL_MIN/MAX/EXPECTED_WORKERS=2 (times
+    --nproc-per-node 1), so the first machine's worker waits for the second's, started 2 s later, and
+    trains no step alone (without them it would train every step before the other is up)."""
+    key = tmp_path / "key"
+    key.write_text(ftlrun.new_key() + "\n")
+    key.chmod(0o600)
+    (port,) = free_ports(1)
+    job = ["--nnodes", 2, "--nproc-per-node", 1, "--key-file", key, "--no-python", TRAIN_EXAMPLE]
+    first = start_ftlrun("--name-prefix", "n0", "--base-port", port, *job, env=training_env(20))
+    try:
+        time.sleep(2.0)
+        second = run_ftlrun("--name-prefix", "n1", "--node-rank", 1, "--seeds", f"127.0.0.1:{port}", *job,
+                            env=training_env(20), timeout=180)
+        out, err = first.communicate(timeout=180)
+    finally:
+        first.kill()
+    workers = {**training_records(first.returncode, out, err),
+               **training_records(second.returncode, second.stdout, second.stderr)}
+    assert sorted(workers) == ["n0-0", "n1-0"]
+    for name, records in workers.items():
+        steps = [r for r in records if not r.get("final")]
+        assert len(steps) == 20 and {r["world"] for r in steps} == {2}, f"{name}: {steps}"
+
+
 def probe(mode, *args):
     """The worker the tests above start: shows them what it was given and how it was treated.
-      env    its settings as one JSON line (FTL_*, PYTHONUNBUFFERED, the key file's text, the run
-             directory's mode, its own arguments)
+      env    its settings as one JSON line (FTL_*, the SHOWN variables, the key file's text, the run
+             directory's mode, its own arguments, its pid)
       lines  numbered lines on stdout and stderr, the last one without a newline
       wait   writes DIR/<name>.key (a digest of its gossip key) and DIR/<name>.pid, then waits until
              DIR/stop exists (exit 0) or SIGINT/SIGTERM arrives: then writes DIR/<name>.signal, takes a
@@ -330,13 +454,14 @@ def probe(mode, *args):
              and otherwise ignored (a worker stuck in its output: only SIGKILL ends it)"""
     name = os.environ["FTL_NAME"]
     if mode == "env":
-        settings = {k: v for k, v in os.environ.items() if k.startswith("FTL_") or k == "PYTHONUNBUFFERED"}
+        settings = {k: v for k, v in os.environ.items() if k.startswith("FTL_") or k in SHOWN}
         if "FTL_GOSSIP_KEY_FILE" in settings:
             with open(settings["FTL_GOSSIP_KEY_FILE"]) as f:
                 settings["key_file_text"] = f.read().strip()
         run_dir = settings.get("FTL_RUN_DIR", "")
         settings["run_dir_mode"] = oct(os.stat(run_dir).st_mode & 0o777) if os.path.isdir(run_dir) else None
         settings["argv"] = list(args)
+        settings["pid"] = os.getpid()
         print(json.dumps(settings))
     elif mode == "lines":
         for i in range(5):

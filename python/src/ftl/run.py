@@ -29,6 +29,16 @@ and, unless the environment already has them (then they pass through untouched, 
   FTL_RUN_DIR      a private directory (the workers' control sockets: `ftlctl --run-dir DIR --name
                    NAME status`); removed when the launcher exits
   PYTHONUNBUFFERED 1 for Python workers, so their lines show as they are printed
+  OMP_NUM_THREADS  1 when more than one worker runs here (a note says so), as torchrun sets it
+
+torchrun's habits (_run_torchrun.py says why each is what it is): --nproc-per-node (or --nproc_per_node)
+is --nproc; --nnodes N or MIN:MAX is the job's size in machines, which ftl takes in workers: times
+--nproc it sets FTL_MIN_WORKERS, FTL_MAX_WORKERS and, for N, FTL_EXPECTED_WORKERS. Each worker gets
+RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT, where scripts read them; ftl
+has no fixed ranks, so RANK (--node-rank * --nproc + local index) and WORLD_SIZE (N or MIN, times --nproc)
+are the job's intended first view, and the live ones are the agent's: agent.rank, agent.world_size,
+agent.job_status(). MASTER_ADDR (the first --seeds host, or this machine) and MASTER_PORT (29500) are for a
+script's own torch store; ftl uses neither (--master-addr and --master-port change them).
 
 Across machines: make one key (`ftlrun --keygen > key`, or `ftlctl keygen > key`), copy it to every
 machine, and run on each
@@ -64,6 +74,7 @@ import time
 
 from ._run_key import Refusal, key_settings, new_key
 from ._run_output import Copier, Messenger
+from ._run_torchrun import TORCH_NAMES, job_shape, master_address, omp_threads
 
 SEEDS_MAX = 1023          # FTL_SEEDS holds at most this many bytes (ftl_agent_config.seeds)
 NAME_MAX = 63             # FTL_NAME likewise
@@ -118,8 +129,9 @@ def ephemeral_range():
         return 32768, 60999
 
 
-def pick_ports(host, count, base_port):
-    """count ports on host: base_port, base_port+1, ... (each checked), or free ones picked at random."""
+def pick_ports(host, count, base_port, avoid=None):
+    """count ports on host: base_port, base_port+1, ... (each checked), or free ones picked at random, never
+    avoid (MASTER_PORT, which a script's torch store may take later)."""
     if base_port is not None:
         if not 1 <= base_port <= 65536 - count:
             raise Refusal(f"--base-port {base_port}: the ports {base_port}..{base_port + count - 1} must lie "
@@ -132,7 +144,7 @@ def pick_ports(host, count, base_port):
     pool = range(10000, low) if low - 10000 >= 4 * count else range(high + 1, 65536)
     chosen = []
     for port in random.sample(pool, min(len(pool), 50 * count)):
-        if is_port_free(host, port):
+        if port != avoid and is_port_free(host, port):
             chosen.append(port)
             if len(chosen) == count:
                 return chosen
@@ -163,6 +175,7 @@ class Plan:
     """The workers to start: their names, addresses and environments, decided before any starts."""
 
     def __init__(self, args, env, private_dir):
+        self.shape = job_shape(args)
         self.command = program_command(args)
         host = host_address(args.host, "--host")
         if host.is_unspecified and not args.advertise_host:
@@ -177,28 +190,34 @@ class Plan:
             if remote:
                 raise Refusal(f"--seeds {remote[0]} is on another machine, which workers on {reachable} cannot "
                               f"reach: give --host <this machine's IP>")
-        check_name_prefix(args.name_prefix, args.nproc)
+        check_name_prefix(args.name_prefix, self.shape.nproc)
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
-        ports = pick_ports(str(host), args.nproc, args.base_port)
+        self.master = master_address(args, user_seeds, reachable)
+        ports = pick_ports(str(host), self.shape.nproc, args.base_port, avoid=self.master[1])
         self.addrs = [join_host_port(reachable, p) for p in ports]
+        counts = self.shape.worker_counts()
+        self.omp = omp_threads(env, self.shape.nproc)
         shared = dict(env)
-        shared.update(key)
+        shared.update(key, **counts, **self.omp)
         shared["FTL_SEEDS"] = seed_list(user_seeds, self.addrs)
         shared.setdefault("FTL_RUN_DIR", private_dir)
         if not args.no_python:
             shared.setdefault("PYTHONUNBUFFERED", "1")
-        self.replaced = [k for k in OWNED if k in env]
-        self.names = [f"{args.name_prefix}-{i}" for i in range(args.nproc)]
-        self.envs = []
-        for i, (name, port) in enumerate(zip(self.names, ports)):
-            worker_env = {k: v for k, v in shared.items() if v is not None and k not in OWNED}
-            worker_env.update(FTL_NAME=name, FTL_BIND=join_host_port(host, port), FTL_CUDA_DEVICE=str(i))
-            if advertise:
-                worker_env["FTL_ADVERTISE"] = join_host_port(advertise, port)
-            if env.get("FTL_METRICS_ADDR"):
-                worker_env["FTL_METRICS_ADDR"] = metrics_addr(env["FTL_METRICS_ADDR"], i)
-            self.envs.append(worker_env)
+        self.replaced = [k for k in (*OWNED, *TORCH_NAMES, *counts) if k in env]
+        self.names = [f"{args.name_prefix}-{i}" for i in range(self.shape.nproc)]
+        self.envs = [self.worker_env(shared, i, host, advertise, port) for i, port in enumerate(ports)]
         self.run_dir = shared["FTL_RUN_DIR"]
+
+    def worker_env(self, shared, i, host, advertise, port):
+        """Local worker i's environment: the shared one, its own FTL_* and its torchrun variables."""
+        env = {k: v for k, v in shared.items() if v is not None and k not in OWNED}
+        env.update(FTL_NAME=self.names[i], FTL_BIND=join_host_port(host, port), FTL_CUDA_DEVICE=str(i))
+        if advertise:
+            env["FTL_ADVERTISE"] = join_host_port(advertise, port)
+        if shared.get("FTL_METRICS_ADDR"):
+            env["FTL_METRICS_ADDR"] = metrics_addr(shared["FTL_METRICS_ADDR"], i)
+        env.update(self.shape.torch_env(i, *self.master))
+        return env
 
 
 def check_name_prefix(prefix, nproc):
@@ -314,6 +333,7 @@ class Job:
                 say(f"cannot start {w.name} ({' '.join(w.command)}): {e.strerror}; stopping the others")
                 self.forward(signal.SIGTERM)
                 break
+            say(f"worker {w.name} pid {w.proc.pid}")
         for w in self.workers:
             if w.proc:
                 w.follow_output()
@@ -352,8 +372,24 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         prog="ftlrun", description="Start N local workers of an ftl training program (python -m ftl.run).",
         epilog="Every FTL_* setting in the environment reaches the workers; see `pydoc ftl.run` for what "
-               "the launcher fills in and how to run across machines.")
-    p.add_argument("--nproc", type=int, default=1, metavar="N", help="workers to start on this machine (1)")
+               "the launcher fills in and how to run across machines. Each worker also gets torchrun's RANK, "
+               "WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT: those of the job's "
+               "intended first view, since ftl's ranks change with each view (read agent.rank and "
+               "agent.world_size).")
+    p.add_argument("--nproc", "--nproc-per-node", "--nproc_per_node", dest="nproc", default="1", metavar="N",
+                   help="workers to start on this machine (1)")
+    p.add_argument("--nnodes", metavar="N|MIN:MAX",
+                   help="the job's size in machines (torchrun's flag); ftl counts workers, so times --nproc it sets "
+                        "FTL_MIN_WORKERS (MIN, or N), FTL_MAX_WORKERS (MAX, or N; more workers wait as hot spares) "
+                        "and, for N, FTL_EXPECTED_WORKERS (the first view waits for all N machines' workers); "
+                        "unset: the FTL_* settings of the environment rule")
+    p.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0, metavar="R",
+                   help="this machine's index in the first view, below N or MIN: only for RANK (0)")
+    p.add_argument("--master-addr", "--master_addr", dest="master_addr", metavar="HOST",
+                   help="MASTER_ADDR for the script's own torch store; ftl does not use it (the first --seeds "
+                        "host, else --advertise-host or --host)")
+    p.add_argument("--master-port", "--master_port", dest="master_port", type=int, metavar="PORT",
+                   help="MASTER_PORT likewise; nothing of ftl listens there (29500, as torchrun)")
     p.add_argument("--name-prefix", default=socket.gethostname(), metavar="PREFIX",
                    help="worker names are PREFIX-0, PREFIX-1, ... (the host name)")
     p.add_argument("--host", default="127.0.0.1", help="IP address the workers bind (127.0.0.1)")
@@ -370,8 +406,6 @@ def parse_args(argv):
     p.add_argument("program", nargs="?", help="the Python script (or program, with --no-python)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = p.parse_args(argv)
-    if args.nproc < 1:
-        p.error("--nproc must be at least 1")
     if args.no_python and args.module:
         p.error("--no-python and -m exclude each other")
     if not 0 <= args.stop_timeout < float("inf"):
@@ -407,6 +441,9 @@ def run(args, plan):
     where = ", ".join(f"{w.name} at {a}" for w, a in zip(workers, plan.addrs))
     say(f"{len(workers)} workers of {' '.join(plan.command)}: {where}; control sockets in {plan.run_dir}"
         + (f"; {plan.key_note}" if plan.key_note else ""))
+    if plan.omp:
+        say(f"OMP_NUM_THREADS=1 for each of the {len(workers)} workers on this machine, as torchrun sets it, so "
+            f"their threads do not overload it; set OMP_NUM_THREADS to tune it")
     job = Job(workers, args.stop_timeout)
     previous = {sig: signal.signal(sig, job.forward) for sig in STOP_SIGNALS}
     try:
