@@ -242,6 +242,7 @@ FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap);
 
 /* The agent and elastic training build on the declarations above; one include gives the whole API. */
 #include "ftl/agent.h"
+#include "ftl/checkpoint.h"
 #include "ftl/execute.h"
 #include "ftl/settings.h"
 
