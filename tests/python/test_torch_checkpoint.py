@@ -87,9 +87,26 @@ def test_an_ftl_checkpoint_loads_as_the_models_state_dict(tmp_path, layers):
         assert_same_tensors(ck["model"], model.state_dict())
         assert_same_tensors(ck["optimizer"]["state"], opt.state_dict()["state"])
         assert ck["extras"] == {"epoch": {"n": 3}}
-    fresh = Net(layers, seed=7)
-    fresh.load_state_dict(ck["model"])
-    assert_same_tensors(fresh.state_dict(), model.state_dict())
+    other = new_agent(tmp_path, name="next-job")  # a new job that starts from this one's checkpoint
+    try:
+        fresh = ftl.torch.ElasticState(other, Net(layers, seed=7), torch.optim.Adam(Net(layers).parameters()),
+                                       init_from=ckdir, epoch={})
+        assert_same_tensors(fresh.model.state_dict(), model.state_dict())
+        assert fresh.extras["epoch"] == {"n": 3}
+    finally:
+        other.close()
+
+
+def test_a_checkpoint_of_plain_buffers_is_not_a_torch_state(tmp_path):
+    ckdir = tmp_path / "ck"
+    agent = new_agent(tmp_path, checkpoint_dir=str(ckdir), checkpoint_every=1)
+    agent.register("weights", np.arange(6, dtype=np.float32))
+    with agent:
+        agent.execute(lambda info: None)
+    ck = ftl.read_checkpoint(ckdir)
+    assert ck.step == 1 and ck.buffers == {"weights": bytearray(np.arange(6, dtype=np.float32).tobytes())}
+    with pytest.raises(ftl.Error, match=r"holds no ftl.torch.ElasticState .*\['weights'\].*ftl.read_checkpoint"):
+        ftl.torch.load_checkpoint(ckdir)
 
 
 def test_a_checkpoint_without_layout_needs_the_model_and_says_so(tmp_path):
