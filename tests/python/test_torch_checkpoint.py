@@ -89,8 +89,10 @@ def test_an_ftl_checkpoint_loads_as_the_models_state_dict(tmp_path, layers):
         assert ck["extras"] == {"epoch": {"n": 3}}
     other = new_agent(tmp_path, name="next-job")  # a new job that starts from this one's checkpoint
     try:
-        fresh = ftl.torch.ElasticState(other, Net(layers, seed=7), torch.optim.Adam(Net(layers).parameters()),
+        fresh_model = Net(layers, seed=7)
+        fresh = ftl.torch.ElasticState(other, fresh_model, torch.optim.Adam(fresh_model.parameters()),
                                        init_from=ckdir, epoch={})
+        assert fresh.digest() == state.digest()  # the model, Adam's state and its hyperparameters
         assert_same_tensors(fresh.model.state_dict(), model.state_dict())
         assert fresh.extras["epoch"] == {"n": 3}
     finally:
