@@ -47,6 +47,7 @@ class ElasticState:
       (ftl.torch.load_checkpoint) as the job's initial state: call it on every rank before the first
       execute (ftl syncs rank 0's state to the others anyway). The job's step counter is ftl's: it starts
       at 0 whatever the file's "step" says; a checkpoint of this job in FTL_CHECKPOINT_DIR wins over it.
+      Files are unpickled (RNG states and extras are Python objects): load only files you trust.
 
     The step contract applies: change the model, the optimizer and the extras only after the step's
     collectives succeeded (optimizer.step() after GradientAverager.average()). A model whose forward
