@@ -24,7 +24,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,57 +172,6 @@ void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t vi
 	/* a failure was logged by the writer, with its reason */
 }
 
-static int read_at(int fd, uint8_t *buf, size_t len, off_t off)
-{
-	while (len) {
-		ssize_t k = pread(fd, buf, len, off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		buf += k;
-		len -= (size_t)k;
-		off += k;
-	}
-	return 0;
-}
-
-/* Reads and verifies one file against the registered shape; *image (malloc'd) holds it on success, else -1
- * with the reason in the diag. */
-static int read_verified(const char *path, const ftl_ckpt_header *mine, ftl_ckpt_header *h, uint8_t **image)
-{
-	*image = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		ftl_diag_set(FTL_ERR_SYSTEM, "cannot open: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	uint8_t head[FTL_CKPT_HEADER_MAX_BYTES];
-	size_t avail = (uint64_t)st.st_size < sizeof(head) ? (size_t)st.st_size : sizeof(head);
-	int rc = -1;
-	if (read_at(fd, head, avail, 0) != 0)
-		ftl_diag_set(FTL_ERR_SYSTEM, "cannot read: %s", strerror(errno));
-	else if (ftl_ckpt_parse_header(head, avail, (uint64_t)st.st_size, h) == 0 &&
-		 ftl_ckpt_same_shape(h, mine) == 0) {
-		*image = malloc((size_t)st.st_size);
-		if (!*image)
-			ftl_diag_set(FTL_ERR_SYSTEM, "no memory to read %lld bytes", (long long)st.st_size);
-		else if (read_at(fd, *image, (size_t)st.st_size, 0) != 0)
-			ftl_diag_set(FTL_ERR_SYSTEM, "cannot read: %s", strerror(errno));
-		else
-			rc = ftl_ckpt_verify(*image, (size_t)st.st_size, h);
-	}
-	close(fd);
-	if (rc != 0) {
-		free(*image);
-		*image = NULL;
-	}
-	return rc;
-}
-
 /* Puts a verified image into the registered state; -1 with the reason in the diag. */
 static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image)
 {
@@ -250,7 +198,7 @@ static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path,
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	uint8_t *image;
-	if (read_verified(path, mine, &h, &image) != 0)
+	if (ftl_ckpt_read_file(path, mine, &h, &image) != FTL_OK)
 		return -1;
 	int rc = apply(r, &h, image);
 	free(image);

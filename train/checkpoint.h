@@ -4,6 +4,9 @@
  *    as pure functions over memory: encode, seal, verify, shape check;
  *  - checkpoint_dir.c: file names (ckpt-<step, 20 digits>-<job id>.ftl, so name order is step order),
  *    listing, retention of a job's own files only, unfinished temp files;
+ *  - checkpoint_read.c: one file read whole and verified (the resume's and the public reader's);
+ *  - checkpoint_reader.c: the public reader (include/ftl/checkpoint.h): a file, or a directory's newest
+ *    valid one, for programs outside a job (ftl.torch.load_checkpoint);
  *  - checkpoint_writer.c: the writer thread and its staging buffer; the training thread only copies the
  *    state into the staging buffer, the thread hashes, writes a temp file, fsyncs it, renames it, fsyncs
  *    the directory and only then deletes checkpoints older than the newest K;
@@ -105,6 +108,13 @@ ftl_err ftl_ckpt_parse_header(const uint8_t *buf, size_t avail, uint64_t file_le
 ftl_err ftl_ckpt_verify(const uint8_t *image, size_t len, ftl_ckpt_header *h);
 /* Whether a file's buffers (names and sizes, in order) are the ones registered (`mine`). FTL_ERR_INVALID with the reason in the diag. */
 ftl_err ftl_ckpt_same_shape(const ftl_ckpt_header *file, const ftl_ckpt_header *mine);
+
+/* ---- checkpoint_read.c ---- */
+
+/* Reads the file at path whole into *image (malloc'd, ftl_ckpt_file_bytes(h) bytes) and verifies it:
+ * header, length, checksum and, when mine is not NULL, the registered shape. An error with the reason in
+ * the diag (the caller names the file); *image is NULL then. */
+ftl_err ftl_ckpt_read_file(const char *path, const ftl_ckpt_header *mine, ftl_ckpt_header *h, uint8_t **image);
 
 /* ---- checkpoint_dir.c ---- */
 

@@ -1,9 +1,10 @@
 /* ftl: the public C API.
  *
  * This header holds the collectives (the comm layer): element types, reduction operations, error codes with
- * their messages, and the communicator calls; it ends by including the agent API (agent.h) and elastic
- * training (execute.h), so one include gives the whole API. The comm calls stay usable on their own, for
- * tests and benchmarks. Every public header is C with extern "C" guards, usable from C++.
+ * their messages, and the communicator calls; it ends by including the agent API (agent.h), elastic
+ * training (execute.h) and the checkpoint reader (checkpoint.h), so one include gives the whole API. The
+ * comm calls stay usable on their own, for tests and benchmarks. Every public header is C with extern "C"
+ * guards, usable from C++.
  *
  * A communicator is a fixed, ordered group of ranks 0..world_size-1. Every rank calls the same collectives
  * in the same order with the same counts. Every call has a deadline (ftl_comm_set_timeout) and returns an
@@ -242,6 +243,7 @@ FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap);
 
 /* The agent and elastic training build on the declarations above; one include gives the whole API. */
 #include "ftl/agent.h"
+#include "ftl/checkpoint.h"
 #include "ftl/execute.h"
 #include "ftl/settings.h"
 

@@ -8,9 +8,11 @@
 
 `ftl.GradientBucket` is a gradient's allreduce, compressed as FTL_COMM_COMPRESS says.
 `ftl.torch` adds PyTorch: model and optimizer state, bucketed gradient averaging, a sampler for a Dataset.
+`ftl.read_checkpoint(path)` reads a checkpoint file (or a directory's newest valid one) through libftl.
 `python -m ftl.run --nproc N script.py` starts N local workers.
 """
 from ._version import __version__
+from ._checkpoint import Checkpoint, read_checkpoint
 from .agent import Agent, StepInfo
 from .errors import ConfigError, Error, LibraryNotFoundError, PeerLostError
 from .gradient import GradientBucket
@@ -33,4 +35,4 @@ def library_version() -> str:
 
 
 __all__ = ["Agent", "StepInfo", "GradientBucket", "Error", "ConfigError", "PeerLostError", "LibraryNotFoundError",
-           "add_known_setting", "library_version", "__version__"]
+           "Checkpoint", "read_checkpoint", "add_known_setting", "library_version", "__version__"]

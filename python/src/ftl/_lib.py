@@ -62,6 +62,12 @@ class LogRecordC(ctypes.Structure):
                 ("n_fields", c_size)]
 
 
+class CheckpointInfoC(ctypes.Structure):
+    """struct ftl_checkpoint_info (include/ftl/checkpoint.h)."""
+    _fields_ = [("step", c_u64), ("data_epoch", c_u64), ("sample_pos", c_u64), ("view_epoch", c_u64),
+                ("world_size", ctypes.c_uint32), ("n_buffers", ctypes.c_uint32), ("job_id", c_u64), ("state_bytes", c_u64)]
+
+
 STEP_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(StepInfoC))
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(LogRecordC), ctypes.c_void_p)
 SAVE_FN = ctypes.CFUNCTYPE(c_size, ctypes.c_void_p, ctypes.c_void_p, c_size)
@@ -104,6 +110,13 @@ _PROTOTYPES = {
     "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC)]),
     "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
     "ftl_env_add_known_name": (ctypes.c_int, [ctypes.c_char_p]),
+    "ftl_checkpoint_reader_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),
+    "ftl_checkpoint_reader_close": (None, [ctypes.c_void_p]),
+    "ftl_checkpoint_reader_file": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "ftl_checkpoint_reader_info": (None, [ctypes.c_void_p, ctypes.POINTER(CheckpointInfoC)]),
+    "ftl_checkpoint_reader_buffer": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p),
+                                                    ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(c_u64)]),
+    "ftl_checkpoint_reader_state": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(c_u64)]),
 }
 
 _lock = threading.Lock()

@@ -17,12 +17,16 @@
 ElasticState makes the model and the optimizer job state (a joiner gets rank 0's), GradientAverager
 averages gradients over the current world, batch() fetches a step's samples from a Dataset (micro_batches()
 in chunks, with a fixed global batch: FTL_GLOBAL_BATCH), and lr_scaling() adapts the learning rate when the
-world size changes (for a global batch that grows with it). python/README.md shows the diff.
+world size changes (for a global batch that grows with it). load_checkpoint() makes a PyTorch state dict of
+an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. python/README.md shows
+the diff.
 """
 from ._buckets import GradientAverager
+from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
 from ._lr import LRScaling, lr_scaling
 from ._process_group import ElasticProcessGroup, process_group
 from ._state import ElasticState
 
-__all__ = ["ElasticState", "ElasticProcessGroup", "process_group", "GradientAverager", "batch", "micro_batches", "lr_scaling", "LRScaling"]
+__all__ = ["ElasticState", "ElasticProcessGroup", "process_group", "GradientAverager", "load_checkpoint", "batch",
+           "micro_batches", "lr_scaling", "LRScaling"]

@@ -11,26 +11,49 @@ at the first step), so a joiner has none. It travels through agent.register_stat
 (torch.save of optimizer.state_dict(), with the extras: a scheduler's state_dict, an epoch counter),
 and load_state_dict replaces whatever the receiver had, empty or not. The bytes are unpickled: they come
 from rank 0 over the sealed cluster channel (or a checkpoint of this job), both as trusted as the
-program itself.
+program itself. They also carry the layout of the model's tensors in the registered buffers (_layout.py),
+which is what lets ftl.torch.load_checkpoint make a model state dict of a checkpoint.
 """
 from __future__ import annotations
 
 import hashlib
 import io
-from typing import Any, Dict, List, Optional, Tuple
+import os
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 
-from .._buffers import _TORCH
+from . import _formats
+from ._layout import Buffer, layout, named_tensors, plan
 from ._process_group import follow_views, guard_optimizer
-
-_MAX_BY_NAME = 48  # of the agent's 64 buffers: registered one by one up to here, packed beyond
+from ._rng import get_rng_state, set_rng_state
 
 
 class ElasticState:
-    """Registers `model` (parameters and buffers), `optimizer` and `extras` with `agent` before it
-    starts. Extras are picklable values: objects with state_dict()/load_state_dict() (a scheduler) are
-    loaded in place; anything else (an int, a dict) is replaced in `state.extras` on load.
+    """Registers `model` (parameters and buffers), `optimizer`, a torch.amp `scaler` (GradScaler), the
+    random number generators (`rng=True`: torch's CPU and CUDA, NumPy's, Python's random) and `extras`
+    with `agent` before it starts: after a view change every rank has rank 0's, and checkpoints hold them.
+    Extras are picklable values, and a rank that receives rank 0's updates its own IN PLACE where it can:
+    an object with load_state_dict() (a scheduler) is loaded, a dict is cleared and updated, a list gets
+    rank 0's items; anything else (an int, a tuple) is replaced in `state.extras`, so read it from there.
+    With rng=True every rank draws rank 0's random numbers after a view change; seed from info.rank inside
+    the step where ranks must differ (dropout masks per rank, say).
+
+    `model` may be a DistributedDataParallel on ftl.torch.process_group(agent): its module is the state, and
+    before the first step of every view (and every retry) DDP gets a new reducer on that view's group. An
+    optimizer given here never steps after a collective of the step lost a peer (its step() raises
+    PeerLostError, and execute() runs the step again).
+
+    PyTorch's formats:
+    - state.state_dict() is {"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"};
+      state.save(path) writes it with torch.save, state.save_dcp(dir) as a torch.distributed.checkpoint
+      directory (one process, no process group). Call them on rank 0 only (info.rank == 0 in a step,
+      agent.rank == 0 outside), between steps or inside one (it saves what the tensors hold then).
+    - state.load(path), or init_from=path, loads a torch.save file, a DCP directory or an ftl checkpoint
+      (ftl.torch.load_checkpoint) as the job's initial state: call it on every rank before the first
+      execute (ftl syncs rank 0's state to the others anyway). The job's step counter is ftl's: it starts
+      at 0 whatever the file's "step" says; a checkpoint of this job in FTL_CHECKPOINT_DIR wins over it.
+      Files are unpickled (RNG states and extras are Python objects): load only files you trust.
 
     The step contract applies: change the model, the optimizer and the extras only after the step's
     collectives succeeded (optimizer.step() after GradientAverager.average()). A model whose forward
@@ -38,6 +61,7 @@ class ElasticState:
     model.eval() statistics or GroupNorm/LayerNorm with ftl, or accept that a retry counts twice."""
 
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
+                 scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
                  **extras: Any):
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             follow_views(agent, model)                                    # at each view's group
@@ -45,40 +69,91 @@ class ElasticState:
         self.agent, self.model, self.optimizer, self.extras = agent, model, optimizer, dict(extras)
         if optimizer is not None:
             guard_optimizer(agent, optimizer)
-        named = list(model.named_parameters()) + [(n, t) for n, t in model.named_buffers() if t is not None]
-        named = [(_buffer_name(i, n), t) for i, (n, t) in enumerate(named)]
-        self._unregistered = [(n, t) for n, t in named if str(t.dtype) not in _TORCH]  # bool buffers etc.
-        tensors = [(n, t) for n, t in named if str(t.dtype) in _TORCH]
-        self.registered = self._register(tensors)
+        self.scaler, self.rng = scaler, rng
+        tensors, self._unregistered = named_tensors(model)  # unregistered: bool buffers etc.
+        buffers = plan(tensors)
+        self.registered = self._register(buffers)
+        self._layout = layout(model, buffers, self._unregistered)
         agent.register_state(self._save, self._load)
+        if init_from is not None:
+            self.load(init_from)
 
-    def _register(self, tensors: List[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Tensor]:
+    def _register(self, buffers: List[Buffer]) -> Dict[str, torch.Tensor]:
         """name -> the tensor the agent holds: the model's own ones, or flat packs of them."""
-        if len(tensors) > _MAX_BY_NAME:
-            tensors = _pack(tensors)
-        for name, t in tensors:
+        registered = {b.name: _packed(b) if b.is_pack else b.members[0][0] for b in buffers}
+        for name, t in registered.items():
             self.agent._register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
-        return dict(tensors)
+        return registered
+
+    # ---- what travels besides the registered tensors ----
+
+    def _extra_state(self) -> Dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict() if self.optimizer else None,
+                "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                "extras": {k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in self.extras.items()},
+                "rng": get_rng_state() if self.rng else None}
+
+    def _apply_extra_state(self, saved: Dict[str, Any]) -> None:
+        if self.optimizer is not None and saved.get("optimizer") is not None:
+            self.optimizer.load_state_dict(saved["optimizer"])  # casts to each parameter's device and dtype
+        if self.scaler is not None and saved.get("scaler"):
+            self.scaler.load_state_dict(saved["scaler"])
+        for k, v in (saved.get("extras") or {}).items():
+            self._apply_extra(k, v)
+        if self.rng and saved.get("rng"):
+            set_rng_state(saved["rng"])
+
+    def _apply_extra(self, key: str, value: Any) -> None:
+        """In place where the receiver's object allows it (the rule in the class docstring)."""
+        mine = self.extras.get(key)
+        if hasattr(mine, "load_state_dict"):
+            mine.load_state_dict(value)
+        elif isinstance(mine, dict) and isinstance(value, dict):
+            mine.clear()
+            mine.update(value)
+        elif isinstance(mine, list) and isinstance(value, (list, tuple)):
+            mine[:] = value
+        else:
+            self.extras[key] = value
 
     def _save(self) -> bytes:
         out = io.BytesIO()
-        torch.save({"optimizer": self.optimizer.state_dict() if self.optimizer else None,
-                    "extras": {k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in self.extras.items()},
-                    "tensors": {n: t.detach().cpu() for n, t in self._unregistered}}, out)
+        torch.save({**self._extra_state(), "tensors": {n: t.detach().cpu() for n, t in self._unregistered},
+                    "layout": self._layout}, out)
         return out.getvalue()
 
     def _load(self, data: bytes) -> None:
         saved = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
-        if self.optimizer is not None and saved["optimizer"] is not None:
-            self.optimizer.load_state_dict(saved["optimizer"])  # casts to each parameter's device and dtype
-        for k, v in saved["extras"].items():
-            if hasattr(self.extras.get(k), "load_state_dict"):
-                self.extras[k].load_state_dict(v)
-            else:
-                self.extras[k] = v
+        self._apply_extra_state(saved)
         with torch.no_grad():
             for n, t in self._unregistered:
                 t.copy_(saved["tensors"][n])
+
+    # ---- PyTorch's formats ----
+
+    def state_dict(self) -> Dict[str, Any]:
+        """{"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"} (the job's step)."""
+        return {"model": self.model.state_dict(), **self._extra_state(), "step": self.agent.job_status()["step"]}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Copies state["model"] into the model's own tensors (so what ftl registered stays registered) and
+        loads the rest as a joiner does. Before the first execute, on every rank (see the class docstring)."""
+        self.model.load_state_dict(state["model"])
+        self._apply_extra_state(state)
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """torch.save(state.state_dict(), path), atomically. On rank 0 only."""
+        _formats.save_torch(self.state_dict(), path)
+
+    def save_dcp(self, path: Union[str, os.PathLike]) -> None:
+        """state.state_dict() as a torch.distributed.checkpoint directory. On rank 0 only."""
+        _formats.save_dcp(self.state_dict(), path)
+
+    def load(self, path: Union[str, os.PathLike]) -> Dict[str, Any]:
+        """Loads a torch.save file, a DCP directory or an ftl checkpoint (load_state_dict); returns it."""
+        state = _formats.read(path, self.model)
+        self.load_state_dict(state)
+        return state
 
     def digest(self) -> str:
         """16 hex digits of a BLAKE2b hash of the parameters, buffers, optimizer state and hyperparameters:
@@ -99,30 +174,17 @@ class ElasticState:
         return h.hexdigest()
 
 
-def _buffer_name(index: int, name: str) -> str:
-    """model.<name>, or model#<index> where that is too long for the agent (63 bytes)."""
-    full = f"model.{name}"
-    return full if len(full.encode()) < 64 else f"model#{index}"
-
-
 def _hash_tensor(h: Any, t: torch.Tensor) -> None:
     h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy().tobytes())
 
 
-def _pack(tensors: List[Tuple[str, torch.Tensor]]) -> List[Tuple[str, torch.Tensor]]:
-    """One flat tensor per (dtype, device) holding the given tensors' data; they become views into it."""
-    groups: Dict[Any, List[torch.Tensor]] = {}
-    for _, t in tensors:
-        groups.setdefault((t.dtype, t.device), []).append(t)
-    packs = []
-    for (dtype, device), members in groups.items():
-        flat = torch.empty(sum(t.numel() for t in members), dtype=dtype, device=device)
-        offset = 0
-        with torch.no_grad():
-            for t in members:
-                view = flat[offset:offset + t.numel()].view_as(t)
-                view.copy_(t)
-                t.data = view
-                offset += t.numel()
-        packs.append((f"model.packed.{str(dtype).replace('torch.', '')}.{device}", flat))
-    return packs
+def _packed(buffer: Buffer) -> torch.Tensor:
+    """A flat tensor holding the members' data; they become views into it (no copy per sync)."""
+    first = buffer.members[0][0]
+    flat = torch.empty(sum(t.numel() for t, _ in buffer.members), dtype=first.dtype, device=first.device)
+    with torch.no_grad():
+        for t, offset in buffer.members:
+            view = flat[offset:offset + t.numel()].view_as(t)
+            view.copy_(t)
+            t.data = view
+    return flat
