@@ -1,25 +1,27 @@
-"""ftl.torch: PyTorch on ftl. A DDP training loop becomes elastic in about three places:
+"""ftl.torch: PyTorch on ftl. A DDP training loop becomes elastic in about three places, DDP kept:
 
-    state = ftl.torch.ElasticState(agent, model, optimizer, scheduler=scheduler)  # was: DDP(model)
-    grads = ftl.torch.GradientAverager(agent, model)                              # fused buckets, as DDP
-    agent.set_sampler(len(dataset), batch_per_rank, seed=0)                       # was: DistributedSampler
+    agent = ftl.Agent()                                                   # was: dist.init_process_group
+    model = DDP(model, process_group=ftl.torch.process_group(agent))     # DDP on ftl's views
+    state = ftl.torch.ElasticState(agent, model, optimizer)              # what a joiner receives
+    agent.set_sampler(len(dataset), batch_per_rank, seed=0)              # was: DistributedSampler
 
     def step(info):
         x, y = ftl.torch.batch(dataset, info)   # this rank's samples of the step
         optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
-        grads.average(samples=len(info.indices))  # the allreduce DDP did inside backward()
-        optimizer.step()                          # only after every collective succeeded
+        loss_fn(model(x), y).backward()         # DDP's bucketed allreduces, on the view's communicator
+        optimizer.step()                        # refused if a collective of the step lost a peer
     with agent:
         while agent.job_status()["step"] < steps:
-            agent.execute(step)
+            agent.execute(step)                 # runs the step again on the next view when a peer dies
 
-ElasticState makes the model and the optimizer job state (a joiner gets rank 0's), GradientAverager
-averages gradients over the current world, batch() fetches a step's samples from a Dataset (micro_batches()
-in chunks, with a fixed global batch: FTL_GLOBAL_BATCH), and lr_scaling() adapts the learning rate when the
-world size changes (for a global batch that grows with it). load_checkpoint() makes a PyTorch state dict of
-an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. python/README.md shows
-the diff.
+process_group() is a torch.distributed group over the agent's current view (any dist.* collective on it,
+inside a step or between steps); ElasticState makes the model (a DDP module's), the optimizer and extras
+job state (a joiner gets rank 0's) and re-points DDP at each view's group. Without DDP, GradientAverager
+averages the gradients in fused buckets (weighted by sample counts; FTL_GLOBAL_BATCH micro-batches,
+FTL_COMM_COMPRESS), and lr_scaling() adapts the learning rate when the world size changes. batch() fetches
+a step's samples from a Dataset (micro_batches() in chunks). load_checkpoint() makes a PyTorch state dict
+of an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. The README's
+"From DDP to ftl" shows the diff.
 """
 from ._buckets import GradientAverager
 from ._checkpoint import load_checkpoint
