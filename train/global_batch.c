@@ -181,9 +181,11 @@ ftl_err ftl_batch_peek(const ftl_state_registry *r, int world, int rank, uint64_
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: no sampler (ftl_set_sampler)");
 	if (world <= 0 || rank < 0 || rank >= world)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: rank %d of a world of %d", rank, world);
-	if (cap < share_cap(r))
+	if (cap < share_cap(r)) {
+		*n = (size_t)share_cap(r);
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: room for %zu indices, and a step may take %llu",
 				    cap, (unsigned long long)share_cap(r));
+	}
 	ftl_err e = order_check(r);
 	if (e)
 		return e;

@@ -228,7 +228,8 @@ FTL_API ftl_err ftl_set_sampler_order(ftl_agent *a, ftl_sampler_order order);
  * batch when one is set, is always enough), *n of them; then moves (*data_epoch, *sample_pos) to where that
  * step leaves the sampler. For a data loader that fetches the coming steps' samples ahead, assuming the
  * view stays as it is (Python: ftl.torch.ElasticLoader). FTL_ERR_INVALID with ftl_error_message(): no
- * sampler, a rank outside the world, cap too small. Any thread; it reads settings only. */
+ * sampler, a rank outside the world, cap too small (then *n is the capacity needed). Any thread; it reads
+ * settings only. */
 FTL_API ftl_err ftl_sampler_peek(ftl_agent *a, int world, int rank, uint64_t *data_epoch, uint64_t *sample_pos,
 				 uint64_t *out, size_t cap, size_t *n);
 /* The fixed global batch (ftl_batch_config above; ftl_training_config_from_env reads it with the rest):

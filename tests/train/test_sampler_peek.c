@@ -134,6 +134,7 @@ static void test_peek_refuses_what_it_cannot_answer(void **state)
 	registry(&r, FTL_SAMPLER_SHUFFLE, (ftl_batch_config){0});
 	assert_int_equal(ftl_batch_peek(&r, 2, 2, &epoch, &pos, out, CAP, &n), FTL_ERR_INVALID);
 	assert_int_equal(ftl_batch_peek(&r, 2, 0, &epoch, &pos, out, 6, &n), FTL_ERR_INVALID); /* batch is 7 */
+	assert_int_equal(n, 7);
 	r.order = FTL_SAMPLER_CONTIGUOUS;
 	assert_int_equal(ftl_batch_peek(&r, 2, 0, &epoch, &pos, out, CAP, &n), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_diag_message(), "FTL_GLOBAL_BATCH"));
