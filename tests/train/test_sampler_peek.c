@@ -48,8 +48,12 @@ static void assert_peek_matches_steps(ftl_sampler_order order, ftl_batch_config 
 			if (n != info.n_indices || memcmp(got, info.indices, n * sizeof(*got)) != 0)
 				fail_msg("order %s, step %d, rank %d of %d: the peek differs from the step's indices",
 					 ftl_sampler_order_strs[order], step, rank, world);
-			for (size_t k = 0; k < n; k++)
+			for (size_t k = 0; k < n; k++) {
+				if (got[k] >= M)
+					fail_msg("order %s: index %llu out of range", ftl_sampler_order_strs[order],
+						 (unsigned long long)got[k]);
 				seen[got[k]]++;
+			}
 		}
 		ftl_state_advance(&r, world);
 		assert_int_equal(epoch, r.data_epoch);
