@@ -5,7 +5,12 @@
  *
  * Why reproducible mode splits by whole micro-shards: a shard's gradient is a float sum over its samples
  * in a fixed order; computed whole on one rank it is the same bits whichever rank computes it, and the
- * exact sum of the shards (ftl_allreduce_exact) is then the same at any world size. */
+ * exact sum of the shards (ftl_allreduce_exact) is then the same at any world size. The contiguous order
+ * deals its streams whole for another reason: a rank must keep reading the same streams.
+ *
+ * Why one function computes a step's indices for ftl_execute (ftl_batch_fill_step) and for the look-ahead
+ * (ftl_batch_peek): a data loader that fetches ahead is only right when both agree, and one implementation
+ * cannot disagree with itself. */
 #include "global_batch.h"
 
 #include <stdlib.h>

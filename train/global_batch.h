@@ -1,6 +1,7 @@
 /* The fixed global batch (ftl_batch_config, include/ftl/execute.h): which positions of a step each rank
- * takes whatever the world size (pure), and its side of the state registry (the step's indices, how far a
- * step moves the sampler) and of state sync (every member's settings against rank 0's). */
+ * takes whatever the world size (pure), and its side of the state registry (the step's indices in the
+ * sampler's order, how far a step moves the sampler, the same for a step to come) and of state sync (every
+ * member's settings against rank 0's). */
 #ifndef FTL_TRAIN_GLOBAL_BATCH_H
 #define FTL_TRAIN_GLOBAL_BATCH_H
 
