@@ -274,8 +274,9 @@ class Agent:
 
     def on_data_epoch_end(self, fn: Callable[[int], Any]) -> None:
         """Calls fn(data_epoch) when a step completes that data epoch: once on every rank that ran the step,
-        inside execute() after the step succeeded, outside the step (no collectives: run validation that
-        needs them as a step of its own, agent.execute(validate)). For validation, annealing, saving. An
+        inside execute() after the step succeeded, outside the step. For validation, annealing, saving.
+        No collectives in fn (and no execute(): every step moves the sampler past its samples): compute
+        on this rank, and combine results in the next step's collectives if the ranks must agree. An
         exception from fn leaves execute() (the step itself is done)."""
         self._epoch_end.append(fn)
 
