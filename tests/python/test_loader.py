@@ -41,14 +41,19 @@ def fetched(batch):
 def test_workers_hand_each_step_its_indices_and_epochs_end_once(run_dir):
     """100 samples, 8 a step, one worker: every batch the two DataLoader workers fetched ahead is the
     step's own; the prediction never restarts after the first step; data epochs 0 and 1 end at steps 12
-    and 25, each calling the callback once, and job_status follows."""
+    and 25, each calling the callback once (outside the step), and job_status follows."""
     agent = solo(run_dir)
     agent.set_sampler(100, 8, seed=3)
     loader = ftl.torch.ElasticLoader(agent, Indexed(100), num_workers=2)
     restarts, ended, seen = [], [], collections.Counter()
     restart = loader.sampler.restart
     loader.sampler.restart = lambda info: (restarts.append(info.step), restart(info))
-    agent.on_data_epoch_end(lambda epoch: ended.append((epoch, agent.job_status()["step"])))
+
+    def epoch_end(epoch):
+        ended.append((epoch, agent.job_status()["step"]))
+        with pytest.raises(ftl.Error, match="outside a step"):  # it runs after the step, not inside it
+            agent.barrier()
+    agent.on_data_epoch_end(epoch_end)
 
     def step(info):
         got = fetched(loader.batch(info))
