@@ -17,7 +17,12 @@ ftl makes them one job that survives kill -9, joins and leaves:
     gradients accumulated), and the gradients are averaged by sample count: the same optimisation
     whatever the world size, so the rate stays as it is;
   - FTL_COMM_COMPRESS=bf16 (or bf16-ef, with error feedback) sends GradientAverager's float32 buckets as
-    bf16 (half the bytes); the step's statistics and the sample counts stay exact.
+    bf16 (half the bytes); the step's statistics and the sample counts stay exact;
+  - --loader: a torch DataLoader with two worker processes fetches the coming steps' samples ahead
+    (ftl.torch.ElasticLoader); a step still gets exactly its own indices, across rescales too (the
+    logged indices are then those of the samples the DataLoader delivered). A step's batch is then the
+    rank's whole share (FTL_MAX_BATCH_PER_RANK does not cut it into micro-batches);
+  - agent.on_data_epoch_end prints a line each time a step completes a data epoch.
 
 Settings: the agent's and the job's FTL_* variables, and
   FTL_STEPS (300), FTL_BATCH samples per rank per step (32), FTL_STEP_SLEEP_MS extra time per step (0),
@@ -30,10 +35,13 @@ Output on stdout, one JSON object per line, as examples/train_softmax.c prints i
 reads both): a line per completed step {"worker","step","rank","world","epoch","samples","loss",
 "accuracy","digest","t"} (digest: parameters and optimizer state, equal on every rank after every step),
 with FTL_LOG_INDICES=1 a line per step attempt {"worker","step","data_epoch","epoch","rank","attempt",
-"pos","indices"}, and at the end {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"}.
+"pos","indices"}, a line per data epoch completed {"worker","data_epoch_end","step"}, and at the end
+{"worker","final":true,"steps","test_loss","test_accuracy","digest","t"} (--loader: and "prefetch_dropped",
+the prefetched batches the DataLoader fetched in vain: found stale after a rescale or a retried step).
 SIGTERM or SIGINT: finish the step, leave the cluster gracefully, exit 0; `ftlctl leave`: exit 0 too.
 Exit 1 when training cannot go on, 2 for a bad setting.
 """
+import argparse
 import json
 import os
 import signal
@@ -85,7 +93,7 @@ def emit(record):
 
 
 class Trainer:
-    def __init__(self, agent, name):
+    def __init__(self, agent, name, is_loader=False):
         self.agent, self.name = agent, name
         self.steps = env_number("FTL_STEPS", 300)
         self.batch_per_rank = env_number("FTL_BATCH", 32)
@@ -109,20 +117,35 @@ class Trainer:
         policy = None if os.environ.get("FTL_GLOBAL_BATCH", "0") not in ("", "0") else "sqrt"
         self.scale_lr = ftl.torch.lr_scaling(self.optimizer, lr, policy, warmup_steps=10, base_world=BASE_WORLD)
         agent.set_sampler(len(self.train), self.batch_per_rank, SAMPLER_SEED)
+        # --loader: each sample carries its index, so that the log says what the DataLoader delivered.
+        self.loader = (ftl.torch.ElasticLoader(agent, TensorDataset(*self.train.tensors, torch.arange(len(self.train))),
+                                               num_workers=2) if is_loader else None)
+        agent.on_data_epoch_end(lambda epoch: emit({"worker": name, "data_epoch_end": epoch,
+                                                    "step": agent.job_status()["step"]}))
         self.last = None  # (info, samples, loss, accuracy) of the last successful step
+
+    def samples(self, info):
+        """(batches, the dataset indices in them): the DataLoader's (--loader), or fetched here in micro-batches."""
+        if self.loader is None:
+            if self.ddp:
+                return [self.ddp_batch(info)], [int(i) for i in info.indices]
+            return list(ftl.torch.micro_batches(self.train, info)), [int(i) for i in info.indices]
+        fetched = self.loader.batch(info)
+        if fetched is None:
+            return ([self.train[0:0]] if self.ddp else []), []  # DDP's backward must still run: collectives
+        x, y, indices = fetched
+        return [(x, y)], indices.tolist()
 
     def train_step(self, info):
         """One step (agent.execute). The model and optimizer change only after every collective succeeded."""
+        batches, indices = self.samples(info)
         if self.is_logging_indices:  # before the collectives: a rank that dies in them has still logged
             emit({"worker": self.name, "step": info.step, "data_epoch": info.data_epoch, "epoch": info.view_epoch,
-                  "rank": info.rank, "attempt": info.attempt, "pos": info.sample_pos,
-                  "indices": [int(i) for i in info.indices]})
+                  "rank": info.rank, "attempt": info.attempt, "pos": info.sample_pos, "indices": indices})
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         stats = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, samples
-        batches = [self.ddp_batch(info)] if self.ddp else ftl.torch.micro_batches(self.train, info)
-        for batch in batches:  # one batch unless FTL_MAX_BATCH_PER_RANK
-            x, y = batch
+        for x, y in batches:  # one batch unless FTL_MAX_BATCH_PER_RANK
             logits = (self.ddp or self.model)(x)
             loss = F.cross_entropy(logits, y, reduction="sum")
             (loss / max(len(info.indices), 1)).backward()  # accumulated: the mean over this rank's samples
@@ -159,8 +182,11 @@ class Trainer:
             logits = self.model(x)
             loss = F.cross_entropy(logits, y).item()
             accuracy = (logits.argmax(1) == y).float().mean().item()
-        emit({"worker": self.name, "final": True, "steps": steps, "test_loss": round(loss, 6),
-              "test_accuracy": round(accuracy, 6), "digest": self.state.digest()})
+        final = {"worker": self.name, "final": True, "steps": steps, "test_loss": round(loss, 6),
+                 "test_accuracy": round(accuracy, 6), "digest": self.state.digest()}
+        if self.loader is not None:
+            final["prefetch_dropped"] = self.loader.dropped
+        emit(final)
 
     def run(self):
         """Trains until the job has done self.steps steps; returns the exit status."""
@@ -191,6 +217,9 @@ class Trainer:
 
 
 def main():
+    p = argparse.ArgumentParser(description="data-parallel PyTorch training with ftl (settings: FTL_* variables)")
+    p.add_argument("--loader", action="store_true", help="fetch samples ahead with a DataLoader and two workers")
+    args = p.parse_args()
     torch.set_num_threads(1)  # one core per worker: the workers share the machine
     name = os.environ.get("FTL_NAME") or socket.gethostname()
     try:
@@ -198,7 +227,7 @@ def main():
     except ftl.ConfigError as e:
         print(f"torch_digits: {e}", file=sys.stderr)
         return 2
-    trainer = Trainer(agent, name)
+    trainer = Trainer(agent, name, args.loader)
     try:
         with agent:
             return trainer.run()

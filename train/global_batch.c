@@ -5,7 +5,12 @@
  *
  * Why reproducible mode splits by whole micro-shards: a shard's gradient is a float sum over its samples
  * in a fixed order; computed whole on one rank it is the same bits whichever rank computes it, and the
- * exact sum of the shards (ftl_allreduce_exact) is then the same at any world size. */
+ * exact sum of the shards (ftl_allreduce_exact) is then the same at any world size. The contiguous order
+ * deals its streams whole for another reason: a rank must keep reading the same streams.
+ *
+ * Why one function computes a step's indices for ftl_execute (ftl_batch_fill_step) and for the look-ahead
+ * (ftl_batch_peek): a data loader that fetches ahead is only right when both agree, and one implementation
+ * cannot disagree with itself. */
 #include "global_batch.h"
 
 #include <stdlib.h>
@@ -74,12 +79,59 @@ ftl_err ftl_batch_config_from_env(ftl_batch_config *b)
 	return ftl_batch_config_check(b);
 }
 
-/* The growing batch: batch_per_rank on every rank (sampler.h). */
-static void fill_growing(ftl_state_registry *r, int rank, ftl_step_info *info)
+/* Contiguous streams are whole chunks of a fixed global batch (FTL_SAMPLER_CONTIGUOUS, ftl/execute.h). */
+static ftl_err order_check(const ftl_state_registry *r)
 {
-	info->indices = r->indices;
-	info->n_indices = ftl_sampler_slice(r->dataset_size, r->sampler_seed, r->data_epoch, r->sample_pos, rank,
-					    r->batch_per_rank, r->indices);
+	const ftl_batch_config *b = &r->batch;
+	if (r->order == FTL_SAMPLER_CONTIGUOUS &&
+	    (!b->global_batch || !b->max_batch_per_rank || b->global_batch % b->max_batch_per_rank))
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "the contiguous sampler order needs a fixed global batch of whole streams: set "
+				    "FTL_MAX_BATCH_PER_RANK to the chunk each stream gives a step and FTL_GLOBAL_BATCH to "
+				    "streams x chunk");
+	return FTL_OK;
+}
+
+/* Rank's positions in a step that starts at pos (relative to pos), and the step's length with a fixed
+ * global batch (0 otherwise). Streams, like reproducible micro-shards, are dealt whole. */
+static void share_at(const ftl_state_registry *r, uint64_t pos, int rank, int world, ftl_batch_share *share,
+		     uint64_t *step_len)
+{
+	const ftl_batch_config *b = &r->batch;
+	*share = (ftl_batch_share){0};
+	*step_len = 0;
+	if (!b->global_batch) { /* the growing batch: batch_per_rank on every rank (sampler.h) */
+		uint64_t left = pos < r->dataset_size ? r->dataset_size - pos : 0;
+		uint64_t offset = (uint64_t)(rank < 0 ? 0 : rank) * r->batch_per_rank;
+		if (rank >= 0 && offset < left) {
+			share->offset = offset;
+			share->count = left - offset < r->batch_per_rank ? left - offset : r->batch_per_rank;
+		}
+		return;
+	}
+	*step_len = ftl_batch_step_len(r->dataset_size, pos, b->global_batch);
+	ftl_batch_share_of(*step_len, b->max_batch_per_rank, b->is_reproducible || r->order == FTL_SAMPLER_CONTIGUOUS,
+			   world, rank, share);
+}
+
+/* The indices at positions [first, first + n) of data epoch `epoch`, in the registry's order. */
+static void indices_at(const ftl_state_registry *r, uint64_t epoch, uint64_t first, uint64_t n, uint64_t *out)
+{
+	if (r->order == FTL_SAMPLER_SHUFFLE) {
+		ftl_sampler_slice(r->dataset_size, r->sampler_seed, epoch, first, 0, (uint32_t)n, out);
+		return;
+	}
+	for (uint64_t k = 0; k < n; k++)
+		out[k] = r->order == FTL_SAMPLER_SEQUENTIAL
+				 ? first + k
+				 : ftl_sampler_contiguous(r->dataset_size, r->batch.global_batch,
+							  r->batch.max_batch_per_rank, first + k);
+}
+
+/* The most indices a rank takes in one step. */
+static uint64_t share_cap(const ftl_state_registry *r)
+{
+	return r->batch.global_batch ? r->batch.global_batch : r->batch_per_rank;
 }
 
 ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info)
@@ -87,37 +139,66 @@ ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step
 	const ftl_batch_config *b = &r->batch;
 	if (!r->dataset_size)
 		return FTL_OK;
-	if (!b->global_batch) {
-		fill_growing(r, rank, info);
-		return FTL_OK;
-	}
-	if (r->indices_cap < b->global_batch) { /* once: a share is never larger than the global batch */
-		uint64_t *idx = realloc(r->indices, b->global_batch * sizeof(*idx));
+	ftl_err e = order_check(r);
+	if (e)
+		return e;
+	if (r->indices_cap < share_cap(r)) { /* once: a share is never larger than the global batch */
+		uint64_t *idx = realloc(r->indices, share_cap(r) * sizeof(*idx));
 		if (!idx) {
 			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory for the step's %llu indices (FTL_GLOBAL_BATCH)",
-				 (unsigned long long)b->global_batch);
+				 (unsigned long long)share_cap(r));
 		}
 		r->indices = idx;
-		r->indices_cap = b->global_batch;
+		r->indices_cap = share_cap(r);
 	}
-	uint64_t step_len = ftl_batch_step_len(r->dataset_size, r->sample_pos, b->global_batch);
 	ftl_batch_share share;
-	ftl_batch_share_of(step_len, b->max_batch_per_rank, b->is_reproducible, world, rank, &share);
+	uint64_t step_len;
+	share_at(r, r->sample_pos, rank, world, &share, &step_len);
+	indices_at(r, r->data_epoch, r->sample_pos + share.offset, share.count, r->indices);
 	info->indices = r->indices;
-	info->n_indices = share.count ? ftl_sampler_slice(r->dataset_size, r->sampler_seed, r->data_epoch,
-							  r->sample_pos + share.offset, 0, (uint32_t)share.count,
-							  r->indices)
-				      : 0;
-	info->global_batch = step_len;
-	info->micro_batch = b->max_batch_per_rank;
-	info->first_micro = share.first_micro;
-	info->total_micro = share.total_micro;
+	info->n_indices = (size_t)share.count;
+	if (b->global_batch) {
+		info->global_batch = step_len;
+		info->micro_batch = b->max_batch_per_rank;
+		info->first_micro = share.first_micro;
+		info->total_micro = share.total_micro;
+	}
 	return FTL_OK;
 }
 
-uint64_t ftl_batch_advance(const ftl_state_registry *r, int world)
+void ftl_batch_move(const ftl_state_registry *r, int world, uint64_t *epoch, uint64_t *pos)
 {
-	if (!r->batch.global_batch)
-		return ftl_sampler_advance(r->dataset_size, r->sample_pos, world, r->batch_per_rank);
-	return ftl_batch_step_len(r->dataset_size, r->sample_pos, r->batch.global_batch);
+	if (!r->dataset_size)
+		return;
+	*pos += r->batch.global_batch ? ftl_batch_step_len(r->dataset_size, *pos, r->batch.global_batch)
+				      : ftl_sampler_advance(r->dataset_size, *pos, world, r->batch_per_rank);
+	if (*pos >= r->dataset_size) {
+		(*epoch)++;
+		*pos = 0;
+	}
+}
+
+ftl_err ftl_batch_peek(const ftl_state_registry *r, int world, int rank, uint64_t *epoch, uint64_t *pos,
+		       uint64_t *out, size_t cap, size_t *n)
+{
+	*n = 0;
+	if (!r->dataset_size)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: no sampler (ftl_set_sampler)");
+	if (world <= 0 || rank < 0 || rank >= world)
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: rank %d of a world of %d", rank, world);
+	if (cap < share_cap(r)) {
+		*n = (size_t)share_cap(r);
+		return ftl_diag_set(FTL_ERR_INVALID, "ftl_sampler_peek: room for %zu indices, and a step may take %llu",
+				    cap, (unsigned long long)share_cap(r));
+	}
+	ftl_err e = order_check(r);
+	if (e)
+		return e;
+	ftl_batch_share share;
+	uint64_t step_len;
+	share_at(r, *pos, rank, world, &share, &step_len);
+	indices_at(r, *epoch, *pos + share.offset, share.count, out);
+	*n = (size_t)share.count;
+	ftl_batch_move(r, world, epoch, pos);
+	return FTL_OK;
 }

@@ -1,6 +1,7 @@
 /* The fixed global batch (ftl_batch_config, include/ftl/execute.h): which positions of a step each rank
- * takes whatever the world size (pure), and its side of the state registry (the step's indices, how far a
- * step moves the sampler) and of state sync (every member's settings against rank 0's). */
+ * takes whatever the world size (pure), and its side of the state registry (the step's indices in the
+ * sampler's order, how far a step moves the sampler, the same for a step to come) and of state sync (every
+ * member's settings against rank 0's). */
 #ifndef FTL_TRAIN_GLOBAL_BATCH_H
 #define FTL_TRAIN_GLOBAL_BATCH_H
 
@@ -37,7 +38,12 @@ ftl_err ftl_batch_config_from_env(ftl_batch_config *b);
 /* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
  * registry's position. FTL_ERR_SYSTEM, the diag saying so, when the indices do not fit in memory. */
 ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step_info *info);
-/* How far a successful step of world ranks moves the sampler's position. */
-uint64_t ftl_batch_advance(const ftl_state_registry *r, int world);
+/* Where a successful step of world ranks that started at (*epoch, *pos) leaves the sampler. */
+void ftl_batch_move(const ftl_state_registry *r, int world, uint64_t *epoch, uint64_t *pos);
+/* ftl_sampler_peek (ftl/execute.h) over the registry's settings: what ftl_batch_fill_step would hand rank of
+ * world at (*epoch, *pos), into out (capacity cap), *n of them; then the position after that step. An error
+ * with the diag saying why. */
+ftl_err ftl_batch_peek(const ftl_state_registry *r, int world, int rank, uint64_t *epoch, uint64_t *pos,
+		       uint64_t *out, size_t cap, size_t *n);
 
 #endif

@@ -113,3 +113,17 @@ uint64_t ftl_sampler_advance(uint64_t m, uint64_t pos, int world, uint32_t b)
 	uint64_t step = (uint64_t)world * b;
 	return step < m - pos ? step : m - pos;
 }
+
+/* Stream j holds chunks 0..last-1 whole and, in the last step (which has `rest` positions), a chunk of
+ * b, of rest % b or of nothing, as j is below, at or above rest / b. It starts where the streams before it
+ * end. */
+uint64_t ftl_sampler_contiguous(uint64_t m, uint64_t step_len, uint32_t chunk, uint64_t i)
+{
+	if (i >= m || step_len == 0 || chunk == 0)
+		return i;
+	uint64_t b = chunk, last = (m - 1) / step_len, rest = m - last * step_len;
+	uint64_t full = rest / b, part = rest % b;
+	uint64_t t = i / step_len, j = (i % step_len) / b, k = i % b;
+	uint64_t start = j * last * b + (j < full ? j : full) * b + (j > full ? part : 0);
+	return start + t * b + k;
+}

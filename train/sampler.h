@@ -16,4 +16,10 @@ size_t ftl_sampler_slice(uint64_t m, uint64_t seed, uint64_t epoch, uint64_t pos
 /* How far a step of world ranks moves the position (clipped at the end of the data epoch). */
 uint64_t ftl_sampler_advance(uint64_t m, uint64_t pos, int world, uint32_t b);
 
+/* The contiguous order's index at position i of an epoch of m (FTL_SAMPLER_CONTIGUOUS, ftl/execute.h): steps
+ * of step_len positions, each cut into chunks of `chunk` positions, chunk j of step t being chunk t of
+ * stream j, and stream j the j-th contiguous stretch of [0, m). A bijection of [0, m), O(1); step_len a
+ * multiple of chunk, both at least 1. */
+uint64_t ftl_sampler_contiguous(uint64_t m, uint64_t step_len, uint32_t chunk, uint64_t i);
+
 #endif

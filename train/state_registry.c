@@ -76,13 +76,7 @@ void ftl_state_advance(ftl_state_registry *r, int world)
 {
 	r->step++;
 	r->has_state = true;
-	if (!r->dataset_size)
-		return;
-	r->sample_pos += ftl_batch_advance(r, world);
-	if (r->sample_pos >= r->dataset_size) {
-		r->data_epoch++;
-		r->sample_pos = 0;
-	}
+	ftl_batch_move(r, world, &r->data_epoch, &r->sample_pos);
 }
 
 uint64_t ftl_state_buffer_bytes(const ftl_state_registry *r)

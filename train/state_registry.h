@@ -38,6 +38,7 @@ typedef struct ftl_state_registry {
 	uint64_t dataset_size;           /* 0 = no sampler */
 	uint32_t batch_per_rank;
 	uint64_t sampler_seed;
+	ftl_sampler_order order;         /* which index sits at each position (ftl_set_sampler_order) */
 	ftl_batch_config batch;          /* a fixed global batch (global_batch.h): set by ftl_set_training and
 					  * ftl_set_batch, checked against rank 0's by state sync */
 	uint64_t *indices;               /* [indices_cap]: this rank's share of the step */

@@ -13,7 +13,8 @@ typedef struct shape_buffer {
 	int64_t is_device;
 } shape_buffer;
 
-enum { W_BACKEND, W_N_BUFFERS, W_DATASET, W_BATCH_PER_RANK, W_SEED, W_GLOBAL_BATCH, W_MAX_PER_RANK, W_REPRO };
+enum { W_BACKEND, W_N_BUFFERS, W_DATASET, W_BATCH_PER_RANK, W_SEED, W_GLOBAL_BATCH, W_MAX_PER_RANK, W_REPRO,
+       W_ORDER };
 
 void ftl_shape_pack(const ftl_state_registry *r, int64_t *words)
 {
@@ -26,6 +27,7 @@ void ftl_shape_pack(const ftl_state_registry *r, int64_t *words)
 	words[W_GLOBAL_BATCH] = (int64_t)r->batch.global_batch;
 	words[W_MAX_PER_RANK] = r->batch.max_batch_per_rank;
 	words[W_REPRO] = r->batch.is_reproducible;
+	words[W_ORDER] = r->order;
 	for (int i = 0; i < r->n_buffers; i++) {
 		int64_t *slot = words + FTL_SHAPE_FIXED_WORDS + i * FTL_SHAPE_BUFFER_WORDS;
 		memcpy(slot, r->buffers[i].name, strnlen(r->buffers[i].name, FTL_SHAPE_NAME_WORDS * 8 - 1));
@@ -127,6 +129,13 @@ static bool setting_difference(const int64_t *mine, const int64_t *job, char *wh
 	static const struct { int word; const char *what; } sampler[] = {
 		{W_DATASET, "data set size"}, {W_BATCH_PER_RANK, "batch per rank"}, {W_SEED, "seed"},
 	};
+	if (mine[W_ORDER] != job[W_ORDER]) {
+		int64_t m = mine[W_ORDER], j = job[W_ORDER];
+		bool is_known = m >= 0 && m < FTL_SAMPLER_ORDER_MAX && j >= 0 && j < FTL_SAMPLER_ORDER_MAX;
+		snprintf(why, cap, "the sampler's order is %s here but %s in the job (ftl_set_sampler_order)",
+			 is_known ? ftl_sampler_order_strs[m] : "?", is_known ? ftl_sampler_order_strs[j] : "?");
+		return true;
+	}
 	for (size_t i = 0; i < sizeof(sampler) / sizeof(sampler[0]); i++) {
 		int w = sampler[i].word;
 		if (mine[w] != job[w]) {

@@ -17,7 +17,7 @@
 
 #define FTL_SHAPE_NAME_WORDS 8 /* a buffer name: 64 bytes, NUL included */
 #define FTL_SHAPE_BUFFER_WORDS (FTL_SHAPE_NAME_WORDS + 2)
-#define FTL_SHAPE_FIXED_WORDS 8
+#define FTL_SHAPE_FIXED_WORDS 9
 #define FTL_SHAPE_WORDS (FTL_SHAPE_FIXED_WORDS + FTL_MAX_BUFFERS * FTL_SHAPE_BUFFER_WORDS)
 
 /* Writes r's shape into words[FTL_SHAPE_WORDS] (unused buffer slots are zero). */

@@ -205,6 +205,33 @@ FTL_API ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_
  * consumes world_size * batch_per_rank positions, rank r taking the r-th slice. The position is job state
  * (synced and checkpointed), so across a rescale every sample of an epoch is used exactly once. */
 FTL_API ftl_err ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_rank, uint64_t seed);
+
+/* Which dataset index sits at each position of a data epoch. Whatever the order, positions are consumed
+ * as above, so each index is still used once per data epoch across rescales. */
+typedef enum ftl_sampler_order {
+	FTL_SAMPLER_SHUFFLE,     /* "shuffle": a seeded permutation per data epoch (default) */
+	FTL_SAMPLER_SEQUENTIAL,  /* "sequential": index = position (a program maps it to its own order) */
+	FTL_SAMPLER_CONTIGUOUS,  /* "contiguous": for sequence models. Needs the fixed global batch with
+				  * global_batch = S * max_batch_per_rank: the epoch is cut into S streams,
+				  * stream s a contiguous stretch of the dataset (lengths differ by at most
+				  * one chunk); step t takes chunk t (max_batch_per_rank samples) of every
+				  * stream, and each rank takes whole streams, the same ones at every step of a
+				  * view (ftl_step_info's first_micro is its first stream). A rescale deals the
+				  * streams anew among the ranks: the streams themselves do not change */
+	FTL_SAMPLER_ORDER_MAX
+} ftl_sampler_order;
+extern FTL_API const char *const ftl_sampler_order_strs[FTL_SAMPLER_ORDER_MAX];
+/* Before ftl_agent_start, after ftl_set_training; every worker of a job sets the same order. */
+FTL_API ftl_err ftl_set_sampler_order(ftl_agent *a, ftl_sampler_order order);
+/* The indices ftl_execute hands rank of world in a step that starts at (*data_epoch, *sample_pos) (the
+ * sampler, its order and the global batch as set), into out (capacity cap: batch_per_rank, or the global
+ * batch when one is set, is always enough), *n of them; then moves (*data_epoch, *sample_pos) to where that
+ * step leaves the sampler. For a data loader that fetches the coming steps' samples ahead, assuming the
+ * view stays as it is (Python: ftl.torch.ElasticLoader). FTL_ERR_INVALID with ftl_error_message(): no
+ * sampler, a rank outside the world, cap too small (then *n is the capacity needed). Any thread; it reads
+ * settings only. */
+FTL_API ftl_err ftl_sampler_peek(ftl_agent *a, int world, int rank, uint64_t *data_epoch, uint64_t *sample_pos,
+				 uint64_t *out, size_t cap, size_t *n);
 /* The fixed global batch (ftl_batch_config above; ftl_training_config_from_env reads it with the rest):
  * after ftl_set_training and before ftl_agent_start, in either order with ftl_set_sampler (whose
  * batch_per_rank it then overrides).
@@ -219,6 +246,7 @@ typedef struct ftl_job_status {
 	int world_size;
 	uint64_t views_seen;       /* views this worker trained in */
 	uint64_t retries;          /* steps run again after a failure */
+	uint64_t data_epoch;       /* the data epoch the next step draws from (as of the last ftl_execute) */
 } ftl_job_status;
 FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
 

@@ -1,8 +1,9 @@
 """Multi-process training tests of the PyTorch example (examples/torch_digits.py, real torch on the CPU):
 the scenarios of tests/agent/test_training.py (kill -9, join, SIGTERM leave, SIGSTOP, exactly-once
-sampling), run with the Python workers instead of ftl-train-example and judged the same way from their
-JSON lines, plus adam_joiner: Adam's state (in the digest) equal on a joiner, and the test accuracy the
-example must reach through a kill -9 and a join.
+sampling, and the same with the example's DataLoader: loader_exactly_once), run with the Python workers
+instead of ftl-train-example and judged the same way from their JSON lines, plus adam_joiner: Adam's
+state (in the digest) equal on a joiner, and the test accuracy the example must reach through a kill -9
+and a join.
     python test_torch_training.py --python PY --ctl PATH [--limit S] SCENARIO"""
 import argparse
 import os
@@ -46,6 +47,23 @@ def scenario_exactly_once(train, ctl):
     # Batches of 2: an epoch of 1437 takes 180 to 240 steps at 4 to 3 ranks, so the kill (step 10 to 30)
     # and the join (a joiner imports torch for a few seconds: some 100 steps later) fall in data epoch 0.
     base.scenario_exactly_once(train, ctl, size=DIGITS_TRAIN, batch=2, steps=300)
+
+
+def scenario_loader_exactly_once(train, ctl):
+    """exactly_once with the example's DataLoader (--loader: two worker processes per training worker, fetching
+    ahead): the logged indices are those of the samples the DataLoader delivered, so a stale prefetch used
+    after the kill or the join would show as a sample used twice or never. Every worker that trained through
+    the end of data epoch 0 reports it once (on_data_epoch_end)."""
+    jobs_before = len(base.jobs)
+    scenario_exactly_once(train + ["--loader"], ctl)
+    job = base.jobs[jobs_before]
+    ends = {w.name: [r["data_epoch_end"] for r in w.records() if "data_epoch_end" in r] for w in job.workers()}
+    through = [w.name for w in job.workers() if w.final()]
+    assert through and all(ends[n][:1] == [0] and ends[n].count(0) == 1 for n in through), \
+        f"the end of data epoch 0 was not reported once by every worker that trained through it: {ends}"
+    dropped = {n: job.agents[n].final()["prefetch_dropped"] for n in through}
+    assert any(dropped.values()), f"no worker found a prefetched batch stale after the kill: {dropped}"
+    print(f"prefetched batches dropped as stale: {dropped}")
 
 
 def scenario_adam_joiner(train, ctl):
@@ -122,7 +140,8 @@ def scenario_compressed_loss_curve(train, ctl):
 
 SCENARIOS = {"kill9": gated(base.scenario_kill9, 4), "join": gated(base.scenario_join, 3),
              "leave": gated(base.scenario_leave, 4), "sigstop": gated(base.scenario_sigstop, 4),
-             "exactly_once": gated(scenario_exactly_once, 4), "adam_joiner": gated(scenario_adam_joiner, 4),
+             "exactly_once": gated(scenario_exactly_once, 4),
+             "loader_exactly_once": gated(scenario_loader_exactly_once, 4), "adam_joiner": gated(scenario_adam_joiner, 4),
              "global_batch_accuracy": gated(scenario_global_batch_accuracy, 4),
              "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2),
              "ddp_kill9": on_ddp(gated(base.scenario_kill9, 4)), "ddp_join": on_ddp(gated(base.scenario_join, 3)),

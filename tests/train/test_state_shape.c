@@ -125,6 +125,14 @@ static void test_another_sampler_is_refused_naming_the_setting(void **state)
 	refused_saying(&r, (const char *[]){"the sampler's batch per rank is 32 here but 16 in the job", NULL});
 }
 
+static void test_another_sampler_order_is_refused_naming_both(void **state)
+{
+	ftl_state_registry r;
+	job_state(&r);
+	r.order = FTL_SAMPLER_CONTIGUOUS;
+	refused_saying(&r, (const char *[]){"the sampler's order is contiguous here but shuffle in the job", NULL});
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +143,7 @@ int main(void)
 		cmocka_unit_test(test_another_name_is_refused_naming_it),
 		cmocka_unit_test(test_another_order_is_refused),
 		cmocka_unit_test(test_another_sampler_is_refused_naming_the_setting),
+		cmocka_unit_test(test_another_sampler_order_is_refused_naming_both),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

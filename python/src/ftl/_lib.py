@@ -42,7 +42,7 @@ class BatchConfigC(ctypes.Structure):
 class JobStatusC(ctypes.Structure):
     """struct ftl_job_status (include/ftl/execute.h)."""
     _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
-                ("views_seen", c_u64), ("retries", c_u64)]
+                ("views_seen", c_u64), ("retries", c_u64), ("data_epoch", c_u64)]
 
 
 class LogValueC(ctypes.Union):
@@ -108,6 +108,9 @@ _PROTOTYPES = {
     "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
     "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC)]),
+    "ftl_set_sampler_order": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
+    "ftl_sampler_peek": (ctypes.c_int, [c_agent_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(c_u64),
+                                        ctypes.POINTER(c_u64), ctypes.POINTER(c_u64), c_size, ctypes.POINTER(c_size)]),
     "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
     "ftl_env_add_known_name": (ctypes.c_int, [ctypes.c_char_p]),
     "ftl_checkpoint_reader_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),

@@ -46,6 +46,7 @@ class StepInfo:
     sample_pos: int
     global_batch: int = 0  # a fixed global batch: the step's samples over all ranks (0: it grows with the world)
     micro_batch: int = 0   # compute indices in chunks of this many and accumulate the gradients (0: at once)
+    first_micro: int = 0   # reproducible mode: this rank's first micro-shard; contiguous order: its first stream
 
 
 def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
@@ -116,6 +117,7 @@ class Agent:
         self._step_end: List[Callable[[], None]] = []
         self._peer_failure: Optional[Error] = None
         self._saved = b""
+        self._epoch_end: list = []       # on_data_epoch_end's functions
 
     # ---- lifetime ----
 
@@ -220,11 +222,18 @@ class Agent:
             raise Error("ftl: register_state refused: call it once, before start()", INVALID)
         self._keep.append(callbacks)
 
-    def set_sampler(self, dataset_size: int, batch_per_rank: int, seed: int = 0) -> None:
+    def set_sampler(self, dataset_size: int, batch_per_rank: int, seed: int = 0, order: str = "shuffle") -> None:
         """The elastic sampler: each step hands every rank its slice (StepInfo.indices) of a seeded
-        permutation, so each sample is used once per data epoch at any world size."""
+        permutation, so each sample is used once per data epoch at any world size. order="sequential":
+        the indices are the positions themselves (a program's own order maps them, ftl.torch.ElasticLoader's
+        epoch_order); "contiguous": each rank reads whole contiguous streams, for sequence models (needs
+        set_batch(streams * chunk, chunk); ftl/execute.h, FTL_SAMPLER_CONTIGUOUS, says how)."""
         handle = self._handle()
-        if self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0:
+        orders = ("shuffle", "sequential", "contiguous")
+        if order not in orders:
+            raise ConfigError(f"ftl: set_sampler: order={order!r}, expected one of {', '.join(orders)}")
+        if (self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0 or
+                self._lib.ftl_set_sampler_order(handle, orders.index(order)) != 0):
             raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_error_message())}", INVALID)
 
     def set_batch(self, global_batch: int, max_batch_per_rank: int = 0, reproducible: bool = False) -> None:
@@ -265,14 +274,26 @@ class Agent:
             raise outcome["exception"]
         if rc != 0:
             raise from_code(rc, why)
+        if self._epoch_end and self.job_status()["data_epoch"] != outcome["data_epoch"]:
+            for fn in self._epoch_end:  # the step finished its data epoch, on every rank that ran it
+                fn(outcome["data_epoch"])
         return outcome.get("result")
+
+    def on_data_epoch_end(self, fn: Callable[[int], Any]) -> None:
+        """Calls fn(data_epoch) when a step completes that data epoch: once on every rank that ran the step,
+        inside execute() after the step succeeded, outside the step. For validation, annealing, saving.
+        No collectives in fn (and no execute(): every step moves the sampler past its samples): compute
+        on this rank, and combine results in the next step's collectives if the ranks must agree. An
+        exception from fn leaves execute() (the step itself is done)."""
+        self._epoch_end.append(fn)
 
     def _run_step(self, _ctx, info_p) -> int:
         c = info_p.contents
         indices = (np.ctypeslib.as_array(c.indices, shape=(c.n_indices,)).copy() if c.n_indices
                    else np.empty(0, dtype=np.uint64))
         info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
-                        c.global_batch, c.micro_batch)
+                        c.global_batch, c.micro_batch, c.first_micro)
+        self._outcome["data_epoch"] = c.data_epoch  # the run that succeeds says which data epoch it drew from
         self._step_thread = threading.get_ident()
         self._peer_failure = None
         try:
@@ -379,7 +400,7 @@ class Agent:
     # ---- where things stand ----
 
     def job_status(self) -> Dict[str, int]:
-        """step, view_epoch, rank, world_size, views_seen, retries (any thread)."""
+        """step, view_epoch, rank, world_size, views_seen, retries, data_epoch (any thread)."""
         s = JobStatusC()
         self._lib.ftl_get_job_status(self._handle(), ctypes.byref(s))
         return {name: getattr(s, name) for name, _ in JobStatusC._fields_}

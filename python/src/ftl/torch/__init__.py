@@ -22,13 +22,30 @@ FTL_COMM_COMPRESS), and lr_scaling() adapts the learning rate when the world siz
 a step's samples from a Dataset (micro_batches() in chunks). load_checkpoint() makes a PyTorch state dict
 of an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. The README's
 "From DDP to ftl" shows the diff.
+
+A normal DataLoader (worker processes, prefetch, pin_memory) in place of batch(): ElasticLoader builds one
+on ElasticBatchSampler, which predicts the coming steps' indices; the step takes only a batch whose
+indices are its own, so the exactly-once promise holds across rescales:
+
+    loader = ftl.torch.ElasticLoader(agent, dataset, num_workers=2, pin_memory=True)  # before agent.start()
+    agent.on_data_epoch_end(lambda epoch: validate_and_save(epoch))  # once per data epoch, outside the step
+
+    def step(info):
+        x, y = loader.batch(info)               # None when this rank has no samples in the step
+
+agent.set_sampler(..., order="contiguous") gives each rank whole contiguous streams (sequence models:
+streams(info) says which, to carry their hidden state); ElasticLoader(..., epoch_order=fn) visits a
+program's own order of samples, fn(data_epoch) -> dataset indices (with order="sequential").
 """
 from ._buckets import GradientAverager
 from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
+from ._loader import ElasticLoader
 from ._lr import LRScaling, lr_scaling
 from ._process_group import ElasticProcessGroup, process_group
+from ._sampler import ElasticBatchSampler
 from ._state import ElasticState
+from ._streams import streams
 
 __all__ = ["ElasticState", "ElasticProcessGroup", "process_group", "GradientAverager", "load_checkpoint", "batch",
-           "micro_batches", "lr_scaling", "LRScaling"]
+           "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams"]
