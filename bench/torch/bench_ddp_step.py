@@ -1,14 +1,19 @@
-"""Step time of the PyTorch example's training step under ftl (fused gradient buckets through libftl's
-TCP allreduce, inside agent.execute) against the same step under torch.distributed DDP with the Gloo
-backend: same model (examples/torch_digits.py's MLP, Adam), same data, same per-rank batch, same world
-size, same machine, one run each, one process per rank, torch on one thread per process.
+"""Step time of the PyTorch example's training step under ftl against the same step under
+torch.distributed DDP with the Gloo backend: same model (examples/torch_digits.py's MLP, Adam), same data,
+same per-rank batch, same world size, same machine, one process per rank, torch on one thread per process.
+Three modes, run in --runs interleaved rounds (a load change on the shared host hits each alike):
+  ddp_gloo  DDP on a Gloo process group: the fixed-world baseline
+  ftl_ddp   the same DDP on ftl.torch.process_group(agent), inside agent.execute (issue 25's route)
+  ftl       ftl.torch.GradientAverager (fused buckets after backward), inside agent.execute
 
-Both steps do the same work: forward, backward, one allreduce of the step's statistics (loss, correct,
+Every step does the same work: forward, backward, one allreduce of the step's statistics (loss, correct,
 samples) and the gradient average, then the optimizer step. DDP averages the gradients during backward
-(its own buckets and hooks); ftl after it (ftl.torch.GradientAverager). The figure is the median
-step time over the timed steps of rank 0, after warm-up. One JSON line per mode and a ratio line.
+(its own buckets and hooks, overlapped with backward); GradientAverager after it. The figure is the
+median step time over the timed steps of rank 0, after warm-up, per round; the ratio lines divide each
+ftl mode's median of rounds by DDP-Gloo's. One JSON line per mode and round, then the ratio lines.
 
-    FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python bench/torch/bench_ddp_step.py [--world 4] [--steps 300]
+    FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python bench/torch/bench_ddp_step.py \
+        [--world 4] [--steps 300] [--runs 3] [--modes ddp,ftl_ddp,ftl]
 """
 import argparse
 import json
@@ -78,6 +83,42 @@ def run_ftl(args):
         return times, agent.job_status()["rank"]
 
 
+def run_ftl_ddp(args):
+    import ftl
+    import ftl.torch
+    torch, x, y, model = setup(args.batch)
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    agent = ftl.Agent()
+    group = ftl.torch.process_group(agent)
+    ddp = DDP(model, process_group=group)
+    optimizer = torch.optim.Adam(ddp.parameters(), lr=0.005)
+    ftl.torch.ElasticState(agent, ddp, optimizer)
+    times = []
+
+    def step(info):
+        xb, yb = batch_of(torch, x, y, info.step, info.rank, info.world_size, args.batch)
+        optimizer.zero_grad(set_to_none=True)
+        logits = ddp(xb)
+        loss = F.cross_entropy(logits, yb)
+        loss.backward()
+        stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
+                             dtype=torch.float64)
+        dist.all_reduce(stats, group=group)
+        optimizer.step()
+
+    with agent:
+        while agent.job_status()["world_size"] < args.world or agent.job_status()["step"] < args.warmup:
+            agent.execute(step)
+        for _ in range(args.steps):
+            t = time.perf_counter()
+            agent.execute(step)
+            times.append(time.perf_counter() - t)
+        agent.execute(lambda info: agent.barrier())
+        return times, agent.job_status()["rank"]
+
+
 def run_ddp(args):
     torch, x, y, model = setup(args.batch)
     import torch.distributed as dist
@@ -113,7 +154,7 @@ def drive(args, mode):
         procs = []
         for r in range(args.world):
             env = dict(os.environ, OMP_NUM_THREADS="1")
-            if mode == "ftl":
+            if mode.startswith("ftl"):
                 env.update(FTL_NAME=f"b{r}", FTL_BIND=f"127.0.0.1:{port + r}" if r else f"127.0.0.1:{port}",
                            FTL_SEEDS=f"127.0.0.1:{port}", FTL_INSECURE="1", FTL_RUN_DIR=tmp,
                            FTL_EXPECTED_WORKERS=str(args.world), FTL_LOG_LEVEL="warn")
@@ -134,25 +175,34 @@ def main():
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--worker", choices=["ftl", "ddp"])
+    p.add_argument("--runs", type=int, default=1, help="interleaved rounds of every mode")
+    p.add_argument("--modes", default="ddp,ftl_ddp,ftl", help="comma-separated: ddp (Gloo), ftl_ddp, ftl")
+    p.add_argument("--worker", choices=["ftl", "ftl_ddp", "ddp"])
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--out")
     args = p.parse_args()
     if args.worker:
-        times, rank = (run_ftl if args.worker == "ftl" else run_ddp)(args)
+        run = {"ftl": run_ftl, "ftl_ddp": run_ftl_ddp, "ddp": run_ddp}[args.worker]
+        times, rank = run(args)
         json.dump({"rank": rank, "times": times}, open(args.out, "w"))
         return
-    medians = {}
-    for mode in ("ddp", "ftl"):
-        times = drive(args, mode)
-        medians[mode] = statistics.median(times)
-        print(json.dumps({"bench": "torch_step", "mode": mode if mode == "ftl" else "ddp_gloo", "world": args.world,
-                          "batch_per_rank": args.batch, "steps": len(times),
-                          "median_ms": round(medians[mode] * 1e3, 3),
-                          "p90_ms": round(sorted(times)[int(len(times) * 0.9)] * 1e3, 3)}), flush=True)
-    print(json.dumps({"bench": "torch_step", "figure": "ftl_over_ddp_gloo", "world": args.world,
-                      "ratio": round(medians["ftl"] / medians["ddp"], 3)}))
+    modes = args.modes.split(",")
+    medians = {mode: [] for mode in modes}
+    for round_ in range(args.runs):
+        for mode in modes:
+            times = drive(args, mode)
+            medians[mode].append(statistics.median(times))
+            print(json.dumps({"bench": "torch_step", "mode": "ddp_gloo" if mode == "ddp" else mode,
+                              "world": args.world, "round": round_, "batch_per_rank": args.batch,
+                              "steps": len(times), "median_ms": round(medians[mode][-1] * 1e3, 3),
+                              "p90_ms": round(sorted(times)[int(len(times) * 0.9)] * 1e3, 3)}), flush=True)
+    if "ddp" in medians:
+        base = statistics.median(medians["ddp"])
+        for mode in modes:
+            if mode != "ddp":
+                print(json.dumps({"bench": "torch_step", "figure": f"{mode}_over_ddp_gloo", "world": args.world,
+                                  "runs": args.runs, "ratio": round(statistics.median(medians[mode]) / base, 3)}))
 
 
 if __name__ == "__main__":

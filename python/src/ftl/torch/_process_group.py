@@ -207,7 +207,8 @@ class ElasticProcessGroup(dist.ProcessGroup):
             handle = self._where("allreduce")
             if handle is None:
                 return _Work(tensors, done=True)
-            if self._agent._step_thread is None:  # between steps: blocking, on the view in hand
+            is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
+            if is_blocking or self._agent._step_thread is None:  # and between steps, on the view in hand
                 for t in tensors:
                     b = self._buffer(t, "allreduce")
                     self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op), handle)
