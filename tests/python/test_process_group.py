@@ -136,3 +136,43 @@ def test_collectives_between_steps_run_on_the_view_in_hand(pair):
         dist.all_reduce(x, group=ftl.torch.process_group(agent))
         return x.tolist()
     assert on_threads(*[lambda a=a: between(a) for a in pair]) == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_work_before_the_step_runs_again_with_it_and_takes_no_step(run_dir):
+    """execute(step, before=validate): validate's collectives in every attempt, ahead of the step; a step
+    that fails on a peer runs both again on the next view; the job counts one step, and the sampler moves
+    by one step's samples."""
+    first = free_port()
+    common = dict(insecure=1, run_dir=run_dir, min_workers=2, settle_ms=100, log_level="warn",
+                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
+    pair = [ftl.Agent(name="v0", bind=f"127.0.0.1:{first}", **common),
+            ftl.Agent(name="v1", bind=f"127.0.0.1:{free_port()}", **common)]
+    for a in pair:
+        a.set_sampler(100, 5, seed=1)
+        a.start()
+    calls = {a: [] for a in pair}
+
+    def run(agent):
+        group = ftl.torch.process_group(agent)
+
+        def validate(info):
+            loss = torch.tensor([float(info.rank + 1)])
+            dist.all_reduce(loss, group=group)
+            calls[agent].append((info.attempt, loss.item()))
+
+        def step(info):
+            if info.attempt == 0:
+                raise ftl.PeerLostError("ftl: a peer was lost (injected)", ftl.errors.PEER_LOST)
+            return info.sample_pos
+        before = agent.job_status()["step"]
+        pos = agent.execute(step, before=validate)
+        return agent.job_status()["step"] - before, pos
+
+    try:
+        assert on_threads(*[lambda a=a: run(a) for a in pair], timeout=90) == [(1, 0), (1, 0)]
+        for a in pair:
+            assert calls[a] == [(0, 3.0), (1, 3.0)], calls[a]
+            assert a.job_status()["step"] == 1
+    finally:
+        for a in pair:
+            a.close()

@@ -107,6 +107,7 @@ class Agent:
         self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
         self._step_thread: Optional[int] = None
         self._step: Optional[Callable[[StepInfo], Any]] = None
+        self._before_run: Optional[Callable[[StepInfo], Any]] = None  # execute(before=): runs ahead of the step
         self._outcome: Dict[str, Any] = {}
         self._trampoline = STEP_FN(self._run_step)  # one C callback for every execute()
         # ftl.torch's process group: hooks that see each step's StepInfo before it runs (a DDP re-pointed at
@@ -248,12 +249,19 @@ class Agent:
 
     # ---- steps ----
 
-    def execute(self, step: Callable[[StepInfo], T]) -> T:
+    def execute(self, step: Callable[[StepInfo], T], before: Optional[Callable[[StepInfo], Any]] = None) -> T:
         """Runs one training step across the current view and returns what step returned.
 
         Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
         lost during the step, waits for the next view and calls it again. Raises the step's own exception,
-        or Error when the job cannot go on (not enough workers for too long, retries exhausted)."""
+        or Error when the job cannot go on (not enough workers for too long, retries exhausted).
+
+        before(info), when given, runs first in every attempt, after the state sync: work between steps
+        that needs collectives (validation with an all-reduced loss, a best-model save on rank 0) with the
+        step's re-run contract, and no step or samples of its own. Decide whether to do it from info (the
+        same on every rank, a joiner's too): `info.step % 500 == 0`, or `info.sample_pos == 0` for the
+        first step of a data epoch. Why not a call of its own between steps: a worker that joins
+        meanwhile runs the step function, and a re-run would need it to run code it never reached."""
         if not self._executing.acquire(blocking=False):
             raise Error("ftl: execute() is already running (on another thread, or this step called it): one "
                         "execute() at a time per agent; run the training loop on one thread", INVALID)
@@ -263,7 +271,7 @@ class Agent:
                 raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
                             INVALID)
             self._check_registered()  # before ftl_execute syncs the registered memory to a joiner
-            self._step, self._outcome = step, {}
+            self._step, self._before_run, self._outcome = step, before, {}
             rc = self._lib.ftl_execute(handle, self._trampoline, None)
             self._step = None
             outcome = self._outcome
@@ -300,6 +308,8 @@ class Agent:
             try:
                 for hook in self._before_step:
                     hook(info)
+                if self._before_run is not None:
+                    self._before_run(info)
                 self._outcome["result"] = self._step(info)
             finally:
                 unwaited = self._in_flight.wait_all()  # before the step's memory may go
