@@ -49,29 +49,25 @@ def batch_of(torch, x, y, step, rank, world, batch):
     return x[start:start + batch], y[start:start + batch]
 
 
-def run_ftl(args):
-    import ftl
-    import ftl.torch
-    torch, x, y, model = setup(args.batch)
+def one_step(torch, model, optimizer, xb, yb, reduce_stats, average_grads=None):
+    """The step every mode times: forward, backward, the statistics' allreduce (reduce_stats), the gradient
+    average (inside backward for DDP; average_grads after it otherwise), the optimizer."""
     import torch.nn.functional as F
-    agent = ftl.Agent()
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
-    ftl.torch.ElasticState(agent, model, optimizer)
-    grads = ftl.torch.GradientAverager(agent, model)
+    optimizer.zero_grad(set_to_none=True)
+    logits = model(xb)
+    loss = F.cross_entropy(logits, yb)
+    loss.backward()
+    stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
+                         dtype=torch.float64)
+    reduce_stats(stats)
+    if average_grads is not None:
+        average_grads()
+    optimizer.step()
+
+
+def timed_steps(agent, step, args):
+    """Runs the warm-up steps (until the whole world is in), then times args.steps steps; (times, rank)."""
     times = []
-
-    def step(info):
-        xb, yb = batch_of(torch, x, y, info.step, info.rank, info.world_size, args.batch)
-        optimizer.zero_grad(set_to_none=True)
-        logits = model(xb)
-        loss = F.cross_entropy(logits, yb)
-        loss.backward()
-        stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
-                             dtype=torch.float64)
-        agent.allreduce(stats)
-        grads.average()
-        optimizer.step()
-
     with agent:
         while agent.job_status()["world_size"] < args.world or agent.job_status()["step"] < args.warmup:
             agent.execute(step)
@@ -81,6 +77,21 @@ def run_ftl(args):
             times.append(time.perf_counter() - t)
         agent.execute(lambda info: agent.barrier())
         return times, agent.job_status()["rank"]
+
+
+def run_ftl(args):
+    import ftl
+    import ftl.torch
+    torch, x, y, model = setup(args.batch)
+    agent = ftl.Agent()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
+    ftl.torch.ElasticState(agent, model, optimizer)
+    grads = ftl.torch.GradientAverager(agent, model)
+    def step(info):
+        xb, yb = batch_of(torch, x, y, info.step, info.rank, info.world_size, args.batch)
+        one_step(torch, model, optimizer, xb, yb, agent.allreduce, grads.average)
+
+    return timed_steps(agent, step, args)
 
 
 def run_ftl_ddp(args):
@@ -88,41 +99,22 @@ def run_ftl_ddp(args):
     import ftl.torch
     torch, x, y, model = setup(args.batch)
     import torch.distributed as dist
-    import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
     agent = ftl.Agent()
     group = ftl.torch.process_group(agent)
     ddp = DDP(model, process_group=group)
     optimizer = torch.optim.Adam(ddp.parameters(), lr=0.005)
     ftl.torch.ElasticState(agent, ddp, optimizer)
-    times = []
-
     def step(info):
         xb, yb = batch_of(torch, x, y, info.step, info.rank, info.world_size, args.batch)
-        optimizer.zero_grad(set_to_none=True)
-        logits = ddp(xb)
-        loss = F.cross_entropy(logits, yb)
-        loss.backward()
-        stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
-                             dtype=torch.float64)
-        dist.all_reduce(stats, group=group)
-        optimizer.step()
+        one_step(torch, ddp, optimizer, xb, yb, lambda stats: dist.all_reduce(stats, group=group))
 
-    with agent:
-        while agent.job_status()["world_size"] < args.world or agent.job_status()["step"] < args.warmup:
-            agent.execute(step)
-        for _ in range(args.steps):
-            t = time.perf_counter()
-            agent.execute(step)
-            times.append(time.perf_counter() - t)
-        agent.execute(lambda info: agent.barrier())
-        return times, agent.job_status()["rank"]
+    return timed_steps(agent, step, args)
 
 
 def run_ddp(args):
     torch, x, y, model = setup(args.batch)
     import torch.distributed as dist
-    import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=args.rank,
                             world_size=args.world)
@@ -132,14 +124,7 @@ def run_ddp(args):
     for s in range(args.warmup + args.steps):
         t = time.perf_counter()
         xb, yb = batch_of(torch, x, y, s, args.rank, args.world, args.batch)
-        optimizer.zero_grad(set_to_none=True)
-        logits = ddp(xb)
-        loss = F.cross_entropy(logits, yb)
-        loss.backward()
-        stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
-                             dtype=torch.float64)
-        dist.all_reduce(stats)
-        optimizer.step()
+        one_step(torch, ddp, optimizer, xb, yb, dist.all_reduce)
         if s >= args.warmup:
             times.append(time.perf_counter() - t)
     dist.barrier()

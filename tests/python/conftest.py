@@ -18,14 +18,20 @@ def run_dir(tmp_path):
     return str(tmp_path)
 
 
+def two_agents(run_dir, prefix="p", **settings):
+    """Two agents of one job (tcp), seeds pointing at the first, not started (register state first);
+    settings override the defaults below."""
+    first = free_port()
+    common = {**dict(insecure=1, run_dir=run_dir, min_workers=2, settle_ms=100, log_level="warn",
+                     seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000), **settings}
+    return [ftl.Agent(name=f"{prefix}0", bind=f"127.0.0.1:{first}", **common),
+            ftl.Agent(name=f"{prefix}1", bind=f"127.0.0.1:{free_port()}", **common)]
+
+
 @pytest.fixture
 def pair(run_dir):
-    """Two started agents of one job (tcp), seeds pointing at the first; closed at the end."""
-    first = free_port()
-    common = dict(insecure=1, run_dir=run_dir, min_workers=2, settle_ms=100, log_level="warn",
-                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
-    agents = [ftl.Agent(name="p0", bind=f"127.0.0.1:{first}", **common),
-              ftl.Agent(name="p1", bind=f"127.0.0.1:{free_port()}", **common)]
+    """Two started agents of one job (two_agents); closed at the end."""
+    agents = two_agents(run_dir)
     for a in agents:
         a.start()
     yield agents

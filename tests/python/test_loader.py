@@ -11,7 +11,7 @@ from torch.utils.data import Dataset
 
 import ftl
 import ftl.torch
-from conftest import free_port, on_threads
+from conftest import free_port, on_threads, two_agents
 
 torch.set_num_threads(1)
 
@@ -91,11 +91,7 @@ def test_a_custom_order_is_visited_in_its_order(run_dir):
 def elastic_pair(run_dir, order):
     """Two agents of one job that may go on alone (min_workers 1), each with a DataLoader over 60 samples;
     the contiguous order in 4 streams of chunks of 2."""
-    first = free_port()
-    common = dict(insecure=1, run_dir=run_dir, min_workers=1, expected_workers=2, settle_ms=100,
-                  log_level="warn", seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
-    agents = [ftl.Agent(name="e0", bind=f"127.0.0.1:{first}", **common),
-              ftl.Agent(name="e1", bind=f"127.0.0.1:{free_port()}", **common)]
+    agents = two_agents(run_dir, "e", min_workers=1, expected_workers=2)
     loaders = []
     for a, workers in zip(agents, (2, 0)):
         a.set_sampler(60, 4, seed=5, order=order)

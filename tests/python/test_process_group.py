@@ -8,7 +8,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 import ftl
 import ftl.torch
-from conftest import free_port, on_threads
+from conftest import free_port, on_threads, two_agents
 
 
 def each(pair, body):
@@ -142,11 +142,7 @@ def test_work_before_the_step_runs_again_with_it_and_takes_no_step(run_dir):
     """execute(step, before=validate): validate's collectives in every attempt, ahead of the step; a step
     that fails on a peer runs both again on the next view; the job counts one step, and the sampler moves
     by one step's samples."""
-    first = free_port()
-    common = dict(insecure=1, run_dir=run_dir, min_workers=2, settle_ms=100, log_level="warn",
-                  seeds=f"127.0.0.1:{first}", collective_timeout_ms=20000)
-    pair = [ftl.Agent(name="v0", bind=f"127.0.0.1:{first}", **common),
-            ftl.Agent(name="v1", bind=f"127.0.0.1:{free_port()}", **common)]
+    pair = two_agents(run_dir, "v")
     for a in pair:
         a.set_sampler(100, 5, seed=1)
         a.start()
