@@ -145,7 +145,8 @@ SCENARIOS = {"kill9": gated(base.scenario_kill9, 4), "join": gated(base.scenario
              "global_batch_accuracy": gated(scenario_global_batch_accuracy, 4),
              "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2),
              "ddp_kill9": on_ddp(gated(base.scenario_kill9, 4)), "ddp_join": on_ddp(gated(base.scenario_join, 3)),
-             "ddp_leave": on_ddp(gated(base.scenario_leave, 4))}
+             "ddp_leave": on_ddp(gated(base.scenario_leave, 4)),
+             "ddp_kill_join": on_ddp(gated(scenario_adam_joiner, 4))}
 
 
 def main():
