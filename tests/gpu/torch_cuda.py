@@ -2,7 +2,9 @@
 optimizer state, gradients and statistics are CUDA tensors, through ftl.torch (ElasticState registers them as
 device state, GradientAverager allreduces the gradient buckets on the GPU) and agent.allreduce. Checks that
 the steps run, the loss falls, the state stays on the GPU, and a host tensor under NCCL is refused with the
-error naming the fix. One JSON line.
+error naming the fix. One JSON line. With --ddp the model is in DistributedDataParallel on
+ftl.torch.process_group(agent) instead of GradientAverager: DDP's bucket allreduces on CUDA tensors go
+through the group's asynchronous path (ftl_allreduce_async on the nccl communicator, a completion thread).
 
 Run by scripts/test-gpu.sh with FTL_LIBRARY=<build>/libftl/libftl.so and PYTHONPATH=python/src; exit 77
 when torch has no CUDA device."""
@@ -15,7 +17,7 @@ import tempfile
 import time
 
 
-def main():
+def main(is_ddp):
     try:
         import torch
     except ImportError as e:
@@ -41,8 +43,11 @@ def main():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    state = ftl.torch.ElasticState(agent, model, opt)
-    grads = ftl.torch.GradientAverager(agent, model)
+    net = model
+    if is_ddp:
+        net = torch.nn.parallel.DistributedDataParallel(model, process_group=ftl.torch.process_group(agent))
+    state = ftl.torch.ElasticState(agent, net, opt)
+    grads = None if is_ddp else ftl.torch.GradientAverager(agent, model)
     agent.set_sampler(len(data), 128, seed=1)
     losses, step_ms = [], []
 
@@ -50,11 +55,12 @@ def main():
         t0 = time.monotonic()
         opt.zero_grad(set_to_none=True)
         xb, yb = ftl.torch.batch(data, info)
-        loss = F.cross_entropy(model(xb), yb)
+        loss = F.cross_entropy(net(xb), yb)
         loss.backward()
         stats = torch.stack([loss.detach() * len(yb), torch.tensor(float(len(yb)), device=dev)])
         agent.allreduce(stats)  # a CUDA tensor through NCCL
-        grads.average(samples=len(info.indices))
+        if grads is not None:
+            grads.average(samples=len(info.indices))
         opt.step()
         torch.cuda.synchronize()
         losses.append((stats[0] / stats[1]).item())
@@ -70,7 +76,7 @@ def main():
             refused = str(e)
         digest = state.digest()
     on_gpu = all(p.is_cuda for p in model.parameters())
-    out = {"test": "torch_cuda", "torch": torch.__version__, "steps": len(losses), "first_loss": losses[0],
+    out = {"test": "torch_cuda_ddp" if is_ddp else "torch_cuda", "torch": torch.__version__, "steps": len(losses), "first_loss": losses[0],
            "last_loss": losses[-1], "step_ms_median": sorted(step_ms)[len(step_ms) // 2], "state_on_gpu": on_gpu,
            "digest": digest, "host_tensor_refused": "move it to the GPU" in refused}
     print(json.dumps(out), flush=True)
@@ -81,4 +87,4 @@ def main():
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "src"))
-    sys.exit(main())
+    sys.exit(main("--ddp" in sys.argv[1:]))
