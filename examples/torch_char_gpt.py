@@ -12,9 +12,10 @@ examples/torch_char_gpt_ddp.py examples/torch_char_gpt.py` shows what ftl change
     only after every collective of the step succeeded.
 The model and the text (Debian's licence texts, ~200 kB, no download): examples/models/char_gpt.py.
     ftlrun --nproc-per-node 2 examples/torch_char_gpt.py
-Settings: the agent's and the job's FTL_* variables, and FTL_STEPS (600), FTL_BATCH windows per rank per
-step (16), FTL_CONTEXT characters per window (64), FTL_WIDTH (64), FTL_DEPTH blocks (2), FTL_LR (0.003),
-FTL_TRAIN_SEED (0: model initialisation and sample order), FTL_STEP_SLEEP_MS extra time per step (0).
+Settings: the agent's and the job's FTL_* variables, and FTL_STEPS (1500: about a minute for 2 workers on
+2 cores), FTL_BATCH windows per rank per step (16), FTL_CONTEXT characters per window (64), FTL_WIDTH (64),
+FTL_DEPTH blocks (2), FTL_LR (0.003), FTL_TRAIN_SEED (0: model initialisation and sample order),
+FTL_STEP_SLEEP_MS extra time per step (0).
 Output on stdout, one JSON object per line (tests/agent/workers.py reads them): a line per completed step
 {"worker","step","rank","world","epoch","samples","loss","accuracy","digest","t"} (loss and next-character
 accuracy over the step's targets on every rank; digest: ElasticState.digest(), equal on every rank after

@@ -29,7 +29,7 @@ def settings():
     minute on one core per worker."""
     return {"width": setting("FTL_WIDTH", 64), "depth": setting("FTL_DEPTH", 2), "heads": 4,
             "context": setting("FTL_CONTEXT", 64), "batch": setting("FTL_BATCH", 16),
-            "steps": setting("FTL_STEPS", 600), "lr": setting("FTL_LR", 0.003, float),
+            "steps": setting("FTL_STEPS", 1500), "lr": setting("FTL_LR", 0.003, float),
             "seed": setting("FTL_TRAIN_SEED", 0)}
 
 
