@@ -36,6 +36,8 @@ static const char *const known_names[] = {
 	"FTL_LR_SCALING", "FTL_LR_WARMUP_STEPS",
 	/* examples/torch_digits.py */
 	"FTL_OPTIMIZER", "FTL_LR", "FTL_DDP",
+	/* examples/torch_char_gpt.py and torch_resnet_digits.py (examples/models/) */
+	"FTL_WIDTH", "FTL_DEPTH", "FTL_CONTEXT", "FTL_TRAIN_SEED",
 	/* the Python package (python/src/ftl/_lib.py) */
 	"FTL_LIBRARY",
 	/* the simulator and the scripts (scripts/, tests/sim): may be exported in a developer's shell */

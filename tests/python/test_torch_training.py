@@ -1,10 +1,13 @@
-"""Multi-process training tests of the PyTorch example (examples/torch_digits.py, real torch on the CPU):
-the scenarios of tests/agent/test_training.py (kill -9, join, SIGTERM leave, SIGSTOP, exactly-once
-sampling, and the same with the example's DataLoader: loader_exactly_once), run with the Python workers
-instead of ftl-train-example and judged the same way from their JSON lines, plus adam_joiner: Adam's
-state (in the digest) equal on a joiner, and the test accuracy the example must reach through a kill -9
-and a join.
-    python test_torch_training.py --python PY --ctl PATH [--limit S] SCENARIO"""
+"""Multi-process training tests of the PyTorch examples (examples/torch_digits.py by default, real torch on
+the CPU): the scenarios of tests/agent/test_training.py (kill -9, join, SIGTERM leave, SIGSTOP,
+exactly-once sampling, and the same with the example's DataLoader: loader_exactly_once), run with the
+Python workers instead of ftl-train-example and judged the same way from their JSON lines, plus
+adam_joiner: Adam's state (in the digest) equal on a joiner, and the test accuracy the example must reach
+through a kill -9 and a join; ddp_*: with the model in DistributedDataParallel on ftl's process group.
+--example char_gpt or resnet_digits runs a scenario with examples/torch_char_gpt.py or
+torch_resnet_digits.py instead (a smaller model than their defaults: the scenario's four workers share the
+test machine's cores).
+    python test_torch_training.py --python PY --ctl PATH [--limit S] [--example NAME] SCENARIO"""
 import argparse
 import os
 import sys
@@ -15,7 +18,12 @@ import test_compression  # noqa: E402
 import test_training as base  # noqa: E402
 from workers import TrainingJob  # noqa: E402
 
-EXAMPLE = os.path.join(HERE, "..", "..", "examples", "torch_digits.py")
+EXAMPLES_DIR = os.path.join(HERE, "..", "..", "examples")
+# --example: the program, and the settings that make its model small enough for four workers on two cores
+# (the scenarios' own settings, FTL_STEPS and FTL_BATCH, still apply).
+EXAMPLES = {"digits": ("torch_digits.py", {}),
+            "char_gpt": ("torch_char_gpt.py", {"FTL_WIDTH": 32, "FTL_DEPTH": 1, "FTL_CONTEXT": 32}),
+            "resnet_digits": ("torch_resnet_digits.py", {"FTL_WIDTH": 8, "FTL_DEPTH": 1})}
 DIGITS_TRAIN = 1437  # load_digits' 1797 samples less the example's 20% test split
 # Longer steps than the C example's tests: a joining Python worker needs seconds to import torch, and
 # must arrive while the job still runs (80 ms x 250 steps: 20 s).
@@ -154,9 +162,13 @@ def main():
     p.add_argument("--python", required=True, help="a Python with torch, scikit-learn and the ftl package")
     p.add_argument("--ctl", required=True)
     p.add_argument("--limit", type=int, default=170, help="hard time limit in seconds")
+    p.add_argument("--example", choices=sorted(EXAMPLES), default="digits", help="the program the workers run")
     p.add_argument("scenario", choices=sorted(SCENARIOS))
     args = p.parse_args()
-    return base.run(f"torch_{args.scenario}", SCENARIOS[args.scenario], [args.python, EXAMPLE], args.ctl,
+    program, settings = EXAMPLES[args.example]
+    os.environ.update({k: str(v) for k, v in settings.items()})  # the workers' environment is this one's
+    name = "torch_" + (f"{args.example}_" if args.example != "digits" else "") + args.scenario
+    return base.run(name, SCENARIOS[args.scenario], [args.python, os.path.join(EXAMPLES_DIR, program)], args.ctl,
                     args.limit)
 
 

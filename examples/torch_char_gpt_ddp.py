@@ -1,0 +1,59 @@
+"""torch_char_gpt_ddp: examples/torch_char_gpt.py on plain torch.distributed, as torchrun starts it.
+
+The same model, data, optimizer, settings and output as the ftl program: `diff -u
+examples/torch_char_gpt_ddp.py examples/torch_char_gpt.py` shows what ftl changes (examples/README.md
+counts it). Here the world is fixed when the job starts: a worker that dies stops the job (the others'
+gloo collectives fail or hang), and a new one cannot join it.
+    torchrun --nproc-per-node 2 examples/torch_char_gpt_ddp.py
+Output: the ftl program's lines; "epoch" is always 1 (one process group for the whole run) and the digest
+covers the parameters only."""
+import sys
+
+from models import stop  # first: SIGTERM and SIGINT blocked before torch starts threads
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, DistributedSampler
+
+from models import char_gpt, run
+
+
+def main():
+    torch.set_num_threads(1)  # one core per worker: the workers share the machine
+    name, s = run.worker_name(), char_gpt.settings()
+    train, val, vocab = char_gpt.datasets(s["context"])
+    dist.init_process_group("gloo")
+    torch.manual_seed(s["seed"])
+    net = char_gpt.CharGPT(vocab, s["width"], s["depth"], s["heads"], s["context"])
+    model = DistributedDataParallel(net)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=s["lr"], weight_decay=0.01)
+    sampler = DistributedSampler(train, seed=s["seed"])
+    batches = run.forever(DataLoader(train, batch_size=s["batch"], sampler=sampler), sampler)
+
+    def train_step(step):
+        x, y = next(batches)
+        optimizer.zero_grad(set_to_none=True)
+        loss, stats = run.loss_and_stats(model(x), y)
+        loss.backward()  # DDP averages the gradients over the ranks meanwhile
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        run.pause()
+        dist.all_reduce(stats)  # the step's loss over every rank, for the output
+        optimizer.step()
+        return (step, dist.get_rank(), dist.get_world_size(), 1), stats
+
+    for step in range(s["steps"]):
+        if stop.requested():
+            print(f"torch_char_gpt: {name}: stopping after step {step}", file=sys.stderr)
+            dist.destroy_process_group()
+            return 0
+        where, stats = train_step(step)
+        run.print_step(name, *where, stats, run.digest(model.module))
+    dist.barrier()  # every rank has finished training
+    run.print_final(name, s["steps"], model.module, val, run.digest(model.module))
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
