@@ -52,7 +52,6 @@ def main(agent):
         schedule.step()
         return (info.step, info.rank, info.world_size, info.view_epoch), stats
 
-    agent.start()
     while (step := agent.job_status()["step"]) < s["steps"]:
         if stop.requested():
             print(f"torch_resnet_digits: {name}: stopping after step {step}", file=sys.stderr)

@@ -2,8 +2,8 @@
 main(agent), and ftl's errors turned into exit statuses, in one place for every program.
 
 Why not in each program: it is the same dozen lines everywhere (torch_digits.py spells them out), and
-without them a program's diff against its plain DDP twin (examples/ddp/) shows what ftl changes in the
-training loop only. main(agent) registers its state, then calls agent.start()."""
+without them a program's diff against its plain DDP twin (examples/*_ddp.py) shows what ftl changes in the
+training loop only. main(agent) registers its state; its first agent.execute starts the agent."""
 import os
 import sys
 

@@ -252,6 +252,7 @@ class Agent:
     def execute(self, step: Callable[[StepInfo], T], before: Optional[Callable[[StepInfo], Any]] = None) -> T:
         """Runs one training step across the current view and returns what step returned.
 
+        Starts the agent if it is not started yet (start(): register state before the first execute).
         Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
         lost during the step, waits for the next view and calls it again. Raises the step's own exception,
         or Error when the job cannot go on (not enough workers for too long, retries exhausted).
@@ -267,9 +268,8 @@ class Agent:
                         "execute() at a time per agent; run the training loop on one thread", INVALID)
         try:
             handle = self._handle()  # under the lock: close() cannot free the agent meanwhile
-            if not self._started:
-                raise Error("ftl: execute() before start(): use `with ftl.Agent() as agent:` or call start()",
-                            INVALID)
+            if not self._started:  # the first execute starts the agent (registrations come before it)
+                self.start()
             self._check_registered()  # before ftl_execute syncs the registered memory to a joiner
             self._step, self._before_run, self._outcome = step, before, {}
             rc = self._lib.ftl_execute(handle, self._trampoline, None)
