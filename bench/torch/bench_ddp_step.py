@@ -13,7 +13,7 @@ median step time over the timed steps of rank 0, after warm-up, per round; the r
 ftl mode's median of rounds by DDP-Gloo's. One JSON line per mode and round, then the ratio lines.
 
     FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python bench/torch/bench_ddp_step.py \
-        [--world 4] [--steps 300] [--runs 3] [--modes ddp,ftl_ddp,ftl]
+        [--world 4] [--steps 300] [--runs 3] [--modes ddp,ftl_ddp,ftl,ftl_overlap] [--model digits|gpt]
 """
 import argparse
 import json
@@ -32,13 +32,21 @@ def free_port():
         return s.getsockname()[1]
 
 
-def setup(batch):
+def setup(args):
+    """(torch, inputs, targets, model): the digits MLP, or examples/torch_char_gpt.py's transformer on its
+    text (--model gpt: 64-character windows, the example's default size)."""
     import torch
-    from sklearn.datasets import load_digits
     torch.set_num_threads(1)
+    torch.manual_seed(0)
+    if args.model == "gpt":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+        from models import char_gpt
+        train, _, vocab = char_gpt.datasets(64)
+        x, y = train.tensors
+        return torch, x, y, char_gpt.CharGPT(vocab, 64, 2, 4, 64)
+    from sklearn.datasets import load_digits
     x, y = load_digits(return_X_y=True)
     x, y = torch.tensor(x / 16.0, dtype=torch.float32), torch.tensor(y)
-    torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
     return torch, x, y, model
 
@@ -54,7 +62,7 @@ def one_step(torch, model, optimizer, xb, yb, reduce_stats, average_grads=None):
     average (inside backward for DDP; average_grads after it otherwise), the optimizer."""
     import torch.nn.functional as F
     optimizer.zero_grad(set_to_none=True)
-    logits = model(xb)
+    logits, yb = model(xb).flatten(0, -2), yb.flatten()  # (samples or characters, classes)
     loss = F.cross_entropy(logits, yb)
     loss.backward()
     stats = torch.tensor([loss.item() * len(yb), (logits.argmax(1) == yb).sum().item(), len(yb)],
@@ -82,11 +90,11 @@ def timed_steps(agent, step, args):
 def run_ftl(args):
     import ftl
     import ftl.torch
-    torch, x, y, model = setup(args.batch)
+    torch, x, y, model = setup(args)
     agent = ftl.Agent()
     optimizer = torch.optim.Adam(model.parameters(), lr=0.005)
     ftl.torch.ElasticState(agent, model, optimizer)
-    grads = ftl.torch.GradientAverager(agent, model)
+    grads = ftl.torch.GradientAverager(agent, model, overlap=args.worker == "ftl_overlap")
     def step(info):
         xb, yb = batch_of(torch, x, y, info.step, info.rank, info.world_size, args.batch)
         one_step(torch, model, optimizer, xb, yb, agent.allreduce, grads.average)
@@ -97,7 +105,7 @@ def run_ftl(args):
 def run_ftl_ddp(args):
     import ftl
     import ftl.torch
-    torch, x, y, model = setup(args.batch)
+    torch, x, y, model = setup(args)
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     agent = ftl.Agent()
@@ -113,7 +121,7 @@ def run_ftl_ddp(args):
 
 
 def run_ddp(args):
-    torch, x, y, model = setup(args.batch)
+    torch, x, y, model = setup(args)
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=args.rank,
@@ -145,7 +153,7 @@ def drive(args, mode):
                            FTL_EXPECTED_WORKERS=str(args.world), FTL_LOG_LEVEL="warn")
             cmd = [sys.executable, __file__, "--worker", mode, "--rank", str(r), "--port", str(port),
                    "--world", str(args.world), "--steps", str(args.steps), "--warmup", str(args.warmup),
-                   "--batch", str(args.batch), "--out", os.path.join(tmp, f"{mode}{r}.json")]
+                   "--batch", str(args.batch), "--model", args.model, "--out", os.path.join(tmp, f"{mode}{r}.json")]
             procs.append(subprocess.Popen(cmd, env=env))
         for p in procs:
             if p.wait(timeout=600) != 0:
@@ -161,14 +169,16 @@ def main():
     p.add_argument("--warmup", type=int, default=30)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--runs", type=int, default=1, help="interleaved rounds of every mode")
-    p.add_argument("--modes", default="ddp,ftl_ddp,ftl", help="comma-separated: ddp (Gloo), ftl_ddp, ftl")
-    p.add_argument("--worker", choices=["ftl", "ftl_ddp", "ddp"])
+    p.add_argument("--modes", default="ddp,ftl_ddp,ftl",
+                   help="comma-separated: ddp (Gloo), ftl_ddp, ftl, ftl_overlap (GradientAverager(overlap=True))")
+    p.add_argument("--model", choices=["digits", "gpt"], default="digits")
+    p.add_argument("--worker", choices=["ftl", "ftl_overlap", "ftl_ddp", "ddp"])
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--out")
     args = p.parse_args()
     if args.worker:
-        run = {"ftl": run_ftl, "ftl_ddp": run_ftl_ddp, "ddp": run_ddp}[args.worker]
+        run = {"ftl": run_ftl, "ftl_overlap": run_ftl, "ftl_ddp": run_ftl_ddp, "ddp": run_ddp}[args.worker]
         times, rank = run(args)
         json.dump({"rank": rank, "times": times}, open(args.out, "w"))
         return
@@ -179,14 +189,15 @@ def main():
             times = drive(args, mode)
             medians[mode].append(statistics.median(times))
             print(json.dumps({"bench": "torch_step", "mode": "ddp_gloo" if mode == "ddp" else mode,
-                              "world": args.world, "round": round_, "batch_per_rank": args.batch,
+                              "model": args.model, "world": args.world, "round": round_, "batch_per_rank": args.batch,
                               "steps": len(times), "median_ms": round(medians[mode][-1] * 1e3, 3),
                               "p90_ms": round(sorted(times)[int(len(times) * 0.9)] * 1e3, 3)}), flush=True)
     if "ddp" in medians:
         base = statistics.median(medians["ddp"])
         for mode in modes:
             if mode != "ddp":
-                print(json.dumps({"bench": "torch_step", "figure": f"{mode}_over_ddp_gloo", "world": args.world,
+                print(json.dumps({"bench": "torch_step", "figure": f"{mode}_over_ddp_gloo", "model": args.model,
+                                  "world": args.world,
                                   "runs": args.runs, "ratio": round(statistics.median(medians[mode]) / base, 3)}))
 
 
