@@ -38,9 +38,11 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 				    "thread, or from inside its step): one ftl_execute at a time per agent");
 	metered_step m = {a, step, ctx};
 	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);
-	pthread_mutex_lock(&a->lock);
-	a->views.status.data_epoch = t->state.data_epoch; /* for ftl_get_job_status on any thread */
-	pthread_mutex_unlock(&a->lock);
+	if (a->views.status.data_epoch != t->state.data_epoch) { /* only this thread writes it: no lock to read */
+		pthread_mutex_lock(&a->lock);
+		a->views.status.data_epoch = t->state.data_epoch; /* for ftl_get_job_status on any thread */
+		pthread_mutex_unlock(&a->lock);
+	}
 	atomic_store(&t->is_executing, false);
 	if (e != FTL_OK && ftl_agent_has_left(a))
 		ftl_checkpoint_before_leaving(a); /* rank 0's steps since the last checkpoint must not leave with it */

@@ -301,7 +301,7 @@ class Agent:
                    else np.empty(0, dtype=np.uint64))
         info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
                         c.global_batch, c.micro_batch, c.first_micro)
-        self._outcome["data_epoch"] = c.data_epoch  # the run that succeeds says which data epoch it drew from
+        self._outcome["data_epoch"] = info.data_epoch  # the run that succeeds says which data epoch it drew from
         self._step_thread = threading.get_ident()
         self._peer_failure = None
         try:
