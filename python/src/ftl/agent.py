@@ -67,7 +67,8 @@ class Agent:
 
     Settings come from the FTL_* environment, as in the C API (README: settings); keyword arguments
     override it: `ftl.Agent(name="w1", min_workers=2)`. A refused setting raises ConfigError naming the
-    variable. Register state (register, register_state, set_sampler) before start().
+    variable. Register state (register, register_state, set_sampler) before start() (or before the first
+    execute(), which starts the agent when nothing did).
 
     The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
     sends them to Python's logging instead, with their fields as values (ftl/_logging.py says how).
