@@ -75,10 +75,12 @@ class _Completions:
             req, keep, work, result = self._queue.get()
             handle = self._agent._ptr
             rc = lib.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
-            if rc != 0 and work is not None:
-                work.error = _failed(self._agent, rc, (text(lib.ftl_last_error(handle)) if handle else "") or
-                                     "ftl: the collective failed")
+            error = None
+            if rc != 0:  # every failed request fails the step, the Work's last one or not
+                error = _failed(self._agent, rc, (text(lib.ftl_last_error(handle)) if handle else "") or
+                                "ftl: the collective failed")
             if work is not None:
+                work.error = error
                 work.future.set_result(result)  # a failure too: see _Work
             del keep
             with self._idle:
