@@ -21,6 +21,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
+#include "base/diag.h"
+#include "witness.h"
 #include "channel/seal.h"
 
 int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
@@ -166,8 +168,11 @@ void ftl_agent_flush(ftl_agent *a)
 			has_left(a);
 		}
 	}
-	if (is_changed)
+	if (is_changed) {
 		update_counts(a);
+		if (a->witness)
+			ftl_witness_update(a->witness, ftl_swim_members(a->swim));
+	}
 	ftl_agent_rdv_publish(a);
 	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_node_next_deadline(a->node), ftl_agent_now_us(a), 60000);
 	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
@@ -211,15 +216,21 @@ static void on_wake(uv_async_t *h)
 	int n_hints = a->n_hints;
 	memcpy(hints, a->hints, sizeof(hints));
 	a->n_hints = 0;
+	__typeof__(a->witnessed) witnessed;
+	int n_witnessed = a->n_witnessed;
+	memcpy(witnessed, a->witnessed, sizeof(witnessed));
+	a->n_witnessed = 0;
 	a->want_leave = a->want_meta = false;
 	pthread_mutex_unlock(&a->lock);
+	for (int i = 0; i < n_witnessed; i++)
+		ftl_node_witnessed_death(a->node, ftl_agent_now_us(a), witnessed[i].name, witnessed[i].generation);
 	for (int i = 0; i < n_hints; i++)
 		ftl_node_comm_failed(a->node, ftl_agent_now_us(a), hints[i]);
 	if (meta)
 		ftl_node_set_meta(a->node, ftl_agent_now_us(a), meta_buf, meta_len);
 	if (leave)
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
-	if (n_hints || meta || leave)
+	if (n_witnessed || n_hints || meta || leave)
 		ftl_agent_flush(a);
 	ftl_agent_rdv_wake(a);
 	if (stop)
@@ -313,15 +324,52 @@ static ftl_err make_node(ftl_agent *a)
 	return FTL_OK;
 }
 
+/* The witness's thread saw a local member's life end (witness.h): the loop declares it (on_wake). */
+static void on_witnessed(void *ctx, const char *name, uint64_t generation)
+{
+	ftl_agent *a = ctx;
+	pthread_mutex_lock(&a->lock);
+	if (a->n_witnessed < FTL_MAX_HINTS) {
+		strcpy(a->witnessed[a->n_witnessed].name, name);
+		a->witnessed[a->n_witnessed++].generation = generation;
+	}
+	pthread_mutex_unlock(&a->lock);
+	uv_async_send(&a->wake);
+}
+
+/* Our own life lock, held by this thread for as long as it runs the loop; and the watching of others'. */
+static void start_witness(ftl_agent *a)
+{
+	if (a->cfg.is_witness_off)
+		return;
+	a->witness = ftl_witness_new(a->cfg.name, ftl_swim_generation(a->swim), on_witnessed, a);
+	if (a->witness && ftl_witness_hold(a->witness) != FTL_OK) {
+		ftl_witness_delete(a->witness);
+		a->witness = NULL;
+	}
+	if (!a->witness) {
+		ftl_log(&a->set.log, FTL_LOG_DEBUG, "agent", "no witness on this host: members here are seen to die "
+			"by the usual paths", FTL_F_STR("why", ftl_diag_message()));
+		return;
+	}
+	ftl_witness_update(a->witness, ftl_swim_members(a->swim));
+}
+
 static void run_loop(void *arg)
 {
 	ftl_agent *a = arg;
+	start_witness(a);
 	/* A peer or ftlctl hanging up must not kill the process that embeds us. */
 	sigset_t pipe;
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
+	if (a->witness) {
+		ftl_witness_release(a->witness);
+		ftl_witness_delete(a->witness);
+		a->witness = NULL;
+	}
 	pthread_mutex_lock(&a->lock);
 	a->is_stopped = true;
 	pthread_cond_broadcast(&a->changed);
@@ -412,6 +460,7 @@ static void close_one(uv_handle_t *h, void *arg)
 static void close_all(ftl_agent *a)
 {
 	a->is_closing = true;
+	ftl_witness_stop(a->witness); /* before the wake handle closes: it reports through it */
 	ftl_agent_tcp_close_all(a);
 	ftl_agent_peers_close_all(a);
 	ftl_agent_check_close_all(a);

@@ -1,6 +1,7 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
  * events and keys (agent_keys.c), built from the membership core's state on the loop thread. */
 #include "agent_internal.h"
+#include "witness.h"
 
 #include <string.h>
 #include <time.h>
@@ -82,6 +83,8 @@ static json_t *counters_json(ftl_agent *a)
 	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
 	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));
 	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));
+	json_object_set_new(j, "witnessed", json_integer((json_int_t)st->witnessed));
+	json_object_set_new(j, "witness_watching", json_integer(a->witness ? ftl_witness_watching(a->witness) : 0));
 	json_t *deaths = json_object();
 	for (int r = FTL_DEATH_NONE + 1; r < FTL_DEATH_REASON_MAX; r++)
 		json_object_set_new(deaths, ftl_death_reason_strs[r], json_integer((json_int_t)st->deaths_declared[r]));

@@ -56,6 +56,7 @@ struct ftl_agent {
 	size_t tcp_strangers_buffered;   /* ... and the bytes they hold for input (<= FTL_TCP_UNAUTH_BUFFERED_MAX) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
 	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
+	struct ftl_witness *witness;     /* local members' life locks (witness.h), or NULL where none can be */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;
 	bool is_started;
@@ -73,6 +74,11 @@ struct ftl_agent {
 	bool want_leave;
 	char hints[FTL_MAX_HINTS][FTL_NAME_MAX]; /* peers the comm saw reset: probe them now */
 	int n_hints;
+	struct {
+		char name[FTL_NAME_MAX];
+		uint64_t generation;
+	} witnessed[FTL_MAX_HINTS]; /* lives the witness saw end: declare them dead */
+	int n_witnessed;
 	bool want_meta;
 	uint16_t meta_len;
 	uint8_t meta[FTL_META_MAX];

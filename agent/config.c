@@ -43,6 +43,12 @@ ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=%s: expected 1 (plaintext gossip) or 0", insecure);
 	if (insecure)
 		c->is_insecure = strcmp(insecure, "1") == 0;
+	const char *witness = getenv("FTL_WITNESS");
+	if (witness && strcmp(witness, "1") != 0 && strcmp(witness, "0") != 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "FTL_WITNESS=%s: expected 1 (watch this host's members, the "
+				    "default) or 0", witness);
+	if (witness)
+		c->is_witness_off = strcmp(witness, "0") == 0;
 	if (ftl_env_str("FTL_NAME", c->name, sizeof(c->name)) || ftl_env_str("FTL_BIND", c->bind, sizeof(c->bind)) ||
 	    ftl_env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise)) ||
 	    ftl_env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds)) ||

@@ -115,6 +115,8 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 			   (double)s->swim.checks);
 	ftl_metrics_single(t, "ftl_membership_checks_refused_total", "counter",
 			   "Proof-of-death connects refused (dead at once).", (double)s->swim.checks_refused);
+	ftl_metrics_single(t, "ftl_membership_deaths_witnessed_total", "counter",
+			   "Deaths a witness on the member's host reported (agent/witness.h).", (double)s->swim.witnessed);
 }
 
 static void view(ftl_metrics_text *t, const ftl_metrics_snapshot *s)

@@ -10,7 +10,7 @@ const char *const ftl_swim_event_type_strs[FTL_EVENT_TYPE_MAX] = {
 };
 
 const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX] = {
-	"", "suspicion timed out", "refused by its own address", "gossip",
+	"", "suspicion timed out", "refused by its own address", "gossip", "witnessed on its host",
 };
 
 const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX] = {

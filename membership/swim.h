@@ -103,10 +103,11 @@ typedef enum ftl_death_reason {
 	FTL_DEATH_SUSPICION,   /* we suspected it and the suspicion timed out */
 	FTL_DEATH_REFUSED,     /* its own address refused a connection, for the life we knew */
 	FTL_DEATH_GOSSIP,      /* a dead rumor from `from` */
+	FTL_DEATH_WITNESSED,   /* a process on our host saw its life lock released by the kernel (agent/witness.h) */
 	FTL_DEATH_REASON_MAX
 } ftl_death_reason;
 
-/* "suspicion timed out", "refused by its own address", "gossip" ("" for none). */
+/* "suspicion timed out", "refused by its own address", "gossip", "witnessed on its host" ("" for none). */
 extern const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX];
 
 typedef struct ftl_swim_event {
@@ -158,6 +159,7 @@ typedef struct ftl_swim_stats {
 					       * before this node learned the version: never applied */
 	uint64_t checks;                      /* proof-of-death checks asked of the caller */
 	uint64_t checks_refused;              /* ... that ended in a refusal (a death declared at once) */
+	uint64_t witnessed;                   /* deaths a witness on the member's host reported to us */
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */
 } ftl_swim_stats;
 
@@ -199,6 +201,10 @@ extern const char *const ftl_swim_check_result_strs[FTL_CHECK_RESULT_MAX];
  * else, or a check the core did not ask for (or asked for too long ago), changes nothing. */
 void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation, const char *addr,
 			 ftl_swim_check_result result);
+/* A witness on the member's own host saw that life end: the kernel released a lock only that process held
+ * (agent/witness.h). A proof like a refusal, so the same rule: dead at once when it is still that life and
+ * still alive or suspect, and told to every live member directly; anything else changes nothing. */
+void ftl_swim_witnessed_death(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation);
 /* New metadata: gossiped with a raised incarnation. -1 if too long. */
 int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
 

@@ -18,7 +18,12 @@
  * its own as a backstop. A node that missed every copy of the rumor (λ=2 in the local profile leaves a
  * few of 100) would keep the member alive until its own probe reaches it, and after the others reap
  * it, its push-pull would bring the member back as a join. So the prover also sends the dead rumor to
- * every live member once, directly: N-1 packets per proven death, which is rare. */
+ * every live member once, directly: N-1 packets per proven death, which is rare.
+ *
+ * A second proof, from the caller: a witness on the member's own host saw the kernel release a lock that
+ * only the member's process held (agent/witness.h). The kernel does that as the process's threads exit,
+ * before it frees the process's memory and long before its sockets close, so it comes first where both
+ * could. Same rule, same telling. */
 #include "swim_internal.h"
 
 #include <string.h>
@@ -89,5 +94,16 @@ void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t
 	if (!m || m->generation != generation || strcmp(m->addr, addr) != 0 || !ftl_swim_is_live(s, m, now_us))
 		return;
 	ftl_swim_declare_dead(s, now_us, m, FTL_DEATH_REFUSED);
+	tell_everyone(s, now_us, m);
+}
+
+void ftl_swim_witnessed_death(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation)
+{
+	s->stats.witnessed++;
+	ftl_member *m = ftl_members_find(&s->members, name);
+	if (s->is_leaving || !m || m->generation != generation || strcmp(name, s->name) == 0 ||
+	    !ftl_swim_is_live(s, m, now_us))
+		return;
+	ftl_swim_declare_dead(s, now_us, m, FTL_DEATH_WITNESSED);
 	tell_everyone(s, now_us, m);
 }

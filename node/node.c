@@ -95,6 +95,12 @@ void ftl_node_check_done(ftl_node *n, int64_t now_us, const char *name, uint64_t
 	ftl_node_settle(n, now_us);
 }
 
+void ftl_node_witnessed_death(ftl_node *n, int64_t now_us, const char *name, uint64_t generation)
+{
+	ftl_swim_witnessed_death(n->swim, now_us, name, generation);
+	ftl_node_settle(n, now_us);
+}
+
 int ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a)
 {
 	n->is_fed = false; /* fed at the next input: a list of thousands is added one call at a time */

@@ -4,7 +4,8 @@
    into detection (kill -> the last survivor marks it dead), agreement (-> the last survivor has the new
    view), comm build, state sync and the first step; each milestone is the moment the LAST survivor
    reached it, read from the workers' structured logs and JSON lines; also how many survivors' logs say
-   the death was declared by refusal (proof of death) or by a suspicion timeout.
+   the death was declared by a witness on its host (agent/witness.h), by refusal (proof of death) or by a
+   suspicion timeout.
 2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state.
 Prints one JSON line per figure (medians over --runs). Usage:
   python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]
@@ -83,6 +84,7 @@ def one_kill(args, n, sig=signal.SIGKILL):
         return {"detection_s": t_dead - t_kill, "agreement_s": t_view - t_dead, "comm_build_s": t_comm - t_view,
                 "state_sync_s": t_sync - t_comm, "first_step_s": t_step - t_sync, "total_s": t_step - t_kill,
                 "victim_rank": next((r["rank"] for r in reversed(victim.steps())), -1),
+                "declared_by_witness": sum(r == "witnessed on its host" for r in reasons),
                 "declared_by_refusal": sum(r == "refused by its own address" for r in reasons),
                 "declared_by_suspicion": sum(r == "suspicion timed out" for r in reasons)}
     finally:
@@ -115,7 +117,7 @@ def report(figure, runs, **labels):
                 "median": round(statistics.median(values), 4), "min": round(min(values), 4),
                 "max": round(max(values), 4)}
         print(json.dumps(line), flush=True)
-    for key in ("declared_by_refusal", "declared_by_suspicion"):
+    for key in ("declared_by_witness", "declared_by_refusal", "declared_by_suspicion"):
         if key in runs[0]:
             print(json.dumps({"bench": "rescale", "figure": figure, "count": key, **labels,
                               "runs": len(runs), "total": sum(r[key] for r in runs)}), flush=True)

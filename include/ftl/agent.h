@@ -104,6 +104,8 @@ typedef struct ftl_agent_config {
 	int64_t max_members;      /* [FTL_MAX_MEMBERS] most members (this one included, dead ones until reaped)
 				     this agent keeps; a new name beyond it is refused and counted
 				     (dropped.member_table_full). 0 = the default, 16384 */
+	bool is_witness_off;      /* [FTL_WITNESS=0] do not hold a life lock nor watch this host's members
+				     (agent/witness.h); they are then seen to die only when their sockets close */
 } ftl_agent_config;
 
 typedef enum ftl_agent_event_type {
@@ -118,7 +120,8 @@ typedef struct ftl_agent_event {
 	const char *addr;
 	uint64_t generation;
 	uint64_t incarnation;
-	const char *reason;       /* dead: "refused by its own address", "suspicion timed out" or "gossip"; else "" */
+	const char *reason;       /* dead: "refused by its own address", "witnessed on its host", "suspicion timed
+				     out" or "gossip"; else "" */
 	const char *from;         /* dead: who declared it (this node, or the rumor's origin); else "" */
 } ftl_agent_event;
 

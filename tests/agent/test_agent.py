@@ -35,9 +35,9 @@ def converged(c, n, exclude=()):
     return check
 
 
-def start_cluster(c, n=N):
+def start_cluster(c, n=N, **settings):
     for i in range(n):
-        c.add(f"w{i}")
+        c.add(f"w{i}", **settings)
     took = wait_until(f"{n} agents see {n} alive", converged(c, n), 30)
     print(f"{n} agents converged in {took:.2f} s")
     return took
@@ -53,6 +53,7 @@ def dead_lines(c, subject):
 
 REFUSED = 'reason="refused by its own address"'
 SUSPICION = 'reason="suspicion timed out"'
+WITNESSED = 'reason="witnessed on its host"'
 
 
 def death_lines(c, subject, generation=None):
@@ -74,9 +75,10 @@ def follow_events(c, agent):
 
 def scenario_kill9_is_declared_dead_by_refusal(c):
     """Proof of death: the killed process's port refuses, so it is declared dead at once, not after a
-    suspicion timeout, and the log and `ftlctl events` say which path it took."""
+    suspicion timeout, and the log and `ftlctl events` say which path it took. The witness is off: on one
+    host it would see the death first (scenario kill9_is_witnessed_on_its_host)."""
     import json
-    start_cluster(c)
+    start_cluster(c, FTL_WITNESS=0)
     proc, out = follow_events(c, c.agents["w0"])
     c.agents["w5"].signal(signal.SIGKILL)
     took = wait_until("every survivor reports w5 dead", all_see(c, "w5", "dead"), bound_s(c) + 5)
@@ -98,6 +100,26 @@ def scenario_kill9_is_declared_dead_by_refusal(c):
     print(f"ftlctl events on w0: w5 dead, reason {dead[0]['reason']!r}, declared by {dead[0]['from']}")
 
 
+def scenario_kill9_is_witnessed_on_its_host(c):
+    """The witness (agent/witness.h): agents on one host watch each other's life locks, which the kernel
+    releases as the killed process's threads exit, before its memory is freed and its sockets close. So a
+    kill -9 is declared dead by a witness, told to every member directly, and seen everywhere well within
+    a second; the counters and the log agree on how many witnessed it."""
+    start_cluster(c)
+    watching = [c.status(a)["counters"].get("witness_watching") for a in c.running()]
+    assert all(w == N - 1 for w in watching), f"each agent should watch the {N - 1} others: {watching}"
+    c.agents["w5"].signal(signal.SIGKILL)
+    took = wait_until("every survivor reports w5 dead", all_see(c, "w5", "dead"), 5)
+    lines = death_lines(c, "w5")
+    witnessed = [line for line in lines if WITNESSED in line]
+    print(f"kill -9: w5 dead everywhere after {took:.3f} s; {len(witnessed)} agent(s) witnessed it")
+    assert witnessed, f"no agent witnessed w5's death: {lines}"
+    assert not [line for line in lines if SUSPICION in line], f"a suspicion timed out for w5: {lines}"
+    assert took < 1.0, f"a witnessed death took {took:.2f} s to reach everyone"
+    counted = sum(c.status(a)["counters"]["deaths"]["witnessed on its host"] for a in c.running())
+    assert counted == len(witnessed), f"status counts {counted} witnessed deaths, the logs {len(witnessed)}"
+
+
 class ForkingAgent(Agent):
     """An agent whose process forked a child that sleeps on, holding what it inherited (agent_that_forks)."""
 
@@ -117,11 +139,12 @@ class ForkingAgent(Agent):
 def scenario_kill9_after_fork_is_declared_dead_by_refusal(c):
     """A DataLoader-style fork: the child of w5 outlives kill -9 of w5. It closed w5's sockets when it was
     born, so w5's port refuses and w5 is declared dead by refusal within the kill -9 bound, as without the
-    fork (had the child kept them, the port would stay open and only a suspicion timeout would end w5)."""
+    fork (had the child kept them, the port would stay open and only a suspicion timeout would end w5). The
+    witness is off, as in kill9_is_declared_dead_by_refusal."""
     for i in range(N):
         if i == 5:
             c.member_class = ForkingAgent
-        c.add(f"w{i}")
+        c.add(f"w{i}", FTL_WITNESS=0)
         c.member_class = Agent
     took = wait_until(f"{N} agents see {N} alive", converged(c, N), 30)
     victim = c.agents["w5"]
@@ -152,6 +175,7 @@ def scenario_sigstop_never_takes_the_refusal_path(c):
     lines = death_lines(c, "w3")
     print(f"SIGSTOP: w3 dead everywhere after {took:.2f} s, by suspicion ({len(lines)} log lines)")
     assert not [line for line in lines if REFUSED in line], f"w3 was declared dead by refusal: {lines}"
+    assert not [line for line in lines if WITNESSED in line], f"w3's pause was taken for a death: {lines}"
     assert [line for line in lines if SUSPICION in line], f"no suspicion timed out for w3: {lines}"
     victim.signal(signal.SIGCONT)
 
@@ -229,6 +253,8 @@ def scenario_sigstop_short(c):
 
 
 def scenario_leave(c):
+    """ftlctl leave and SIGTERM are leaves everywhere, never deaths: the witness sees each life lock released
+    cleanly (marked leaving), not by the kernel."""
     start_cluster(c)
     r = c.ctl(c.agents["w2"], "leave", timeout=30)
     assert r.returncode == 0, f"ftlctl leave failed: {r.stdout} {r.stderr}"

@@ -222,6 +222,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_SUSPICION_MULT", true, {"0", "65"}, NULL},
 	{"FTL_RETRANSMIT_MULT", true, {"0", "65"}, NULL},
 	{"FTL_MAX_MEMBERS", true, {"0", "1", "16777217"}, NULL},
+	{"FTL_WITNESS", false, {"", "yes", "2", "off"}, NULL},
 	{"FTL_RUN_DIR", false, {"", LONG_300}, NULL},
 	{"FTL_LOG_LEVEL", false, {"", "loud", "-1"}, NULL},
 	{"FTL_META", false, {"", LONG_300}, NULL},
