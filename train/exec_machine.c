@@ -245,7 +245,7 @@ static void sync_state(ftl_exec *m)
 	}
 	uint64_t steps_before = m->reg->has_state ? m->reg->step : 0, bytes = 0;
 	int64_t start = now_us(m);
-	e = kept(m, ftl_state_sync(m->reg, &m->comms, m->view.self_rank, &bytes));
+	e = kept(m, ftl_state_sync(m->reg, &m->comms, m->view.self_rank, m->synced_lineage, &bytes));
 	if (e == FTL_ERR_REFUSED) {
 		refuse(m);
 		return;
@@ -259,7 +259,7 @@ static void sync_state(ftl_exec *m)
 	warn_if_lineage_changed(m, steps_before);
 	int64_t took = now_us(m) - start;
 	ftl_log(m->log, FTL_LOG_INFO, "training", "state synced from rank 0", FTL_F_UINT("epoch", m->view.epoch),
-		FTL_F_UINT("step", m->reg->step), FTL_F_DOUBLE("took_ms", (double)took / 1000.0));
+		FTL_F_UINT("step", m->reg->step), FTL_F_UINT("bytes", bytes), FTL_F_DOUBLE("took_ms", (double)took / 1000.0));
 	m->feed->synced(m->feed_ctx, &m->view, bytes, took);
 	enter(m, FTL_EXEC_RUNNING);
 }

@@ -32,7 +32,12 @@ static ftl_err see(struct ftl_comm *c, const void *p)
 
 static ftl_err fake_allreduce(struct ftl_comm *c, const void *s, void *r, size_t n, ftl_dtype d, ftl_reduce_op op)
 {
-	return see(c, r);
+	ftl_err e = see(c, r);
+	int64_t *words = r;
+	if (e == FTL_OK && s == r && d == FTL_I64 && op == FTL_MIN && c->world_size > 1)
+		for (size_t i = 0; i < n; i++)
+			words[i] = words[i] < ((fake_comm *)c)->peers_i64 ? words[i] : ((fake_comm *)c)->peers_i64;
+	return e;
 }
 
 static void tape_broadcast(fake_tape *t, bool is_root, void *buf, size_t len)

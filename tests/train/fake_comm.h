@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "comm/comm.h"
 
@@ -31,6 +32,8 @@ typedef struct fake_comm {
 	ftl_err fail_next;           /* FTL_OK, or the error the next call returns (then it is broken) */
 	int *destroyed;              /* incremented on destroy, when set */
 	fake_tape *tape;             /* broadcasts: recorded on the root, played back on the others */
+	int64_t peers_i64;           /* what the other ranks bring to an i64 MIN allreduce (state sync's "do you
+				      * hold rank 0's state?"); 0, the default, is a joiner's no */
 } fake_comm;
 
 bool fake_is_device_pointer(const void *p);

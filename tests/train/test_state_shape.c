@@ -39,7 +39,7 @@ static ftl_err join_with(ftl_state_registry *joiner, int *calls)
 		fake_comm *c = fake_comm_new(FTL_COMM_TCP, rank, 2);
 		c->tape = &tape;
 		ftl_comm_pair pair = {&c->base, &c->base};
-		ftl_err e = ftl_state_sync(rank ? joiner : &job, &pair, rank, &moved);
+		ftl_err e = ftl_state_sync(rank ? joiner : &job, &pair, rank, 0, &moved);
 		*calls = c->calls;
 		ftl_comm_destroy(&c->base);
 		if (rank == 1) {

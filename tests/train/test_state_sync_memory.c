@@ -65,7 +65,7 @@ static void sync_as(int rank)
 	data->tape = ctrl->tape = &tape;
 	ftl_comm_pair pair = {&data->base, &ctrl->base};
 	uint64_t moved = 0;
-	assert_int_equal(ftl_state_sync(&r, &pair, rank, &moved), FTL_OK);
+	assert_int_equal(ftl_state_sync(&r, &pair, rank, 0, &moved), FTL_OK);
 	assert_int_equal(data->host_pointers, 0);   /* no host pointer reached the device comm */
 	assert_int_equal(ctrl->device_pointers, 0); /* no device pointer reached the host comm */
 	assert_int_equal(data->device_pointers, 3); /* each device buffer once, in place */
@@ -98,12 +98,86 @@ static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
 	fake_comm *c = fake_comm_new(FTL_COMM_TCP, 1, 2);
 	ftl_comm_pair pair = {&c->base, &c->base};
 	uint64_t moved = 0;
-	assert_int_equal(ftl_state_sync(&r, &pair, 1, &moved), FTL_OK);
+	assert_int_equal(ftl_state_sync(&r, &pair, 1, 0, &moved), FTL_OK);
 	assert_int_equal(c->device_pointers, 0);
-	assert_int_equal(c->calls, 3); /* the header (with the shape), 4 words of params, the padded tail word */
+	/* the header (with the shape), "do you hold it?", 4 words of params, the padded tail word, the callback
+	 * bytes' length (none) */
+	assert_int_equal(c->calls, 5);
 	assert_true(moved == sizeof(params));
 	ftl_comm_destroy(&c->base);
 	ftl_state_free(&r);
+}
+
+static int saves;
+static fake_tape *fake_taping; /* sync_survivor's comms record or play here when set */
+
+static size_t counting_save_cb(void *ctx, void *buf, size_t cap)
+{
+	saves++;
+	return save_cb(ctx, buf, cap);
+}
+
+/* Survivors of a kill: every rank holds rank 0's state (same step, position, job id and lineage), so after
+ * the header and one "do you hold it?" nothing moves, the save callback never runs and nothing is loaded.
+ * One rank whose state differs, or another lineage, and everything moves as for a joiner. */
+static void sync_survivor(int rank, uint64_t lineage, int64_t peers_hold, uint64_t *moved, int *calls, int *loads)
+{
+	static float params[9];
+	ftl_state_registry r = {.backend = FTL_COMM_TCP};
+	assert_int_equal(ftl_state_register_buffer(&r, "params", params, sizeof(params), false), 0);
+	r.has_state = true;
+	r.step = 41;
+	r.sample_pos = 640;
+	r.job_id = 0x77;
+	r.save = counting_save_cb;
+	r.load = load_cb;
+	r.cb_ctx = loads;
+	fake_comm *c = fake_comm_new(FTL_COMM_TCP, rank, 3);
+	c->peers_i64 = peers_hold;
+	c->tape = fake_taping;
+	ftl_comm_pair pair = {&c->base, &c->base};
+	assert_int_equal(ftl_state_sync(&r, &pair, rank, lineage, moved), FTL_OK);
+	*calls = c->calls;
+	assert_int_equal(r.step, 41);
+	ftl_comm_destroy(&c->base);
+	ftl_state_free(&r);
+}
+
+static void test_survivors_that_hold_rank_0s_state_move_nothing(void **state)
+{
+	uint64_t moved = 1;
+	int calls = 0, loads = 0;
+	saves = 0;
+	for (int rank = 0; rank < 3; rank++) {
+		sync_survivor(rank, 0xabc, 1, &moved, &calls, &loads);
+		assert_int_equal(moved, 0);
+		assert_int_equal(calls, 2); /* the header, the allreduce */
+	}
+	assert_int_equal(saves, 0);
+	assert_int_equal(loads, 0);
+	sync_survivor(0, 0xabc, 0, &moved, &calls, &loads); /* one rank says no: rank 0 sends it all */
+	assert_true(moved == 9 * sizeof(float) + sizeof(saved_here));
+	assert_true(saves > 0);
+}
+
+/* A rank whose state belongs to another lineage than rank 0's (a merge), or to none, says no even when its
+ * step and position match, and takes everything rank 0 sends. */
+static void test_another_lineage_or_none_takes_everything(void **state)
+{
+	static fake_tape lineage_tape;
+	uint64_t lineages[] = {0xdef, 0};
+	for (int k = 0; k < 2; k++) {
+		uint64_t moved = 0;
+		int calls = 0, loads = 0;
+		fake_taping = &lineage_tape;
+		sync_survivor(0, 0xabc, 0, &moved, &calls, &loads); /* rank 0 records what it sends */
+		sync_survivor(1, lineages[k], 1, &moved, &calls, &loads);
+		fake_taping = NULL;
+		assert_true(moved == 9 * sizeof(float) + sizeof(saved_here));
+		assert_int_equal(loads, 1);
+		assert_int_equal(lineage_tape.played, lineage_tape.n);
+		fake_tape_free(&lineage_tape);
+	}
 }
 
 /* A member whose fixed global batch differs from rank 0's is refused at the sync with both named; the
@@ -117,7 +191,7 @@ static void test_global_batch_unlike_rank_0s_is_refused_naming_both(void **state
 		fake_comm *data = fake_comm_new(FTL_COMM_NCCL, rank, 2), *ctrl = fake_comm_new(FTL_COMM_TCP, rank, 2);
 		data->tape = ctrl->tape = &settings;
 		ftl_comm_pair pair = {&data->base, &ctrl->base};
-		ftl_err e = ftl_state_sync(&r, &pair, rank, &moved);
+		ftl_err e = ftl_state_sync(&r, &pair, rank, 0, &moved);
 		assert_int_equal(e, rank == 0 ? FTL_OK : FTL_ERR_REFUSED);
 		assert_int_equal(data->calls, 0);
 		ftl_comm_destroy(&data->base);
@@ -164,6 +238,8 @@ int main(void)
 		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_rank_0),
 		cmocka_unit_test(test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_a_joiner),
 		cmocka_unit_test(test_tcp_job_syncs_everything_over_its_one_comm),
+		cmocka_unit_test(test_survivors_that_hold_rank_0s_state_move_nothing),
+		cmocka_unit_test(test_another_lineage_or_none_takes_everything),
 		cmocka_unit_test(test_global_batch_unlike_rank_0s_is_refused_naming_both),
 		cmocka_unit_test(test_host_buffer_under_nccl_is_refused_at_registration),
 		cmocka_unit_test(test_device_buffer_under_tcp_is_refused_at_registration),
