@@ -82,19 +82,22 @@ def run_block(lang, code, cwd, env, python):
         cmd = [python, "-c", code]
     else:
         cmd = ["bash", "-c", "set -euo pipefail\n" + code]
-    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=BLOCK_TIMEOUT)
-        rc = p.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, _ = p.communicate()
-        rc = f"timeout after {BLOCK_TIMEOUT} s"
-    try:
-        os.killpg(p.pid, signal.SIGKILL)  # what the block left running in the background
-    except ProcessLookupError:
-        pass
+    # Output to a file, not a pipe: agents a block starts in the background keep a pipe open after the
+    # block's shell has exited, and the block ends when its shell does.
+    with tempfile.TemporaryFile(mode="w+") as log:
+        p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
+        try:
+            rc = p.wait(timeout=BLOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            rc = f"timeout after {BLOCK_TIMEOUT} s"
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # the block's background processes, or all of it on a timeout
+        except ProcessLookupError:
+            pass
+        p.wait()
+        log.seek(0)
+        out = log.read()
     return rc, out
 
 
