@@ -221,7 +221,7 @@ def python_page(root=ROOT):
                 out += [f"### `{module.__name__}.{name}`", "", f"`{obj!r}`", ""]
                 continue
             kind = "class" if inspect.isclass(obj) else "function"
-            out += [f"### `{module.__name__}.{name}`", "", f"*{kind}*", "", "```python",
+            out += [f"### `{module.__name__}.{name}`", "", f"*{kind}*", "", "```text",
                     _signature(f"{module.__name__}.{name}", obj), "```", ""] + _doc_block(obj)
             if inspect.isclass(obj):
                 for mname, mkind, member in _members(obj):

@@ -156,7 +156,8 @@ def main():
     env = dict(os.environ, FTL_LIBRARY=str(lib), PYTHONPATH=str(ROOT / "python/src"),
                PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}", PYTHONDONTWRITEBYTECODE="1",
                OMP_NUM_THREADS="1")
-    pages = [Path(x).resolve() for x in a.pages] or sorted((ROOT / "docs").rglob("*.md"))
+    pages = [Path(x).resolve() for x in a.pages] or sorted(
+        p for p in (ROOT / "docs").rglob("*.md") if (ROOT / "docs/gen") not in p.parents)  # the site's pages
     total, t0 = 0, time.monotonic()
     try:
         for page in pages:
