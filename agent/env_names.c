@@ -162,7 +162,7 @@ int ftl_env_warn_unknown(void)
 				FTL_F_STR("variable", name), FTL_F_STR("closest", near));
 		else
 			ftl_log(log, FTL_LOG_WARN, "config",
-				FTL_MSG("%s is not an ftl setting and is ignored (README: settings lists them)", name),
+				FTL_MSG("%s is not an ftl setting and is ignored (docs/reference/settings.md lists them)", name),
 				FTL_F_STR("variable", name));
 	}
 	return unknown;

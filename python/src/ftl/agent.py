@@ -65,7 +65,7 @@ class Agent:
     """A worker of an elastic job. `with ftl.Agent() as agent:` starts it and, at the end, leaves the
     cluster gracefully (others go on at once, without waiting to detect a failure).
 
-    Settings come from the FTL_* environment, as in the C API (README: settings); keyword arguments
+    Settings come from the FTL_* environment, as in the C API (docs/reference/settings.md); keyword arguments
     override it: `ftl.Agent(name="w1", min_workers=2)`. A refused setting raises ConfigError naming the
     variable. Register state (register, register_state, set_sampler) before start() (or before the first
     execute(), which starts the agent when nothing did).

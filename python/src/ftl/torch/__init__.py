@@ -20,8 +20,8 @@ job state (a joiner gets rank 0's) and re-points DDP at each view's group. Witho
 averages the gradients in fused buckets (weighted by sample counts; FTL_GLOBAL_BATCH micro-batches,
 FTL_COMM_COMPRESS), and lr_scaling() adapts the learning rate when the world size changes. batch() fetches
 a step's samples from a Dataset (micro_batches() in chunks). load_checkpoint() makes a PyTorch state dict
-of an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. The README's
-"From DDP to ftl" shows the diff.
+of an ftl checkpoint; ElasticState saves and loads torch.save files and DCP directories. The guide
+docs/guides/port-ddp.md shows the diff.
 
 A normal DataLoader (worker processes, prefetch, pin_memory) in place of batch(): ElasticLoader builds one
 on ElasticBatchSampler, which predicts the coming steps' indices; the step takes only a batch whose
