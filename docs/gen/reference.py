@@ -184,11 +184,31 @@ def _doc_block(obj):
     return ["```text", doc, "```", ""] if doc else ["*(no docstring)*", ""]
 
 
+def _annotation(a):
+    """An annotation as the source wrote it (the package uses string annotations)."""
+    return a if isinstance(a, str) else inspect.formatannotation(a)
+
+
 def _signature(name, obj):
     try:
-        return f"{name}{inspect.signature(obj)}"
+        sig = inspect.signature(obj)
     except (TypeError, ValueError):
         return name
+    params = []
+    for p in sig.parameters.values():
+        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {p.default!r}" if p.annotation is not p.empty else f"={p.default!r}"
+        params.append(text)
+    ret = f" -> {_annotation(sig.return_annotation)}" if sig.return_annotation is not sig.empty else ""
+    return f"{name}({', '.join(params)}){ret}"
+
+
+def _own_doc(obj):
+    """obj's own docstring, not one inherited from a base class (object's "Initialize self" says nothing)."""
+    return inspect.cleandoc(obj.__doc__) if getattr(obj, "__doc__", None) else None
 
 
 def _members(cls):
@@ -226,10 +246,8 @@ def python_page(root=ROOT):
                     _signature(f"{module.__name__}.{name}", obj), "```", ""] + _doc_block(obj)
             if inspect.isclass(obj):
                 for mname, mkind, member in _members(obj):
-                    if mname == "__init__" and not inspect.getdoc(member):
-                        continue
                     title = mname if mkind == "property" else _signature(mname, member)
-                    doc = inspect.getdoc(member.fget if mkind == "property" else member)
+                    doc = _own_doc(member.fget if mkind == "property" else member)
                     if not doc:
                         continue
                     out += [f"#### `{name}.{mname}`", "", f"*{mkind}*: `{title}`", "",
