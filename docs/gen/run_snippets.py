@@ -52,7 +52,7 @@ def blocks(text):
             body.append(lines[i][indent:] if not lines[i][:indent].strip() else lines[i].lstrip())
             i += 1
         if i == len(lines):
-            raise SystemExit(f"{start}: a fence that never closes")
+            raise ValueError(f"{start}: a fence that never closes")
         out.append((start, lang, "\n".join(body) + "\n"))
         i += 1
     return out
@@ -102,10 +102,13 @@ def run_block(lang, code, cwd, env, python):
 
 
 def run_page(page, env_base, python):
-    text = page.read_text()
+    try:
+        found = blocks(page.read_text())
+    except ValueError as e:
+        raise SystemExit(f"{page}:{e}") from None
     todo = []
-    for line, lang, code in blocks(text):
-        where = f"{page.relative_to(ROOT)}:{line}"
+    for line, lang, code in found:
+        where = f"{page.relative_to(ROOT) if ROOT in page.parents else page}:{line}"
         if not lang:
             raise SystemExit(f"{where}: a code block without a language; name one (text if it is not code)")
         if lang not in RUN:
