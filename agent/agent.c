@@ -358,6 +358,7 @@ static void start_witness(ftl_agent *a)
 static void run_loop(void *arg)
 {
 	ftl_agent *a = arg;
+	ftl_log_defer_here(); /* a log callback (Python's takes the GIL) must never hold up gossip */
 	start_witness(a);
 	/* A peer or ftlctl hanging up must not kill the process that embeds us. */
 	sigset_t pipe;
@@ -533,6 +534,7 @@ void ftl_agent_stop(ftl_agent *a)
 	if (!is_stopped)
 		uv_async_send(&a->wake);
 	uv_thread_join(&a->thread);
+	ftl_log_drain(&a->set.log); /* its callback is not called after the stop */
 	uv_loop_close(&a->loop);
 	a->is_started = false;
 }

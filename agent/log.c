@@ -71,7 +71,9 @@ void ftl_log_emit(const ftl_logger *l, ftl_log_level level, const char *componen
 		.fields = fields,
 		.n_fields = n,
 	};
-	if (l->cb)
+	if (l->cb && ftl_log_is_deferred_here())
+		ftl_log_defer(l, &rec);
+	else if (l->cb)
 		l->cb(&rec, l->user);
 	else
 		write_line(&rec);

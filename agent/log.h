@@ -55,6 +55,13 @@ static inline bool ftl_log_is_enabled(const ftl_logger *l, ftl_log_level level) 
 void ftl_log_emit(const ftl_logger *l, ftl_log_level level, const char *component, const char *msg, ...);
 char *ftl_log_msg(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* log_defer.c: records of a thread that called ftl_log_defer_here (the agent's loop thread) go to their
+ * callback from a delivery thread, never from it; ftl_log_drain waits until none of l's is left to hand. */
+void ftl_log_defer_here(void);
+bool ftl_log_is_deferred_here(void);
+void ftl_log_defer(const ftl_logger *l, const ftl_log_record *rec);
+void ftl_log_drain(const ftl_logger *l);
+
 #define ftl_log(log, level, component, ...)                                                         \
 	do {                                                                                         \
 		const ftl_logger *ftl_log_l_ = (log);                                                \

@@ -26,9 +26,11 @@ typedef struct ftl_agent ftl_agent;
  *   2026-11-23T15:51:24.123Z level=warn agent=w1 component=membership msg="member dead" member=w3 reason="suspicion timed out"
  * A field's value is quoted, with \" \\ \n \r \t escapes, when it is empty or holds a space, '=', '"',
  * a backslash or a control character; msg is always quoted. ftl_log_format writes that line for a sink of
- * one's own. log_cb runs on whichever thread logged (the agent's loop, the training thread, the checkpoint
- * writer), possibly on several at once and with the agent's lock held: it must be thread-safe, return
- * soon and not call the agent. A record and its strings live only during the call. */
+ * one's own. log_cb runs on the training thread and the checkpoint writer as they log, and for the agent's
+ * loop thread on one delivery thread of the library's (so a callback that blocks never holds up gossip:
+ * its records queue, up to 4096, then are dropped and counted in a warning), possibly on several threads
+ * at once and with the agent's lock held: it must be thread-safe, return soon and not call the agent. It
+ * is not called after ftl_agent_stop returns. A record and its strings live only during the call. */
 typedef enum ftl_log_level { FTL_LOG_DEBUG, FTL_LOG_INFO, FTL_LOG_WARN, FTL_LOG_ERROR, FTL_LOG_LEVEL_MAX } ftl_log_level;
 
 typedef enum ftl_log_field_type {

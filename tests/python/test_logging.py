@@ -127,3 +127,48 @@ def test_without_a_logger_records_are_lines_on_stderr(run_dir, capfd):
     err = capfd.readouterr().err
     assert 'level=info agent=py-e component=agent msg="started" bind=127.0.0.1:' in err, err
     assert not kept.records
+
+
+def test_a_handler_that_blocks_never_stops_gossip(run_dir):
+    """A handler that blocks (a slow sink, a lock, or any record waiting for a GIL that a long C call holds)
+    used to run on the agent's loop thread and stop its gossip: the peer declared the live worker dead by
+    suspicion while it sat with no line out (issue 24, item 10). Records from the loop thread now reach
+    logging from a delivery thread: the peer keeps the worker alive, its control socket answers, and the
+    held record still arrives, in order, once the handler lets go."""
+    release, blocked = threading.Event(), threading.Event()
+
+    class Blocking(Keep):
+        def emit(self, record):
+            if record.getMessage() == "member join" and not release.is_set():
+                blocked.set()
+                release.wait(60)
+            super().emit(record)
+
+    logger = logging.getLogger("ftltest.blocking")
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    kept = Blocking()
+    logger.handlers[:] = [kept]
+    first = free_port()
+    common = dict(insecure=1, run_dir=run_dir)  # the train profile: a silent member is dead in about 0.5 s
+    slow = ftl.Agent(logger=logger, name="py-slow", bind=f"127.0.0.1:{first}", log_level="info", **common)
+    peer = ftl.Agent(name="py-peer", bind=f"127.0.0.1:{free_port()}", seeds=f"127.0.0.1:{first}",
+                     log_level="error", **common)
+    try:
+        slow.start()
+        peer.start()
+        assert blocked.wait(20), "the handler never saw py-peer join"
+        bound_s = peer.status()["timing"]["detection_bound_ms"] / 1000.0
+        until = time.monotonic() + max(4.0, 2 * bound_s)
+        while time.monotonic() < until:  # the handler is still blocked all this time
+            seen = {m["name"]: m["status"] for m in peer.members()}
+            assert seen.get("py-slow") == "alive", f"the peer sees py-slow {seen.get('py-slow')}"
+            assert slow.status(timeout=2.0)["self"]["name"] == "py-slow"
+            time.sleep(0.2)
+        assert not [r for r in kept.records if r.getMessage() == "member join"], "the held record got past"
+    finally:
+        release.set()
+        peer.close()
+        slow.close()
+    deferred = [r.getMessage() for r in kept.records if r.thread != threading.main_thread().ident]
+    assert deferred and deferred[0] == "member join", deferred  # the loop thread's records, in order

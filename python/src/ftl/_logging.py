@@ -8,9 +8,12 @@ msg, and the typed fields as values, not text, in `record.ftl_fields` (a dict: s
 `record.ftl_agent` (the agent's name) and `record.ftl_component`. Without a logger the records stay lines on
 stderr, as from C, which is what the launcher and the tests read.
 
-Threads: libftl calls back on its own threads (the agent's loop, the training thread, the checkpoint
-writer) and ctypes takes the GIL for each record. A handler that blocks therefore holds up gossip: keep
-handlers quick (a QueueHandler in front of a slow sink). The callback is kept alive by its Agent until the
+Threads: libftl calls back on the training thread and the checkpoint writer as they log, and ctypes takes
+the GIL for each record. Records of the agent's loop thread (membership, rendezvous) are queued and handed
+over from one delivery thread instead (agent/log_defer.c), so a handler that blocks, or a record waiting for
+a GIL that a long C call holds, never holds up gossip: it only delays the records behind it (and past 4096
+queued records, newer ones are dropped and counted in a warning). Still keep handlers quick (a
+QueueHandler in front of a slow sink). The callback is kept alive by its Agent until the
 agent is closed; agents that log into Python are closed at interpreter exit, before finalization, so no
 record ever arrives in an interpreter that is going away.
 """
