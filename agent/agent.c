@@ -222,8 +222,15 @@ static void on_wake(uv_async_t *h)
 	a->n_witnessed = 0;
 	a->want_leave = a->want_meta = false;
 	pthread_mutex_unlock(&a->lock);
-	for (int i = 0; i < n_witnessed; i++)
-		ftl_node_witnessed_death(a->node, ftl_agent_now_us(a), witnessed[i].name, witnessed[i].generation);
+	if (n_witnessed) {
+		const char *names[FTL_MAX_WITNESSED];
+		uint64_t generations[FTL_MAX_WITNESSED];
+		for (int i = 0; i < n_witnessed; i++) {
+			names[i] = witnessed[i].name;
+			generations[i] = witnessed[i].generation;
+		}
+		ftl_node_witnessed_deaths(a->node, ftl_agent_now_us(a), names, generations, (size_t)n_witnessed);
+	}
 	for (int i = 0; i < n_hints; i++)
 		ftl_node_comm_failed(a->node, ftl_agent_now_us(a), hints[i]);
 	if (meta)
@@ -329,7 +336,7 @@ static void on_witnessed(void *ctx, const char *name, uint64_t generation)
 {
 	ftl_agent *a = ctx;
 	pthread_mutex_lock(&a->lock);
-	if (a->n_witnessed < FTL_MAX_HINTS) {
+	if (a->n_witnessed < FTL_MAX_WITNESSED) {
 		strcpy(a->witnessed[a->n_witnessed].name, name);
 		a->witnessed[a->n_witnessed++].generation = generation;
 	}

@@ -22,6 +22,7 @@
 #define FTL_PEER_IDLE_MS 30000          /* an outgoing rendezvous connection unused this long is closed */
 #define FTL_PEER_STREAM_IDLE_MS 60000   /* ... and an incoming one, later than its sender would */
 #define FTL_MAX_HINTS 8
+#define FTL_MAX_WITNESSED 32 /* deaths a witness reports in one turn of the loop: at most all it watches */
 
 struct ftl_agent {
 	ftl_agent_config cfg;
@@ -77,7 +78,7 @@ struct ftl_agent {
 	struct {
 		char name[FTL_NAME_MAX];
 		uint64_t generation;
-	} witnessed[FTL_MAX_HINTS]; /* lives the witness saw end: declare them dead */
+	} witnessed[FTL_MAX_WITNESSED]; /* lives the witness saw end: declare them dead */
 	int n_witnessed;
 	bool want_meta;
 	uint16_t meta_len;

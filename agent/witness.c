@@ -29,6 +29,7 @@ typedef struct watched {
 	uint64_t generation;
 	bool is_wanted; /* under mu: the loop thread still wants it watched */
 	bool is_over;   /* the thread's own: reported or stopped cleanly, nothing more to wait for */
+	bool is_dead;   /* the thread's own: its owner died, not yet reported */
 } watched;
 
 struct ftl_witness {
@@ -78,7 +79,7 @@ static bool arm(ftl_witness *w, watched *e, struct futex_waitv *out)
 	uint32_t v = atomic_load(word);
 	if (v & FUTEX_OWNER_DIED) {
 		e->is_over = true;
-		w->report(w->ctx, e->name, e->generation);
+		e->is_dead = true; /* reported with the others found dead in this pass (watch) */
 		/* The kernel woke one waiter of the dead lock; it may have been another process's witness. */
 		syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 		char path[FTL_LIFE_PATH_MAX];
@@ -127,6 +128,12 @@ static void *watch(void *arg)
 				n_waits++;
 			else
 				is_settled = false;
+		/* A burst of kills, reported back to back: the agent then agrees one view without all of them. */
+		for (int i = 0; i < n; i++)
+			if (look[i]->is_dead) {
+				look[i]->is_dead = false;
+				w->report(w->ctx, look[i]->name, look[i]->generation);
+			}
 		if (is_settled)
 			futex_waitv(waits, n_waits); /* returns on any change, a poke, or a signal: look again */
 	}

@@ -229,12 +229,29 @@ static int take_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int fl
 	return -1;
 }
 
+#define CANCEL_POLL_MS 20
+
+/* poll() until something is ready (its count), or 0 at the deadline or when the caller cancels (asked every
+ * CANCEL_POLL_MS: a rank killed while we wait for it makes the agent commit a newer view, which cancels
+ * this build instead of letting it run to the deadline); -1 on an error other than EINTR. */
+static int poll_until(struct pollfd *p, nfds_t n, int64_t deadline, const struct ftl_comm_config *cfg)
+{
+	for (;;) {
+		int64_t left = deadline - ftl_comm_now_ms();
+		if (left <= 0 || (cfg->is_cancelled && cfg->is_cancelled(cfg->cancel_arg)))
+			return 0;
+		int rc = poll(p, n, (int)(cfg->is_cancelled && left > CANCEL_POLL_MS ? CANCEL_POLL_MS : left));
+		if (rc != 0 && !(rc < 0 && errno == EINTR))
+			return rc;
+	}
+}
+
 /* Receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1 (fds received are closed). */
-static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline)
+static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline,
+		    const struct ftl_comm_config *cfg)
 {
 	struct pollfd p = {.fd = sock, .events = POLLIN};
-	int64_t left = deadline - ftl_comm_now_ms();
-	if (left <= 0 || poll(&p, 1, (int)left) != 1)
+	if (poll_until(&p, 1, deadline, cfg) != 1)
 		return -1;
 	return take_fds(sock, buf, len, fds, n_fds, MSG_WAITALL);
 }
@@ -336,8 +353,9 @@ static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint6
 /* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. Never waits on
  * one connection: the listener and the waiting room are polled together. */
 static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct rendezvous *rv,
-			uint64_t comm_id, int memfd, int lfd, int64_t deadline, char why[WHY_MAX])
+			const struct ftl_comm_config *cfg, int memfd, int lfd, int64_t deadline, char why[WHY_MAX])
 {
+	uint64_t comm_id = cfg->comm_id;
 	int n = t->base.world_size;
 	int conn[FTL_COMM_SHM_WORLD_MAX];
 	struct waiting w = {.n = 0, .cap = n - 1 + SILENT_ROOM};
@@ -349,10 +367,7 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 		p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
 		for (int i = 0; i < w.n; i++)
 			p[1 + i] = (struct pollfd){.fd = w.fd[i], .events = POLLIN};
-		int64_t left = deadline - ftl_comm_now_ms();
-		int ready = left > 0 ? poll(p, (nfds_t)(1 + w.n), (int)left) : 0;
-		if (ready < 0 && errno == EINTR)
-			continue;
+		int ready = poll_until(p, (nfds_t)(1 + w.n), deadline, cfg);
 		if (ready <= 0) {
 			rc = failed(why, "timed out waiting for the other ranks on the unix socket", false);
 			break;
@@ -400,9 +415,10 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 
 /* Rank r > 0: connects to rank 0 (our user, within the deadline), proves membership with our doorbell
  * attached, receives the memfd and every doorbell with rank 0's proof, maps. */
-static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t comm_id,
+static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
 			const struct rendezvous *rv, int64_t deadline, char why[WHY_MAX])
 {
+	uint64_t comm_id = cfg->comm_id;
 	int n = t->base.world_size, rank = t->base.rank;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t len = strnlen(rv->name, sizeof(rv->name) - 1);
@@ -421,7 +437,7 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, uint64_t
 		rc = failed(why, "rank 0's unix socket belongs to another user", false);
 	else if (send_fds(c, &h, sizeof(h), &s->doorbell[rank], 1) < 0)
 		rc = failed(why, "sending the doorbell to rank 0", true);
-	else if (recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline) < 0)
+	else if (recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline, cfg) < 0)
 		rc = failed(why, "no segment from rank 0 in time", false);
 	if (rc != 0) {
 		close_fd(&c);
@@ -467,9 +483,9 @@ static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ft
 	if (*tcp_err != FTL_OK || rc != 0 || rv.name[0] == '\0')
 		rc = rc != 0 || rank == 0 ? -1 : failed(why, "rank 0 offered no segment", false);
 	else if (rank == 0)
-		rc = gather_ranks(t, s, &rv, cfg->comm_id, memfd, lfd, deadline, why);
+		rc = gather_ranks(t, s, &rv, cfg, memfd, lfd, deadline, why);
 	else
-		rc = join_segment(t, s, cfg->comm_id, &rv, deadline, why);
+		rc = join_segment(t, s, cfg, &rv, deadline, why);
 	sodium_memzero(&rv, sizeof(rv));
 	close_fd(&memfd);
 	close_fd(&lfd);

@@ -511,7 +511,9 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 		int rc = poll(fds, (nfds_t)(1 + n_out), slice_ms(&u));
 		if (rc < 0 && errno == EINTR)
 			continue;
-		if (rc < 0 || (rc == 0 && is_over(&u))) {
+		/* Asked at every turn, not only when a slice passed quietly: peers that moved on to a newer view
+		 * dial us again every few ms, and a burst of kills once kept this loop busy to the deadline. */
+		if (rc < 0 || is_over(&u)) {
 			e = not_connected(t, cfg, errno, n_acked < n_out, refused_by);
 			goto out;
 		}

@@ -95,9 +95,11 @@ void ftl_node_check_done(ftl_node *n, int64_t now_us, const char *name, uint64_t
 	ftl_node_settle(n, now_us);
 }
 
-void ftl_node_witnessed_death(ftl_node *n, int64_t now_us, const char *name, uint64_t generation)
+void ftl_node_witnessed_deaths(ftl_node *n, int64_t now_us, const char *const *names, const uint64_t *generations,
+			       size_t count)
 {
-	ftl_swim_witnessed_death(n->swim, now_us, name, generation);
+	for (size_t i = 0; i < count; i++)
+		ftl_swim_witnessed_death(n->swim, now_us, names[i], generations[i]);
 	ftl_node_settle(n, now_us);
 }
 

@@ -81,8 +81,10 @@ int ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, 
 /* How a proof-of-death check the node asked for went (swim.h). */
 void ftl_node_check_done(ftl_node *n, int64_t now_us, const char *name, uint64_t generation, const char *addr,
 			 ftl_swim_check_result result);
-/* A witness on the member's host saw that life end (swim.h, ftl_swim_witnessed_death). */
-void ftl_node_witnessed_death(ftl_node *n, int64_t now_us, const char *name, uint64_t generation);
+/* Witnesses on the members' host saw these lives end (swim.h, ftl_swim_witnessed_death): all of them are
+ * declared before the rendezvous looks, so a burst of kills seen together is one view change. */
+void ftl_node_witnessed_deaths(ftl_node *n, int64_t now_us, const char *const *names, const uint64_t *generations,
+			       size_t count);
 /* The comm saw its connection to member `name` fail (reset, refused): probe it now (swim.h, hints). */
 void ftl_node_comm_failed(ftl_node *n, int64_t now_us, const char *name);
 /* Learns a member without gossip or event (swim.h, ftl_swim_add_known), for a node that starts from a member

@@ -1,6 +1,6 @@
 """bench/rescale: how fast an elastic job recovers, on loopback with real processes (issue 5).
 
-1. kill -9 (and SIGSTOP) of one worker -> first completed step in the new view, at N = 4 and 8 (train profile), split
+1. kill -9 (and SIGSTOP) of one worker (--burst K: of K at once) -> first completed step in the new view, at N = 4 and 8 (train profile), split
    into detection (kill -> the last survivor marks it dead), agreement (-> the last survivor has the new
    view), comm build, state sync and the first step; each milestone is the moment the LAST survivor
    reached it, read from the workers' structured logs and JSON lines; also how many survivors' logs say
@@ -63,17 +63,18 @@ def one_kill(args, n, sig=signal.SIGKILL):
             job.add(f"w{i}")
         job.wait_step(30, 60)
         epoch0 = max(r["epoch"] for r in job.records() if "epoch" in r)
-        victim = random.choice([w for w in job.workers()])
-        survivors = [w for w in job.workers() if w is not victim]
+        victims = random.sample(list(job.workers()), args.burst)
+        survivors = [w for w in job.workers() if w not in victims]
         t_kill = time.time()
-        job.kill(victim.name, sig)
+        for victim in victims:  # --burst: all of them at once
+            job.kill(victim.name, sig)
         job.wait("a step in a new view on every survivor",
                  lambda: all(any(s.get("epoch", 0) > epoch0 for s in w.steps()) for w in survivors), 60)
         def last(pattern, pred=lambda m: True):
             ts = [first_after(log_events(w, pattern), t_kill, pred) for w in survivors]
             return None if None in ts else max(ts)
-        dead = r'msg="member dead" member=' + re.escape(victim.name) + ' '
-        t_dead = last(dead)
+        dead = r'msg="member dead" member=(?:' + "|".join(re.escape(v.name) for v in victims) + ') '
+        t_dead = max(last(r'msg="member dead" member=' + re.escape(v.name) + ' ') for v in victims)
         # Which path declared it, where the log says (proof of death, issue 18): counted over survivors.
         reasons = [m.group(1) for w in survivors for t, m in log_events(w, dead + r'.*reason="([^"]*)"')
                    if t >= t_kill - 0.002]
@@ -81,9 +82,13 @@ def one_kill(args, n, sig=signal.SIGKILL):
         t_comm = last(r'msg="communicator built.*epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
         t_sync = last(r'msg="state synced from rank 0" epoch=(\d+)', lambda m: int(m.group(1)) > epoch0)
         t_step = max(min(s["t"] for s in w.steps() if s.get("epoch", 0) > epoch0) for w in survivors)
+        # Views committed between the kill and the first step, as one survivor saw them (a burst: ideally one).
+        views = {int(m.group(1)) for t, m in log_events(survivors[0], r'msg="view committed.*epoch=(\d+)')
+                 if t_kill - 0.002 <= t <= t_step and int(m.group(1)) > epoch0}
         return {"detection_s": t_dead - t_kill, "agreement_s": t_view - t_dead, "comm_build_s": t_comm - t_view,
                 "state_sync_s": t_sync - t_comm, "first_step_s": t_step - t_sync, "total_s": t_step - t_kill,
-                "victim_rank": next((r["rank"] for r in reversed(victim.steps())), -1),
+                "victim_rank": next((r["rank"] for r in reversed(victims[0].steps())), -1),
+                "views_to_recover": len(views),
                 "declared_by_witness": sum(r == "witnessed on its host" for r in reasons),
                 "declared_by_refusal": sum(r == "refused by its own address" for r in reasons),
                 "declared_by_suspicion": sum(r == "suspicion timed out" for r in reasons)}
@@ -111,7 +116,7 @@ def one_join(args, n, extra_mb):
 def report(figure, runs, **labels):
     for key in runs[0]:
         values = [r[key] for r in runs if r[key] is not None]
-        if not values or key == "victim_rank" or key.startswith("declared_by"):
+        if not values or key in ("victim_rank", "views_to_recover") or key.startswith("declared_by"):
             continue
         line = {"bench": "rescale", "figure": figure, "phase": key, **labels, "runs": len(values),
                 "median": round(statistics.median(values), 4), "min": round(min(values), 4),
@@ -121,6 +126,9 @@ def report(figure, runs, **labels):
         if key in runs[0]:
             print(json.dumps({"bench": "rescale", "figure": figure, "count": key, **labels,
                               "runs": len(runs), "total": sum(r[key] for r in runs)}), flush=True)
+    if "views_to_recover" in runs[0]:
+        print(json.dumps({"bench": "rescale", "figure": figure, "count": "views_to_recover", **labels,
+                          "runs": len(runs), "each": [r["views_to_recover"] for r in runs]}), flush=True)
 
 
 def main():
@@ -132,6 +140,7 @@ def main():
     p.add_argument("--step-ms", type=int, default=20)
     p.add_argument("--only", choices=["kill", "stop", "join"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
+    p.add_argument("--burst", type=int, default=1, help="workers killed at once in the kill figure")
     args = p.parse_args()
     if not args.train and not args.torch:
         p.error("give --train (the C example) or --torch (an interpreter for the PyTorch example)")
@@ -141,7 +150,8 @@ def main():
     random.seed(args.runs)
     if args.only in (None, "kill"):
         for n in (int(x) for x in args.nodes.split(",")):
-            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train", program=kind)
+            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train",
+                   program=kind, **({"burst": args.burst} if args.burst > 1 else {}))
     if args.only in (None, "stop"):
         for n in (int(x) for x in args.nodes.split(",")):
             report("sigstop_to_first_step", [one_kill(args, n, signal.SIGSTOP) for _ in range(args.runs)],

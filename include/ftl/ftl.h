@@ -130,7 +130,7 @@ struct ftl_comm_config {
 	void *cuda_stream;       /* nccl: a cudaStream_t to order the collectives on, or NULL for an own one */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* optional */
 	void *peer_reset_arg;
-	ftl_comm_is_cancelled_cb is_cancelled; /* optional (tcp) */
+	ftl_comm_is_cancelled_cb is_cancelled; /* optional (tcp, its shared-memory setup included) */
 	void *cancel_arg;
 	ftl_comm_shm_mode shm;   /* tcp: shared memory between ranks on one host (FTL_COMM_SHM); default auto */
 	size_t shm_slot_bytes;   /* tcp over shared memory: bytes per rank and round (FTL_COMM_SHM_SLOT_KB);

@@ -299,6 +299,62 @@ static void test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours(void **s
 	ftl_comm_destroy(r[1].comm);
 }
 
+/* Peers that moved on to a newer view dial a stale rank 0 again and again, so its listener is never quiet
+ * for a whole poll slice. Its cancel must still be seen within a slice, not at the connect deadline: a burst
+ * of kills once held a whole job 2 s that way (the other ranks waited for rank 0 in the next view). */
+static volatile int stop_dialling;
+static int dial_port;
+
+static void *dial_and_hang_up(void *arg)
+{
+	(void)arg;
+	while (!stop_dialling) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)dial_port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			usleep(1000);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void test_a_cancel_is_seen_while_strangers_keep_dialling(void **state)
+{
+	(void)state;
+	int lfd, silent;
+	int me = bound_port(&lfd, true), other = bound_port(&silent, true); /* rank 1 listens, never answers */
+	char boot[64];
+	snprintf(boot, sizeof(boot), "127.0.0.1:%d\n127.0.0.1:%d", me, other);
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.rank = 0;
+	cfg.world_size = 2;
+	cfg.bootstrap = boot;
+	cfg.bootstrap_len = strlen(boot);
+	cfg.listen_fd = lfd;
+	cfg.comm_id = 1;
+	cfg.connect_timeout_ms = 5000;
+	int64_t from = ftl_comm_now_ms();
+	cfg.is_cancelled = cancel_after_300_ms;
+	cfg.cancel_arg = &from;
+	dial_port = me;
+	stop_dialling = 0;
+	pthread_t dialler;
+	pthread_create(&dialler, NULL, dial_and_hang_up, NULL);
+	ftl_comm *comm = NULL;
+	char err[320];
+	ftl_err e = create_with(&cfg, &comm, err);
+	int64_t took = ftl_comm_now_ms() - from;
+	stop_dialling = 1;
+	pthread_join(dialler, NULL);
+	close(lfd);
+	close(silent);
+	assert_int_equal(e, FTL_ERR_ABORTED);
+	printf("cancelled after %lld ms with a stranger dialling all along\n", (long long)took);
+	assert_true(took >= 250 && took < 2000);
+}
+
 static void prepare_same(struct rank_thread *r, int rank)
 {
 	(void)rank;
@@ -334,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_create_times_out_when_a_peer_never_comes),
 		cmocka_unit_test(test_handshake_refuses_another_communicator),
 		cmocka_unit_test(test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours),
+		cmocka_unit_test(test_a_cancel_is_seen_while_strangers_keep_dialling),
 		cmocka_unit_test(test_two_ranks_on_threads_allreduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
