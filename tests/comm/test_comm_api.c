@@ -302,8 +302,8 @@ static void test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours(void **s
 /* Peers that moved on to a newer view dial a stale rank 0 again and again, so its listener is never quiet
  * for a whole poll slice. Its cancel must still be seen within a slice, not at the connect deadline: a burst
  * of kills once held a whole job 2 s that way (the other ranks waited for rank 0 in the next view). */
-static volatile int stop_dialling;
-static int dial_port;
+static _Atomic int stop_dialling;
+static _Atomic int dial_port;
 
 static void *dial_and_hang_up(void *arg)
 {
