@@ -205,7 +205,7 @@ static const ftl_member **ring_after_us(ftl_witness *w, const ftl_members *membe
 		for (uint32_t k = 0; k < n; k++)
 			rotated[k] = ring[(start + k) % n];
 	free(ring);
-	*n_out = n;
+	*n_out = rotated ? n : 0;
 	return rotated;
 }
 
