@@ -47,6 +47,21 @@ static ftl_life *map_file(int fd)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* fd's life lock, mapped, when the file is one we trust: a regular file of our uid, mode 0600 or tighter,
+ * of a life lock's size. Closes fd (-1: NULL). */
+static ftl_life *map_if_ours(int fd)
+{
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	ftl_life *l = NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
+	    st.st_size == (off_t)sizeof(ftl_life))
+		l = map_file(fd);
+	close(fd);
+	return l;
+}
+
 static ftl_err init_locked(ftl_life *l, const char *name, uint64_t generation)
 {
 	pthread_mutexattr_t attr;
@@ -115,15 +130,7 @@ ftl_life *ftl_life_open(const char *name, uint64_t generation)
 {
 	char path[FTL_LIFE_PATH_MAX];
 	ftl_life_path(path, name, generation);
-	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	ftl_life *l = NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0 &&
-	    st.st_size == (off_t)sizeof(ftl_life))
-		l = map_file(fd);
-	close(fd);
+	ftl_life *l = map_if_ours(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
 	if (l && (l->magic != LIFE_MAGIC || l->version != LIFE_VERSION || l->generation != generation ||
 		  strncmp(l->name, name, FTL_NAME_MAX) != 0)) {
 		ftl_life_unmap(l);
@@ -150,15 +157,7 @@ void ftl_life_sweep(void)
 	for (struct dirent *e; (e = readdir(d));) {
 		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0)
 			continue;
-		int fd = openat(dirfd(d), e->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;
-		struct stat st;
-		ftl_life *l = NULL;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-		    st.st_size == (off_t)sizeof(ftl_life))
-			l = map_file(fd);
-		close(fd);
+		ftl_life *l = map_if_ours(openat(dirfd(d), e->d_name, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
 		if (l && (atomic_load(ftl_life_word(l)) & FUTEX_OWNER_DIED))
 			unlinkat(dirfd(d), e->d_name, 0);
 		ftl_life_unmap(l);

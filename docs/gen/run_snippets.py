@@ -106,7 +106,7 @@ def run_page(page, env_base, python):
         found = blocks(page.read_text())
     except ValueError as e:
         raise SystemExit(f"{page}:{e}") from None
-    todo = []
+    runnable = []
     for line, lang, code in found:
         where = f"{page.relative_to(ROOT) if ROOT in page.parents else page}:{line}"
         if not lang:
@@ -118,8 +118,8 @@ def run_page(page, env_base, python):
             if not first[len(NORUN):].strip():
                 raise SystemExit(f"{where}: `{NORUN}` needs a reason after the colon")
             continue
-        todo.append((where, lang, code, first))
-    if not todo:
+        runnable.append((where, lang, code, first))
+    if not runnable:
         return 0, 0.0
     cwd = page_dir()
     run_dir = Path(tempfile.mkdtemp(prefix="ftl-docs-run-"))
@@ -127,7 +127,7 @@ def run_page(page, env_base, python):
     env = dict(env_base, FTL_RUN_DIR=str(run_dir))
     t0, ran = time.monotonic(), 0
     try:
-        for where, lang, code, first in todo:
+        for where, lang, code, first in runnable:
             m = re.match(r"# file: (\S+)$", first)
             if m and lang == "python":
                 (cwd / m.group(1)).write_text(code)
