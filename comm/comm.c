@@ -359,8 +359,10 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 	if (pending > 0)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "shrink: %d asynchronous requests are still running; wait for them first", pending);
-	if (exclude_count < 0 || exclude_count >= comm->world_size || (exclude_count > 0 && exclude == NULL))
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "shrink: %d excluded ranks of %d",
+	if (exclude_count < 1 || exclude_count >= comm->world_size || exclude == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
+				     "shrink: %d excluded ranks of %d (a shrink drops 1 to world size - 1; NCCL refuses "
+				     "an empty list: for the same members build a new communicator)",
 				     exclude_count, comm->world_size);
 	for (int i = 0; i < exclude_count; i++) {
 		if (exclude[i] < 0 || exclude[i] >= comm->world_size)

@@ -60,7 +60,8 @@ static uint64_t offer_of(const struct ftl_comm_rebuild *rb, int *exclude, int *n
 	    rb->new_keys == NULL || rb->old_n != rb->old->world_size)
 		return 0;
 	*n_excluded = ftl_comm_rebuild_plan(rb->old_keys, rb->old_n, rb->new_keys, rb->new_n, exclude);
-	return *n_excluded >= 0 ? rb->old->comm_id : 0;
+	/* The same members (a rebuild after an abort): NCCL cannot shrink by nobody, so a fresh init. */
+	return *n_excluded > 0 ? rb->old->comm_id : 0;
 }
 
 static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int n_excluded, struct ftl_comm **out)

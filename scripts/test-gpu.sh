@@ -21,7 +21,9 @@
 #     FTL_GPU_BENCH=0 skips them.
 # Every timing is a JSON line on stdout, also collected in $FTL_GPU_OUT (default <build>/gpu-results.jsonl).
 # Exit 0 when every part passed (skips allowed), 1 when one failed, 77 without a GPU.
-# Settings: FTL_BUILD_DIR (build-gpu), FTL_GPU_DEBS (.device/debs), FTL_GPU_PREFIX (.device/prefix),
+# Settings: FTL_GPU_PART_TIMEOUT (240 s: a part that runs longer is killed and FAILs), NCCL_DEBUG (WARN
+# for the communicator tests),
+# FTL_BUILD_DIR (build-gpu), FTL_GPU_DEBS (.device/debs), FTL_GPU_PREFIX (.device/prefix),
 # FTL_GPU_FORCE_DEBS=1 (use the .debs even where the system has the libraries), NCCL_ROOT, FTL_CUDA_DEVICE.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,32 +93,43 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 nvidia-smi -L >&2
 out="${FTL_GPU_OUT:-$build/gpu-results.jsonl}"
+is_bench="${FTL_GPU_BENCH:-1}"
+export build
 : >"$out"
 declare -A result
-# run NAME COMMAND...: runs a part; its JSON lines go to stdout and $out; records PASS, FAIL or SKIP (77).
+# NCCL's own warnings name the cause of a failure that ncclGetErrorString only classifies: on for the C
+# tests of the communicator (NCCL writes them, and its version line, to stdout, among their JSON lines).
+nccl_warn=(env NCCL_DEBUG="${NCCL_DEBUG:-WARN}")
+part_limit="${FTL_GPU_PART_TIMEOUT:-240}"
+# run NAME COMMAND...: runs a part (at most $part_limit s, so that one hang cannot cost the rest); its JSON
+# lines go to stdout and $out; records PASS, FAIL or SKIP (77).
 run() {
   local name=$1; shift
   say "---- $name: $*"
-  "$@" >"$build/$name.log" 2>"$build/$name.err"
+  local t0=$SECONDS cmd=("$@")
+  # timeout runs programs, not this script's functions: a function goes along into a bash of its own.
+  declare -F "$1" >/dev/null && cmd=(bash -c "$(declare -f "$1"); \"\$@\"" bash "$@")
+  timeout -k 5 "$part_limit" "${cmd[@]}" >"$build/$name.log" 2>"$build/$name.err"
   local rc=$?
   grep '^{' "$build/$name.log" | tee -a "$out"
   case $rc in
     0) result[$name]=PASS ;;
     77) result[$name]=SKIP; grep -h '^SKIP' "$build/$name.log" >&2 ;;
+    124|137) result[$name]="FAIL (hung: killed after ${part_limit} s)"; tail -20 "$build/$name.err" >&2; tail -5 "$build/$name.log" >&2 ;;
     *) result[$name]="FAIL (exit $rc)"; tail -20 "$build/$name.err" >&2; grep -v '^{' "$build/$name.log" | tail -5 >&2 ;;
   esac
-  say "$name: ${result[$name]}"
+  say "$name: ${result[$name]} ($((SECONDS - t0)) s)"
 }
 
 # ---- 4. the parts ----
-run a_nccl_comm "$build/tests/comm/test_comm_nccl"
+run a_nccl_comm "${nccl_warn[@]}" "$build/tests/comm/test_comm_nccl"
 if [[ ${result[a_nccl_comm]} == SKIP ]]; then
   say "SKIP: nvidia-smi lists a GPU but CUDA/NCCL cannot use it (see above)"
   exit 77
 fi
-run a_rebuild_choice "$build/tests/comm/test_comm_rebuild"
-run a_nccl_async "$build/tests/comm/test_comm_nccl_async"
-run a_nccl_compress "$build/tests/comm/test_comm_nccl_compress"
+run a_rebuild_choice "${nccl_warn[@]}" "$build/tests/comm/test_comm_rebuild"
+run a_nccl_async "${nccl_warn[@]}" "$build/tests/comm/test_comm_nccl_async"
+run a_nccl_compress "${nccl_warn[@]}" "$build/tests/comm/test_comm_nccl_compress"
 
 train_one_gpu() {
   local dir key port
@@ -144,12 +157,12 @@ PY
 }
 run b_cuda_example train_one_gpu
 run c_hot_spare python3 tests/gpu/test_hot_spare.py --train "$build/examples/ftl-train-cuda" --ctl "$build/ctl/ftlctl"
-run d_rebuild_cycles "$build/tests/comm/test_comm_nccl_cycles"
+run d_rebuild_cycles "${nccl_warn[@]}" "$build/tests/comm/test_comm_nccl_cycles"
 run e_torch_cuda env FTL_LIBRARY="$build/lib/libftl.so" PYTHONPATH="$root/python/src" python3 tests/gpu/torch_cuda.py
 run e_torch_cuda_ddp env FTL_LIBRARY="$build/lib/libftl.so" PYTHONPATH="$root/python/src" python3 tests/gpu/torch_cuda.py --ddp
 
-if [[ "${FTL_GPU_BENCH:-1}" != 0 ]]; then
-  run bench_nccl_rebuild "$build/bench/nccl/bench_nccl_rebuild" 10
+if [[ "$is_bench" != 0 ]]; then
+  run bench_nccl_rebuild "${nccl_warn[@]}" "$build/bench/nccl/bench_nccl_rebuild" 10
   run bench_takeover python3 bench/nccl/takeover.py --train "$build/examples/ftl-train-cuda" --ctl "$build/ctl/ftlctl" --state-mb 100 1024
 fi
 

@@ -2,9 +2,8 @@
  * figure the median (with min and max) of REPS repetitions, one JSON line per figure:
  *   init_ms                a fresh ncclCommInitRankConfig, started and awaited (no overlap);
  *   first_allreduce_ms     the first 4-byte allreduce on it (NCCL connects lazily);
- *   shrink_ms              ncclCommShrink of an aborted communicator (NCCL_SHRINK_ABORT, nobody excluded:
- *                          one rank has nobody to drop), awaited; "unsupported" where NCCL lacks it;
- *   first_allreduce_after_shrink_ms
+ *   (no shrink figures: one rank has nobody to drop, and NCCL refuses a shrink by nobody; a shrink
+ *   needs two GPUs, where the rebuild of a view that lost a rank takes that path)
  *   abort_call_ms          ftl_comm_abort + ftl_comm_destroy on the caller's thread (the critical path);
  *   teardown_ms            until the detached ncclCommAbort/cudaFree finished (off the critical path);
  *   rebuild_<path>_ms      ftl_comm_rebuild after an abort, vote included, plus the first allreduce: the
@@ -22,10 +21,9 @@
 
 enum { MAX_REPS = 1000 };
 
-enum figure { INIT, FIRST, SHRINK, FIRST_SHRUNK, ABORT_CALL, TEARDOWN, REBUILD_INIT, REBUILD_SHRINK, FIGURES };
+enum figure { INIT, FIRST, ABORT_CALL, TEARDOWN, REBUILD_INIT, REBUILD_SHRINK, FIGURES };
 static const char *const figure_names[FIGURES] = {
-	"init_ms", "first_allreduce_ms", "shrink_ms", "first_allreduce_after_shrink_ms", "abort_call_ms",
-	"teardown_ms", "rebuild_init_ms", "rebuild_shrink_ms",
+	"init_ms", "first_allreduce_ms", "abort_call_ms", "teardown_ms", "rebuild_init_ms", "rebuild_shrink_ms",
 };
 
 static double samples[FIGURES][MAX_REPS];
@@ -123,19 +121,10 @@ int main(int argc, char **argv)
 	host = nccl_one_rank_host();
 	if (cudaMalloc((void **)&dev, sizeof(float)) != cudaSuccess)
 		fail("cudaMalloc", NULL);
-	bool can_shrink = ftl_comm_nccl_can_shrink();
 	for (int r = 0; r < reps; r++) {
-		ftl_comm *comm = fresh(), *small = NULL;
+		ftl_comm *comm = fresh();
 		allreduce(comm, FIRST);
-		if (can_shrink) {
-			ftl_comm_abort(comm); /* as after a death: the parent is aborted, then shrunk */
-			int64_t t0 = nccl_one_rank_now_ns();
-			if (ftl_comm_shrink(comm, NULL, 0, &small) != FTL_OK)
-				fail("shrink", comm);
-			record(SHRINK, nccl_one_rank_ms_since(t0));
-			allreduce(small, FIRST_SHRUNK);
-		}
-		abort_and_destroy(comm, small);
+		abort_and_destroy(comm, NULL);
 		rebuild(false);
 		rebuild(true);
 	}

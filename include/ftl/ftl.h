@@ -206,8 +206,8 @@ FTL_API ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, vo
 FTL_API ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req);
 FTL_API ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done);
 
-/* A smaller communicator without the ranks in exclude (ranks renumbered in order), built from this one
- * without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
+/* A smaller communicator without the ranks in exclude (1 to world size - 1 of them, renumbered in order),
+ * built from this one without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
  * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
 FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
 

@@ -52,7 +52,9 @@ class Worker(Agent):
             chunk = f.read()
         end = chunk.rfind(b"\n") + 1  # a line still being written is read next time
         for line in chunk[:end].splitlines():
-            if line.strip():
+            # A record is a JSON object; a library may print its own lines to stdout too (NCCL prints
+            # "NCCL version ..." there once NCCL_DEBUG is set), and they are not the worker's records.
+            if line.lstrip().startswith(b"{"):
                 rec = json.loads(line)
                 rec.setdefault("worker", self.name)
                 self._records.append(rec)

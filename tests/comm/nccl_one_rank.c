@@ -10,6 +10,7 @@ int nccl_one_rank_failures;
 
 void nccl_one_rank_require_gpu(const char *program)
 {
+	setvbuf(stdout, NULL, _IOLBF, 0); /* lines reach a log file at once, also from a run that hangs */
 	if (!ftl_comm_nccl_probe()) {
 		printf("SKIP: %s needs a GPU: %s\n", program, ftl_diag_message());
 		exit(NCCL_ONE_RANK_SKIP);

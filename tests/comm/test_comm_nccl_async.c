@@ -60,9 +60,10 @@ static void check_order(void)
 			CHECK(ftl_comm_barrier(comm) == FTL_OK);
 	}
 	int done = 0;
-	while (!done && nccl_one_rank_failures == 0)
+	int64_t t0 = ftl_comm_now_ms();
+	while (!done && nccl_one_rank_failures == 0 && ftl_comm_now_ms() - t0 < 20000)
 		CHECK(ftl_comm_test(comm, &req[CHAIN - 1], &done) == FTL_OK);
-	CHECK(req[CHAIN - 1] == NULL);
+	CHECK(done == 1 && req[CHAIN - 1] == NULL);
 	for (int k = 0; k < CHAIN - 1; k++) { /* in order: the earlier ones completed with the last */
 		done = 0;
 		CHECK(ftl_comm_test(comm, &req[k], &done) == FTL_OK);
@@ -82,13 +83,14 @@ static void check_order(void)
 		cudaFree(buf[k]);
 }
 
-/* A host function that holds the stream until the gate opens. */
+/* A host function that holds the stream until the gate opens (or 30 s pass, so that a test gone wrong
+ * ends rather than hangs: nothing can abort a host function). */
 static atomic_int gate_open;
 
 static void CUDART_CB hold_stream(void *arg)
 {
 	(void)arg;
-	while (!atomic_load(&gate_open)) {
+	for (int ms = 0; !atomic_load(&gate_open) && ms < 30000; ms++) {
 		struct timespec ts = {0, 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -115,6 +117,11 @@ static void check_fail_together(bool is_abort)
 	ftl_comm *comm = make_comm(stream, is_abort ? 20000 : TIMEOUT_MS);
 	float *buf;
 	CHECK(cudaMalloc((void **)&buf, N * sizeof(float)) == cudaSuccess);
+	/* Nothing else may wait on the whole device while the stream is held: NCCL's init and the teardown of
+	 * an earlier communicator do (a cudaFree does), and a held stream would block them, and NCCL calls
+	 * here behind them, until it moves. So the communicator is made ready and old teardowns finish first. */
+	CHECK(ftl_comm_barrier(comm) == FTL_OK);
+	CHECK(nccl_one_rank_drain_teardowns(30000) >= 0);
 	atomic_store(&gate_open, 0);
 	CHECK(cudaLaunchHostFunc(stream, hold_stream, NULL) == cudaSuccess);
 	ftl_comm_request *req[OUTSTANDING];
