@@ -8,6 +8,7 @@ packages=(
   iproute2 procps python3 python3-venv
   libopenmpi-dev openmpi-bin
   prometheus tmux
+  graphviz
 )
 missing=()
 for p in "${packages[@]}"; do
