@@ -56,15 +56,28 @@ def program(args):
 
 def one_kill(args, n, sig=signal.SIGKILL):
     # FTL_EXPECTED_WORKERS: one view of n from the start (the PyTorch example takes seconds to import torch).
+    # --spares K: K more workers wait above FTL_MAX_WORKERS=n as hot spares; they are started after the job
+    # trains, so they are its youngest members, and the spare taken in counts as a survivor.
+    spares = getattr(args, "spares", 0)
     job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
-                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info")
+                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info",
+                      **({"FTL_MAX_WORKERS": n} if spares else {}))
     try:
         for i in range(n):
             job.add(f"w{i}")
         job.wait_step(30, 60)
+        ranked = list(job.workers())
+        for i in range(spares):
+            job.add(f"spare{i}")
+        if spares:  # every spare's agent answers and the job trains on: they wait, imported and gossiping
+            job.wait("the spares are members", lambda: all(job.status(w) is not None for w in job.workers()),
+                     TrainingJob.start_timeout)
+            time.sleep(1.0)  # past FTL_SETTLE_MS (500): a spare that just joined would follow a view later
+            job.wait_step(job.progress() + 10, 60)
         epoch0 = max(r["epoch"] for r in job.records() if "epoch" in r)
-        victims = random.sample(list(job.workers()), args.burst)
-        survivors = [w for w in job.workers() if w not in victims]
+        victims = random.sample(ranked, args.burst)
+        # The oldest spare takes the (first) dead member's place (rendezvous/rdv_candidate.h).
+        survivors = [w for w in ranked if w not in victims] + [w for w in job.workers() if w not in ranked][:args.burst]
         t_kill = time.time()
         for victim in victims:  # --burst: all of them at once
             job.kill(victim.name, sig)
@@ -141,6 +154,9 @@ def main():
     p.add_argument("--only", choices=["kill", "stop", "join"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     p.add_argument("--burst", type=int, default=1, help="workers killed at once in the kill figure")
+    p.add_argument("--spares", type=int, default=0,
+                   help="hot spares beside the N workers in the kill figure (FTL_MAX_WORKERS=N); the promoted "
+                        "spare's first step is in first_step_s and total_s")
     args = p.parse_args()
     if not args.train and not args.torch:
         p.error("give --train (the C example) or --torch (an interpreter for the PyTorch example)")
@@ -151,7 +167,8 @@ def main():
     if args.only in (None, "kill"):
         for n in (int(x) for x in args.nodes.split(",")):
             report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train",
-                   program=kind, **({"burst": args.burst} if args.burst > 1 else {}))
+                   program=kind, **({"burst": args.burst} if args.burst > 1 else {}),
+                   **({"spares": args.spares} if args.spares else {}))
     if args.only in (None, "stop"):
         for n in (int(x) for x in args.nodes.split(",")):
             report("sigstop_to_first_step", [one_kill(args, n, signal.SIGSTOP) for _ in range(args.runs)],

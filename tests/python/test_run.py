@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.abspath(__file__)
@@ -508,3 +509,43 @@ def key_digest(data):
 
 if __name__ == "__main__":
     probe(*sys.argv[1:])
+
+
+def test_spares_get_the_job_size_as_maximum_and_no_rank_of_the_first_view():
+    workers = settings_of_workers(run_ftlrun("--nproc", 2, "--spares", 1, "--name-prefix", "s", HERE, "env"))
+    assert sorted(workers) == ["s-0", "s-1", "s-2"]
+    assert {w["FTL_MAX_WORKERS"] for w in workers.values()} == {"2"}
+    assert {w["FTL_EXPECTED_WORKERS"] for w in workers.values()} == {"2"}
+    assert [workers[f"s-{i}"]["RANK"] for i in range(3)] == ["0", "1", "-1"]
+    assert {w["LOCAL_WORLD_SIZE"] for w in workers.values()} == {"3"}
+
+
+@needs_train_example
+def test_a_spare_takes_a_killed_workers_place_and_the_job_finishes():
+    """--spares 1: the spare starts after the others answer, trains no step while they are whole, and after a
+    kill -9 of a ranked worker the next view takes it in; it finishes the job with the survivors' digest. (Three
+    ranked workers: one death of two would leave no quorum, and the job would wait; docs/concepts/quorum.md.)"""
+    launcher = start_ftlrun("--nproc", 3, "--spares", 1, "--name-prefix", "sp", "--no-python", TRAIN_EXAMPLE,
+                            env=training_env(400))
+    err_lines = []
+    reader = threading.Thread(target=lambda: err_lines.extend(launcher.stderr), daemon=True)
+    reader.start()
+    try:
+        wait_for("the spare starts", lambda: any("worker sp-3 pid" in line for line in err_lines), 60)
+        time.sleep(1.0)
+        (pid,) = [int(line.split()[-1]) for line in err_lines if "worker sp-0 pid" in line]
+        killed_at = time.time()
+        os.kill(pid, signal.SIGKILL)
+        out = launcher.stdout.read()
+        launcher.wait(timeout=120)
+    finally:
+        launcher.kill()
+    reader.join(5)
+    assert launcher.returncode == 1, "".join(err_lines)
+    workers = {name: [json.loads(t) for t in texts] for name, texts in by_worker(out).items()}
+    spare_steps = [r for r in workers["sp-3"] if not r.get("final")]
+    assert spare_steps, "the spare never trained"
+    assert min(r["t"] for r in spare_steps) > killed_at, "the spare trained while the job had no room for it"
+    assert {r["world"] for r in spare_steps} == {3}
+    finals = {name: next(r for r in records if r.get("final")) for name, records in workers.items() if name != "sp-0"}
+    assert {f["steps"] for f in finals.values()} == {400} and len({f["digest"] for f in finals.values()}) == 1, finals

@@ -29,22 +29,29 @@ class Shape:
     """The job as torchrun's flags describe it: nproc workers here, on node node_rank of min_nodes..max_nodes
     (max_nodes None when --nnodes was not given: ftl's own FTL_* settings, or their defaults, rule)."""
 
-    def __init__(self, nproc, min_nodes, max_nodes, node_rank):
+    def __init__(self, nproc, min_nodes, max_nodes, node_rank, spares=0):
         self.nproc, self.min_nodes, self.max_nodes, self.node_rank = nproc, min_nodes, max_nodes, node_rank
+        self.spares = spares
 
     def worker_counts(self):
-        """FTL_MIN_WORKERS, FTL_MAX_WORKERS, FTL_EXPECTED_WORKERS from --nnodes; none without it."""
+        """FTL_MIN_WORKERS, FTL_MAX_WORKERS, FTL_EXPECTED_WORKERS from --nnodes; none without it, except that
+        --spares needs a maximum (the view's size, --nproc here) for the spares to wait above."""
         if self.max_nodes is None:
-            return {}
+            if not self.spares:
+                return {}
+            return {"FTL_MAX_WORKERS": str(self.nproc), "FTL_EXPECTED_WORKERS": str(self.nproc)}
         counts = {"FTL_MIN_WORKERS": self.min_nodes * self.nproc, "FTL_MAX_WORKERS": self.max_nodes * self.nproc}
         if self.min_nodes == self.max_nodes:
             counts["FTL_EXPECTED_WORKERS"] = counts["FTL_MIN_WORKERS"]
         return {k: str(v) for k, v in counts.items()}
 
     def torch_env(self, local_rank, master_addr, master_port):
-        """Local worker local_rank's variables in the intended first view (the module's comment says why)."""
-        return {"RANK": str(self.node_rank * self.nproc + local_rank), "WORLD_SIZE": str(self.min_nodes * self.nproc),
-                "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(self.nproc),
+        """Local worker local_rank's variables in the intended first view (the module's comment says why). A
+        spare (local_rank >= nproc) has no rank in it: RANK -1, until a view takes it in (agent.rank)."""
+        is_spare = local_rank >= self.nproc
+        return {"RANK": "-1" if is_spare else str(self.node_rank * self.nproc + local_rank),
+                "WORLD_SIZE": str(self.min_nodes * self.nproc),
+                "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(self.nproc + self.spares),
                 "MASTER_ADDR": master_addr, "MASTER_PORT": str(master_port)}
 
 
@@ -61,7 +68,10 @@ def job_shape(args):
         raise Refusal(f"--node-rank {args.node_rank}: the first view has {first_view} node(s) (--nnodes), so node "
                       f"ranks are 0..{first_view - 1}; a node that joins later leaves it out and reads its rank "
                       f"from agent.rank")
-    return Shape(nproc, first_view, max_nodes, args.node_rank)
+    if not 0 <= args.spares <= MAX_WORKERS - most:
+        raise Refusal(f"--spares {args.spares}: give 0 to {MAX_WORKERS - most} (workers beyond the job's "
+                      f"{most} that wait as hot spares)")
+    return Shape(nproc, first_view, max_nodes, args.node_rank, args.spares)
 
 
 def worker_count(text):

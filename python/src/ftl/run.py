@@ -50,6 +50,11 @@ Elasticity: workers that die are dropped from the job; more workers join at any 
 launcher with --seeds pointing at a running worker, the job's key (--key-file; for a fresh key the
 launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for
 FTL_MIN_WORKERS workers before its first step (1 by default: set it to N to start training with all N).
+--spares K starts K more workers that wait as hot spares: FTL_MAX_WORKERS (and FTL_EXPECTED_WORKERS) become
+the job's size, --nproc (or --nnodes MAX times --nproc), and the spares start once the others' agents
+answer, so that they are the youngest members, the ones a view has no room for. A spare has imported its
+program and joined the gossip already, so when a worker dies or leaves the next view takes it in at once
+(rank 0 sends it the job's state), with no process start on the way; its RANK is -1 until then.
 
 Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
 signal); 2 when the launcher refuses its arguments (one sentence saying why), before any worker starts.
@@ -190,13 +195,14 @@ class Plan:
             if remote:
                 raise Refusal(f"--seeds {remote[0]} is on another machine, which workers on {reachable} cannot "
                               f"reach: give --host <this machine's IP>")
-        check_name_prefix(args.name_prefix, self.shape.nproc)
+        total = self.shape.nproc + self.shape.spares
+        check_name_prefix(args.name_prefix, total)
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
         self.master = master_address(args, user_seeds, reachable)
-        ports = pick_ports(str(host), self.shape.nproc, args.base_port, avoid=self.master[1])
+        ports = pick_ports(str(host), total, args.base_port, avoid=self.master[1])
         self.addrs = [join_host_port(reachable, p) for p in ports]
         counts = self.shape.worker_counts()
-        self.omp = omp_threads(env, self.shape.nproc)
+        self.omp = omp_threads(env, total)
         shared = dict(env)
         shared.update(key, **counts, **self.omp)
         shared["FTL_SEEDS"] = seed_list(user_seeds, self.addrs)
@@ -204,7 +210,7 @@ class Plan:
         if not args.no_python:
             shared.setdefault("PYTHONUNBUFFERED", "1")
         self.replaced = [k for k in (*OWNED, *TORCH_NAMES, *counts) if k in env]
-        self.names = [f"{args.name_prefix}-{i}" for i in range(self.shape.nproc)]
+        self.names = [f"{args.name_prefix}-{i}" for i in range(total)]
         self.envs = [self.worker_env(shared, i, host, advertise, port) for i, port in enumerate(ports)]
         self.run_dir = shared["FTL_RUN_DIR"]
 
@@ -309,10 +315,13 @@ def say(text):
 
 
 class Job:
-    """The workers as one job: forwards stop signals to each, reports each exit, waits for all."""
+    """The workers as one job: forwards stop signals to each, reports each exit, waits for all. The last
+    `spares` workers start once every other one's agent answers (its control socket in run_dir), so that they
+    are the job's youngest members, the ones a view has no room for."""
 
-    def __init__(self, workers, stop_timeout):
+    def __init__(self, workers, stop_timeout, spares=0, run_dir=None):
         self.workers, self.stop_timeout = workers, stop_timeout
+        self.spares, self.run_dir = spares, run_dir
         self.stop_requested_at = None
         self.is_escalated = False
 
@@ -324,7 +333,10 @@ class Job:
             w.signal(sig)
 
     def start(self):
-        for w in self.workers:
+        first = len(self.workers) - self.spares
+        for i, w in enumerate(self.workers):
+            if i == first and i > 0:
+                self.wait_until_answering(self.workers[:first])
             if self.stop_requested_at is not None:
                 break  # a stop arrived while starting: start no more
             try:
@@ -337,6 +349,17 @@ class Job:
         for w in self.workers:
             if w.proc:
                 w.follow_output()
+
+    def wait_until_answering(self, workers, timeout=120.0):
+        """Until each worker's agent has its control socket (or the worker exited, or timeout s passed)."""
+        deadline = time.monotonic() + timeout
+        waiting = list(workers)
+        while waiting and time.monotonic() < deadline and self.stop_requested_at is None:
+            waiting = [w for w in waiting if w.is_running()
+                       and not os.path.exists(os.path.join(self.run_dir, f"{w.name}.sock"))]
+            time.sleep(0.05)
+        if waiting:
+            say(f"starting the spares though {', '.join(w.name for w in waiting)} did not answer in {timeout:g} s")
 
     def wait(self):
         """Waits until every started worker has exited; returns the ones that did not exit 0."""
@@ -383,6 +406,10 @@ def parse_args(argv):
                         "FTL_MIN_WORKERS (MIN, or N), FTL_MAX_WORKERS (MAX, or N; more workers wait as hot spares) "
                         "and, for N, FTL_EXPECTED_WORKERS (the first view waits for all N machines' workers); "
                         "unset: the FTL_* settings of the environment rule")
+    p.add_argument("--spares", type=int, default=0, metavar="K",
+                   help="K more workers here that wait as hot spares: FTL_MAX_WORKERS is the job's size (--nnodes MAX "
+                        "times --nproc, or --nproc), and the spares start once the others' agents answer, so a "
+                        "view takes them in when a worker dies or leaves; a spare's RANK is -1")
     p.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0, metavar="R",
                    help="this machine's index in the first view, below N or MIN: only for RANK (0)")
     p.add_argument("--master-addr", "--master_addr", dest="master_addr", metavar="HOST",
@@ -444,7 +471,10 @@ def run(args, plan):
     if plan.omp:
         say(f"OMP_NUM_THREADS=1 for each of the {len(workers)} workers on this machine, as torchrun sets it, so "
             f"their threads do not overload it; set OMP_NUM_THREADS to tune it")
-    job = Job(workers, args.stop_timeout)
+    if plan.shape.spares:
+        say(f"the last {plan.shape.spares} of them wait as hot spares (FTL_MAX_WORKERS="
+            f"{plan.envs[0].get('FTL_MAX_WORKERS')}); they start once the others answer")
+    job = Job(workers, args.stop_timeout, plan.shape.spares, plan.run_dir)
     previous = {sig: signal.signal(sig, job.forward) for sig in STOP_SIGNALS}
     try:
         job.start()
