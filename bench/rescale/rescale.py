@@ -50,7 +50,8 @@ def first_after(events, t0, pred=lambda m: True):
 def program(args):
     """The training program: the C example, or the PyTorch one under --torch's interpreter."""
     if args.torch:
-        return [args.torch, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")]
+        return [args.torch, getattr(args, "torch_script", None)
+                or os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")]
     return args.train
 
 
@@ -148,6 +149,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--train")
     p.add_argument("--torch", metavar="PYTHON", help="run examples/torch_digits.py with this interpreter")
+    p.add_argument("--torch-script", metavar="PATH", help="another ftl PyTorch program for --torch "
+                   "(examples/torch_resnet_digits.py, say)")
     p.add_argument("--ctl", required=True)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--step-ms", type=int, default=20)
