@@ -1,4 +1,4 @@
-/* comm: the seam between the public collective calls (include/ftl/ftl.h) and the backends.
+/* comm: the seam between the public collective calls (include/ftl/comm.h) and the backends.
  *
  * comm.c checks arguments, keeps the sticky error state and dispatches through ftl_comm_backend_ops;
  * a backend (comm_tcp*.c, comm_nccl.c) embeds struct ftl_comm as its first member and only moves bytes.
@@ -18,7 +18,7 @@
 #include <stdbool.h>
 
 #include "base/diag.h"
-#include "ftl/ftl.h"
+#include "ftl/comm.h"
 
 #define FTL_COMM_ERR_MAX 320 /* bytes of a diagnostic, NUL included */
 

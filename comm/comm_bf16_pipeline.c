@@ -16,7 +16,7 @@
  * ones overlap less and fall out of the 2 MiB L2.
  *
  * What stays the same: every element is rounded, reduced and widened as in one pass (avg still sums in
- * bf16 and divides once in f32), so the bound in ftl.h holds element by element. The bits are the same
+ * bf16 and divides once in f32), so the bound in ftl/comm.h holds element by element. The bits are the same
  * wherever the chunk's allreduce adds an element's operands in the same order as the whole buffer's: always
  * at 2 ranks, and at any world size between the algorithms that add in rank order (doubling, halving,
  * shared memory). The ring at 3 ranks or more starts an element's sum at the rank that owns its segment,

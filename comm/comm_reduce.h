@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ftl/ftl.h"
+#include "ftl/comm.h"
 
 /* The inline bf16 conversions below are device functions too where nvcc compiles this header
  * (comm_nccl_compress.cu), so the GPU rounds exactly as the host does. */

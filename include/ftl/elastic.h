@@ -16,30 +16,15 @@
 
 #include "ftl/export.h"
 
+#include "ftl/comm.h"
 #include "ftl/execute.h"
-#include "ftl/ftl.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The exact sum of float rows over the world, in an order that cannot matter: rank r holds n_rows rows of
- * count floats (its micro-shards' gradients), the world total_rows in all (the same on every rank; it
- * bounds the sum); out (count floats, every rank) gets the sum of every row of every rank.
- *
- * How: the elements are taken in blocks of 64; an allreduce-max agrees on each block's largest magnitude
- * M; each row's block is scaled by the power of two 2^s that keeps total_rows * M * 2^s within 2^30,
- * rounded to int32 (nearest, ties to even), and the integers are added, locally and by an i32 allreduce.
- * Integer addition is associative and cannot overflow under that bound, so the sum is the same whatever
- * the world size, the ring or the grouping of rows on ranks; each element keeps 30 - log2(total_rows) bits
- * below its block's M (27 for 8 rows; float keeps 24 below the element). A NaN or an infinity in any row
- * is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl: FTL_ERR_UNSUPPORTED). scratch:
- * ftl_comm_allreduce_exact_scratch(count) bytes of the caller's, 4-byte aligned. Costs a max allreduce of
- * count/64 floats and a sum allreduce of as many bytes as the f32 one, plus the conversions. */
-FTL_API ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
-					 uint64_t total_rows, float *out, void *scratch);
-FTL_API size_t ftl_comm_allreduce_exact_scratch(size_t count);
-/* The same on the current view's communicator, inside a step (the scratch is the agent's). */
+/* ftl_comm_allreduce_exact (ftl/comm.h), the exact sum of float rows over the world, on the current view's
+ * communicator inside a step (the scratch is the agent's). */
 FTL_API ftl_err ftl_allreduce_exact(ftl_agent *a, const float *rows, size_t n_rows, size_t count,
 				    uint64_t total_rows, float *out);
 

@@ -1,6 +1,23 @@
-/* ftl_err, the code every fallible call of the library returns, and the calling thread's last error. The
- * convention (what returns what, where the message goes, the exceptions) is written at the top of ftl.h.
- * A header of its own so that agent.h and settings.h can return ftl_err without the whole API. */
+/* ftl_err, the code every fallible call of the library returns, and the calling thread's last error; a
+ * header of its own so that every other header can return ftl_err without the rest of the API.
+ *
+ * Errors, one convention across the library (and its internals):
+ * - A fallible call returns ftl_err (FTL_OK is 0, so `if (err)` reads as failure) or, when it makes
+ *   something, a pointer that is NULL on failure. Pure predicates and counters return int or bool and say
+ *   so where they are declared.
+ * - The reason goes to the calling thread's diagnostics area: ftl_error_code() and ftl_error_message() read
+ *   it, e.g. "FTL_SEEDS=x: expected host:port[,host:port...]". It names the setting, the peer or the file
+ *   and the fix. A later failure on the same thread replaces it; a success leaves it alone, so read it
+ *   right after the call that failed. Internally, `return ftl_diag_set(FTL_ERR_INVALID, "...")` (base/diag.h)
+ *   records the reason and returns the code in one statement.
+ * - Exceptions, for errors that are sticky and seen from other threads: a broken communicator keeps its
+ *   reason (ftl_comm_error), since the abort that broke it may come from another thread and every later
+ *   call repeats it; the agent keeps the reason of the last failed ftl_execute or collective
+ *   (ftl_last_error), since the view change that caused it is seen on the agent's own thread. ftl_execute
+ *   and the agent's collectives (ftl_allreduce, ...) also leave it in the calling thread's diagnostics
+ *   area; the ftl_comm_* collectives keep it in ftl_comm_error only.
+ * - Pure decoders (wire formats, checkpoint headers) return -1 and leave a static reason in the diag; the
+ *   caller that counts drops or names the file decides what to say. */
 #ifndef FTL_ERROR_H
 #define FTL_ERROR_H
 

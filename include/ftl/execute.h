@@ -42,7 +42,7 @@
 #include "ftl/export.h"
 
 #include "ftl/agent.h"
-#include "ftl/ftl.h"
+#include "ftl/comm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -163,7 +163,7 @@ FTL_API ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_u
 
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned, kept by the agent: the exception to
- * the diagnostics area (see ftl.h), since a view change seen on the agent's thread causes it. The calling
+ * the diagnostics area (see ftl/error.h), since a view change seen on the agent's thread causes it. The calling
  * thread's ftl_error_message() holds it too. */
 FTL_API const char *ftl_last_error(ftl_agent *a);
 
@@ -253,10 +253,5 @@ FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
 #ifdef __cplusplus
 }
 #endif
-
-/* The fixed global batch's exact sum and the learning-rate policy build on the declarations above, and so
- * do the gradient allreduces (compressed as FTL_COMM_COMPRESS says). */
-#include "ftl/elastic.h"
-#include "ftl/gradient.h"
 
 #endif

@@ -14,7 +14,7 @@
  *
  * Error bound of a compressed sum or average, per element, against the exact f32 one of the same inputs:
  * (world_size + 1) * 2^-8 * sum over ranks of |input| (bf16's unit roundoff once for the input and once
- * per partial sum; ftl_comm_allreduce_bf16, ftl/ftl.h). With error feedback the input rounding of step t
+ * per partial sum; ftl_comm_allreduce_bf16, ftl/comm.h). With error feedback the input rounding of step t
  * is carried into step t+1 instead of lost, so over T steps the sum of what went on the wire differs from
  * the sum of the gradients by one residual, not T of them. */
 #ifndef FTL_GRADIENT_H
@@ -24,8 +24,8 @@
 
 #include "ftl/export.h"
 
+#include "ftl/comm.h"
 #include "ftl/execute.h"
-#include "ftl/ftl.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libftl as a user gets it: `cmake --install` into a fresh prefix, then
 #  - libftl.so exports the public API (include/ftl, marked FTL_API) and nothing else;
+#  - each public header compiles on its own, in C and C++;
 #  - a C++ program compiles against the installed headers and links the shared library;
 #  - a C program builds through pkg-config, shared and --static;
 #  - a CMake project finds it with find_package(ftl) (ftl::ftl and ftl::ftl_static).
@@ -25,6 +26,16 @@ fi
 echo "ok: libftl.so exports exactly the $(echo "$declared" | wc -l) FTL_API symbols"
 soname=$(objdump -p "$lib/libftl.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libftl.so.0" ] || { echo "FAIL: SONAME is '$soname'"; exit 1; }
+
+# Each installed header stands alone (one object each; ftl.h only includes them), in C and in C++.
+for h in "$prefix"/include/ftl/*.h; do
+	name=ftl/$(basename "$h")
+	echo "#include \"$name\"" | cc -std=c11 -Wall -Wextra -Werror -I"$prefix/include" -fsyntax-only -x c - \
+		|| { echo "FAIL: $name does not compile alone (C)"; exit 1; }
+	echo "#include \"$name\"" | g++ -std=c++17 -Wall -Wextra -Werror -I"$prefix/include" -fsyntax-only -x c++ - \
+		|| { echo "FAIL: $name does not compile alone (C++)"; exit 1; }
+done
+echo "ok: each of the $(ls "$prefix"/include/ftl/*.h | wc -l) headers compiles alone, in C and C++"
 
 out=$(mktemp -d -p "$prefix")
 export LD_LIBRARY_PATH="$lib" PKG_CONFIG_PATH="$lib/pkgconfig"

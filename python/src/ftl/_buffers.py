@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import Error, INVALID
 
-# ftl_dtype values (include/ftl/ftl.h).
+# ftl_dtype values (include/ftl/comm.h).
 F32, F64, F16, BF16, I32, I64 = range(6)
 _NUMPY = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.float16): F16,
           np.dtype(np.int32): I32, np.dtype(np.int64): I64}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-# ftl_err values (include/ftl/ftl.h).
+# ftl_err values (include/ftl/error.h).
 OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED, REFUSED = range(9)
 CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "system error", "backend error",
               "not supported", "refused by the job")

@@ -1,0 +1,240 @@
+/* ftl/comm.h: the collectives (the comm layer): element types, reduction operations and the communicator
+ * calls. They stay usable on their own, without an agent, for tests and benchmarks; the agent builds one
+ * communicator per view (agent.h, execute.h). Every public header is C with extern "C" guards, usable from
+ * C++; ftl/ftl.h includes them all.
+ *
+ * A communicator is a fixed, ordered group of ranks 0..world_size-1. Every rank calls the same collectives
+ * in the same order with the same counts. Every call has a deadline (ftl_comm_set_timeout) and returns an
+ * ftl_err; it never hangs. After FTL_ERR_PEER_LOST, FTL_ERR_ABORTED or FTL_ERR_TIMEOUT the communicator is
+ * broken for good: every later call returns the same error at once, and the caller builds a new one over
+ * the ranks that are left (the agent does this when the view changes). ftl_comm_error() says what happened,
+ * e.g. "ftl: peer rank 2 (127.0.0.1:40123) lost during allreduce: connection reset by peer".
+ *
+ * Threads: one thread at a time calls a communicator; ftl_comm_abort() may be called from any thread (or a
+ * signal handler) and wakes that call within milliseconds. Destroy only when no call is running. */
+
+#ifndef FTL_COMM_H
+#define FTL_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl/error.h"
+#include "ftl/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
+ * even on the tcp backend. */
+typedef enum ftl_dtype {
+	FTL_F32,
+	FTL_F64,
+	FTL_F16,
+	FTL_BF16,
+	FTL_I32,
+	FTL_I64,
+	FTL_DTYPE_MAX
+} ftl_dtype;
+
+extern FTL_API const char *const ftl_dtype_strs[FTL_DTYPE_MAX];
+
+/* Bytes per element, or 0 for a value out of range. */
+FTL_API size_t ftl_dtype_size(ftl_dtype dtype);
+
+/* Reductions. FTL_AVG is the sum divided by the world size (integer division for i32/i64). */
+typedef enum ftl_reduce_op {
+	FTL_SUM,
+	FTL_AVG,
+	FTL_MIN,
+	FTL_MAX,
+	FTL_REDUCE_OP_MAX
+} ftl_reduce_op;
+
+extern FTL_API const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX];
+
+/* Collective backends. */
+typedef enum ftl_comm_backend {
+	FTL_COMM_TCP,  /* host memory over TCP; always built */
+	FTL_COMM_NCCL, /* device memory over NCCL; built when CMake finds CUDA and NCCL */
+	FTL_COMM_BACKEND_MAX
+} ftl_comm_backend;
+
+extern FTL_API const char *const ftl_comm_backend_strs[FTL_COMM_BACKEND_MAX];
+
+/* 1 when the backend was built into this library (and, for nccl, the library loaded), else 0. */
+FTL_API int ftl_comm_backend_is_available(ftl_comm_backend backend);
+
+typedef struct ftl_comm ftl_comm;
+
+/* "peer X connection reset": called on the thread that runs the call (the caller's, or the progress thread
+ * for asynchronous requests), at the moment the comm sees a neighbour's connection break (reset, close,
+ * TCP user timeout). Meant as a hint for membership, which probes the peer at once. Must not block and must not call back into the communicator. */
+typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
+
+/* tcp: asked on the creating thread while ftl_comm_create connects (at least every 20 ms); non-zero ends
+ * the create with FTL_ERR_ABORTED. An elastic caller whose view was superseded stops building it at once
+ * instead of holding its peers, who refuse its stale comm id, until the connect deadline. */
+typedef int (*ftl_comm_is_cancelled_cb)(void *arg);
+
+/* tcp: whether ranks on one host talk through a shared-memory segment. auto: when every rank of the
+ * communicator is on this host (same boot id and network namespace) and none said off; else tcp. */
+typedef enum ftl_comm_shm_mode {
+	FTL_COMM_SHM_AUTO,
+	FTL_COMM_SHM_OFF,
+	FTL_COMM_SHM_MODE_MAX
+} ftl_comm_shm_mode;
+
+#define FTL_COMM_SHM_SLOT_MIN 4096u
+#define FTL_COMM_SHM_SLOT_MAX (256u << 20)
+
+/* How to build a communicator. Start from ftl_comm_config_init() and set what you need. */
+struct ftl_comm_config {
+	ftl_comm_backend backend;
+	int rank;                /* 0..world_size-1 */
+	int world_size;          /* 1..FTL_COMM_WORLD_MAX */
+	const void *bootstrap;   /* tcp: ftl_comm_tcp_bootstrap() text; nccl: ftl_comm_nccl_unique_id() bytes */
+	size_t bootstrap_len;
+	uint64_t comm_id;        /* tcp: every rank passes the same value (the view epoch); a peer that is
+	                          * building another comm id refuses us, and we dial it again until the
+	                          * connect deadline (it is mid view change) */
+	int listen_fd;           /* tcp: a listening socket bound to this rank's address, kept by the caller;
+	                          * -1: bind the address from the bootstrap for the time of the handshake */
+	int timeout_ms;          /* deadline of each collective; default 60000 */
+	int connect_timeout_ms;  /* deadline of ftl_comm_create(); default 30000 */
+	int tcp_user_timeout_ms; /* tcp: TCP_USER_TIMEOUT, unacknowledged data for this long = peer lost;
+	                          * default 10000 */
+	int cuda_device;         /* nccl: the device this rank uses */
+	void *cuda_stream;       /* nccl: a cudaStream_t to order the collectives on, or NULL for an own one */
+	ftl_comm_peer_reset_cb peer_reset_cb; /* optional */
+	void *peer_reset_arg;
+	ftl_comm_is_cancelled_cb is_cancelled; /* optional (tcp, its shared-memory setup included) */
+	void *cancel_arg;
+	ftl_comm_shm_mode shm;   /* tcp: shared memory between ranks on one host (FTL_COMM_SHM); default auto */
+	size_t shm_slot_bytes;   /* tcp over shared memory: bytes per rank and round (FTL_COMM_SHM_SLOT_KB);
+	                          * the segment holds 2 * (world_size + 1) slots; 0: 1 MiB */
+};
+
+#define FTL_COMM_WORLD_MAX 65536
+
+FTL_API void ftl_comm_config_init(struct ftl_comm_config *cfg);
+
+/* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and
+ * ftl_error_message() says why. */
+FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out);
+
+/* recvbuf[i] = op over all ranks of sendbuf[i], for i < count. sendbuf == recvbuf works in place; other
+ * overlaps are refused. */
+FTL_API ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype, ftl_reduce_op op);
+
+/* buf on every rank = buf on rank root. */
+FTL_API ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+
+/* recvbuf (count * world_size elements) = the sendbufs of ranks 0, 1, ... in order. sendbuf may be
+ * recvbuf + rank * count (in place). */
+FTL_API ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			   ftl_dtype dtype);
+
+/* Returns once every rank has entered the barrier. */
+FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
+
+/* A compressed f32 allreduce: bf16 on the wire (half the bytes), every addition done in f32 and each
+ * partial sum rounded to bf16 for the next hop, the result widened back to f32 (avg divides in f32). For
+ * sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over ranks of |sendbuf[i]| (bf16's
+ * unit roundoff, once per partial sum plus the input; with error feedback, of |sendbuf[i] + residual[i]|
+ * against the exact sum of those); min and max return the bf16-rounded extreme. tcp: host memory; nccl:
+ * device memory (sendbuf, recvbuf and residual), rounded and widened by CUDA kernels on the comm's stream
+ * with the same bits as the host, in builds that found nvcc (else FTL_ERR_UNSUPPORTED).
+ * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
+ * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
+ * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
+ * must call this (not ftl_comm_allreduce) for the same collective. tcp cuts a large buffer into chunks
+ * (1 MiB of f32) so that rounding and widening overlap the transfer, with the same bound and, at 2 ranks,
+ * the same bits. Keeps a bf16 buffer until destroy: count * 2 bytes for the largest count so far (nccl), at
+ * most 2 MiB (tcp). */
+FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
+				ftl_reduce_op op, float *residual);
+
+/* Asynchronous collectives. ftl_comm_allreduce_async starts an allreduce and returns at once with a request
+ * in *req; the buffers belong to the communicator until the request completes. Several may be outstanding:
+ * a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
+ * them one after the other in the order they were made, so every rank must make them in the same order,
+ * as with blocking calls. A blocking call made while requests are outstanding queues behind them and
+ * returns when it has run, so the order of all calls is the order they were made.
+ *
+ * Failure keeps the blocking rules: when a peer dies, the deadline passes (it counts from the moment a
+ * request starts running) or ftl_comm_abort is called, the running request and every later outstanding one
+ * complete at once with the same sticky error, and ftl_comm_error says why.
+ *
+ * ftl_comm_wait blocks until *req completes, returns its result, frees it and sets *req to NULL.
+ * ftl_comm_test never blocks: *done = 0 (FTL_OK, *req kept) while it runs; else *done = 1 and it returns
+ * the result, frees it and sets *req to NULL, like wait. Every request must be waited (or tested done);
+ * ftl_comm_destroy aborts the ones still running and frees every one not yet waited (their handles are
+ * then invalid). A refused argument returns the error with *req = NULL and nothing started.
+ * Threads: like blocking calls, one thread at a time makes, waits and tests a communicator's requests.
+ * The peer_reset hook of an asynchronous request runs on the progress thread.
+ * Backends: tcp (the progress thread); nccl, with no thread: a request is enqueued on the communicator's
+ * CUDA stream at once with a CUDA event after it, test queries the events oldest first (and
+ * ncclCommGetAsyncError, the abort flag, the deadline), wait polls the same way. Buffers are device memory
+ * there, and the caller orders what produced them before the call (same stream, or synchronised). */
+typedef struct ftl_comm_request ftl_comm_request;
+FTL_API ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req);
+FTL_API ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req);
+FTL_API ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done);
+
+/* A smaller communicator without the ranks in exclude (1 to world size - 1 of them, renumbered in order),
+ * built from this one without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
+ * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
+FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
+
+/* Any thread: the running call (if any) and every later one returns FTL_ERR_ABORTED. */
+FTL_API void ftl_comm_abort(ftl_comm *comm);
+
+/* Closes connections and frees the communicator; NULL is fine. Never blocks on the network: the nccl
+ * backend tears the communicator down on a detached thread. */
+FTL_API void ftl_comm_destroy(ftl_comm *comm);
+
+/* Sets the deadline of later calls, in milliseconds (> 0). FTL_ERR_INVALID for a bad value. */
+FTL_API ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
+
+/* The last diagnostic, "" when none. Valid until the next call on the communicator. */
+FTL_API const char *ftl_comm_error(const ftl_comm *comm);
+
+FTL_API int ftl_comm_rank(const ftl_comm *comm);
+FTL_API int ftl_comm_world_size(const ftl_comm *comm);
+
+/* tcp bootstrap: the data addresses of ranks 0..n-1 ("host:port", "[v6]:port"), one per line. Writes at
+ * most cap bytes to buf (which may be NULL when cap is 0) and returns the length the text needs, like
+ * snprintf, or 0 for bad input (n < 1, an empty or too long address, one with a newline). */
+FTL_API size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *addrs, int n);
+
+/* nccl bootstrap: rank 0 makes a fresh unique id (FTL_COMM_NCCL_ID_LEN bytes) and the rendezvous hands it
+ * to every rank as the bootstrap data. Returns FTL_ERR_UNSUPPORTED when nccl is not built in. */
+#define FTL_COMM_NCCL_ID_LEN 128
+FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap);
+
+/* The exact sum of float rows over the world, in an order that cannot matter: rank r holds n_rows rows of
+ * count floats (its micro-shards' gradients), the world total_rows in all (the same on every rank; it
+ * bounds the sum); out (count floats, every rank) gets the sum of every row of every rank.
+ *
+ * How: the elements are taken in blocks of 64; an allreduce-max agrees on each block's largest magnitude
+ * M; each row's block is scaled by the power of two 2^s that keeps total_rows * M * 2^s within 2^30,
+ * rounded to int32 (nearest, ties to even), and the integers are added, locally and by an i32 allreduce.
+ * Integer addition is associative and cannot overflow under that bound, so the sum is the same whatever
+ * the world size, the ring or the grouping of rows on ranks; each element keeps 30 - log2(total_rows) bits
+ * below its block's M (27 for 8 rows; float keeps 24 below the element). A NaN or an infinity in any row
+ * is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl: FTL_ERR_UNSUPPORTED). scratch:
+ * ftl_comm_allreduce_exact_scratch(count) bytes of the caller's, 4-byte aligned. Costs a max allreduce of
+ * count/64 floats and a sum allreduce of as many bytes as the f32 one, plus the conversions. */
+FTL_API ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
+					 uint64_t total_rows, float *out, void *scratch);
+FTL_API size_t ftl_comm_allreduce_exact_scratch(size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTL_COMM_H */
