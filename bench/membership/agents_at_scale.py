@@ -66,6 +66,8 @@ def main():
     p.add_argument("--kills", type=int, default=3)
     p.add_argument("--sample", type=int, default=12, help="agents asked whether they see everyone")
     p.add_argument("--keep", action="store_true", help="keep the agents' logs (the folder is printed)")
+    p.add_argument("--no-witness", action="store_true",
+                   help="FTL_WITNESS=0: deaths found as between hosts (refusal, suspicion), not by the witness")
     args = p.parse_args()
     rng = random.Random(args.agents)
     cluster = Cluster(args.agent, args.ctl)
@@ -74,7 +76,7 @@ def main():
         t0 = time.time()
         for i in range(args.agents):
             seeds = ",".join(a.addr for a in list(cluster.agents.values())[:3]) or None
-            cluster.add(f"a{i:03d}", seed=seeds, FTL_LOG_LEVEL="info")
+            cluster.add(f"a{i:03d}", seed=seeds, FTL_LOG_LEVEL="info", FTL_WITNESS=0 if args.no_witness else 1)
         started_s = time.time() - t0
         sample = rng.sample(list(cluster.agents.values()), min(args.sample, args.agents))
 
@@ -87,7 +89,7 @@ def main():
                 emit(figure="converged", ok=False, after_s=300)
                 return 1
             time.sleep(1.0)
-        emit(figure="converged", agents=args.agents, start_all_s=round(started_s, 2),
+        emit(figure="converged", agents=args.agents, witness=not args.no_witness, start_all_s=round(started_s, 2),
              every_sampled_agent_sees_all_s=round(time.time() - t0, 2))
 
         time.sleep(args.minutes * 60)

@@ -101,6 +101,13 @@ def one_run(args, script):
         except ProcessLookupError:
             pass
         proc.wait()
+        # torchrun starts each worker in a session of its own, so killpg misses them: end every process of
+        # the script that outlived its torchrun (orphans, parent 1), so that none outlives the run.
+        for pid in children_running(os.path.basename(script), 1):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def main():
