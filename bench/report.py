@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -172,7 +171,7 @@ def main():
         f.write(f"# ftl against its anchors ({time.strftime('%Y-%m-%d')}, one run on this machine)\n\n{text}")
     chart(got, os.path.join(out, "report.png"))
     print(text)
-    print(f"report: {out}/report.md, report.png, report.json", file=sys.stderr)
+    print(f"report: {out}/report.md, report.png" + ("" if args.from_json else ", report.json"), file=sys.stderr)
     return 0
 
 

@@ -65,14 +65,12 @@ static ftl_comm *fresh(void)
 	return comm;
 }
 
-/* Abort (a view change), then the caller-side cost of letting go of comms, then the detached teardown. */
-static void abort_and_destroy(ftl_comm *a, ftl_comm *b)
+/* Abort (a view change), then the caller-side cost of letting go of the comm, then the detached teardown. */
+static void abort_and_destroy(ftl_comm *comm)
 {
 	int64_t t0 = nccl_one_rank_now_ns();
-	ftl_comm_abort(a);
-	ftl_comm_abort(b);
-	ftl_comm_destroy(a);
-	ftl_comm_destroy(b);
+	ftl_comm_abort(comm);
+	ftl_comm_destroy(comm);
 	record(ABORT_CALL, nccl_one_rank_ms_since(t0));
 	int64_t drained = nccl_one_rank_drain_teardowns(120000);
 	if (drained < 0)
@@ -101,7 +99,7 @@ static void rebuild(bool is_voting)
 	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM) != FTL_OK)
 		fail("allreduce after the rebuild", comm);
 	record(path == FTL_COMM_REBUILD_SHRINK ? REBUILD_SHRINK : REBUILD_INIT, nccl_one_rank_ms_since(t0));
-	abort_and_destroy(comm, NULL);
+	abort_and_destroy(comm);
 }
 
 static int by_value(const void *a, const void *b)
@@ -124,7 +122,7 @@ int main(int argc, char **argv)
 	for (int r = 0; r < reps; r++) {
 		ftl_comm *comm = fresh();
 		allreduce(comm, FIRST);
-		abort_and_destroy(comm, NULL);
+		abort_and_destroy(comm);
 		rebuild(false);
 		rebuild(true);
 	}

@@ -50,7 +50,7 @@ def first_after(events, t0, pred=lambda m: True):
 def program(args):
     """The training program: the C example, or the PyTorch one under --torch's interpreter."""
     if args.torch:
-        return [args.torch, getattr(args, "torch_script", None)
+        return [args.torch, args.torch_script
                 or os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")]
     return args.train
 
@@ -59,7 +59,7 @@ def one_kill(args, n, sig=signal.SIGKILL):
     # FTL_EXPECTED_WORKERS: one view of n from the start (the PyTorch example takes seconds to import torch).
     # --spares K: K more workers wait above FTL_MAX_WORKERS=n as hot spares; they are started after the job
     # trains, so they are its youngest members, and the spare taken in counts as a survivor.
-    spares = getattr(args, "spares", 0)
+    spares = args.spares
     job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
                       FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info",
                       **({"FTL_MAX_WORKERS": n} if spares else {}))

@@ -108,7 +108,7 @@ def run_timeline(args):
     for label, prog in programs:
         if prog["torch"]:
             TrainingJob.start_timeout = 60  # importing torch takes seconds
-        ns = types.SimpleNamespace(ctl=args.ctl, step_ms=20, burst=1, **prog)
+        ns = types.SimpleNamespace(ctl=args.ctl, step_ms=20, burst=1, spares=0, torch_script=None, **prog)
         runs = [rescale.one_kill(ns, 4) for _ in range(args.runs)]
         rows.append({"program": label, "nodes": 4, "runs": len(runs),
                      **{key: round(statistics.median(r[key] for r in runs), 4) for key, _ in PHASES},
