@@ -246,8 +246,12 @@ static void on_wake(uv_async_t *h)
 
 /* ---- lifecycle ---- */
 
-ftl_agent *ftl_agent_new(const ftl_agent_config *cfg)
+ftl_agent *ftl_agent_new(const ftl_agent_config *caller_cfg)
 {
+	ftl_agent_config full;
+	if (ftl_agent_config_widen(caller_cfg, &full) != FTL_OK)
+		return NULL;
+	const ftl_agent_config *cfg = &full;
 	ftl_agent *a = calloc(1, sizeof(*a));
 	if (!a) {
 		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory creating the agent");

@@ -17,15 +17,21 @@
 #include "addr.h"
 #include "membership/keyring.h"
 #include "base/diag.h"
+#include "base/sized.h"
 #include "env_read.h"
+#include "settings_store.h"
 #include "rendezvous/rendezvous.h"
 
 /* profile.h says why the member limit is four full views; membership cannot see the rendezvous' bound. */
 _Static_assert(FTL_SWIM_MAX_MEMBERS_DEFAULT == 4 * FTL_RDV_MAX_MEMBERS, "the member limit is four full views");
 
-void ftl_agent_config_default(ftl_agent_config *cfg)
+/* The first size-stamped layout's size: when a field is added at the end, this stays the size before it. */
+#define AGENT_CONFIG_OLDEST sizeof(ftl_agent_config)
+
+static void defaults(ftl_agent_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	if (gethostname(cfg->name, sizeof(cfg->name) - 1) != 0 || !cfg->name[0])
 		snprintf(cfg->name, sizeof(cfg->name), "ftl-node");
 	snprintf(cfg->bind, sizeof(cfg->bind), "0.0.0.0:7946");
@@ -35,45 +41,87 @@ void ftl_agent_config_default(ftl_agent_config *cfg)
 	cfg->reseed_interval_ms = 5000;
 }
 
-ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
+void ftl_agent_config_default_sized(ftl_agent_config *cfg, size_t size)
+{
+	ftl_agent_config full;
+	defaults(&full);
+	ftl_sized_fill(cfg, size, &full, sizeof(full));
+}
+
+ftl_err ftl_agent_config_widen(const ftl_agent_config *in, ftl_agent_config *full)
+{
+	defaults(full);
+	return ftl_sized_widen(in, full, sizeof(*full), AGENT_CONFIG_OLDEST, "ftl_agent_config", "ftl_agent_config_default");
+}
+
+/* "1" or "0" for var, into *is_one; unset leaves it. expected says what each means. */
+static ftl_err one_or_zero(const ftl_settings *s, const char *var, const char *expected, bool *is_one)
+{
+	const char *v = ftl_settings_get(s, var);
+	if (v && strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s", var, v, expected);
+	if (v)
+		*is_one = strcmp(v, "1") == 0;
+	return FTL_OK;
+}
+
+static ftl_err read_settings(ftl_agent_config *c, const ftl_settings *s)
 {
 	int64_t suspicion = c->suspicion_mult, retransmit = c->retransmit_mult;
-	const char *insecure = getenv("FTL_INSECURE");
-	if (insecure && strcmp(insecure, "1") != 0 && strcmp(insecure, "0") != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=%s: expected 1 (plaintext gossip) or 0", insecure);
-	if (insecure)
-		c->is_insecure = strcmp(insecure, "1") == 0;
-	const char *witness = getenv("FTL_WITNESS");
-	if (witness && strcmp(witness, "1") != 0 && strcmp(witness, "0") != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_WITNESS=%s: expected 1 (watch this host's members, the "
-				    "default) or 0", witness);
-	if (witness)
-		c->is_witness_off = strcmp(witness, "0") == 0;
-	if (ftl_env_str("FTL_NAME", c->name, sizeof(c->name)) || ftl_env_str("FTL_BIND", c->bind, sizeof(c->bind)) ||
-	    ftl_env_str("FTL_ADVERTISE", c->advertise, sizeof(c->advertise)) ||
-	    ftl_env_str("FTL_SEEDS", c->seeds, sizeof(c->seeds)) ||
-	    ftl_env_str("FTL_CLUSTER", c->cluster, sizeof(c->cluster)) ||
-	    ftl_env_str("FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key)) ||
-	    ftl_env_str("FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file)) ||
-	    ftl_env_str("FTL_PROFILE", c->profile, sizeof(c->profile)) ||
-	    ftl_env_str("FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir)) ||
-	    ftl_env_str("FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level)) ||
-	    ftl_env_str("FTL_META", c->meta, sizeof(c->meta)) ||
-	    ftl_env_str("FTL_METRICS_ADDR", c->metrics_addr, sizeof(c->metrics_addr)) ||
-	    ftl_env_int("FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000) ||
-	    ftl_env_int("FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000) ||
-	    ftl_env_int("FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000) ||
-	    ftl_env_int("FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000) ||
-	    ftl_env_int("FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000) ||
-	    ftl_env_int("FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000) ||
-	    ftl_env_int("FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000) ||
-	    ftl_env_int("FTL_MAX_MEMBERS", &c->max_members, 2, 1 << 24) ||
-	    ftl_env_int("FTL_SUSPICION_MULT", &suspicion, 1, 64) ||
-	    ftl_env_int("FTL_RETRANSMIT_MULT", &retransmit, 1, 64))
+	bool is_witness_on = !c->is_witness_off;
+	if (one_or_zero(s, "FTL_INSECURE", "1 (plaintext gossip) or 0", &c->is_insecure) ||
+	    one_or_zero(s, "FTL_WITNESS", "1 (watch this host's members, the default) or 0", &is_witness_on))
+		return FTL_ERR_INVALID;
+	c->is_witness_off = !is_witness_on;
+	if (ftl_setting_str(s, "FTL_NAME", c->name, sizeof(c->name)) ||
+	    ftl_setting_str(s, "FTL_BIND", c->bind, sizeof(c->bind)) ||
+	    ftl_setting_str(s, "FTL_ADVERTISE", c->advertise, sizeof(c->advertise)) ||
+	    ftl_setting_str(s, "FTL_SEEDS", c->seeds, sizeof(c->seeds)) ||
+	    ftl_setting_str(s, "FTL_CLUSTER", c->cluster, sizeof(c->cluster)) ||
+	    ftl_setting_str(s, "FTL_GOSSIP_KEY", c->gossip_key, sizeof(c->gossip_key)) ||
+	    ftl_setting_str(s, "FTL_GOSSIP_KEY_FILE", c->gossip_key_file, sizeof(c->gossip_key_file)) ||
+	    ftl_setting_str(s, "FTL_PROFILE", c->profile, sizeof(c->profile)) ||
+	    ftl_setting_str(s, "FTL_RUN_DIR", c->run_dir, sizeof(c->run_dir)) ||
+	    ftl_setting_str(s, "FTL_LOG_LEVEL", c->log_level, sizeof(c->log_level)) ||
+	    ftl_setting_str(s, "FTL_META", c->meta, sizeof(c->meta)) ||
+	    ftl_setting_str(s, "FTL_METRICS_ADDR", c->metrics_addr, sizeof(c->metrics_addr)) ||
+	    ftl_setting_int(s, "FTL_PROBE_INTERVAL_MS", &c->probe_interval_ms, 1, 600000) ||
+	    ftl_setting_int(s, "FTL_PROBE_TIMEOUT_MS", &c->probe_timeout_ms, 1, 600000) ||
+	    ftl_setting_int(s, "FTL_GOSSIP_INTERVAL_MS", &c->gossip_interval_ms, 1, 600000) ||
+	    ftl_setting_int(s, "FTL_PUSH_PULL_INTERVAL_MS", &c->push_pull_interval_ms, 1, 86400000) ||
+	    ftl_setting_int(s, "FTL_REAP_AFTER_MS", &c->reap_after_ms, 1, 86400000) ||
+	    ftl_setting_int(s, "FTL_READY_INTERVAL_MS", &c->ready_interval_ms, 1, 600000) ||
+	    ftl_setting_int(s, "FTL_RESEED_INTERVAL_MS", &c->reseed_interval_ms, 100, 3600000) ||
+	    ftl_setting_int(s, "FTL_MAX_MEMBERS", &c->max_members, 2, 1 << 24) ||
+	    ftl_setting_int(s, "FTL_SUSPICION_MULT", &suspicion, 1, 64) ||
+	    ftl_setting_int(s, "FTL_RETRANSMIT_MULT", &retransmit, 1, 64))
 		return FTL_ERR_INVALID;
 	c->suspicion_mult = (int)suspicion;
 	c->retransmit_mult = (int)retransmit;
-	return ftl_env_refuse_unknown();
+	return FTL_OK;
+}
+
+ftl_err ftl_agent_config_from_settings(ftl_agent_config *c, const ftl_settings *s)
+{
+	ftl_agent_config full;
+	ftl_err err = ftl_agent_config_widen(c, &full);
+	if (!err)
+		err = read_settings(&full, s);
+	if (!err)
+		ftl_sized_narrow(&full, c);
+	return err;
+}
+
+ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
+{
+	ftl_settings *s = ftl_settings_new();
+	if (!s)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_agent_config_from_env: out of memory");
+	ftl_err err = ftl_settings_add_env(s, ftl_settings_put);
+	if (!err)
+		err = ftl_agent_config_from_settings(c, s);
+	ftl_settings_free(s);
+	return err;
 }
 
 /* The cluster key lets its holder join, read and forge gossip: a key file others can read is a leak. */

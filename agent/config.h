@@ -23,6 +23,10 @@ typedef struct ftl_agent_settings {
 	ftl_logger log;                  /* the agent's logger: its level, name and callback (log.h) */
 } ftl_agent_settings;
 
+/* The caller's struct (its struct_size bytes) over this library's defaults into full; FTL_ERR_INVALID when
+ * its size is not one this library knows (base/sized.h). */
+ftl_err ftl_agent_config_widen(const ftl_agent_config *in, ftl_agent_config *full);
+
 /* Checks every setting; an error with the diagnostic naming the bad one (FTL_* variable) and what is
  * expected. */
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out);
@@ -30,5 +34,7 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 /* env_names.c: FTL_ERR_INVALID naming the first FTL_* variable in the environment that no table knows
  * (and its closest known name, and the others), or FTL_OK. ftl_agent_config_from_env calls it. */
 ftl_err ftl_env_refuse_unknown(void);
+/* The same refusal for one canonical name var (FTL_...), or FTL_OK when a table knows it. */
+ftl_err ftl_env_refuse_if_unknown(const char *var);
 
 #endif

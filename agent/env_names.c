@@ -168,6 +168,24 @@ int ftl_env_warn_unknown(void)
 	return unknown;
 }
 
+/* The refusal of the unknown name[0..len), with what else was unknown (more, may be ""). */
+static ftl_err refuse_name(const char *name, size_t len, const char *more)
+{
+	const char *near = closest(name, len);
+	char hint[96] = "";
+	if (near)
+		snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
+	return ftl_diag_set(FTL_ERR_INVALID,
+			    "%.*s is not an ftl setting%s: correct or unset it (a program with FTL_* settings of "
+			    "its own declares them with ftl_env_add_known_name, or ftl.add_known_setting in Python)%s",
+			    (int)len, name, hint, more);
+}
+
+ftl_err ftl_env_refuse_if_unknown(const char *var)
+{
+	return is_known(var, strlen(var)) ? FTL_OK : refuse_name(var, strlen(var), "");
+}
+
 ftl_err ftl_env_refuse_unknown(void)
 {
 	char **e = environ;
@@ -183,15 +201,8 @@ ftl_err ftl_env_refuse_unknown(void)
 			snprintf(others_text + used, sizeof(others_text) - used, "%s%.*s", used ? ", " : "",
 				 (int)others_len, var);
 	}
-	const char *near = closest(first, len);
-	char hint[96] = "";
-	if (near)
-		snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
 	char more[320] = "";
 	if (others)
 		snprintf(more, sizeof(more), "; %d more unknown: %s", others, others_text);
-	return ftl_diag_set(FTL_ERR_INVALID,
-			    "%.*s is not an ftl setting%s: correct or unset it (a program with FTL_* settings of "
-			    "its own declares them with ftl_env_add_known_name, or ftl.add_known_setting in Python)%s",
-			    (int)len, first, hint, more);
+	return refuse_name(first, len, more);
 }

@@ -7,21 +7,33 @@
 #include <stdlib.h>
 
 #include "comm.h"
+#include "base/sized.h"
 
 static const char *backend_name(ftl_comm_backend backend)
 {
 	return (unsigned)backend < FTL_COMM_BACKEND_MAX ? ftl_comm_backend_strs[backend] : "unknown";
 }
 
-void ftl_comm_config_init(struct ftl_comm_config *cfg)
+/* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c). */
+#define COMM_CONFIG_OLDEST sizeof(struct ftl_comm_config)
+
+static void defaults(struct ftl_comm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->struct_size = sizeof(*cfg);
 	cfg->backend = FTL_COMM_TCP;
 	cfg->world_size = 1;
 	cfg->listen_fd = -1;
 	cfg->timeout_ms = 60000;
 	cfg->connect_timeout_ms = 30000;
 	cfg->tcp_user_timeout_ms = 10000;
+}
+
+void ftl_comm_config_init_sized(struct ftl_comm_config *cfg, size_t size)
+{
+	struct ftl_comm_config full;
+	defaults(&full);
+	ftl_sized_fill(cfg, size, &full, sizeof(full));
 }
 
 int64_t ftl_comm_now_ms(void)
@@ -94,13 +106,18 @@ int ftl_comm_backend_is_available(ftl_comm_backend backend)
 	return 0;
 }
 
-ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, ftl_comm **out)
+ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
 {
 	if (out == NULL)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_create: out is NULL");
 	*out = NULL;
-	if (cfg == NULL)
-		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_create: config is NULL");
+	struct ftl_comm_config full;
+	defaults(&full);
+	ftl_err widened = ftl_sized_widen(caller_cfg, &full, sizeof(full), COMM_CONFIG_OLDEST, "struct ftl_comm_config",
+					  "ftl_comm_config_init");
+	if (widened != FTL_OK)
+		return ftl_comm_fail_diag(widened, "%s", ftl_error_message());
+	const struct ftl_comm_config *cfg = &full;
 	if (cfg->world_size < 1 || cfg->world_size > FTL_COMM_WORLD_MAX)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "world size %d is not in 1..%d",
 					 cfg->world_size, FTL_COMM_WORLD_MAX);

@@ -66,17 +66,17 @@ ftl_err ftl_batch_config_check(const ftl_batch_config *b)
 	return FTL_OK;
 }
 
-ftl_err ftl_batch_config_from_env(ftl_batch_config *b)
+ftl_err ftl_batch_config_from_settings(ftl_batch_config *b, const ftl_settings *s)
 {
 	int64_t global = (int64_t)b->global_batch, micro = b->max_batch_per_rank, reproducible = b->is_reproducible;
-	if (ftl_env_int("FTL_GLOBAL_BATCH", &global, 0, UINT32_MAX) ||
-	    ftl_env_int("FTL_MAX_BATCH_PER_RANK", &micro, 0, UINT32_MAX) ||
-	    ftl_env_int("FTL_REPRODUCIBLE", &reproducible, 0, 1))
+	if (ftl_setting_int(s, "FTL_GLOBAL_BATCH", &global, 0, UINT32_MAX) ||
+	    ftl_setting_int(s, "FTL_MAX_BATCH_PER_RANK", &micro, 0, UINT32_MAX) ||
+	    ftl_setting_int(s, "FTL_REPRODUCIBLE", &reproducible, 0, 1))
 		return FTL_ERR_INVALID;
 	b->global_batch = (uint64_t)global;
 	b->max_batch_per_rank = (uint32_t)micro;
 	b->is_reproducible = reproducible == 1;
-	return ftl_batch_config_check(b);
+	return FTL_OK;
 }
 
 /* Contiguous streams are whole chunks of a fixed global batch (FTL_SAMPLER_CONTIGUOUS, ftl/execute.h). */

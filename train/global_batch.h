@@ -31,9 +31,9 @@ void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible,
 
 /* FTL_ERR_INVALID with the diag naming the setting and the fix for a configuration that cannot work. */
 ftl_err ftl_batch_config_check(const ftl_batch_config *b);
-/* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE into b (unset leaves a field); FTL_ERR_INVALID
- * with the diag naming one. */
-ftl_err ftl_batch_config_from_env(ftl_batch_config *b);
+/* FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE from s into b (unset leaves a field);
+ * FTL_ERR_INVALID with the diag naming one. Each alone: ftl_batch_config_check judges them together. */
+ftl_err ftl_batch_config_from_settings(ftl_batch_config *b, const ftl_settings *s);
 
 /* Fills the sampler's part of info (indices, and the global batch's fields) for rank of world at the
  * registry's position. FTL_ERR_SYSTEM, the diag saying so, when the indices do not fit in memory. */

@@ -17,6 +17,7 @@
 #include "agent/env_read.h"
 #include "checkpoint.h"
 #include "base/fork_fds.h"
+#include "base/sized.h"
 #include "exec_feed.h"
 #include "global_batch.h"
 #include "agent/log.h"
@@ -28,9 +29,13 @@
 #define SAME_VIEW_GRACE_US (3 * 1000000LL)
 #define REBUILD_BACKOFF_US (250 * 1000LL)
 
-void ftl_training_config_default(ftl_training_config *t)
+/* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c). */
+#define TRAINING_CONFIG_OLDEST sizeof(ftl_training_config)
+
+static void defaults(ftl_training_config *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->struct_size = sizeof(*t);
 	t->min_workers = 1;
 	t->max_workers = 1024;
 	t->settle_ms = 500;
@@ -43,34 +48,35 @@ void ftl_training_config_default(ftl_training_config *t)
 	t->checkpoint_keep = 3;
 }
 
-/* One of two words (false, true) from the environment into *dst; unset leaves it. FTL_ERR_INVALID with the
- * diag naming the variable. */
-static ftl_err env_choice(const char *var, const char *no, const char *yes, bool *dst)
+void ftl_training_config_default_sized(ftl_training_config *t, size_t size)
 {
-	const char *v = getenv(var);
-	if (!v)
-		return FTL_OK;
-	if (strcmp(v, no) != 0 && strcmp(v, yes) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
-	*dst = strcmp(v, yes) == 0;
-	return FTL_OK;
+	ftl_training_config full;
+	defaults(&full);
+	ftl_sized_fill(t, size, &full, sizeof(full));
+}
+
+static ftl_err widen(const ftl_training_config *in, ftl_training_config *full)
+{
+	defaults(full);
+	return ftl_sized_widen(in, full, sizeof(*full), TRAINING_CONFIG_OLDEST, "ftl_training_config",
+			       "ftl_training_config_default");
 }
 
 /* FTL_CHECKPOINT_DIR, _EVERY, _KEEP, _BUSY, _FRESH, _CHECKSUM. */
-static ftl_err checkpoint_from_env(ftl_training_config *t)
+static ftl_err checkpoint_from_settings(ftl_training_config *t, const ftl_settings *s)
 {
 	int64_t every = t->checkpoint_every, keep = t->checkpoint_keep;
-	if (ftl_env_int("FTL_CHECKPOINT_EVERY", &every, 1, 1000000000) ||
-	    ftl_env_int("FTL_CHECKPOINT_KEEP", &keep, 1, 1000))
+	if (ftl_setting_int(s, "FTL_CHECKPOINT_EVERY", &every, 1, 1000000000) ||
+	    ftl_setting_int(s, "FTL_CHECKPOINT_KEEP", &keep, 1, 1000))
 		return FTL_ERR_INVALID;
 	/* set but empty is refused: it used to turn checkpoints off without a word */
 	char dir[sizeof(t->checkpoint_dir)] = "";
-	if (ftl_env_str("FTL_CHECKPOINT_DIR", dir, sizeof(dir)))
+	if (ftl_setting_str(s, "FTL_CHECKPOINT_DIR", dir, sizeof(dir)))
 		return FTL_ERR_INVALID;
 	bool wait = t->checkpoint_wait, fresh = t->checkpoint_fresh, blake2b = t->checkpoint_blake2b;
-	if (env_choice("FTL_CHECKPOINT_BUSY", "skip", "wait", &wait) ||
-	    env_choice("FTL_CHECKPOINT_FRESH", "0", "1", &fresh) ||
-	    env_choice("FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b))
+	if (ftl_setting_choice(s, "FTL_CHECKPOINT_BUSY", "skip", "wait", &wait) ||
+	    ftl_setting_choice(s, "FTL_CHECKPOINT_FRESH", "0", "1", &fresh) ||
+	    ftl_setting_choice(s, "FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b))
 		return FTL_ERR_INVALID;
 	if (dir[0])
 		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
@@ -83,9 +89,9 @@ static ftl_err checkpoint_from_env(ftl_training_config *t)
 }
 
 /* FTL_COMM_COMPRESS: one of ftl_compress_strs; unset leaves it. */
-static ftl_err compress_from_env(ftl_compress *dst)
+static ftl_err compress_from_settings(const ftl_settings *s, ftl_compress *dst)
 {
-	const char *v = getenv("FTL_COMM_COMPRESS");
+	const char *v = ftl_settings_get(s, "FTL_COMM_COMPRESS");
 	if (!v)
 		return FTL_OK;
 	for (int k = 0; k < FTL_COMPRESS_MAX; k++)
@@ -97,29 +103,29 @@ static ftl_err compress_from_env(ftl_compress *dst)
 			    "or bf16-ef (bf16 with error feedback)", v);
 }
 
-ftl_err ftl_training_config_from_env(ftl_training_config *t)
+static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
-	if (checkpoint_from_env(t) || ftl_batch_config_from_env(&t->batch) ||
-	    compress_from_env(&t->compress) ||
-	    ftl_env_int("FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
-	    ftl_env_int("FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS) ||
-	    ftl_env_int("FTL_SETTLE_MS", &settle, 0, 600000) ||
-	    ftl_env_int("FTL_MAX_RETRIES", &retries, 0, 1000) ||
-	    ftl_env_int("FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000) ||
-	    ftl_env_int("FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS) ||
-	    ftl_env_int("FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000) ||
-	    ftl_env_int("FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000) ||
-	    ftl_env_int("FTL_CUDA_DEVICE", &dev, 0, 1024))
+	if (checkpoint_from_settings(t, s) || ftl_batch_config_from_settings(&t->batch, s) ||
+	    compress_from_settings(s, &t->compress) ||
+	    ftl_setting_int(s, "FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_setting_int(s, "FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_setting_int(s, "FTL_SETTLE_MS", &settle, 0, 600000) ||
+	    ftl_setting_int(s, "FTL_MAX_RETRIES", &retries, 0, 1000) ||
+	    ftl_setting_int(s, "FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000) ||
+	    ftl_setting_int(s, "FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_setting_int(s, "FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000) ||
+	    ftl_setting_int(s, "FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000) ||
+	    ftl_setting_int(s, "FTL_CUDA_DEVICE", &dev, 0, 1024))
 		return FTL_ERR_INVALID;
 	int64_t slot_kb = t->comm_shm_slot_kb;
 	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
-	if (env_choice("FTL_COMM_SHM", "auto", "off", &is_shm_off) ||
-	    ftl_env_int("FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
+	if (ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", &is_shm_off) ||
+	    ftl_setting_int(s, "FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
 		return FTL_ERR_INVALID;
-	const char *comm = getenv("FTL_COMM");
+	const char *comm = ftl_settings_get(s, "FTL_COMM");
 	if (comm && strcmp(comm, "tcp") == 0)
 		t->backend = FTL_COMM_TCP;
 	else if (comm && strcmp(comm, "nccl") == 0)
@@ -140,8 +146,23 @@ ftl_err ftl_training_config_from_env(ftl_training_config *t)
 	return FTL_OK;
 }
 
-ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t)
+ftl_err ftl_training_config_from_settings(ftl_training_config *t, const ftl_settings *s)
 {
+	ftl_training_config full;
+	ftl_err err = widen(t, &full);
+	if (!err)
+		err = read_settings(&full, s);
+	if (!err)
+		ftl_sized_narrow(&full, t);
+	return err;
+}
+
+ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
+{
+	ftl_training_config full;
+	if (widen(caller_t, &full) != FTL_OK)
+		return FTL_ERR_INVALID;
+	const ftl_training_config *t = &full;
 	if (a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_training: call it before ftl_agent_start");
 	if (t->min_workers < 1 || t->max_workers < t->min_workers)
@@ -303,6 +324,13 @@ ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b)
 	a->train->cfg.batch = *b;
 	a->train->state.batch = *b;
 	return FTL_OK;
+}
+
+ftl_err ftl_set_batch_from_settings(ftl_agent *a, const ftl_settings *s)
+{
+	ftl_batch_config b = {0};
+	ftl_err err = ftl_batch_config_from_settings(&b, s);
+	return err ? err : ftl_set_batch(a, &b);
 }
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)

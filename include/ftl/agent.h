@@ -14,6 +14,7 @@
 
 #include "ftl/error.h"
 #include "ftl/export.h"
+#include "ftl/settings.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -76,6 +77,9 @@ FTL_API const char *ftl_log_level_name(ftl_log_level level);
 
 /* Settings; each has an environment variable (in brackets), read by ftl_agent_config_from_env. */
 typedef struct ftl_agent_config {
+	size_t struct_size;       /* this header's sizeof, set by ftl_agent_config_default(): the
+				     library reads only this many bytes, so the struct can grow at its
+				     end without breaking programs built against an older header */
 	char name[64];            /* [FTL_NAME] unique in the cluster; default: the host name */
 	char bind[128];           /* [FTL_BIND] ip:port for UDP and TCP; default 0.0.0.0:7946 */
 	char advertise[128];      /* [FTL_ADVERTISE] ip:port others reach us at; default: bind, which
@@ -129,12 +133,16 @@ typedef struct ftl_agent_event {
 
 typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
 
-/* Defaults (see above). */
-FTL_API void ftl_agent_config_default(ftl_agent_config *cfg);
+/* Defaults (see above), with struct_size: start every ftl_agent_config from it. A struct whose struct_size
+ * this library does not know is refused with FTL_ERR_INVALID by every call that takes it. */
+FTL_API void ftl_agent_config_default_sized(ftl_agent_config *cfg, size_t size);
+#define ftl_agent_config_default(cfg) ftl_agent_config_default_sized((cfg), sizeof(*(cfg)))
 /* Overlays the FTL_* environment. FTL_ERR_INVALID with ftl_error_message() naming the variable and what is
  * expected; also for an FTL_* variable that neither ftl nor the program (ftl_env_add_known_name, in
  * ftl/settings.h) knows: a misspelled setting is refused, naming the closest known name. */
 FTL_API ftl_err ftl_agent_config_from_env(ftl_agent_config *cfg);
+/* Overlays the settings that s holds (ftl/settings.h; the same checks and sentences as the environment's). */
+FTL_API ftl_err ftl_agent_config_from_settings(ftl_agent_config *cfg, const ftl_settings *s);
 
 /* Checks the settings and prepares the agent; nothing is bound yet. NULL with ftl_error_message() saying
  * which setting is wrong and what is expected. */

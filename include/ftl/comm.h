@@ -91,6 +91,7 @@ typedef enum ftl_comm_shm_mode {
 
 /* How to build a communicator. Start from ftl_comm_config_init() and set what you need. */
 struct ftl_comm_config {
+	size_t struct_size;      /* this header's sizeof, set by ftl_comm_config_init() (as ftl_agent_config's) */
 	ftl_comm_backend backend;
 	int rank;                /* 0..world_size-1 */
 	int world_size;          /* 1..FTL_COMM_WORLD_MAX */
@@ -118,7 +119,8 @@ struct ftl_comm_config {
 
 #define FTL_COMM_WORLD_MAX 65536
 
-FTL_API void ftl_comm_config_init(struct ftl_comm_config *cfg);
+FTL_API void ftl_comm_config_init_sized(struct ftl_comm_config *cfg, size_t size);
+#define ftl_comm_config_init(cfg) ftl_comm_config_init_sized((cfg), sizeof(*(cfg)))
 
 /* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and
  * ftl_error_message() says why. */

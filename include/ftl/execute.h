@@ -107,6 +107,7 @@ extern FTL_API const char *const ftl_compress_strs[FTL_COMPRESS_MAX]; /* "off", 
 /* Training settings, also from the environment by ftl_agent_config_from_env (names in brackets). Set
  * them with ftl_set_training before ftl_agent_start. */
 typedef struct ftl_training_config {
+	size_t struct_size;            /* set by ftl_training_config_default() (as ftl_agent_config's) */
 	uint32_t min_workers;          /* [FTL_MIN_WORKERS] default 1 */
 	uint32_t max_workers;          /* [FTL_MAX_WORKERS] default 1024; more wait as hot spares */
 	int64_t settle_ms;             /* [FTL_SETTLE_MS] joins closer than this make one view change; 500 */
@@ -144,10 +145,14 @@ typedef struct ftl_training_config {
 					* tcp only, and not with FTL_REPRODUCIBLE=1; default off */
 } ftl_training_config;
 
-FTL_API void ftl_training_config_default(ftl_training_config *t);
+/* Defaults (see above), with struct_size (as ftl_agent_config_default). */
+FTL_API void ftl_training_config_default_sized(ftl_training_config *t, size_t size);
+#define ftl_training_config_default(t) ftl_training_config_default_sized((t), sizeof(*(t)))
 /* Reads FTL_MIN_WORKERS ... from the environment; FTL_ERR_INVALID with ftl_error_message() naming the
  * variable. */
 FTL_API ftl_err ftl_training_config_from_env(ftl_training_config *t);
+/* The same from the settings that s holds (ftl/settings.h). */
+FTL_API ftl_err ftl_training_config_from_settings(ftl_training_config *t, const ftl_settings *s);
 /* Turns training on with these settings, before ftl_agent_start; FTL_ERR_INVALID with ftl_error_message()
  * naming the setting and the fix. */
 FTL_API ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *t);
@@ -160,6 +165,10 @@ FTL_API ftl_agent *ftl_agent_new_from_env(void);
  * stderr: for bindings that cannot fill an ftl_agent_config, such as the Python package. NULL with
  * ftl_error_message() saying why. */
 FTL_API ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user);
+/* The same from the settings that s holds instead of the environment (fill s with ftl_settings_load_env
+ * first for the environment's, then set the program's own): the way bindings make an agent, with no
+ * struct layout to copy. log_cb may be NULL (stderr). s may be freed once this returns. */
+FTL_API ftl_agent *ftl_agent_new_from_settings(const ftl_settings *s, ftl_log_cb log_cb, void *log_user);
 
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned, kept by the agent: the exception to
@@ -237,6 +246,9 @@ FTL_API ftl_err ftl_sampler_peek(ftl_agent *a, int world, int rank, uint64_t *da
  * batch_per_rank it then overrides).
  * FTL_ERR_INVALID with ftl_error_message() naming the setting and the fix. */
 FTL_API ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b);
+/* The same from the FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK and FTL_REPRODUCIBLE that s holds (unset: 0),
+ * for bindings: no struct layout to copy. */
+FTL_API ftl_err ftl_set_batch_from_settings(ftl_agent *a, const ftl_settings *s);
 
 /* Where the job stands, for reports (any thread). */
 typedef struct ftl_job_status {

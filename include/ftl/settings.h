@@ -17,6 +17,28 @@
 extern "C" {
 #endif
 
+/* A set of settings by name, the one way configuration reaches libftl without struct layouts: a program
+ * (or a binding such as the Python package) fills one from the environment and its own keys, and makes the
+ * agent from it (ftl_agent_new_from_settings, ftl/execute.h). The object is opaque, so it can learn new
+ * settings without changing any caller's ABI. Names are the FTL_* variables, with or without the prefix:
+ * "seeds" and "FTL_SEEDS" are the same setting. */
+typedef struct ftl_settings ftl_settings;
+
+/* An empty set: every setting at its default. NULL when out of memory. */
+FTL_API ftl_settings *ftl_settings_new(void);
+FTL_API void ftl_settings_free(ftl_settings *s);
+/* Sets name to value (copied), replacing an earlier value; value NULL unsets it. FTL_ERR_INVALID, with
+ * ftl_error_message() saying what is expected in the very sentence the environment would get, for a name
+ * that no table knows (naming the closest known one) and for a value the setting's reader refuses (not a
+ * number, out of range, not one of its words, empty, too long); s is then unchanged. Checks that need
+ * several settings or the machine (an address to bind, a key file) are made when the agent is made. */
+FTL_API ftl_err ftl_settings_set(ftl_settings *s, const char *name, const char *value);
+/* The value set for name, or NULL when it is not set. Valid until name is set again or s is freed. */
+FTL_API const char *ftl_settings_get(const ftl_settings *s, const char *name);
+/* Sets every FTL_* variable of the environment, each through ftl_settings_set; FTL_ERR_INVALID naming the
+ * first unknown or refused one. Call it first when keys of the program's own should win. */
+FTL_API ftl_err ftl_settings_load_env(ftl_settings *s);
+
 /* Reads var as a whole number from min to max into *dst; leaves *dst alone when var is unset. FTL_ERR_INVALID
  * with ftl_error_message() naming var for a value that is empty, not a number, or out of range. */
 FTL_API ftl_err ftl_env_int(const char *var, int64_t *dst, int64_t min, int64_t max);

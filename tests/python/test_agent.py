@@ -30,6 +30,25 @@ def test_setting_refused_names_the_variable(run_dir):
     assert "FTL_PROBE_INTERVAL_MS" not in os.environ  # keyword settings do not leak into the environment
 
 
+def test_keyword_settings_go_through_the_c_setters_not_the_environment(run_dir, monkeypatch):
+    """Every keyword is judged by libftl's setter (the sentence its variable would get), and the process
+    environment is never written, so another thread reading it mid-construction sees nothing half-set."""
+    writes = []
+    monkeypatch.setattr(os, "putenv", lambda *a: writes.append(a))
+    monkeypatch.setattr(os, "unsetenv", lambda *a: writes.append(a))
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(insecure=1, run_dir=run_dir, max_worker=4)
+    assert "FTL_MAX_WORKER is not an ftl setting (did you mean FTL_MAX_WORKERS?)" in str(e.value)
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(insecure=1, run_dir=run_dir, min_workers="two")
+    assert str(e.value) == "FTL_MIN_WORKERS=two: expected a whole number from 1 to 4096"
+    with pytest.raises(ftl.ConfigError):
+        ftl.Agent(insecure=1, run_dir=run_dir, **{"min-workers": 2})
+    with ftl.Agent(insecure=True, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}", name="kw7") as agent:
+        assert agent.control_path.endswith("/kw7.sock")
+    assert writes == []
+
+
 def test_missing_key_is_refused_with_what_to_do(run_dir):
     with pytest.raises(ftl.ConfigError) as e:
         ftl.Agent(run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")

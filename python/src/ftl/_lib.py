@@ -34,11 +34,6 @@ class StepInfoC(ctypes.Structure):
                 ("micro_batch", ctypes.c_uint32), ("first_micro", ctypes.c_uint32), ("total_micro", ctypes.c_uint32)]
 
 
-class BatchConfigC(ctypes.Structure):
-    """struct ftl_batch_config (include/ftl/execute.h)."""
-    _fields_ = [("global_batch", c_u64), ("max_batch_per_rank", ctypes.c_uint32), ("is_reproducible", ctypes.c_bool)]
-
-
 class JobStatusC(ctypes.Structure):
     """struct ftl_job_status (include/ftl/execute.h)."""
     _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
@@ -80,8 +75,12 @@ _PROTOTYPES = {
     "ftl_error_code": (ctypes.c_int, []),
     "ftl_error_message": (ctypes.c_char_p, []),
     "ftl_comm_backend_is_available": (ctypes.c_int, [ctypes.c_int]),
-    "ftl_agent_new_from_env": (c_agent_p, []),
-    "ftl_agent_new_from_env_logging": (c_agent_p, [LOG_FN, ctypes.c_void_p]),
+    "ftl_settings_new": (ctypes.c_void_p, []),
+    "ftl_settings_free": (None, [ctypes.c_void_p]),
+    "ftl_settings_set": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "ftl_settings_get": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_char_p]),
+    "ftl_settings_load_env": (ctypes.c_int, [ctypes.c_void_p]),
+    "ftl_agent_new_from_settings": (c_agent_p, [ctypes.c_void_p, LOG_FN, ctypes.c_void_p]),
     "ftl_agent_start": (ctypes.c_int, [c_agent_p]),
     "ftl_agent_leave": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
     "ftl_agent_has_left": (ctypes.c_bool, [c_agent_p]),
@@ -107,7 +106,7 @@ _PROTOTYPES = {
     "ftl_register_buffer": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, ctypes.c_void_p, c_size, ctypes.c_bool]),
     "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),
-    "ftl_set_batch": (ctypes.c_int, [c_agent_p, ctypes.POINTER(BatchConfigC)]),
+    "ftl_set_batch_from_settings": (ctypes.c_int, [c_agent_p, ctypes.c_void_p]),
     "ftl_set_sampler_order": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
     "ftl_sampler_peek": (ctypes.c_int, [c_agent_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(c_u64),
                                         ctypes.POINTER(c_u64), ctypes.POINTER(c_u64), c_size, ctypes.POINTER(c_size)]),

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import json
 import logging
-import os
 import socket
 import threading
 from dataclasses import dataclass
@@ -25,12 +24,12 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 import numpy as np
 
 from . import _buffers, _logging
-from ._lib import LOAD_FN, SAVE_FN, STEP_FN, BatchConfigC, JobStatusC, lib, text
+from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, lib, text
 from ._requests import InFlight, Request
+from ._settings import settings
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
 
 T = TypeVar("T")
-_env_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -49,16 +48,15 @@ class StepInfo:
     first_micro: int = 0   # reproducible mode: this rank's first micro-shard; contiguous order: its first stream
 
 
-def _settings_env(settings: Dict[str, Any]) -> Dict[str, str]:
-    """Keyword settings as FTL_* variables: min_workers=2 is FTL_MIN_WORKERS=2, True is 1."""
-    env = {}
-    for key, value in settings.items():
-        if not key.isidentifier():
-            raise ConfigError(f"ftl: setting {key!r} is not a name like min_workers (FTL_MIN_WORKERS)")
-        if isinstance(value, bool):
-            value = int(value)
-        env["FTL_" + key.upper()] = str(value)
-    return env
+def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
+    """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py). Returns
+    (pointer, the job's backend)."""
+    with settings(lib_, values, with_env=True) as s:
+        backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
+        ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
+        if not ptr:
+            raise ConfigError(text(lib_.ftl_error_message()) or "ftl: the agent could not be created")
+        return ptr, backend
 
 
 class Agent:
@@ -66,8 +64,8 @@ class Agent:
     cluster gracefully (others go on at once, without waiting to detect a failure).
 
     Settings come from the FTL_* environment, as in the C API (docs/reference/settings.md); keyword arguments
-    override it: `ftl.Agent(name="w1", min_workers=2)`. A refused setting raises ConfigError naming the
-    variable. Register state (register, register_state, set_sampler) before start() (or before the first
+    override it: `ftl.Agent(name="w1", min_workers=2)`. They go to libftl's settings object (ftl/settings.h),
+    never into os.environ. A refused setting raises ConfigError naming the variable. Register state (register, register_state, set_sampler) before start() (or before the first
     execute(), which starts the agent when nothing did).
 
     The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
@@ -77,27 +75,9 @@ class Agent:
     def __init__(self, logger: Union[logging.Logger, bool, None] = None, **settings: Any):
         self._lib = lib()
         self._ptr: Optional[int] = None
-        overrides = _settings_env(settings)
         target = _logging.resolve(logger)
         self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
-        with _env_lock:  # the C side reads getenv(); other threads must not see our overrides half-set
-            saved = {k: os.environ.get(k) for k in overrides}
-            os.environ.update(overrides)
-            try:
-                if self._log_fn is not None:
-                    ptr = self._lib.ftl_agent_new_from_env_logging(self._log_fn, None)
-                else:
-                    ptr = self._lib.ftl_agent_new_from_env()
-                why = "" if ptr else text(self._lib.ftl_error_message())  # this thread's reason, read at once
-                self.backend = os.environ.get("FTL_COMM", "tcp")
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
-        if not ptr:
-            raise ConfigError(why or "ftl: the agent could not be created")
+        ptr, self.backend = _new_agent(self._lib, settings, self._log_fn)
         self._ptr = ptr
         if self._log_fn is not None:
             _logging.track(self)
@@ -244,9 +224,10 @@ class Agent:
         average the gradients by sample count (GradientAverager.average(samples=...)). max_batch_per_rank
         sets StepInfo.micro_batch: compute the share in chunks of that many, accumulating gradients.
         Before start()."""
-        cfg = BatchConfigC(global_batch, max_batch_per_rank, reproducible)
-        if self._lib.ftl_set_batch(self._handle(), ctypes.byref(cfg)) != 0:
-            raise ConfigError(text(self._lib.ftl_error_message()))
+        values = {"global_batch": global_batch, "max_batch_per_rank": max_batch_per_rank, "reproducible": reproducible}
+        with settings(self._lib, values) as s:
+            if self._lib.ftl_set_batch_from_settings(self._handle(), s) != 0:
+                raise ConfigError(text(self._lib.ftl_error_message()))
 
     # ---- steps ----
 
