@@ -114,12 +114,8 @@ ftl_err ftl_agent_config_from_settings(ftl_agent_config *c, const ftl_settings *
 
 ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 {
-	ftl_settings *s = ftl_settings_new();
-	if (!s)
-		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_agent_config_from_env: out of memory");
-	ftl_err err = ftl_settings_add_env(s, ftl_settings_put);
-	if (!err)
-		err = ftl_agent_config_from_settings(c, s);
+	ftl_settings *s = ftl_settings_new_from_environment();
+	ftl_err err = s ? ftl_agent_config_from_settings(c, s) : ftl_error_code();
 	ftl_settings_free(s);
 	return err;
 }

@@ -103,6 +103,18 @@ ftl_err ftl_settings_put(ftl_settings *s, const char *var, const char *value)
 
 extern char **environ;
 
+ftl_settings *ftl_settings_new_from_environment(void)
+{
+	ftl_settings *s = ftl_settings_new();
+	if (!s)
+		ftl_diag_set(FTL_ERR_SYSTEM, "the FTL_* environment: out of memory");
+	if (s && ftl_settings_add_env(s, ftl_settings_put) != FTL_OK) {
+		ftl_settings_free(s);
+		return NULL;
+	}
+	return s;
+}
+
 ftl_err ftl_settings_add_env(ftl_settings *s, ftl_err (*add)(ftl_settings *s, const char *var, const char *value))
 {
 	ftl_err err = ftl_env_refuse_unknown();

@@ -21,4 +21,8 @@ ftl_err ftl_settings_put(ftl_settings *s, const char *var, const char *value);
  * (env_names.c); the first error stops it. */
 ftl_err ftl_settings_add_env(ftl_settings *s, ftl_err (*add)(ftl_settings *s, const char *var, const char *value));
 
+/* A new store holding the environment's FTL_* variables, unchecked but for unknown names (the readers
+ * judge the values). NULL with the diag on failure. */
+ftl_settings *ftl_settings_new_from_environment(void);
+
 #endif

@@ -3,8 +3,9 @@ DistributedDataParallel on ftl's process group; elastic: it survives kill -9, jo
 
 examples/torch_char_gpt_ddp.py is the same program on plain torch.distributed: `diff -u
 examples/torch_char_gpt_ddp.py examples/torch_char_gpt.py` shows what ftl changes (examples/README.md):
-  - ftl.torch.process_group(agent) is DDP's group; ElasticState makes the model and AdamW's moments job
-    state (a joiner gets rank 0's) and re-points DDP at the group of each new view;
+  - ftl.torch.init_process_group(agent) makes ftl's group torch's default one, so DDP(net),
+    dist.all_reduce and dist.destroy_process_group are the twin's lines; ElasticState makes the model and
+    AdamW's moments job state (a joiner gets rank 0's) and re-points DDP at the group of each new view;
   - ftl's elastic sampler replaces DistributedSampler: ftl.torch.batch fetches this rank's samples of the
     step (none at the end of a data epoch, sometimes: an empty batch still runs DDP's collectives), and
     across rescales every window of a data epoch is used once;
@@ -18,9 +19,10 @@ FTL_DEPTH blocks (2), FTL_LR (0.003), FTL_TRAIN_SEED (0: model initialisation an
 FTL_STEP_SLEEP_MS extra time per step (0).
 Output on stdout, one JSON object per line (tests/agent/workers.py reads them): a line per completed step
 {"worker","step","rank","world","epoch","samples","loss","accuracy","digest","t"} (loss and next-character
-accuracy over the step's targets on every rank; digest: ElasticState.digest(), equal on every rank after
-every step), and at the end {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"} on
-the validation split. SIGTERM or SIGINT: finish the step, leave the job, exit 0. Exit 1 when training
+accuracy over the step's targets on every rank; digest: run.digest() of the model and the optimizer, equal
+on every rank after every step), and at the end {"worker","final":true,"steps","test_loss","test_accuracy","digest","t"} on
+the validation split. SIGTERM or SIGINT: finish the step, leave the job (ftl_main.run leaves it once
+main returns), exit 0. Exit 1 when training
 cannot go on, 2 for a bad setting (examples/models/ftl_main.py)."""
 import sys
 
@@ -38,12 +40,12 @@ def main(agent):
     torch.set_num_threads(1)  # one core per worker: the workers share the machine
     name, s = run.worker_name(), char_gpt.settings()
     train, val, vocab = char_gpt.datasets(s["context"])
-    pg = ftl.torch.process_group(agent)
+    ftl.torch.init_process_group(agent)
     torch.manual_seed(s["seed"])
     net = char_gpt.CharGPT(vocab, s["width"], s["depth"], s["heads"], s["context"])
-    model = DistributedDataParallel(net, process_group=pg)
+    model = DistributedDataParallel(net)
     optimizer = torch.optim.AdamW(model.parameters(), lr=s["lr"], weight_decay=0.01)
-    state = ftl.torch.ElasticState(agent, model, optimizer)
+    ftl.torch.ElasticState(agent, model, optimizer)  # what a joiner receives; the agent keeps it
     agent.set_sampler(len(train), s["batch"], s["seed"])
 
     def train_step(info):
@@ -53,19 +55,20 @@ def main(agent):
         loss.backward()  # DDP averages the gradients over the ranks meanwhile
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         run.pause()
-        dist.all_reduce(stats, group=pg)  # the step's loss over every rank, for the output
+        dist.all_reduce(stats)  # the step's loss over every rank, for the output
         optimizer.step()
         return (info.step, info.rank, info.world_size, info.view_epoch), stats
 
     while (step := agent.job_status()["step"]) < s["steps"]:
         if stop.requested():
             print(f"torch_char_gpt: {name}: stopping after step {step}", file=sys.stderr)
-            agent.leave()
+            dist.destroy_process_group()
             return 0
         where, stats = agent.execute(train_step)
-        run.print_step(name, *where, stats, state.digest())
+        run.print_step(name, *where, stats, run.digest(model.module, optimizer))
     agent.execute(lambda info: agent.barrier())  # every rank has finished training
-    run.print_final(name, s["steps"], model.module, val, state.digest())
+    run.print_final(name, s["steps"], model.module, val, run.digest(model.module, optimizer))
+    dist.destroy_process_group()
     return 0
 
 

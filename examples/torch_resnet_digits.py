@@ -33,12 +33,12 @@ def main(agent):
     torch.set_num_threads(1)  # one core per worker: the workers share the machine
     name, s = run.worker_name(), resnet_digits.settings()
     train, val = resnet_digits.datasets()
-    pg = ftl.torch.process_group(agent)
+    ftl.torch.init_process_group(agent)
     torch.manual_seed(s["seed"])
-    model = DistributedDataParallel(resnet_digits.ResNet(s["width"], s["depth"]), process_group=pg)
+    model = DistributedDataParallel(resnet_digits.ResNet(s["width"], s["depth"]))
     optimizer = torch.optim.SGD(model.parameters(), lr=s["lr"], momentum=0.9, weight_decay=5e-4)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, s["steps"])
-    state = ftl.torch.ElasticState(agent, model, optimizer, schedule=schedule)
+    ftl.torch.ElasticState(agent, model, optimizer, schedule=schedule)  # the agent keeps it
     agent.set_sampler(len(train), s["batch"], s["seed"])
 
     def train_step(info):
@@ -47,7 +47,7 @@ def main(agent):
         loss, stats = run.loss_and_stats(model(x), y)
         loss.backward()  # DDP averages the gradients over the ranks meanwhile
         run.pause()
-        dist.all_reduce(stats, group=pg)  # the step's loss over every rank, for the output
+        dist.all_reduce(stats)  # the step's loss over every rank, for the output
         optimizer.step()
         schedule.step()
         return (info.step, info.rank, info.world_size, info.view_epoch), stats
@@ -55,12 +55,13 @@ def main(agent):
     while (step := agent.job_status()["step"]) < s["steps"]:
         if stop.requested():
             print(f"torch_resnet_digits: {name}: stopping after step {step}", file=sys.stderr)
-            agent.leave()
+            dist.destroy_process_group()
             return 0
         where, stats = agent.execute(train_step)
-        run.print_step(name, *where, stats, state.digest())
+        run.print_step(name, *where, stats, run.digest(model.module, optimizer))
     agent.execute(lambda info: agent.barrier())  # every rank has finished training
-    run.print_final(name, s["steps"], model.module, val, state.digest())
+    run.print_final(name, s["steps"], model.module, val, run.digest(model.module, optimizer))
+    dist.destroy_process_group()
     return 0
 
 

@@ -6,8 +6,7 @@ examples/torch_resnet_digits_ddp.py examples/torch_resnet_digits.py` shows what 
 (examples/README.md counts it). Here the world is fixed when the job starts: a worker that dies stops the
 job (the others' gloo collectives fail or hang), and a new one cannot join it.
     torchrun --nproc-per-node 2 examples/torch_resnet_digits_ddp.py
-Output: the ftl program's lines; "epoch" is always 1 (one process group for the whole run) and the digest
-covers the parameters only."""
+Output: the ftl program's lines; "epoch" is always 1 (one process group for the whole run)."""
 import sys
 
 from models import stop  # first: SIGTERM and SIGINT blocked before torch starts threads
@@ -49,9 +48,9 @@ def main():
             dist.destroy_process_group()
             return 0
         where, stats = train_step(step)
-        run.print_step(name, *where, stats, run.digest(model.module))
+        run.print_step(name, *where, stats, run.digest(model.module, optimizer))
     dist.barrier()  # every rank has finished training
-    run.print_final(name, s["steps"], model.module, val, run.digest(model.module))
+    run.print_final(name, s["steps"], model.module, val, run.digest(model.module, optimizer))
     dist.destroy_process_group()
     return 0
 

@@ -8,12 +8,8 @@
 
 ftl_err ftl_training_config_from_env(ftl_training_config *t)
 {
-	ftl_settings *s = ftl_settings_new();
-	if (!s)
-		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_training_config_from_env: out of memory");
-	ftl_err err = ftl_settings_add_env(s, ftl_settings_put);
-	if (!err)
-		err = ftl_training_config_from_settings(t, s);
+	ftl_settings *s = ftl_settings_new_from_environment();
+	ftl_err err = s ? ftl_training_config_from_settings(t, s) : ftl_error_code();
 	if (!err)
 		err = ftl_batch_config_check(&t->batch);
 	ftl_settings_free(s);

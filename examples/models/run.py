@@ -1,9 +1,10 @@
 """The parts of a training program that do not depend on the model or on ftl: settings from FTL_* names,
-the per-step loss statistics, the JSON lines tests/agent/workers.py reads, and a parameter digest.
+the per-step loss statistics, the JSON lines tests/agent/workers.py reads, and a state digest.
 
 Why shared: the ftl programs and their DDP twins must print the same lines and compute the same loss,
 so that tests and bench/torch/example_convergence.py judge them alike, and the twins' diff shows ftl only."""
 import hashlib
+import io
 import json
 import os
 import socket
@@ -67,13 +68,13 @@ def print_final(name, steps, model, held_out, digest, chunk=256):
           "test_accuracy": round(total[1].item() / total[2].item(), 6), "digest": digest})
 
 
-def digest(model):
-    """16 hex digits of a BLAKE2b hash of the parameters: equal on every rank when DDP keeps them in step
-    (the ftl programs print ElasticState.digest(), which adds the optimizer's state)."""
-    h = hashlib.blake2b(digest_size=8)
-    for p in model.parameters():
-        h.update(p.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
+def digest(model, optimizer):
+    """16 hex digits of a BLAKE2b hash of the model's and the optimizer's state dicts as torch.save writes
+    them: equal on every rank after every step when the ranks are in step (the optimizer's moments and
+    learning rate too, which the parameters alone would show only later)."""
+    buf = io.BytesIO()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buf)
+    return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
 
 
 def forever(loader, sampler):

@@ -1,9 +1,32 @@
 /* Every FTL_* setting of libftl and its bad values: the table that test_config.c runs through the
- * environment and test_settings.c through ftl_settings_set, so both readers are held to one list. */
+ * environment and test_settings.c through ftl_settings_set, so both readers are held to one list; and
+ * the helpers both start from. */
 #ifndef FTL_TESTS_SETTING_CASES_H
 #define FTL_TESTS_SETTING_CASES_H
 
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A gossip key that decodes (32 zero bytes): the valid settings both tests start from hold it. */
+static const char valid_key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+
+extern char **environ;
+
+/* Unsets every FTL_* variable, so a test starts from what it sets. */
+static void clear_ftl_environment(void)
+{
+	for (char **e = environ; *e;) {
+		if (strncmp(*e, "FTL_", 4) == 0) {
+			char name[128];
+			snprintf(name, sizeof(name), "%.*s", (int)(strcspn(*e, "=")), *e);
+			unsetenv(name);
+		} else {
+			e++;
+		}
+	}
+}
 
 enum { MAX_BAD = 14 };
 typedef struct setting_case {

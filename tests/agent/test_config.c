@@ -18,6 +18,7 @@
 #include "agent/config.h"
 #include "ftl/execute.h"
 #include "ftl/settings.h"
+#include "setting_cases.h"
 
 static void test_addr_split_handles_v4_v6_and_names(void **state)
 {
@@ -132,23 +133,6 @@ static void test_checkpoint_choices_are_read_and_checked(void **state)
 
 /* ---- every FTL_* setting's bad values ---- */
 
-static const char valid_key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-
-extern char **environ;
-
-static void clear_ftl_environment(void)
-{
-	for (char **e = environ; *e;) {
-		if (strncmp(*e, "FTL_", 4) == 0) {
-			char name[128];
-			snprintf(name, sizeof(name), "%.*s", (int)(strcspn(*e, "=")), *e);
-			unsetenv(name);
-		} else {
-			e++;
-		}
-	}
-}
-
 /* A worker's environment that resolves: every test starts from it and breaks one thing. */
 static void set_valid_environment(void)
 {
@@ -186,8 +170,6 @@ static void expect_refused(const char *var, const char *value, const char *also_
 	if (!strstr(err, var))
 		fail_msg("%s=\"%s\": the error \"%s\" does not name %s", var, value, err, var);
 }
-
-#include "setting_cases.h"
 
 static void test_every_setting_refuses_its_bad_values_by_name(void **state)
 {

@@ -16,25 +16,9 @@
 #include "ftl/settings.h"
 #include "setting_cases.h"
 
-static const char valid_key[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
 static const char *const valid[][2] = {
 	{"FTL_NAME", "w0"}, {"FTL_BIND", "127.0.0.1:7946"}, {"FTL_GOSSIP_KEY", valid_key},
 };
-
-extern char **environ;
-
-static void clear_ftl_environment(void)
-{
-	for (char **e = environ; *e;) {
-		if (strncmp(*e, "FTL_", 4) == 0) {
-			char name[128];
-			snprintf(name, sizeof(name), "%.*s", (int)(strcspn(*e, "=")), *e);
-			unsetenv(name);
-		} else {
-			e++;
-		}
-	}
-}
 
 /* The environment path's verdict on var=value over the valid settings: "" when the agent is made, else the
  * message. stage_1 gets the message of the per-setting readers alone ("" when they take it). */

@@ -30,6 +30,38 @@ def test_before_the_first_view_the_group_is_this_worker_alone(run_dir):
     agent.close()
 
 
+def test_init_process_group_makes_the_agents_group_torchs_default(run_dir):
+    """dist.* without a group, DDP without process_group=, on the agent's group; one default at a time, and
+    destroy_process_group ends it without ending the agent. (With several ranks: the examples' kill and join,
+    torch_char_gpt_join and torch_resnet_digits_kill9, whose programs use the default group.)"""
+    agent = ftl.Agent(name="default", bind=f"127.0.0.1:{free_port()}", insecure=1, run_dir=run_dir, log_level="warn")
+    group = ftl.torch.init_process_group(agent)
+    try:
+        assert group is ftl.torch.process_group(agent) and dist.get_backend() == "ftl"
+        assert (dist.get_rank(), dist.get_world_size()) == (0, 1)
+        with pytest.raises(ftl.Error, match="already has a default group"):
+            ftl.torch.init_process_group(agent)
+        ddp = DistributedDataParallel(torch.nn.Linear(2, 2))
+        assert ddp.process_group is group
+        ftl.torch.ElasticState(agent, ddp, None)
+
+        def step(info):
+            ddp(torch.ones(1, 2)).sum().backward()
+            x = torch.tensor([float(info.rank + 1)])
+            dist.all_reduce(x)
+            return dist.get_rank(), dist.get_world_size(), x.item(), isinstance(ddp.process_group, type(group))
+        with agent:
+            assert agent.execute(step) == (0, 1, 1.0, True)
+            dist.barrier()  # between steps, on the view in hand
+    finally:
+        dist.destroy_process_group()
+    assert not dist.is_initialized()
+    other = ftl.Agent(name="again", bind=f"127.0.0.1:{free_port()}", insecure=1, run_dir=run_dir, log_level="warn")
+    assert ftl.torch.init_process_group(other) is ftl.torch.process_group(other)  # a new default after destroy
+    dist.destroy_process_group()
+    other.close()
+
+
 def test_collectives_inside_a_step_reach_every_rank(pair):
     def body(agent, group, info):
         r = info.rank

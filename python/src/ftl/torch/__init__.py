@@ -1,7 +1,8 @@
 """ftl.torch: PyTorch on ftl. A DDP training loop becomes elastic in about three places, DDP kept:
 
-    agent = ftl.Agent()                                                   # was: dist.init_process_group
-    model = DDP(model, process_group=ftl.torch.process_group(agent))     # DDP on ftl's views
+    agent = ftl.Agent()                                                   # an elastic world (FTL_*)
+    ftl.torch.init_process_group(agent)                                   # was: dist.init_process_group
+    model = DDP(model)                                                    # DDP on ftl's views
     state = ftl.torch.ElasticState(agent, model, optimizer)              # what a joiner receives
     agent.set_sampler(len(dataset), batch_per_rank, seed=0)              # was: DistributedSampler
 
@@ -14,8 +15,9 @@
         while agent.job_status()["step"] < steps:
             agent.execute(step)                 # runs the step again on the next view when a peer dies
 
-process_group() is a torch.distributed group over the agent's current view (any dist.* collective on it,
-inside a step or between steps); ElasticState makes the model (a DDP module's), the optimizer and extras
+init_process_group() makes process_group(), a torch.distributed group over the agent's current view, torch's
+default group (any dist.* collective on it, inside a step or between steps; rank and size are the live
+view's); ElasticState makes the model (a DDP module's), the optimizer and extras
 job state (a joiner gets rank 0's) and re-points DDP at each view's group. Without DDP, GradientAverager
 averages the gradients in fused buckets (weighted by sample counts; FTL_GLOBAL_BATCH micro-batches,
 FTL_COMM_COMPRESS), and lr_scaling() adapts the learning rate when the world size changes. batch() fetches
@@ -42,10 +44,10 @@ from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
 from ._loader import ElasticLoader
 from ._lr import LRScaling, lr_scaling
-from ._process_group import ElasticProcessGroup, process_group
+from ._process_group import ElasticProcessGroup, init_process_group, process_group
 from ._sampler import ElasticBatchSampler
 from ._state import ElasticState
 from ._streams import streams
 
-__all__ = ["ElasticState", "ElasticProcessGroup", "process_group", "GradientAverager", "load_checkpoint", "batch",
+__all__ = ["ElasticState", "ElasticProcessGroup", "init_process_group", "process_group", "GradientAverager", "load_checkpoint", "batch",
            "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams"]

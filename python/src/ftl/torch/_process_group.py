@@ -50,6 +50,29 @@ def process_group(agent: Any) -> "ElasticProcessGroup":
     return group
 
 
+def init_process_group(agent: Any) -> "ElasticProcessGroup":
+    """Makes process_group(agent) torch.distributed's default group, in place of
+    dist.init_process_group("gloo" or "nccl"): then DistributedDataParallel(model), dist.all_reduce(t),
+    dist.barrier(), dist.get_rank() and dist.get_world_size() run on ftl's live view unchanged. Through
+    torch's own door: a backend named "ftl" whose creator returns the agent's group (torch takes a Python
+    ProcessGroup that a backend returns as the group itself). Once per process, before DDP;
+    dist.destroy_process_group() ends it, the agent goes on. Returns the group."""
+    global _default_group
+    if dist.is_initialized():
+        raise Error("ftl: init_process_group: torch.distributed already has a default group "
+                    "(dist.destroy_process_group() first)", INVALID)
+    _default_group = process_group(agent)
+    if "ftl" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("ftl", lambda store, rank, size, timeout: _default_group,
+                                      devices=["cpu", "cuda"])
+    # rank 0 of 1 is what torch records; rank() and size() are the live view's (the group follows the agent)
+    dist.init_process_group("ftl", store=dist.HashStore(), rank=0, world_size=1)
+    return _default_group
+
+
+_default_group: Optional["ElasticProcessGroup"] = None
+
+
 class _Completions:
     """Waits, on its own thread and in order, for the asynchronous allreduces a step started, and completes
     their futures. wait_all() returns once none is left (the step's end)."""

@@ -1,0 +1,30 @@
+"""How many lines a port to ftl changes: each real-model example against its plain DDP twin
+(examples/torch_*.py and torch_*_ddp.py), counting the non-blank code lines below the module docstring that
+a unified diff removes and adds. One JSON line per example. Issue 25's target: at most 15 changed lines.
+
+    python3 bench/torch/count_port.py"""
+import difflib
+import json
+import pathlib
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def code_lines(path):
+    text = path.read_text()
+    end = text.index('"""', 3) + 3 if text.startswith('"""') else 0
+    return [line for line in text[end:].splitlines() if line.strip()]
+
+
+def main():
+    for name in ("char_gpt", "resnet_digits"):
+        ddp, ftl = code_lines(EXAMPLES / f"torch_{name}_ddp.py"), code_lines(EXAMPLES / f"torch_{name}.py")
+        diff = list(difflib.unified_diff(ddp, ftl, lineterm="", n=0))
+        removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
+        added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))
+        print(json.dumps({"bench": "port_lines", "example": name, "ddp_lines": len(ddp), "ftl_lines": len(ftl),
+                          "removed": removed, "added": added}))
+
+
+if __name__ == "__main__":
+    main()
