@@ -17,7 +17,6 @@
 #include "addr.h"
 #include "node/node_meta.h"
 #include "agent_fork.h"
-#include "train/checkpoint.h"
 #include "log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
