@@ -6,7 +6,9 @@
    reached it, read from the workers' structured logs and JSON lines; also how many survivors' logs say
    the death was declared by a witness on its host (agent/witness.h), by refusal (proof of death) or by a
    suspicion timeout.
-2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state.
+2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state, and the
+   running workers' longest time between two steps across the join (running_pause_s; step_interval_s is
+   their usual one, so the pause the join adds is the difference).
 Prints one JSON line per figure (medians over --runs). Usage:
   python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]
 --torch PYTHON runs examples/torch_digits.py under that interpreter instead of --train (set FTL_LIBRARY
@@ -120,11 +122,28 @@ def one_join(args, n, extra_mb):
         joiner = job.add("joiner")
         job.wait("the joiner's first step", lambda: bool(joiner.steps()), 120)
         first = joiner.steps()[0]["t"]
+        time.sleep(0.5)  # a few steps of the new view, so the gap that spans the join is closed
         sync = log_events(joiner, r'msg="state synced from rank 0".*took_ms=([\d.]+)')
+        running = [w for w in job.workers() if w is not joiner]
         return {"start_to_first_step_s": first - joiner.started_at,
-                "state_sync_s": float(sync[0][1].group(1)) / 1000 if sync else None}
+                "state_sync_s": float(sync[0][1].group(1)) / 1000 if sync else None,
+                "running_pause_s": max(longest_gap(w.steps(), joiner.started_at, first) for w in running),
+                "step_interval_s": statistics.median(median_gap(w.steps(), joiner.started_at) for w in running)}
     finally:
         job.close()
+
+
+def longest_gap(steps, since, until):
+    """The longest time between two consecutive steps of a running worker that ends after since and starts
+    before until (the join's window): how long the join paused it, a normal step included."""
+    times = [r["t"] for r in steps]
+    return max((b - a for a, b in zip(times, times[1:]) if b > since and a < until), default=0.0)
+
+
+def median_gap(steps, before):
+    """A running worker's usual time between steps, before the joiner started."""
+    times = [r["t"] for r in steps if r["t"] < before]
+    return statistics.median(b - a for a, b in zip(times, times[1:]))
 
 
 def report(figure, runs, **labels):
