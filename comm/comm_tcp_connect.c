@@ -105,7 +105,7 @@ static ftl_err resolve(const char *addr, struct addrinfo **out)
 static ftl_err parse_bootstrap(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
 {
 	const char *p = cfg->bootstrap;
-	const char *end = p + cfg->bootstrap_len;
+	const char *end = p != NULL ? p + cfg->bootstrap_len : p; /* no bootstrap: NULL + 0 is undefined in C */
 	int n = 0;
 	while (p < end && !(n == cfg->world_size && p + 1 == end && *p == '\n')) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
