@@ -7,7 +7,7 @@
  *   ftl/elastic.h     a fixed global batch's exact sum, the learning-rate policy
  *   ftl/gradient.h    gradient allreduces (bf16 on the wire with error feedback)
  *   ftl/checkpoint.h  reading a checkpoint file or directory
- *   ftl/settings.h    the FTL_* settings' names
+ *   ftl/settings.h    settings by name (the opaque ftl_settings) and the FTL_* names
  *   ftl/version.h     the library's version */
 #ifndef FTL_FTL_H
 #define FTL_FTL_H

@@ -1,4 +1,6 @@
-/* Settings from the environment, shared by libftl and the programs built on it: one bounded number
+/* Settings by name: an opaque settings object that a program or a binding fills (from the environment,
+ * from its own keys, or both) and makes the agent from, so no struct layout is part of how configuration
+ * reaches libftl. And what is shared with the programs built on it: one bounded number
  * reader that names the variable when a value is wrong, and the table of every FTL_* name anything here
  * reads, so a misspelled variable (FTL_MAX_WORKER) is refused with the closest known name instead of
  * leaving the worker on the default (with FTL_SEED for FTL_SEEDS: a job of one). A program that reads
