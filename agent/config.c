@@ -54,23 +54,13 @@ ftl_err ftl_agent_config_widen(const ftl_agent_config *in, ftl_agent_config *ful
 	return ftl_sized_widen(in, full, sizeof(*full), AGENT_CONFIG_OLDEST, "ftl_agent_config", "ftl_agent_config_default");
 }
 
-/* "1" or "0" for var, into *is_one; unset leaves it. expected says what each means. */
-static ftl_err one_or_zero(const ftl_settings *s, const char *var, const char *expected, bool *is_one)
-{
-	const char *v = ftl_settings_get(s, var);
-	if (v && strcmp(v, "1") != 0 && strcmp(v, "0") != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s", var, v, expected);
-	if (v)
-		*is_one = strcmp(v, "1") == 0;
-	return FTL_OK;
-}
-
 static ftl_err read_settings(ftl_agent_config *c, const ftl_settings *s)
 {
 	int64_t suspicion = c->suspicion_mult, retransmit = c->retransmit_mult;
 	bool is_witness_on = !c->is_witness_off;
-	if (one_or_zero(s, "FTL_INSECURE", "1 (plaintext gossip) or 0", &c->is_insecure) ||
-	    one_or_zero(s, "FTL_WITNESS", "1 (watch this host's members, the default) or 0", &is_witness_on))
+	if (ftl_setting_choice(s, "FTL_INSECURE", "0", "1", "1 (plaintext gossip) or 0", &c->is_insecure) ||
+	    ftl_setting_choice(s, "FTL_WITNESS", "0", "1", "1 (watch this host's members, the default) or 0",
+			       &is_witness_on))
 		return FTL_ERR_INVALID;
 	c->is_witness_off = !is_witness_on;
 	if (ftl_setting_str(s, "FTL_NAME", c->name, sizeof(c->name)) ||

@@ -52,13 +52,15 @@ ftl_err ftl_setting_str(const ftl_settings *s, const char *var, char *dst, size_
 	return FTL_OK;
 }
 
-ftl_err ftl_setting_choice(const ftl_settings *s, const char *var, const char *no, const char *yes, bool *dst)
+ftl_err ftl_setting_choice(const ftl_settings *s, const char *var, const char *no, const char *yes,
+			   const char *expected, bool *dst)
 {
 	const char *v = ftl_settings_get(s, var);
 	if (!v)
 		return FTL_OK;
 	if (strcmp(v, no) != 0 && strcmp(v, yes) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
+		return expected ? ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s", var, v, expected)
+				: ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
 	*dst = strcmp(v, yes) == 0;
 	return FTL_OK;
 }

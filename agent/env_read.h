@@ -18,7 +18,9 @@ ftl_err ftl_setting_int(const ftl_settings *s, const char *var, int64_t *dst, in
 /* Copies var into dst (cap bytes) when set; leaves dst alone when unset; refuses empty or too long. */
 ftl_err ftl_setting_str(const ftl_settings *s, const char *var, char *dst, size_t cap);
 
-/* One of two words (false, true) into *dst; unset leaves it. */
-ftl_err ftl_setting_choice(const ftl_settings *s, const char *var, const char *no, const char *yes, bool *dst);
+/* One of two words (false, true) into *dst; unset leaves it. The refusal says "expected <expected>", or
+ * "expected <no> or <yes>" when expected is NULL. */
+ftl_err ftl_setting_choice(const ftl_settings *s, const char *var, const char *no, const char *yes,
+			   const char *expected, bool *dst);
 
 #endif

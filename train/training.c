@@ -74,9 +74,9 @@ static ftl_err checkpoint_from_settings(ftl_training_config *t, const ftl_settin
 	if (ftl_setting_str(s, "FTL_CHECKPOINT_DIR", dir, sizeof(dir)))
 		return FTL_ERR_INVALID;
 	bool wait = t->checkpoint_wait, fresh = t->checkpoint_fresh, blake2b = t->checkpoint_blake2b;
-	if (ftl_setting_choice(s, "FTL_CHECKPOINT_BUSY", "skip", "wait", &wait) ||
-	    ftl_setting_choice(s, "FTL_CHECKPOINT_FRESH", "0", "1", &fresh) ||
-	    ftl_setting_choice(s, "FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", &blake2b))
+	if (ftl_setting_choice(s, "FTL_CHECKPOINT_BUSY", "skip", "wait", NULL, &wait) ||
+	    ftl_setting_choice(s, "FTL_CHECKPOINT_FRESH", "0", "1", NULL, &fresh) ||
+	    ftl_setting_choice(s, "FTL_CHECKPOINT_CHECKSUM", "xxh3", "blake2b", NULL, &blake2b))
 		return FTL_ERR_INVALID;
 	if (dir[0])
 		snprintf(t->checkpoint_dir, sizeof(t->checkpoint_dir), "%s", dir);
@@ -122,7 +122,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 		return FTL_ERR_INVALID;
 	int64_t slot_kb = t->comm_shm_slot_kb;
 	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
-	if (ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", &is_shm_off) ||
+	if (ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", NULL, &is_shm_off) ||
 	    ftl_setting_int(s, "FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
 		return FTL_ERR_INVALID;
 	const char *comm = ftl_settings_get(s, "FTL_COMM");

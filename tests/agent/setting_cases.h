@@ -36,9 +36,8 @@ typedef struct setting_case {
 	const char *also_unset;        /* a variable that must be unset for this one to be read */
 } setting_case;
 
-#define LONG_300 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
-		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
-		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define CHARS_50 "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwx"
+#define LONG_300 CHARS_50 CHARS_50 CHARS_50 CHARS_50 CHARS_50 CHARS_50 /* over every string setting's bound */
 #define NAME_64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 static const setting_case setting_cases[] = {

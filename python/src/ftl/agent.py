@@ -65,7 +65,8 @@ class Agent:
 
     Settings come from the FTL_* environment, as in the C API (docs/reference/settings.md); keyword arguments
     override it: `ftl.Agent(name="w1", min_workers=2)`. They go to libftl's settings object (ftl/settings.h),
-    never into os.environ. A refused setting raises ConfigError naming the variable. Register state (register, register_state, set_sampler) before start() (or before the first
+    never into os.environ. A refused setting raises ConfigError naming the variable. Register state
+    (register, register_state, set_sampler) before start() (or before the first
     execute(), which starts the agent when nothing did).
 
     The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
