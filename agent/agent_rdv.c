@@ -96,6 +96,7 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	ftl_rdv_view_clear(&t->view);
 	t->view = copy;
 	t->phase = ftl_rdv_get_phase(rdv); /* with the view, so the training thread never sees one without the other */
+	t->lineage_steps = ftl_rdv_steps(rdv);
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
 	a->train_ops->abort_locked(a, why, false);
@@ -189,6 +190,8 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 	if (phase != t->phase)
 		pthread_cond_broadcast(&a->changed);
 	t->phase = phase;
+	if (ftl_rdv_current(rdv)->lineage == t->view.lineage)
+		t->lineage_steps = ftl_rdv_steps(rdv);
 	snprintf(t->coordinator, sizeof(t->coordinator), "%s", ftl_rdv_coordinator(rdv));
 	if (phase == FTL_RDV_NO_VIEW || phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		if (!t->below_min_since_us)

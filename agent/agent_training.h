@@ -29,6 +29,8 @@ typedef struct ftl_agent_views {
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
 	ftl_job_status status;           /* the job as the training thread last reported it (ftl_get_job_status) */
 	uint64_t status_lineage;         /* the lineage of the view status.step was counted in (0: none yet) */
+	uint64_t lineage_steps;          /* the steps view's lineage has done, as the rendezvous knows them
+					  * (ftl_rdv_steps): > 0 means its state exists somewhere */
 } ftl_agent_views;
 
 /* The training layer's calls, each with the agent it was attached to; all but free only once

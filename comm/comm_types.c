@@ -12,6 +12,7 @@ const char *const ftl_err_strs[FTL_ERR_MAX] = {
 	[FTL_ERR_BACKEND] = "backend error",
 	[FTL_ERR_UNSUPPORTED] = "not supported",
 	[FTL_ERR_REFUSED] = "refused by the job",
+	[FTL_ERR_STATE_LOST] = "state lost",
 };
 
 const char *const ftl_dtype_strs[FTL_DTYPE_MAX] = {

@@ -198,9 +198,9 @@ class Trainer:
             try:
                 self.agent.execute(self.train_step)
             except ftl.Error as e:
-                if self.agent.has_left:  # `ftlctl leave`, e.g. a Kubernetes preStop hook
-                    print(f"torch_digits: {self.name}: left the job after step {done} (ftlctl leave)",
-                          file=sys.stderr)
+                if self.agent.has_left:  # `ftlctl leave` (a Kubernetes preStop hook), or a spare at the job's end
+                    why = e if e.code == ftl.errors.STATE_LOST else "ftlctl leave"
+                    print(f"torch_digits: {self.name}: left the job after step {done} ({why})", file=sys.stderr)
                     return 0
                 print(f"torch_digits: {self.name}: {e}", file=sys.stderr)
                 return 1

@@ -421,7 +421,8 @@ static void block_stop_signals(sigset_t *set)
 }
 
 /* Trains until the job has done cfg.steps steps. Returns the exit status: 0 when done, or when this worker
- * left (a stop signal or `ftlctl leave`), 1 when training cannot go on (the job refused this worker: it
+ * left (a stop signal, `ftlctl leave`, or a spare promoted once the job's workers had left at its end:
+ * FTL_ERR_STATE_LOST), 1 when training cannot go on (the job refused this worker: it
  * left, but not by choice). */
 static int train(trainer *t)
 {
@@ -430,8 +431,9 @@ static int train(trainer *t)
 		ftl_err e = ftl_execute(t->agent, train_step, t);
 		if (e != FTL_OK) {
 			if (e != FTL_ERR_REFUSED && ftl_agent_has_left(t->agent)) {
-				fprintf(stderr, "train_softmax: %s: left the job after step %llu\n", t->name,
-					(unsigned long long)job.step);
+				fprintf(stderr, "train_softmax: %s: left the job after step %llu%s%s\n", t->name,
+					(unsigned long long)job.step, e == FTL_ERR_STATE_LOST ? ": " : "",
+					e == FTL_ERR_STATE_LOST ? ftl_last_error(t->agent) : "");
 				return 0;
 			}
 			fprintf(stderr, "train_softmax: %s: %s\n", t->name, ftl_last_error(t->agent));

@@ -142,11 +142,7 @@ static void commit(ftl_rdv *r, const ftl_rdv_view *chosen)
 		r->dropped++;
 		return;
 	}
-	rdv_msg m = {.type = RDV_MSG_COMMIT, .view = r->view};
-	_Static_assert(offsetof(ftl_rdv_member, name) == 0, "rdv_names walks the member array by name");
-	/* To ourselves too: a no-op there, and it keeps this one shared encoding. */
-	if (r->peers.n > 0)
-		rdv_send_all(r, (rdv_names){r->peers.members[0].name, r->peers.n, sizeof r->peers.members[0]}, &m);
+	rdv_send_commit_to_peers(r);
 }
 
 /* Commits the proposal's value (adopting it ends the proposal, so it is moved out first). A first view

@@ -64,6 +64,7 @@ struct ftl_rdv {
 	int rank;                       /* ours in view, -1 when not a member */
 	bool is_view_new;               /* adopted and not yet taken by ftl_rdv_take_new_view */
 	uint64_t steps;                 /* the training steps of view's lineage (ftl_rdv_set_steps, or heard) */
+	uint64_t announced_lineage;     /* the lineage whose work (steps > 0) we told every member of, as rank 0 */
 
 	rdv_peers peers;                /* the alive members, self included */
 	char (*left_names)[FTL_NAME_MAX]; /* members that left gracefully, as membership last said */
@@ -149,6 +150,8 @@ void rdv_send_all(ftl_rdv *r, rdv_names to, rdv_msg *m);
 void rdv_send(ftl_rdv *r, const char *to, rdv_msg *m);
 void rdv_send_ready(ftl_rdv *r, const char *to);
 void rdv_send_commit(ftl_rdv *r, const char *to);
+/* Our view to every alive member: a coordinator's commit, or rank 0 saying its lineage has begun to train. */
+void rdv_send_commit_to_peers(ftl_rdv *r);
 /* Takes the oldest inbox message into *m (the caller frees it with rdv_msg_free); false when empty. */
 bool rdv_inbox_pop(ftl_rdv *r, rdv_msg *m);
 void rdv_queues_free(ftl_rdv *r);

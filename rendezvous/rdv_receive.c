@@ -50,6 +50,8 @@ static bool catch_up(ftl_rdv *r, const rdv_msg *m)
 
 void rdv_handle(ftl_rdv *r, int64_t now_us, const rdv_msg *m)
 {
+	if (m->lineage != 0 && m->lineage == r->view.lineage && m->steps > r->steps)
+		r->steps = m->steps; /* our lineage has done at least that much, whoever says it */
 	if (m->type == RDV_MSG_COMMIT) {
 		on_commit(r, m);
 		return;

@@ -121,6 +121,15 @@ void rdv_send_commit(ftl_rdv *r, const char *to)
 	rdv_send(r, to, &m);
 }
 
+void rdv_send_commit_to_peers(ftl_rdv *r)
+{
+	rdv_msg m = {.type = RDV_MSG_COMMIT, .view = r->view};
+	_Static_assert(offsetof(ftl_rdv_member, name) == 0, "rdv_names walks the member array by name");
+	/* To ourselves too: a no-op there, and it keeps this one shared encoding. */
+	if (r->peers.n > 0)
+		rdv_send_all(r, (rdv_names){r->peers.members[0].name, r->peers.n, sizeof r->peers.members[0]}, &m);
+}
+
 bool rdv_inbox_pop(ftl_rdv *r, rdv_msg *m)
 {
 	rdv_msg *next = ftl_fifo_pop(&r->inbox);

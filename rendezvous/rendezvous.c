@@ -344,8 +344,15 @@ uint64_t ftl_rdv_dropped(const ftl_rdv *r)
 
 void ftl_rdv_set_steps(ftl_rdv *r, uint64_t lineage, uint64_t steps)
 {
-	if (lineage != 0 && lineage == r->view.lineage)
-		r->steps = steps;
+	if (lineage == 0 || lineage != r->view.lineage)
+		return;
+	r->steps = steps;
+	if (steps > 0 && r->announced_lineage != lineage && ftl_rdv_rank(r) == 0) {
+		/* Once per lineage: every member, spares included, then knows the job has work to lose, which a
+		 * spare that later finds itself rank 0 without the state must not start again from nothing. */
+		r->announced_lineage = lineage;
+		rdv_send_commit_to_peers(r);
+	}
 }
 
 uint64_t ftl_rdv_steps(const ftl_rdv *r)

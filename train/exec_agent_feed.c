@@ -179,12 +179,21 @@ static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_
 	pthread_mutex_unlock(&a->lock);
 }
 
-static void feed_refused(void *ctx, const char *why)
+static void feed_leave(void *ctx, const char *why)
 {
 	ftl_agent *a = ctx;
 	if (ftl_agent_leave(a, 2000) != FTL_OK)
-		ftl_log(&a->set.log, FTL_LOG_WARN, "training", FTL_MSG("refused by the job, and the leave failed: %s",
+		ftl_log(&a->set.log, FTL_LOG_WARN, "training", FTL_MSG("leaving the job, and the leave failed: %s",
 			ftl_diag_message()), FTL_F_STR("why", why));
+}
+
+static uint64_t feed_lineage_steps(void *ctx, uint64_t lineage)
+{
+	ftl_agent *a = ctx;
+	pthread_mutex_lock(&a->lock);
+	uint64_t steps = a->views.view.lineage == lineage ? a->views.lineage_steps : 0;
+	pthread_mutex_unlock(&a->lock);
+	return steps;
 }
 
 const ftl_view_feed_ops ftl_exec_agent_feed = {
@@ -193,5 +202,6 @@ const ftl_view_feed_ops ftl_exec_agent_feed = {
 	.now_us = feed_now_us,
 	.stepping = feed_stepping,
 	.synced = feed_synced,
-	.refused = feed_refused,
+	.leave = feed_leave,
+	.lineage_steps = feed_lineage_steps,
 };

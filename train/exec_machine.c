@@ -215,30 +215,53 @@ static void warn_if_lineage_changed(ftl_exec *m, uint64_t steps_before)
 /* Rank 0 is the oldest survivor: when it holds no state, no member does (every worker died, or the job is
  * new). The newest checkpoint that loads becomes the state to sync; checkpoints that exist but cannot load
  * stop the job (the hook says why). Without checkpoints a new job starts. */
+/* This worker has no part in the job any more (refused, or the state is gone; last_error says which): its
+ * communicators go at once (the others' next collective loses it as a peer, instead of waiting for a
+ * timeout) and it leaves the cluster before the call fails, so the job's next view is the one without it. */
+static void leave_job(ftl_exec *m, ftl_err e)
+{
+	drop_comms(m);
+	if (m->feed->leave)
+		m->feed->leave(m->feed_ctx, m->last_error);
+	/* A refusal is a mistake to fix; a job's state gone is, most often, a spare at the job's end. */
+	if (e == FTL_ERR_STATE_LOST)
+		ftl_log(m->log, FTL_LOG_WARN, "training", m->last_error, FTL_F_STR("error", ftl_strerror(e)));
+	fail(m, e, e != FTL_ERR_STATE_LOST);
+}
+
+/* Rank 0 of a view in which nobody has state resumes the newest checkpoint, or else starts the job, unless
+ * the job has done steps already. Then its state existed and every worker that held it is gone (they left
+ * at the job's end, were scaled away, or died), and step 0 would silently train the job again from nothing
+ * (a spare at the end of a job did exactly that): this worker leaves instead. */
 static ftl_err resume_if_needed(ftl_exec *m)
 {
 	if (m->view.self_rank != 0 || m->reg->has_state)
 		return FTL_OK;
-	if (m->ckpt)
-		return kept(m, m->ckpt->resume(m->ckpt_ctx, m->reg));
+	if (m->ckpt) {
+		ftl_err e = kept(m, m->ckpt->resume(m->ckpt_ctx, m->reg));
+		if (e != FTL_OK || m->reg->step > 0)
+			return e;
+	}
+	uint64_t done = m->feed->lineage_steps ? m->feed->lineage_steps(m->feed_ctx, m->view.lineage) : 0;
+	if (done > 0) {
+		snprintf(m->last_error, sizeof(m->last_error),
+			 "ftl: the job's state is gone: it has done %llu steps, no worker of view %llu holds them (those "
+			 "that did left or died) and no checkpoint of them was found to resume (FTL_CHECKPOINT_DIR); "
+			 "this worker does not start the job again from step 0: it leaves",
+			 (unsigned long long)done, (unsigned long long)m->view.epoch);
+		return FTL_ERR_STATE_LOST;
+	}
 	m->reg->has_state = true;
 	return FTL_OK;
-}
-
-/* The job refused this worker in the state sync: its communicators go at once (the others' next collective
- * loses it as a peer, instead of waiting for a timeout) and it leaves the cluster before the call fails, so
- * the job's next view is the one without it and nothing of the job is lost. */
-static void refuse(ftl_exec *m)
-{
-	drop_comms(m);
-	if (m->feed->refused)
-		m->feed->refused(m->feed_ctx, m->last_error);
-	fail(m, FTL_ERR_REFUSED, true);
 }
 
 static void sync_state(ftl_exec *m)
 {
 	ftl_err e = resume_if_needed(m);
+	if (e == FTL_ERR_STATE_LOST) {
+		leave_job(m, e);
+		return;
+	}
 	if (e != FTL_OK) {
 		fail(m, e, false); /* the checkpoint code said why, file by file */
 		return;
@@ -247,7 +270,7 @@ static void sync_state(ftl_exec *m)
 	int64_t start = now_us(m);
 	e = kept(m, ftl_state_sync(m->reg, &m->comms, m->view.self_rank, m->synced_lineage, &bytes));
 	if (e == FTL_ERR_REFUSED) {
-		refuse(m);
+		leave_job(m, e);
 		return;
 	}
 	if (e != FTL_OK) {

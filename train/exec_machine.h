@@ -82,9 +82,14 @@ typedef struct ftl_view_feed_ops {
 	 * completed; a state sync of w completed. */
 	void (*stepping)(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry);
 	void (*synced)(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us);
-	/* The job refused this worker (its state or settings differ from rank 0's; why says how): leave the
-	 * cluster, so that no later view includes it. May be NULL. */
-	void (*refused)(void *ctx, const char *why);
+	/* This worker has no part in the job any more (the job refused it: its state or settings differ from
+	 * rank 0's; or the job's state is gone): leave the cluster, so that no later view includes it. why says
+	 * which. May be NULL. */
+	void (*leave)(void *ctx, const char *why);
+	/* The steps the job of `lineage` has done, as this worker has heard (0: none, or not known). Rank 0 of a
+	 * view with no state resumes a checkpoint or, without one, starts the job only when this is 0. May be
+	 * NULL (nothing heard). */
+	uint64_t (*lineage_steps)(void *ctx, uint64_t lineage);
 } ftl_view_feed_ops;
 
 /* Where a view's communicators come from. */
@@ -98,7 +103,9 @@ typedef struct ftl_comm_factory_ops {
 
 /* Checkpoint hooks (checkpoint.c implements them over a state registry); NULL ops: checkpoints off. */
 typedef struct ftl_exec_checkpoint_ops {
-	/* Rank 0 of a view in which nobody has state: load the newest checkpoint (or start a new job). */
+	/* Rank 0 of a view in which nobody has state: load the newest checkpoint (or start a new job). Without
+	 * checkpoint hooks such a rank 0 starts a new job, unless the job has done steps (lineage_steps above):
+	 * then ftl_execute fails with FTL_ERR_STATE_LOST. */
 	ftl_err (*resume)(void *ctx, ftl_state_registry *r);
 	/* After a completed step on rank 0. */
 	void (*after_step)(void *ctx, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size);

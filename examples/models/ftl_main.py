@@ -22,8 +22,9 @@ def run(main):
     try:
         return main(agent)
     except ftl.Error as e:
-        if agent.has_left:
-            print(f"{program}: left the job (ftlctl leave)", file=sys.stderr)
+        if agent.has_left:  # `ftlctl leave`, or a spare whose job's state is gone (its workers left at the end)
+            why = e if e.code == ftl.errors.STATE_LOST else "ftlctl leave"
+            print(f"{program}: left the job ({why})", file=sys.stderr)
             return 0
         print(f"{program}: {e}", file=sys.stderr)
         return 1

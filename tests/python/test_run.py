@@ -549,3 +549,18 @@ def test_a_spare_takes_a_killed_workers_place_and_the_job_finishes():
     assert {r["world"] for r in spare_steps} == {3}
     finals = {name: next(r for r in records if r.get("final")) for name, records in workers.items() if name != "sp-0"}
     assert {f["steps"] for f in finals.values()} == {400} and len({f["digest"] for f in finals.values()}) == 1, finals
+
+
+@needs_train_example
+def test_a_spare_the_job_never_needed_leaves_at_its_end_without_training():
+    """--spares 1 and no worker lost: when the two ranked workers finish and leave, the next view has only the
+    spare, which holds none of the job's state. It must not train the whole job again from step 0 (it did):
+    it knows the job has done steps, says its state is gone, leaves, and exits 0 like the others."""
+    result = run_ftlrun("--nproc", 2, "--spares", 1, "--name-prefix", "end", "--no-python", TRAIN_EXAMPLE,
+                        env=training_env(40))
+    workers = training_records(result.returncode, result.stdout, result.stderr)
+    assert "end-2" not in workers, f"the spare trained: {workers.get('end-2', [])[:3]}"
+    finals = {name: next(r for r in records if r.get("final")) for name, records in workers.items()}
+    assert sorted(finals) == ["end-0", "end-1"] and {f["steps"] for f in finals.values()} == {40}, finals
+    spare_err = "\n".join(by_worker(result.stderr).get("end-2", []))
+    assert "the job's state is gone" in spare_err and "left the job" in spare_err, spare_err

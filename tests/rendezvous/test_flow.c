@@ -252,6 +252,30 @@ static void test_with_equal_steps_the_larger_view_wins(void **state)
 	assert_true(is_kept);
 }
 
+/* Every member, a spare included, must know that the job has work to lose: a member that later finds itself
+ * rank 0 without the state must not start the job again from nothing. Rank 0 says so once per lineage, when
+ * its first steps are set; later steps cost no message. */
+static void test_rank_0_tells_every_member_once_that_the_job_has_steps(void **state)
+{
+	cluster c;
+	cluster_start(&c, 4, false);
+	all_see_all(&c, 0);
+	tick_all(&c, SETTLE);
+	uint64_t lineage = ftl_rdv_current(c.nodes[0])->lineage;
+	assert_int_equal(ftl_rdv_rank(c.nodes[0]), 0);
+	ftl_rdv_set_steps(c.nodes[1], lineage, 3); /* not rank 0: says nothing */
+	assert_int_equal(pump(&c, SETTLE), 0);
+	ftl_rdv_set_steps(c.nodes[0], lineage, 2);
+	assert_int_equal(pump(&c, SETTLE), 3);
+	for (int i = 1; i < 4; i++)
+		assert_true(ftl_rdv_steps(c.nodes[i]) >= 2);
+	ftl_rdv_set_steps(c.nodes[0], lineage, 9);
+	assert_int_equal(pump(&c, SETTLE), 0);
+	ftl_rdv_set_steps(c.nodes[0], lineage + 1, 9); /* not its lineage: ignored */
+	assert_int_equal(ftl_rdv_steps(c.nodes[0]), 9);
+	cluster_stop(&c);
+}
+
 static void test_bad_options_and_malformed_input_are_refused(void **state)
 {
 	ftl_rdv_options o = {.name = "a", .generation = 1, .data_addr = "h:1",
@@ -286,6 +310,7 @@ int main(void)
 		cmocka_unit_test(test_a_stray_with_a_higher_epoch_and_fewer_steps_never_rolls_the_job_back),
 		cmocka_unit_test(test_the_lineage_with_more_steps_wins_even_when_it_is_smaller),
 		cmocka_unit_test(test_with_equal_steps_the_larger_view_wins),
+		cmocka_unit_test(test_rank_0_tells_every_member_once_that_the_job_has_steps),
 		cmocka_unit_test(test_bad_options_and_malformed_input_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

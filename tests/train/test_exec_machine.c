@@ -32,6 +32,8 @@ typedef struct fake_feed {
 	uint64_t newest;             /* is_newest(seq) answers seq == newest */
 	ftl_abandoned_view seen_ab;  /* what the machine was waiting out at the last wait */
 	int syncs, steppings, retries;
+	uint64_t lineage_steps;      /* what lineage_steps answers for lineage 1 */
+	int leaves;
 } fake_feed;
 
 static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
@@ -67,12 +69,21 @@ static void feed_stepping(void *ctx, const ftl_rdv_view *w, uint64_t step, bool 
 
 static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us) { ((fake_feed *)ctx)->syncs++; }
 
+static void feed_leave(void *ctx, const char *why) { ((fake_feed *)ctx)->leaves++; }
+
+static uint64_t feed_lineage_steps(void *ctx, uint64_t lineage)
+{
+	return lineage == 1 ? ((fake_feed *)ctx)->lineage_steps : 0;
+}
+
 static const ftl_view_feed_ops fake_feed_ops = {
 	.wait = feed_wait,
 	.is_newest = feed_is_newest,
 	.now_us = feed_now_us,
 	.stepping = feed_stepping,
 	.synced = feed_synced,
+	.leave = feed_leave,
+	.lineage_steps = feed_lineage_steps,
 };
 
 /* ---- the fake comm factory ---- */
@@ -125,6 +136,16 @@ static ftl_err resume_refuses(void *ctx, ftl_state_registry *r)
 static void after_step_nothing(void *ctx, ftl_state_registry *r, uint64_t epoch, uint32_t world) {}
 
 static const ftl_exec_checkpoint_ops refusing_checkpoints = {.resume = resume_refuses, .after_step = after_step_nothing};
+
+/* ---- checkpoints of which there are none yet: the resume starts the job ---- */
+
+static ftl_err resume_finds_none(void *ctx, ftl_state_registry *r)
+{
+	r->has_state = true;
+	return FTL_OK;
+}
+
+static const ftl_exec_checkpoint_ops empty_checkpoints = {.resume = resume_finds_none, .after_step = after_step_nothing};
 
 /* ---- the step ---- */
 
@@ -322,6 +343,39 @@ static void test_checkpoint_that_cannot_resume_stops_the_job(void **state)
 	rig_delete(r);
 }
 
+/* A spare promoted once the job's workers left at its end (or died): rank 0, no state, no checkpoint, and the
+ * job has done steps. It trains nothing from step 0; it leaves and says so. */
+static void test_rank_0_without_the_state_of_a_job_that_has_steps_leaves_instead_of_starting_over(void **state)
+{
+	const script_view views[] = {{.seq = 1, .rank = 0, .n = 1}};
+	rig *r = rig_new(views, 1, NULL);
+	r->feed.lineage_steps = 61;
+	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_STATE_LOST);
+	assert_int_equal(ftl_exec_get_state(&r->m), FTL_EXEC_FAILED);
+	assert_int_equal(r->step.runs, 0);
+	assert_int_equal(r->reg.step, 0);
+	assert_int_equal(r->feed.leaves, 1);
+	assert_non_null(strstr(r->m.last_error, "the job's state is gone: it has done 61 steps"));
+	assert_null(r->factory.held.data); /* its communicators went before it left */
+	rig_delete(r);
+
+	/* the same with checkpoints, none of which holds the job */
+	r = rig_new(views, 1, NULL);
+	ftl_exec_set_checkpoints(&r->m, &empty_checkpoints, NULL);
+	r->feed.lineage_steps = 61;
+	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_STATE_LOST);
+	assert_int_equal(r->step.runs, 0);
+	assert_int_equal(r->feed.leaves, 1);
+	rig_delete(r);
+
+	/* a job that has done no step yet is started, as always */
+	r = rig_new(views, 1, NULL);
+	assert_int_equal(run_call(r, NULL, 0), FTL_OK);
+	assert_int_equal(r->feed.leaves, 0);
+	assert_int_equal(r->reg.step, 1);
+	rig_delete(r);
+}
+
 static void test_step_error_that_is_not_about_a_peer_fails_at_once(void **state)
 {
 	const script_view views[] = {{.seq = 1, .rank = 0, .n = 1}};
@@ -403,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_build_error_that_is_not_about_a_peer_fails_at_once),
 		cmocka_unit_test(test_failed_state_sync_backs_off),
 		cmocka_unit_test(test_checkpoint_that_cannot_resume_stops_the_job),
+		cmocka_unit_test(test_rank_0_without_the_state_of_a_job_that_has_steps_leaves_instead_of_starting_over),
 		cmocka_unit_test(test_step_error_that_is_not_about_a_peer_fails_at_once),
 		cmocka_unit_test(test_retries_are_spent_then_the_step_fails),
 		cmocka_unit_test(test_wait_that_ends_fails_the_call),

@@ -10,9 +10,9 @@ import re
 from typing import Optional
 
 # ftl_err values (include/ftl/error.h).
-OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED, REFUSED = range(9)
+OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED, REFUSED, STATE_LOST = range(10)
 CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "system error", "backend error",
-              "not supported", "refused by the job")
+              "not supported", "refused by the job", "state lost")
 # A collective that failed with one of these lost a peer: the step is run again on the next view.
 PEER_CODES = frozenset((PEER_LOST, ABORTED, TIMEOUT))
 
