@@ -82,8 +82,21 @@ static int scratch_init(build_scratch *s, const ftl_rdv_member *alive, size_t n_
 	return 0;
 }
 
+/* How many of n ordered alive members the candidate takes (rdv_candidate.h): max_workers at most, and with
+ * spares kept, n - spares (at least 1) unless the view was bigger: its lost members are replaced. */
+static uint32_t members_taken(uint32_t n, uint32_t view_n, uint32_t max_workers, uint32_t spares)
+{
+	uint32_t keep = n;
+	if (spares > 0) {
+		keep = n > spares ? n - spares : 1;
+		keep = keep > view_n ? keep : view_n;
+	}
+	keep = keep < n ? keep : n;
+	return keep < max_workers ? keep : max_workers;
+}
+
 int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
-			const char *const *left, size_t n_left, uint32_t max_workers)
+			const char *const *left, size_t n_left, uint32_t max_workers, uint32_t spares)
 {
 	build_scratch s = {0};
 	size_t n_joiners = 0;
@@ -119,7 +132,7 @@ int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rd
 		c->alive_index[n] = (uint32_t)(s.joiners[i] - alive);
 		c->members[n++] = *s.joiners[i];
 	}
-	c->n = n < max_workers ? n : max_workers;
+	c->n = members_taken(n, view->n, max_workers, spares);
 	c->n_survivors = c->n_survivors < c->n ? c->n_survivors : c->n;
 	c->n_spares = n - c->n;
 	c->digest = rdv_members_digest(c->members, c->n);

@@ -7,6 +7,13 @@
  * max_workers are in the candidate; the rest are hot spares, first in line being the oldest joiner, so a
  * spare takes a dead member's place (as the last rank) in the next view. Never ordered by address.
  *
+ * Spares kept (FTL_SPARES = k): the candidate also leaves out the k youngest alive members, but never has
+ * fewer members than the view while there are enough alive. So a new member makes the oldest spare a
+ * member and waits in its place (the job grows by a warm worker, at once), and a member that dies or
+ * leaves (a drained node) is replaced by a spare. Kubernetes removes the newest pods first when scaled
+ * down, which are the spares: the view shrinks once they are gone. With fewer than k+1 alive, the
+ * candidate keeps one, so a job never stands still with only spares.
+ *
  * Quorum: the electorate is the view's members that did not leave gracefully; a new view needs a strict
  * majority of them alive (none needed when the electorate is empty: no view yet, or all others left).
  * Internal to rendezvous/. */
@@ -32,9 +39,10 @@ typedef struct rdv_candidate {
 } rdv_candidate;
 
 /* Builds c (freeing what it held) from the view, the alive members (names unique, any order) and the names
- * of members that left gracefully. O((n_alive + n_left) log n + view). Returns 0, or -1 on OOM (c empty). */
+ * of members that left gracefully, with at most max_workers members and `spares` kept (above).
+ * O((n_alive + n_left) log n + view). Returns 0, or -1 on OOM (c empty). */
 int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
-			const char *const *left, size_t n_left, uint32_t max_workers);
+			const char *const *left, size_t n_left, uint32_t max_workers, uint32_t spares);
 void rdv_candidate_free(rdv_candidate *c);
 
 /* Strict majority of the electorate; 0 for an empty one. */

@@ -81,7 +81,7 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 	}
 	if (expected_until > now_us && expected_until != INT64_MAX)
 		*wake_us = ftl_deadline_min(*wake_us, expected_until);
-	if (now_us >= settle_us && c->n >= rdv_workers_needed(r)) {
+	if (now_us >= settle_us && rdv_has_workers_needed(r)) {
 		*t = (rdv_target){c->members, c->alive_index, c->n, c->digest, true, false};
 		return true;
 	}

@@ -108,9 +108,10 @@ bool rdv_is_coordinator(const ftl_rdv *r);
 bool rdv_has_left(const ftl_rdv *r, const char *name);
 /* Whether the view's communicator must be made again under a new epoch (a rebuild was asked for it). */
 bool rdv_is_rebuild_wanted(const ftl_rdv *r);
-/* How many workers the next view needs: expected_workers before the first view while its wait lasts, else
- * min_workers; and when that wait ends (INT64_MIN: no wait, INT64_MAX: none set). */
-uint32_t rdv_workers_needed(const ftl_rdv *r);
+/* Whether the candidate has the workers the next view needs: before the first view, while its wait lasts,
+ * expected_workers alive (spares included: the count is of workers started); else min_workers in the
+ * candidate. And when that wait ends (INT64_MIN: no wait, INT64_MAX: none set). */
+bool rdv_has_workers_needed(const ftl_rdv *r);
 int64_t rdv_expected_until(const ftl_rdv *r);
 /* A peer's ready carried requests (rebuild, waive) for our view epoch: they become ours too. */
 void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch);

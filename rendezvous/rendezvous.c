@@ -92,12 +92,12 @@ bool rdv_is_rebuild_wanted(const ftl_rdv *r)
 	return r->view.epoch > 0 && r->rank >= 0 && r->rebuild_epoch == r->view.epoch;
 }
 
-/* Before the first view, expected_workers (while the wait for them lasts); then min_workers. */
-uint32_t rdv_workers_needed(const ftl_rdv *r)
+bool rdv_has_workers_needed(const ftl_rdv *r)
 {
+	const rdv_candidate *c = &r->cand;
 	if (r->view.epoch == 0 && rdv_expected_until(r) > r->now_us)
-		return r->cfg.expected_workers;
-	return r->cfg.min_workers;
+		return c->n + c->n_spares >= r->cfg.expected_workers;
+	return c->n >= r->cfg.min_workers;
 }
 
 int64_t rdv_expected_until(const ftl_rdv *r)
@@ -113,7 +113,7 @@ static ftl_rdv_phase compute_phase(const ftl_rdv *r)
 		return FTL_RDV_TRAINING;
 	if (r->view.epoch > 0 && !rdv_candidate_has_quorum(&r->cand))
 		return FTL_RDV_WAITING_FOR_QUORUM;
-	if (r->cand.n < rdv_workers_needed(r))
+	if (!rdv_has_workers_needed(r))
 		return FTL_RDV_NO_VIEW;
 	if (r->self_in_cand < 0)
 		return FTL_RDV_SPARE;
@@ -123,7 +123,7 @@ static ftl_rdv_phase compute_phase(const ftl_rdv *r)
 void rdv_rebuild(ftl_rdv *r)
 {
 	if (rdv_candidate_build(&r->cand, &r->view, r->peers.members, r->peers.n, r->left, r->n_left,
-				r->cfg.max_workers) != 0)
+				r->cfg.max_workers, r->cfg.spares) != 0)
 		r->dropped++; /* out of memory: an empty candidate commits nothing until the next input */
 	if (r->view.epoch > 0 && r->waive_epoch == r->view.epoch)
 		r->cand.electorate = r->cand.electorate_alive; /* the operator said the missing are gone for good */

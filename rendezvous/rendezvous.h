@@ -111,6 +111,7 @@ typedef struct ftl_rdv_config {
 	int64_t ready_interval_us;      /* resend ready while not in agreement */
 	uint32_t expected_workers;      /* the first view waits for this many (0 or <= min_workers: no wait) */
 	int64_t expected_wait_us;       /* ... for at most this long after the first input (0: for ever) */
+	uint32_t spares;                /* alive members kept out of a growing view (rdv_candidate.h) */
 } ftl_rdv_config;
 
 /* Makes the coordinator's blob for a view about to be committed (it will be rank 0); returns its length

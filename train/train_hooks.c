@@ -40,6 +40,7 @@ static void node_options(ftl_agent *a, ftl_node_options *o)
 		.ready_interval_us = a->set.swim.ready_interval_us,
 		.expected_workers = t->cfg.expected_workers,
 		.expected_wait_us = t->cfg.expected_wait_ms * 1000,
+		.spares = t->cfg.spares,
 	};
 	o->blob_cb = make_blob;
 	o->blob_ctx = a;

@@ -107,7 +107,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
-	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms;
+	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms, spares = t->spares;
 	if (checkpoint_from_settings(t, s) || ftl_batch_config_from_settings(&t->batch, s) ||
 	    compress_from_settings(s, &t->compress) ||
 	    ftl_setting_int(s, "FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
@@ -117,6 +117,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 	    ftl_setting_int(s, "FTL_BELOW_MIN_TIMEOUT_MS", &below, 0, 86400000) ||
 	    ftl_setting_int(s, "FTL_EXPECTED_WORKERS", &expected, 0, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_setting_int(s, "FTL_EXPECTED_WAIT_MS", &expected_wait, 0, 86400000) ||
+	    ftl_setting_int(s, "FTL_SPARES", &spares, 0, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_setting_int(s, "FTL_COLLECTIVE_TIMEOUT_MS", &coll, 1, 3600000) ||
 	    ftl_setting_int(s, "FTL_CUDA_DEVICE", &dev, 0, 1024))
 		return FTL_ERR_INVALID;
@@ -139,6 +140,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 	t->below_min_timeout_ms = below;
 	t->expected_workers = (uint32_t)expected;
 	t->expected_wait_ms = expected_wait;
+	t->spares = (uint32_t)spares;
 	t->collective_timeout_ms = (int)coll;
 	t->cuda_device = (int)dev;
 	t->comm_shm = is_shm_off ? FTL_COMM_SHM_OFF : FTL_COMM_SHM_AUTO;
@@ -168,11 +170,11 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (t->min_workers < 1 || t->max_workers < t->min_workers)
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)",
 				    t->min_workers, t->max_workers);
-	if (t->expected_workers > t->max_workers)
+	if ((uint64_t)t->expected_workers > (uint64_t)t->max_workers + t->spares)
 		return ftl_diag_set(FTL_ERR_INVALID,
-				    "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u): the first view could never "
-				    "form; set it to the Deployment's replica count",
-				    t->expected_workers, t->max_workers);
+				    "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u) plus FTL_SPARES (%u): the "
+				    "first view could never form; set it to the Deployment's replica count",
+				    t->expected_workers, t->max_workers, t->spares);
 	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL))
 		return ftl_diag_set(FTL_ERR_UNSUPPORTED,
 				    "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");

@@ -9,6 +9,8 @@
 2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state, and the
    running workers' longest time between two steps across the join (running_pause_s; step_interval_s is
    their usual one, so the pause the join adds is the difference).
+3. --only grow: 4 workers and a kept spare (FTL_SPARES=1); a fifth starts: from the moment rank 0 sees it
+   to the spare's first step as a member (seen_to_spare_step_s), and the running workers' longest gap.
 Prints one JSON line per figure (medians over --runs). Usage:
   python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]
 --torch PYTHON runs examples/torch_digits.py under that interpreter instead of --train (set FTL_LIBRARY
@@ -133,6 +135,35 @@ def one_join(args, n, extra_mb):
         job.close()
 
 
+def one_grow(args, n):
+    """--only grow: n members and one kept spare (FTL_SPARES=1); a new worker starts. The spare becomes a
+    member in the next view (it settled long ago) and the newcomer waits in its place: the job grows by a
+    worker that had its program loaded, the moment the newcomer is seen."""
+    job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n + 1, FTL_SPARES=1, FTL_LOG_LEVEL="info")
+    try:
+        for i in range(n + 1):
+            job.add(f"w{i}")
+        job.wait_step(30, 120)
+        time.sleep(1.0)  # past FTL_SETTLE_MS: the spare has settled
+        idle = [w for w in job.workers() if not w.steps()]  # the youngest agent: not always the last started
+        assert len(idle) == 1, f"{len(idle)} workers wait, not one kept spare"
+        spare = idle[0]
+        newcomer = job.add("newcomer")
+        job.wait("the spare's first step", lambda: bool(spare.steps()), 120)
+        first = spare.steps()[0]["t"]
+        rank0 = next(w for w in job.workers() if w.steps() and w.steps()[-1]["rank"] == 0)
+        seen = first_after(log_events(rank0, r'msg="member join" member=newcomer '), newcomer.started_at)
+        time.sleep(0.5)  # a few steps of the new view, so the gap that spans the change is closed
+        running = [w for w in job.workers() if w not in (spare, newcomer)]
+        return {"newcomer_start_to_seen_s": seen - newcomer.started_at, "seen_to_spare_step_s": first - seen,
+                "running_pause_s": max(longest_gap(w.steps(), seen, first) for w in running),
+                "step_interval_s": statistics.median(median_gap(w.steps(), newcomer.started_at) for w in running),
+                "newcomer_steps": len(newcomer.steps())}
+    finally:
+        job.close()
+
+
 def longest_gap(steps, since, until):
     """The longest time between two consecutive steps of a running worker that ends after since and starts
     before until (the join's window): how long the join paused it, a normal step included."""
@@ -173,7 +204,7 @@ def main():
     p.add_argument("--ctl", required=True)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--step-ms", type=int, default=20)
-    p.add_argument("--only", choices=["kill", "stop", "join"])
+    p.add_argument("--only", choices=["kill", "stop", "join", "grow"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     p.add_argument("--burst", type=int, default=1, help="workers killed at once in the kill figure")
     p.add_argument("--spares", type=int, default=0,
@@ -195,6 +226,9 @@ def main():
         for n in (int(x) for x in args.nodes.split(",")):
             report("sigstop_to_first_step", [one_kill(args, n, signal.SIGSTOP) for _ in range(args.runs)],
                    nodes=n, profile="train", program=kind)
+    if args.only in (None, "grow"):
+        report("grow_by_kept_spare", [one_grow(args, 4) for _ in range(max(2, args.runs // 2))], nodes=4,
+               spares=1, program=kind)
     if args.only in (None, "join"):
         for mb in (1, 100):
             report("join_to_first_step", [one_join(args, 4, mb) for _ in range(max(2, args.runs // 2))],

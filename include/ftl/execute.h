@@ -143,6 +143,10 @@ typedef struct ftl_training_config {
 	ftl_batch_config batch;        /* the global batch (above); ftl_set_batch changes it afterwards */
 	ftl_compress compress;         /* [FTL_COMM_COMPRESS=off|bf16|bf16-ef] gradient allreduces (above);
 					* tcp only, and not with FTL_REPRODUCIBLE=1; default off */
+	uint32_t spares;               /* [FTL_SPARES] the youngest this many workers wait as hot spares
+					* while the job grows: a new worker makes the oldest spare a member and
+					* waits in its place, and a member that dies or leaves is replaced by
+					* a spare (the view keeps its size). 0 = none (default) */
 } ftl_training_config;
 
 /* Defaults (see above), with struct_size (as ftl_agent_config_default). */

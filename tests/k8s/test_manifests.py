@@ -57,6 +57,17 @@ def scenario_pods_request_a_gpu_only_with_the_gpu_component(tmp):
     print("gpu component: one GPU per pod, FTL_COMM=nccl")
 
 
+def scenario_torch_component_keeps_one_spare(tmp):
+    base = render(tmp, "k8s")
+    _, c = worker(base)
+    assert env_of(base, c).get("FTL_SPARES") in (None, "0"), "the C example's pods start fast: no spare kept"
+    torch = render(tmp, "k8s", components=["torch"])
+    _, c = worker(torch)
+    assert c["image"].endswith("ftl-torch") or "torch" in c["image"], c["image"]
+    assert env_of(torch, c)["FTL_SPARES"] == "1"
+    print("torch component: one pod waits as a hot spare (FTL_SPARES=1)")
+
+
 def scenario_job_form_runs_the_deployments_pod(tmp):
     deployment = render(tmp, "k8s")
     job = render(tmp, "k8s-job")

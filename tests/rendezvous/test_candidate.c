@@ -1,5 +1,6 @@
 /* The candidate view and the quorum arithmetic as pure functions: survivors keep their order, joiners
- * follow by generation then name, max_workers leaves spares, a restarted member is a joiner, and a new view
+ * follow by generation then name, max_workers leaves spares, FTL_SPARES keeps spares while the job grows
+ * and replaces what it loses, a restarted member is a joiner, and a new view
  * needs a strict majority of the previous view's members that did not leave. */
 #include "rdv_test.h"
 
@@ -30,7 +31,7 @@ static void test_survivors_keep_view_order_and_joiners_follow_by_generation_then
 	const char *expected[] = {"c", "a", "ab", "e", "d"};
 	rdv_candidate c = {0};
 
-	assert_int_equal(rdv_candidate_build(&c, &view, alive, 5, NULL, 0, 100), 0);
+	assert_int_equal(rdv_candidate_build(&c, &view, alive, 5, NULL, 0, 100, 0), 0);
 	assert_order(&c, expected, 5);
 	assert_int_equal(c.n_survivors, 2);
 	assert_int_equal(c.n_spares, 0);
@@ -47,7 +48,7 @@ static void test_without_a_view_the_oldest_member_leads(void **state)
 	ftl_rdv_member alive[] = {member("w2", 30), member("w0", 10), member("w1", 20)};
 	const char *expected[] = {"w0", "w1", "w2"};
 	rdv_candidate c = {0};
-	assert_int_equal(rdv_candidate_build(&c, &none, alive, 3, NULL, 0, 100), 0);
+	assert_int_equal(rdv_candidate_build(&c, &none, alive, 3, NULL, 0, 100, 0), 0);
 	assert_order(&c, expected, 3);
 	assert_int_equal(c.n_survivors, 0);
 	assert_int_equal(c.electorate, 0);
@@ -62,7 +63,7 @@ static void test_restarted_member_is_a_joiner(void **state)
 	ftl_rdv_member alive[] = {member("a", 1), member("b", 9), member("c", 4)}; /* b restarted */
 	const char *expected[] = {"a", "c", "b"};
 	rdv_candidate c = {0};
-	assert_int_equal(rdv_candidate_build(&c, &view, alive, 3, NULL, 0, 100), 0);
+	assert_int_equal(rdv_candidate_build(&c, &view, alive, 3, NULL, 0, 100, 0), 0);
 	assert_order(&c, expected, 3);
 	assert_int_equal(c.n_survivors, 2);
 	assert_int_equal(c.members[2].generation, 9);
@@ -76,10 +77,64 @@ static void test_max_workers_leaves_the_youngest_as_spares(void **state)
 	ftl_rdv_member alive[] = {member("a", 1), member("c", 3), member("s1", 5), member("s2", 6)};
 	const char *expected[] = {"a", "c", "s1"}; /* s1 (the oldest spare) takes dead b's place */
 	rdv_candidate c = {0};
-	assert_int_equal(rdv_candidate_build(&c, &view, alive, 4, NULL, 0, 3), 0);
+	assert_int_equal(rdv_candidate_build(&c, &view, alive, 4, NULL, 0, 3, 0), 0);
 	assert_order(&c, expected, 3);
 	assert_int_equal(c.n_spares, 1);
 	assert_int_equal(rdv_candidate_find(&c, "s2", 6), -1);
+	rdv_candidate_free(&c);
+}
+
+/* FTL_SPARES=1, a view of three and one spare (s1): what each change of the alive set makes of them. */
+static void test_kept_spares_promote_on_growth_and_replace_the_lost(void **state)
+{
+	ftl_rdv_member in_view[] = {member("a", 1), member("b", 2), member("c", 3)};
+	ftl_rdv_view view = {.epoch = 4, .n = 3, .members = in_view};
+	const char *b_left[] = {"b"};
+	struct {
+		const char *what;
+		ftl_rdv_member alive[5];
+		size_t n_alive;
+		const char *const *left;
+		size_t n_left;
+		const char *expected[5];
+		uint32_t n, n_spares;
+	} cases[] = {
+		{"steady: s1 waits", {member("a", 1), member("b", 2), member("c", 3), member("s1", 5)}, 4, NULL, 0,
+		 {"a", "b", "c"}, 3, 1},
+		{"a new worker: s1 joins the view, the new one waits",
+		 {member("a", 1), member("b", 2), member("c", 3), member("s1", 5), member("n", 8)}, 5, NULL, 0,
+		 {"a", "b", "c", "s1"}, 4, 1},
+		{"b dies: s1 takes its place", {member("a", 1), member("c", 3), member("s1", 5)}, 3, NULL, 0,
+		 {"a", "c", "s1"}, 3, 0},
+		{"b leaves (its node drained): s1 takes its place too", {member("a", 1), member("c", 3),
+		 member("s1", 5)}, 3, b_left, 1, {"a", "c", "s1"}, 3, 0},
+		{"scaled down: the spare goes first, then the view shrinks", {member("a", 1), member("c", 3)}, 2,
+		 b_left, 1, {"a", "c"}, 2, 0},
+		{"b restarts (a new generation): it is the spare now",
+		 {member("a", 1), member("b", 9), member("c", 3), member("s1", 5)}, 4, NULL, 0, {"a", "c", "s1"}, 3, 1},
+	};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		rdv_candidate c = {0};
+		print_message("%s\n", cases[k].what);
+		assert_int_equal(rdv_candidate_build(&c, &view, cases[k].alive, cases[k].n_alive, cases[k].left,
+						     cases[k].n_left, 100, 1), 0);
+		assert_order(&c, cases[k].expected, cases[k].n);
+		assert_int_equal(c.n_spares, cases[k].n_spares);
+		rdv_candidate_free(&c);
+	}
+	/* the first view leaves the youngest out; only spares alive (the others left at the end): one is taken */
+	ftl_rdv_view none = {0};
+	ftl_rdv_member first[] = {member("a", 1), member("b", 2)}, only[] = {member("s1", 5)};
+	const char *a_only[] = {"a"}, *s1_only[] = {"s1"}, *all_left[] = {"a", "b", "c"};
+	rdv_candidate c = {0};
+	assert_int_equal(rdv_candidate_build(&c, &none, first, 2, NULL, 0, 100, 1), 0);
+	assert_order(&c, a_only, 1);
+	assert_int_equal(rdv_candidate_build(&c, &view, only, 1, all_left, 3, 100, 1), 0);
+	assert_order(&c, s1_only, 1);
+	/* max_workers still caps */
+	ftl_rdv_member grown[] = {member("a", 1), member("b", 2), member("c", 3), member("s1", 5), member("n", 8)};
+	assert_int_equal(rdv_candidate_build(&c, &view, grown, 5, NULL, 0, 3, 1), 0);
+	assert_int_equal(c.n, 3);
 	rdv_candidate_free(&c);
 }
 
@@ -112,7 +167,7 @@ static void test_quorum_is_a_strict_majority_of_those_that_did_not_leave(void **
 		size_t n_alive = 0;
 		for (const char *p = cases[k].alive; *p; p++)
 			alive[n_alive++] = in_view[*p - 'a'];
-		assert_int_equal(rdv_candidate_build(&c, &view, alive, n_alive, cases[k].left, cases[k].n_left, 100), 0);
+		assert_int_equal(rdv_candidate_build(&c, &view, alive, n_alive, cases[k].left, cases[k].n_left, 100, 0), 0);
 		assert_int_equal(c.electorate, cases[k].electorate);
 		assert_int_equal(c.electorate_alive, cases[k].electorate_alive);
 		assert_int_equal(rdv_candidate_has_quorum(&c), cases[k].has_quorum);
@@ -140,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_without_a_view_the_oldest_member_leads),
 		cmocka_unit_test(test_restarted_member_is_a_joiner),
 		cmocka_unit_test(test_max_workers_leaves_the_youngest_as_spares),
+		cmocka_unit_test(test_kept_spares_promote_on_growth_and_replace_the_lost),
 		cmocka_unit_test(test_quorum_is_a_strict_majority_of_those_that_did_not_leave),
 		cmocka_unit_test(test_digest_depends_on_order_and_generation),
 	};

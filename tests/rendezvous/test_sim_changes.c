@@ -1,7 +1,7 @@
 /* Rendezvous promises about view changes, on the simulator: joins close together make one change, a death
  * commits without a settle delay, a flapping member does not churn views, a hot spare takes a dead
  * member's place, ranks keep survivors' order, too few workers make no view, a coordinator that crashes
- * mid-commit is taken over, and every member gets the coordinator's bootstrap blob. */
+ * mid-commit is taken over, a kept spare (FTL_SPARES) joins when the job grows, and every member gets the coordinator's bootstrap blob. */
 #include "rdv_test.h"
 
 #include "rendezvous/rdv_msg.h"
@@ -155,6 +155,38 @@ static void test_hot_spare_takes_dead_members_place(void **state)
 	ftl_sim_delete(sim);
 }
 
+/* FTL_SPARES=1: the job grows by its warm spare the moment a new worker is seen (no settle: the spare
+ * settled long ago), the newcomer waits in its place, and a death is replaced by the newcomer. */
+static void test_kept_spare_joins_when_the_job_grows_and_the_newcomer_waits(void **state)
+{
+	ftl_sim_options o;
+	rdv_options(&o, 4);
+	o.rdv.spares = 1;
+	ftl_sim *sim = sim_start_converged(&o);
+	const int first[] = {0, 1, 2}, grown[] = {0, 1, 2, 3}, healed[] = {0, 2, 3, 4};
+	assert_view_is(sim, 0, first, 3);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 3)), FTL_RDV_SPARE);
+
+	uint64_t epoch = sim_view(sim, 0)->epoch;
+	int newcomer = ftl_sim_add_node(sim);
+	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	assert_int_equal(sim_view(sim, 0)->epoch, epoch + 1); /* one view change */
+	assert_view_is(sim, 0, grown, 4);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, newcomer)), FTL_RDV_SPARE);
+	int64_t first_saw, all_saw = last_saw(sim, grown, 4, &first_saw);
+	int64_t committed = ftl_sim_first_taken(sim, epoch + 1);
+	printf("4 -> 5 workers, one kept spare: the spare is a member %.2f ms after the last member saw the "
+	       "newcomer\n", (double)(committed - all_saw) / MS);
+	assert_true(committed - all_saw < o.rdv.settle_us / 10);
+
+	ftl_sim_run_for(sim, 2 * o.rdv.settle_us); /* the newcomer has settled too */
+	int64_t latency = death_to_commit(sim, 1, healed, 4, "rank 1 of 4 dies, one kept spare");
+	assert_true(latency < o.rdv.settle_us / 10);
+	assert_view_is(sim, 0, healed, 4);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
+}
+
 static void test_ranks_survivors_keep_order_joiners_appended(void **state)
 {
 	ftl_sim_options o;
@@ -274,6 +306,7 @@ int main(void)
 		cmocka_unit_test(test_death_commits_without_settle_delay),
 		cmocka_unit_test(test_flapping_member_does_not_churn_views_forever),
 		cmocka_unit_test(test_hot_spare_takes_dead_members_place),
+		cmocka_unit_test(test_kept_spare_joins_when_the_job_grows_and_the_newcomer_waits),
 		cmocka_unit_test(test_ranks_survivors_keep_order_joiners_appended),
 		cmocka_unit_test(test_below_min_workers_no_view),
 		cmocka_unit_test(test_coordinator_crash_during_commit_is_taken_over_by_next_oldest),
