@@ -1,7 +1,7 @@
 /* Replays change nothing: traffic captured from a cluster and sent again later, when the state it
  * described is gone, must be recognised as old. A key operation replayed to a node started after the
  * key was removed does not bring the key back; alive and push-pull traffic of a member that died and was
- * reaped does not bring the member back. `unit_test_replay NAME` runs one test (ctest names them). */
+ * reaped does not bring the member back. `membership_test_replay NAME` runs one test (ctest names them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* Hostile input to one ftl_swim instance, as the peer channel hands it over once opened (agent/seal.h
- * opens and counts what is sealed with another key or for another cluster; tests/agent/test_seal.c):
+ * opens and counts what is sealed with another key or for another cluster; tests/channel/test_seal.c):
  * random bytes, a push-pull that does not decode, and a ping for another node are dropped and counted;
  * the member table does not change. */
 #include <setjmp.h>
