@@ -97,7 +97,6 @@ struct ftl_agent {
 	const ftl_agent_training_ops *train_ops;
 };
 
-int64_t ftl_agent_now_us(ftl_agent *a);
 /* After any call into the core: send its outputs, hand out its events, re-arm the timer. */
 void ftl_agent_flush(ftl_agent *a);
 

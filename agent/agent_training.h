@@ -33,9 +33,59 @@ typedef struct ftl_agent_views {
 					  * (ftl_rdv_steps): > 0 means its state exists somewhere */
 } ftl_agent_views;
 
+/* ---- The door (agent_door.c): what train/ may read and ask of the agent. struct ftl_agent is private to
+ * agent/; the training layer holds an ftl_agent * and goes through these calls. ---- */
+
+struct ftl_training;
+struct ftl_logger;
+struct sockaddr_storage;
+typedef struct ftl_agent_training_ops ftl_agent_training_ops;
+
+/* The training layer's state and calls, attached by ftl_training_of (train/) before the start; NULL when
+ * none. Detach: in its free call, after the loop thread stopped. */
+struct ftl_training *ftl_agent_training(const struct ftl_agent *a);
+void ftl_agent_attach_training(struct ftl_agent *a, struct ftl_training *t, const ftl_agent_training_ops *ops);
+void ftl_agent_detach_training(struct ftl_agent *a);
+/* ftl_set_training accepted the settings: the agent runs a rendezvous from its start on. */
+void ftl_agent_set_training_on(struct ftl_agent *a);
+bool ftl_agent_is_training(const struct ftl_agent *a);
+bool ftl_agent_is_started(const struct ftl_agent *a);
+/* Where the agent's records go (the logger outlives every training object). */
+const struct ftl_logger *ftl_agent_logger(const struct ftl_agent *a);
+/* The rendezvous's ready interval of the agent's gossip profile. */
+int64_t ftl_agent_ready_interval_us(const struct ftl_agent *a);
+/* Monotonic microseconds: the clock of every deadline the agent and the training thread share. */
+int64_t ftl_agent_now_us(struct ftl_agent *a);
+
+/* The lock that guards ftl_agent_views and every request the training thread makes of the loop thread. */
+void ftl_agent_lock(struct ftl_agent *a);
+void ftl_agent_unlock(struct ftl_agent *a);
+/* Under the lock: what the loop thread published (above). */
+ftl_agent_views *ftl_agent_views_locked(struct ftl_agent *a);
+/* Under the lock: the agent stopped or this member left (it takes no more steps). */
+bool ftl_agent_is_gone_locked(const struct ftl_agent *a);
+/* Under the lock: sleeps until the loop thread says something changed (a view, a phase, a stop, a leave)
+ * or deadline_us (ftl_agent_now_us's clock; INT64_MAX: no deadline), whichever is first. */
+void ftl_agent_sleep_locked(struct ftl_agent *a, int64_t deadline_us);
+/* Under the lock: the comm saw member `name` reset its connection: the loop thread probes it now (after
+ * ftl_agent_wake). At most 8 wait; more are dropped (the next failure hints again). */
+void ftl_agent_hint_locked(struct ftl_agent *a, const char *name);
+/* Any thread: the loop thread looks at the requests (hints, a rebuild asked for in the views). */
+void ftl_agent_wake(struct ftl_agent *a);
+/* Loop thread: whether membership last saw `name` leave gracefully (not dead, suspect or unknown). */
+bool ftl_agent_member_has_left(struct ftl_agent *a, const char *name);
+
+/* The comm listener's addresses: the gossip's bind address (its text as configured) and the advertised
+ * "ip:port"; the listener keeps the IPs with a port of its own, which it sets as the data address (what
+ * the node gossips in the member's metadata, before the start). */
+void ftl_agent_gossip_addrs(const struct ftl_agent *a, struct sockaddr_storage *bind, const char **bind_text,
+			    const char **advertise);
+const char *ftl_agent_data_addr(const struct ftl_agent *a);
+void ftl_agent_set_data_addr(struct ftl_agent *a, const char *addr);
+
 /* The training layer's calls, each with the agent it was attached to; all but free only once
  * ftl_set_training has set a->is_training (before the start, fixed after it). */
-typedef struct ftl_agent_training_ops {
+struct ftl_agent_training_ops {
 	/* ftl_agent_start, before the node exists: open the comm listener (its address into a->data_addr). */
 	ftl_err (*listen)(struct ftl_agent *a); /* the reason in the diag */
 	/* The node's training options: the rendezvous settings, the data address, the NCCL id maker. */
@@ -55,6 +105,6 @@ typedef struct ftl_agent_training_ops {
 	void (*before_leave)(struct ftl_agent *a);
 	/* ftl_agent_delete, after the loop thread stopped: frees a->train. */
 	void (*free)(struct ftl_agent *a);
-} ftl_agent_training_ops;
+};
 
 #endif

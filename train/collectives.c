@@ -3,7 +3,7 @@
  * thread's diag), and an
  * asynchronous request remembers the communicator it was made on, so one that outlived a view change is
  * refused rather than waited on a communicator that is gone. */
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,21 +20,21 @@ static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 		return err;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(a->train->exec.last_error, sizeof(a->train->exec.last_error), fmt, ap);
+	vsnprintf(ftl_agent_training(a)->exec.last_error, sizeof(ftl_agent_training(a)->exec.last_error), fmt, ap);
 	va_end(ap);
-	ftl_log(&a->set.log, FTL_LOG_ERROR, "training", a->train->exec.last_error, FTL_F_STR("error", ftl_strerror(err)));
-	return ftl_diag_set(err, "%s", a->train->exec.last_error);
+	ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "training", ftl_agent_training(a)->exec.last_error, FTL_F_STR("error", ftl_strerror(err)));
+	return ftl_diag_set(err, "%s", ftl_agent_training(a)->exec.last_error);
 }
 
 /* A collective's result; on failure the communicator's sticky reason becomes the agent's last error. */
 static ftl_err check(ftl_agent *a, ftl_err e)
 {
-	if (e != FTL_OK && a->train->comm)
-		return ftl_training_fail(a->train, e, "%s", ftl_comm_error(a->train->comm));
+	if (e != FTL_OK && ftl_agent_training(a)->comm)
+		return ftl_training_fail(ftl_agent_training(a), e, "%s", ftl_comm_error(ftl_agent_training(a)->comm));
 	return e;
 }
 
-static ftl_comm *current(ftl_agent *a) { return a->train ? a->train->comm : NULL; }
+static ftl_comm *current(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->comm : NULL; }
 
 ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op)
 {
@@ -91,7 +91,7 @@ ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 	ftl_request *r = malloc(sizeof(*r));
 	if (r == NULL)
 		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce_async: out of memory");
-	*r = (ftl_request){.comm = current(a), .comm_seq = a->train->comm_seq, .done = done, .done_arg = done_arg};
+	*r = (ftl_request){.comm = current(a), .comm_seq = ftl_agent_training(a)->comm_seq, .done = done, .done_arg = done_arg};
 	ftl_err e = ftl_comm_allreduce_async(current(a), sendbuf, recvbuf, count, dtype, op, &r->inner);
 	if (e != FTL_OK) {
 		free(r);
@@ -117,7 +117,7 @@ static ftl_err check_request(ftl_agent *a, ftl_request **req, const char *what)
 	if (req == NULL || *req == NULL)
 		return fail(a, FTL_ERR_INVALID, "%s: the request is NULL (already waited?)", what);
 	ftl_request *r = *req;
-	if (r->comm == current(a) && r->comm_seq == a->train->comm_seq)
+	if (r->comm == current(a) && r->comm_seq == ftl_agent_training(a)->comm_seq)
 		return FTL_OK;
 	consumed(req, FTL_ERR_INVALID);
 	return fail(a, FTL_ERR_INVALID,

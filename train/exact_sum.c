@@ -1,11 +1,12 @@
 /* ftl_allreduce_exact: the exact sum of micro-shard rows (ftl/elastic.h, comm/comm_exact.c) on the current
  * view's data communicator, with the integers in a scratch buffer the training keeps between steps (a large
  * model's gradient would otherwise cost a fresh allocation, and its page faults, every step). */
-#include "agent/agent_internal.h"
+#include "ftl/elastic.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "agent/agent_training.h"
 #include "training.h"
 
 

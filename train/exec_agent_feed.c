@@ -11,20 +11,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
+#include "agent/log.h"
 #include "training.h"
 
 /* Under the lock. A view we are in is usable when it is not the abandoned one and either the rendezvous
  * holds it current (phase training) or its communicator already works here (a view stays usable while
  * the next one is agreed, e.g. while joiners settle). */
-static bool is_usable(const ftl_agent *a, const ftl_abandoned_view *ab)
+static bool is_usable(ftl_agent *a, const ftl_abandoned_view *ab)
 {
-	const ftl_rdv_view *v = &a->views.view;
+	const ftl_agent_views *views = ftl_agent_views_locked(a);
+	const ftl_rdv_view *v = &views->view;
 	if (v->seq == 0 || v->self_rank < 0 || v->seq == ab->seq)
 		return false;
-	return a->views.phase == FTL_RDV_TRAINING || a->train->exec.comm_seq == v->seq;
+	return views->phase == FTL_RDV_TRAINING || ftl_agent_training(a)->exec.comm_seq == v->seq;
 }
 
 /* Under the lock; the view is copied only when it is not the one already in hand (a usable view has us in
@@ -42,8 +43,8 @@ static int copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
  * gives up after as long (a hot spare waits for ever). */
 static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadline_us)
 {
-	const ftl_training *t = a->train;
-	const ftl_agent_views *v = &a->views;
+	const ftl_training *t = ftl_agent_training(a);
+	const ftl_agent_views *v = ftl_agent_views_locked(a);
 	int64_t limit_us = t->cfg.below_min_timeout_ms * 1000, now = ftl_agent_now_us(a);
 	if (limit_us <= 0 || v->phase == FTL_RDV_SPARE)
 		return FTL_OK;
@@ -81,7 +82,7 @@ static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadl
  * still the newest view; else lowers *deadline_us to that time. */
 static void ask_rebuild_when_due(ftl_agent *a, ftl_abandoned_view *ab, int64_t *deadline_us)
 {
-	ftl_agent_views *v = &a->views;
+	ftl_agent_views *v = ftl_agent_views_locked(a);
 	if (!ab->seq || ab->seq != v->view.seq || ab->is_asked)
 		return;
 	if (ftl_agent_now_us(a) < ab->rebuild_at_us) {
@@ -90,29 +91,7 @@ static void ask_rebuild_when_due(ftl_agent *a, ftl_abandoned_view *ab, int64_t *
 	}
 	ab->is_asked = true;
 	v->want_rebuild_seq = ab->seq;
-	uv_async_send(&a->wake);
-}
-
-/* Under the lock: sleeps until a broadcast or deadline_us (INT64_MAX: no deadline) on the monotonic clock,
- * which is the clock of ftl_agent_now_us (uv_hrtime). */
-static void sleep_until(ftl_agent *a, int64_t deadline_us)
-{
-	if (deadline_us == INT64_MAX) {
-		pthread_cond_wait(&a->changed, &a->lock);
-		return;
-	}
-	int64_t in_us = deadline_us - ftl_agent_now_us(a);
-	if (in_us <= 0)
-		return;
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(in_us / 1000000);
-	until.tv_nsec += (long)(in_us % 1000000) * 1000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&a->changed, &a->lock, &until);
+	ftl_agent_wake(a);
 }
 
 static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
@@ -120,16 +99,16 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 	ftl_agent *a = ctx;
 	int64_t waiting_since = ftl_agent_now_us(a);
 	ftl_err e = FTL_OK;
-	pthread_mutex_lock(&a->lock);
+	ftl_agent_lock(a);
 	for (;;) {
 		/* First: a member that left takes no more steps, even in a view it still holds (when every
 		 * member leaves at once, each may commit a view of those it has not yet heard leave). */
-		if (a->is_stopped || a->has_left) {
+		if (ftl_agent_is_gone_locked(a)) {
 			e = ftl_diag_set(FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
 			break;
 		}
 		if (is_usable(a, ab)) {
-			if (copy_view(&a->views.view, w) != 0) {
+			if (copy_view(&ftl_agent_views_locked(a)->view, w) != 0) {
 				e = ftl_diag_set(FTL_ERR_SYSTEM, "out of memory copying the view");
 			}
 			break;
@@ -138,18 +117,18 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 		if ((e = check_wait(a, waiting_since, &deadline)) != FTL_OK)
 			break;
 		ask_rebuild_when_due(a, ab, &deadline);
-		sleep_until(a, deadline);
+		ftl_agent_sleep_locked(a, deadline);
 	}
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_unlock(a);
 	return e;
 }
 
 static bool feed_is_newest(void *ctx, uint64_t seq)
 {
 	ftl_agent *a = ctx;
-	pthread_mutex_lock(&a->lock);
-	bool is_newest = a->views.view.seq == seq;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	bool is_newest = ftl_agent_views_locked(a)->view.seq == seq;
+	ftl_agent_unlock(a);
 	return is_newest;
 }
 
@@ -158,41 +137,41 @@ static int64_t feed_now_us(void *ctx) { return ftl_agent_now_us(ctx); }
 static void feed_stepping(void *ctx, const ftl_rdv_view *w, uint64_t step, bool is_retry)
 {
 	ftl_agent *a = ctx;
-	ftl_job_status *s = &a->views.status;
-	pthread_mutex_lock(&a->lock);
+	ftl_job_status *s = &ftl_agent_views_locked(a)->status;
+	ftl_agent_lock(a);
 	s->step = step;
-	a->views.status_lineage = w->lineage;
+	ftl_agent_views_locked(a)->status_lineage = w->lineage;
 	s->view_epoch = w->epoch;
 	s->rank = w->self_rank;
 	s->world_size = (int)w->n;
 	if (is_retry)
 		s->retries++;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_unlock(a);
 }
 
 static void feed_synced(void *ctx, const ftl_rdv_view *w, uint64_t bytes, int64_t took_us)
 {
 	ftl_agent *a = ctx;
-	pthread_mutex_lock(&a->lock);
-	ftl_train_metrics_synced_locked(&a->train->metrics, bytes, took_us);
-	a->views.status.views_seen++;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	ftl_train_metrics_synced_locked(&ftl_agent_training(a)->metrics, bytes, took_us);
+	ftl_agent_views_locked(a)->status.views_seen++;
+	ftl_agent_unlock(a);
 }
 
 static void feed_leave(void *ctx, const char *why)
 {
 	ftl_agent *a = ctx;
 	if (ftl_agent_leave(a, 2000) != FTL_OK)
-		ftl_log(&a->set.log, FTL_LOG_WARN, "training", FTL_MSG("leaving the job, and the leave failed: %s",
+		ftl_log(ftl_agent_logger(a), FTL_LOG_WARN, "training", FTL_MSG("leaving the job, and the leave failed: %s",
 			ftl_diag_message()), FTL_F_STR("why", why));
 }
 
 static uint64_t feed_lineage_steps(void *ctx, uint64_t lineage)
 {
 	ftl_agent *a = ctx;
-	pthread_mutex_lock(&a->lock);
-	uint64_t steps = a->views.view.lineage == lineage ? a->views.lineage_steps : 0;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	uint64_t steps = ftl_agent_views_locked(a)->view.lineage == lineage ? ftl_agent_views_locked(a)->lineage_steps : 0;
+	ftl_agent_unlock(a);
 	return steps;
 }
 

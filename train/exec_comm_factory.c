@@ -24,7 +24,7 @@
 
 #include <xxhash.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 #include "comm/comm_rebuild.h"
 #include "agent/log.h"
 #include "training.h"
@@ -39,23 +39,24 @@
 static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
 {
 	ftl_agent *a = arg;
-	pthread_mutex_lock(&a->lock);
-	if (peer_rank >= 0 && (uint32_t)peer_rank < a->views.view.n && a->n_hints < FTL_MAX_HINTS)
-		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", a->views.view.members[peer_rank].name);
-	pthread_mutex_unlock(&a->lock);
-	uv_async_send(&a->wake);
+	ftl_agent_lock(a);
+	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
+	if (peer_rank >= 0 && (uint32_t)peer_rank < v->n)
+		ftl_agent_hint_locked(a, v->members[peer_rank].name);
+	ftl_agent_unlock(a);
+	ftl_agent_wake(a);
 }
 
 /* Uninstalls the current communicators and installs these (NULL: none). A view newer than the one they
  * were built for arrived meanwhile: nobody aborted them yet, so this does. */
 static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 {
-	ftl_training *t = a->train;
-	pthread_mutex_lock(&a->lock);
+	ftl_training *t = ftl_agent_training(a);
+	ftl_agent_lock(a);
 	ftl_comm_pair old = {t->comm, t->ctrl_comm};
 	t->comm = c->data;
 	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
-	if (c->data && a->views.view.seq != seq)
+	if (c->data && ftl_agent_views_locked(a)->view.seq != seq)
 		ftl_training_abort_comms_locked(t);
 	t->comm_seq = c->data ? seq : 0;
 	if (!c->data) {
@@ -63,7 +64,7 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
 		t->comm_keys = NULL;
 		t->comm_n = 0;
 	}
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_unlock(a);
 	ftl_comm_destroy(old.ctrl);
 	ftl_comm_destroy(old.data); /* tcp closes sockets; nccl tears down on a detached thread */
 }
@@ -89,7 +90,7 @@ static char *tcp_bootstrap(const ftl_rdv_view *w, size_t *len)
 static ftl_err config_for(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend backend, struct ftl_comm_config *out,
 			  char **text)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	struct ftl_comm_config cfg;
 	ftl_comm_config_init(&cfg);
 	cfg.backend = backend;
@@ -146,9 +147,9 @@ struct build_of {
 static int is_superseded(void *arg)
 {
 	const struct build_of *b = arg;
-	pthread_mutex_lock(&b->a->lock);
-	bool is_stale = b->a->views.view.seq != b->seq || b->a->is_stopped || b->a->has_left;
-	pthread_mutex_unlock(&b->a->lock);
+	ftl_agent_lock(b->a);
+	bool is_stale = ftl_agent_views_locked(b->a)->view.seq != b->seq || ftl_agent_is_gone_locked(b->a);
+	ftl_agent_unlock(b->a);
 	return is_stale;
 }
 
@@ -180,29 +181,29 @@ static uint64_t *member_keys(const ftl_rdv_view *w)
  * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
 static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	struct ftl_comm_config cfg;
 	char *text;
 	ftl_err e = config_for(a, w, t->cfg.backend, &cfg, &text);
 	if (e != FTL_OK)
 		return e;
-	pthread_mutex_lock(&a->lock);
+	ftl_agent_lock(a);
 	struct ftl_comm_rebuild rb = {.old = t->comm, .old_keys = t->comm_keys, .old_n = (int)t->comm_n,
 				      .new_keys = member_keys(w), .new_n = (int)w->n, .host = host, .cfg = &cfg};
 	t->comm = NULL;
 	t->comm_keys = NULL;
 	t->comm_n = 0;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_unlock(a);
 	ftl_comm_rebuild_path path;
 	e = ftl_comm_rebuild(&rb, out, &path);
 	free(text);
 	free((void *)rb.old_keys);
 	if (e == FTL_OK) {
-		pthread_mutex_lock(&a->lock);
+		ftl_agent_lock(a);
 		t->comm_keys = (uint64_t *)rb.new_keys;
 		t->comm_n = w->n;
-		pthread_mutex_unlock(&a->lock);
-		ftl_log(&a->set.log, FTL_LOG_INFO, "training",
+		ftl_agent_unlock(a);
+		ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training",
 			FTL_MSG("nccl communicator of view %llu: %s", (unsigned long long)w->epoch,
 				ftl_comm_rebuild_path_strs[path]),
 			FTL_F_UINT("epoch", w->epoch), FTL_F_STR("path", ftl_comm_rebuild_path_strs[path]));
@@ -215,7 +216,7 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *out)
 {
 	ftl_agent *a = ctx;
-	ftl_comm_backend backend = a->train->cfg.backend;
+	ftl_comm_backend backend = ftl_agent_training(a)->cfg.backend;
 	int64_t start = ftl_agent_now_us(a);
 	ftl_comm_pair c = {0};
 	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl);
@@ -227,7 +228,7 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 		c.data = c.ctrl;
 	install(a, &c, w->seq);
 	*out = c;
-	ftl_log(&a->set.log, FTL_LOG_INFO, "training",
+	ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training",
 		FTL_MSG("communicator built (%s%s)", ftl_comm_backend_strs[backend],
 			backend == FTL_COMM_TCP ? "" : ", tcp beside it for control data"),
 		FTL_F_UINT("epoch", w->epoch), FTL_F_INT("rank", w->self_rank), FTL_F_UINT("world_size", w->n),
@@ -236,7 +237,7 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 	bool is_failure;
 	const char *why = ftl_comm_tcp_shm_why(c.ctrl, &is_failure);
 	if (why != NULL)
-		ftl_log(&a->set.log, is_failure ? FTL_LOG_WARN : FTL_LOG_INFO, "training",
+		ftl_log(ftl_agent_logger(a), is_failure ? FTL_LOG_WARN : FTL_LOG_INFO, "training",
 			FTL_MSG("tcp communicator not on shared memory: %s", why), FTL_F_UINT("epoch", w->epoch),
 			FTL_F_INT("rank", w->self_rank), FTL_F_STR("why", why));
 	return FTL_OK;

@@ -2,7 +2,7 @@
  * for one step over the agent's view feed and comm factory, and the final checkpoint of a rank 0 that finds
  * it has left. One call at a time per agent: the machine and the registry belong to the calling thread, so a
  * second call (another thread, or the step calling ftl_execute) is refused, never run beside the first. */
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 
 #include <stdio.h>
 
@@ -24,24 +24,24 @@ static ftl_err run_metered(void *arg, const ftl_step_info *info)
 
 ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 {
-	if (!a->is_training || !a->is_started) {
+	if (!ftl_agent_is_training(a) || !ftl_agent_is_started(a)) {
 		ftl_training *t = ftl_training_of(a);
 		if (t)
 			snprintf(t->exec.last_error, sizeof(t->exec.last_error),
 				 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 	}
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	bool is_idle = false;
 	if (!atomic_compare_exchange_strong(&t->is_executing, &is_idle, true)) /* not last_error: the running call's */
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: another call is running on this agent (from another "
 				    "thread, or from inside its step): one ftl_execute at a time per agent");
 	metered_step m = {a, step, ctx};
 	ftl_err e = ftl_exec_step(&t->exec, run_metered, &m);
-	if (a->views.status.data_epoch != t->state.data_epoch) { /* only this thread writes it: no lock to read */
-		pthread_mutex_lock(&a->lock);
-		a->views.status.data_epoch = t->state.data_epoch; /* for ftl_get_job_status on any thread */
-		pthread_mutex_unlock(&a->lock);
+	if (ftl_agent_views_locked(a)->status.data_epoch != t->state.data_epoch) { /* only this thread writes it: no lock to read */
+		ftl_agent_lock(a);
+		ftl_agent_views_locked(a)->status.data_epoch = t->state.data_epoch; /* for ftl_get_job_status on any thread */
+		ftl_agent_unlock(a);
 	}
 	atomic_store(&t->is_executing, false);
 	if (e != FTL_OK && ftl_agent_has_left(a))

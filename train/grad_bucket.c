@@ -11,7 +11,9 @@
  *
  * The residual is tied to the communicator it was accumulated under (comm_seq) and to the buffer length:
  * a new view or another length starts it from zero (why: ftl/gradient.h). */
-#include "agent/agent_internal.h"
+#include "ftl/gradient.h"
+
+#include "agent/agent_training.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,7 @@ ftl_err ftl_compress_check(ftl_compress compress, ftl_comm_backend backend, cons
 
 ftl_grad_bucket *ftl_grad_bucket_new(ftl_agent *a, ftl_compress compress)
 {
-	ftl_training *t = a->is_training ? ftl_training_of(a) : NULL;
+	ftl_training *t = ftl_agent_is_training(a) ? ftl_training_of(a) : NULL;
 	if (t == NULL) {
 		ftl_diag_set(FTL_ERR_INVALID, "ftl_grad_bucket_new: call ftl_set_training first (it holds FTL_COMM_COMPRESS)");
 		return NULL;
@@ -74,7 +76,7 @@ ftl_grad_bucket *ftl_grad_bucket_new(ftl_agent *a, ftl_compress compress)
 	if (compress == FTL_COMPRESS_DEFAULT)
 		compress = t->cfg.compress;
 	if (ftl_compress_check(compress, t->cfg.backend, &t->cfg.batch) != FTL_OK) {
-		ftl_log(&a->set.log, FTL_LOG_ERROR, "training", ftl_diag_message());
+		ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "training", ftl_diag_message());
 		return NULL;
 	}
 	ftl_grad_bucket *b = calloc(1, sizeof(*b));
@@ -103,7 +105,7 @@ ftl_compress ftl_grad_bucket_compress(const ftl_grad_bucket *b) { return b->comp
  * length starts at zero. */
 static ftl_err prepare(ftl_grad_bucket *b, size_t count, bool needs_wire, const char *what)
 {
-	ftl_training *t = b->agent->train;
+	ftl_training *t = ftl_agent_training(b->agent);
 	bool is_ef = b->compress == FTL_COMPRESS_BF16_EF;
 	bool is_out_of_memory = false;
 	if (needs_wire && b->wire_cap < count) {
@@ -136,7 +138,7 @@ static ftl_err prepare(ftl_grad_bucket *b, size_t count, bool needs_wire, const 
 static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, bool needs_wire,
 		     const char *what)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	if (b == NULL || b->agent != a || (count > 0 && buf == NULL) || (op != FTL_SUM && op != FTL_AVG)) {
 		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: needs this agent's bucket, a buffer and FTL_SUM or FTL_AVG",
 					 what);
@@ -154,7 +156,7 @@ static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count,
 
 static int divisor(const ftl_agent *a, ftl_reduce_op op)
 {
-	return op == FTL_AVG ? ftl_comm_world_size(a->train->comm) : 1;
+	return op == FTL_AVG ? ftl_comm_world_size(ftl_agent_training(a)->comm) : 1;
 }
 
 ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op)
@@ -165,12 +167,12 @@ ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t 
 	if (e != FTL_OK || count == 0)
 		return e;
 	/* the comm's own compressed allreduce: its rounding and widening overlap the transfer in chunks */
-	ftl_comm *c = a->train->comm;
+	ftl_comm *c = ftl_agent_training(a)->comm;
 	int64_t start_us = ftl_agent_now_us(a);
 	e = ftl_comm_allreduce_bf16(c, buf, buf, count, op, b->residual);
 	e = ftl_train_metrics_allreduce_done(a, start_us, e, count * sizeof(uint16_t));
 	if (e != FTL_OK)
-		return ftl_training_fail(a->train, e, "%s", ftl_comm_error(c));
+		return ftl_training_fail(ftl_agent_training(a), e, "%s", ftl_comm_error(c));
 	return e;
 }
 

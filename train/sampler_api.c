@@ -2,7 +2,7 @@
  * exists so that a data loader can fetch the coming steps' samples before the steps run, computing them
  * exactly as ftl_execute will (global_batch.c is the one implementation) rather than copying the
  * permutation into every binding. */
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 
 #include "global_batch.h"
 #include "training.h"
@@ -11,14 +11,14 @@ const char *const ftl_sampler_order_strs[FTL_SAMPLER_ORDER_MAX] = {"shuffle", "s
 
 ftl_err ftl_set_sampler_order(ftl_agent *a, ftl_sampler_order order)
 {
-	if (a->is_started)
+	if (ftl_agent_is_started(a))
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_sampler_order: call it before ftl_agent_start");
 	if ((int)order < 0 || order >= FTL_SAMPLER_ORDER_MAX)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_sampler_order: no order %d (shuffle, sequential, "
 				    "contiguous)", (int)order);
 	if (!ftl_training_of(a))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_sampler_order: out of memory");
-	a->train->state.order = order;
+	ftl_agent_training(a)->state.order = order;
 	return FTL_OK;
 }
 
@@ -28,5 +28,5 @@ ftl_err ftl_sampler_peek(ftl_agent *a, int world, int rank, uint64_t *data_epoch
 	*n = 0;
 	if (!ftl_training_of(a))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_sampler_peek: out of memory");
-	return ftl_batch_peek(&a->train->state, world, rank, data_epoch, sample_pos, out, cap, n);
+	return ftl_batch_peek(&ftl_agent_training(a)->state, world, rank, data_epoch, sample_pos, out, cap, n);
 }

@@ -2,7 +2,7 @@
  * into training without knowing it, registered on the agent with its training state (ftl_training_of). Each
  * one hands over to the file that owns the work: the comm listener and the registry (training.c), the
  * metrics (train_metrics.c), the checkpoints (checkpoint.c, checkpoint_leave.c). */
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,10 +16,10 @@
 static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 {
 	ftl_agent *a = ctx;
-	if (a->train->cfg.backend != FTL_COMM_NCCL)
+	if (ftl_agent_training(a)->cfg.backend != FTL_COMM_NCCL)
 		return 0;
 	if (ftl_comm_nccl_unique_id(blob, cap) != FTL_OK) {
-		ftl_log(&a->set.log, FTL_LOG_ERROR, "rendezvous",
+		ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "rendezvous",
 			FTL_MSG("cannot make the NCCL unique id for view %llu: %s", (unsigned long long)epoch,
 				ftl_diag_message()),
 			FTL_F_UINT("epoch", epoch), FTL_F_STR("error", ftl_diag_message()));
@@ -30,14 +30,14 @@ static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
 
 static void node_options(ftl_agent *a, ftl_node_options *o)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	o->is_training = true;
-	o->data_addr = a->data_addr;
+	o->data_addr = ftl_agent_data_addr(a);
 	o->rdv = (ftl_rdv_config){
 		.min_workers = t->cfg.min_workers,
 		.max_workers = t->cfg.max_workers,
 		.settle_us = t->cfg.settle_ms * 1000,
-		.ready_interval_us = a->set.swim.ready_interval_us,
+		.ready_interval_us = ftl_agent_ready_interval_us(a),
 		.expected_workers = t->cfg.expected_workers,
 		.expected_wait_us = t->cfg.expected_wait_ms * 1000,
 		.spares = t->cfg.spares,
@@ -48,24 +48,24 @@ static void node_options(ftl_agent *a, ftl_node_options *o)
 
 static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	if (!t->comm)
 		return;
 	if (is_member_gone)
 		ftl_train_metrics_disrupted_locked(&t->metrics, ftl_agent_now_us(a));
-	ftl_log(&a->set.log, FTL_LOG_INFO, "training", FTL_MSG("aborting the collectives in progress: %s", why),
+	ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training", FTL_MSG("aborting the collectives in progress: %s", why),
 		FTL_F_STR("why", why));
 	ftl_training_abort_comms_locked(t);
 }
 
 static void view_status_locked(ftl_agent *a, json_t *view)
 {
-	ftl_train_metrics_status_locked(&a->train->metrics, view);
+	ftl_train_metrics_status_locked(&ftl_agent_training(a)->metrics, view);
 }
 
 static void status(ftl_agent *a, json_t *status)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	json_object_set_new(status, "checkpoint", ftl_checkpoint_status_json(&t->ckpt));
 	json_object_set_new(status, "execute",
 			    json_pack("{s:s}", "state", ftl_exec_state_strs[ftl_exec_get_state(&t->exec)]));
@@ -73,7 +73,7 @@ static void status(ftl_agent *a, json_t *status)
 
 static void training_free(ftl_agent *a)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
 	if (t->ctrl_comm != t->comm)
 		ftl_comm_destroy(t->ctrl_comm);
@@ -87,8 +87,7 @@ static void training_free(ftl_agent *a)
 	ftl_state_free(&t->state);
 	free(t->exact_scratch);
 	free(t);
-	a->train = NULL;
-	a->train_ops = NULL;
+	ftl_agent_detach_training(a);
 }
 
 const ftl_agent_training_ops ftl_training_hooks = {

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 #include "training.h"
 
 const char *const ftl_view_cause_strs[FTL_VIEW_CAUSE_MAX] = {"death", "leave", "join", "rebuild", "first", "merge"};
@@ -37,9 +37,9 @@ void ftl_train_metrics_disrupted_locked(ftl_train_metrics *m, int64_t now_us)
 
 static void disrupted(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	ftl_train_metrics_disrupted_locked(&a->train->metrics, ftl_agent_now_us(a));
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	ftl_train_metrics_disrupted_locked(&ftl_agent_training(a)->metrics, ftl_agent_now_us(a));
+	ftl_agent_unlock(a);
 }
 
 ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const ftl_step_info *info)
@@ -47,8 +47,8 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 	int64_t start = ftl_agent_now_us(a);
 	ftl_err e = step(ctx, info);
 	int64_t now = ftl_agent_now_us(a);
-	ftl_train_metrics *m = &a->train->metrics;
-	pthread_mutex_lock(&a->lock);
+	ftl_train_metrics *m = &ftl_agent_training(a)->metrics;
+	ftl_agent_lock(a);
 	if (e == FTL_OK) {
 		m->steps++;
 		ftl_histogram_observe(&m->step_seconds, (double)(now - start) / 1e6);
@@ -63,7 +63,7 @@ ftl_err ftl_train_metrics_step(ftl_agent *a, ftl_step_fn step, void *ctx, const 
 		m->step_failures++;
 		ftl_train_metrics_disrupted_locked(m, now);
 	}
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_unlock(a);
 	return e;
 }
 
@@ -74,10 +74,10 @@ ftl_err ftl_train_metrics_allreduce_done(ftl_agent *a, int64_t start_us, ftl_err
 		return e;
 	}
 	double took = seconds_since(a, start_us);
-	pthread_mutex_lock(&a->lock);
-	a->train->metrics.allreduce_bytes += bytes;
-	ftl_histogram_observe(&a->train->metrics.allreduce_seconds, took);
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	ftl_agent_training(a)->metrics.allreduce_bytes += bytes;
+	ftl_histogram_observe(&ftl_agent_training(a)->metrics.allreduce_seconds, took);
+	ftl_agent_unlock(a);
 	return e;
 }
 
@@ -114,13 +114,12 @@ static bool has_member(const ftl_rdv_member *members, uint32_t n, const char *na
 /* O(old n * new n) name comparisons, once per view change. */
 void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 {
-	const ftl_rdv_view *old = &a->views.view;
+	const ftl_rdv_view *old = &ftl_agent_views_locked(a)->view;
 	bool died = false, left = false, joined = false;
 	for (uint32_t i = 0; i < old->n; i++) {
 		if (has_member(v->members, v->n, old->members[i].name))
 			continue;
-		const ftl_member *m = ftl_swim_find(a->swim, old->members[i].name);
-		if (m && m->state == FTL_MEMBER_LEFT)
+		if (ftl_agent_member_has_left(a, old->members[i].name))
 			left = true;
 		else
 			died = true; /* dead, suspect or forgotten: not a graceful leave */
@@ -134,5 +133,5 @@ void ftl_train_metrics_view_locked(ftl_agent *a, const ftl_rdv_view *v)
 			       : left	   ? FTL_VIEW_CAUSE_LEAVE
 			       : joined	   ? FTL_VIEW_CAUSE_JOIN
 					   : FTL_VIEW_CAUSE_REBUILD;
-	a->train->metrics.views[cause]++;
+	ftl_agent_training(a)->metrics.views[cause]++;
 }

@@ -3,7 +3,7 @@
  * taken under the agent's lock; the agent appends them to its own (agent_training.h). */
 #include "train_metrics.h"
 
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 #include "training.h"
 
 static void training(ftl_metrics_text *t, const ftl_train_metrics_snapshot *s)
@@ -58,12 +58,12 @@ void ftl_train_metrics_render(ftl_metrics_text *t, const ftl_train_metrics_snaps
 
 void ftl_train_metrics_render_from(ftl_agent *a, ftl_metrics_text *out)
 {
-	ftl_training *t = a->train;
+	ftl_training *t = ftl_agent_training(a);
 	ftl_train_metrics_snapshot s = {0};
-	pthread_mutex_lock(&a->lock);
+	ftl_agent_lock(a);
 	s.train = t->metrics;
-	s.retries = a->views.status.retries;
-	pthread_mutex_unlock(&a->lock);
+	s.retries = ftl_agent_views_locked(a)->status.retries;
+	ftl_agent_unlock(a);
 	s.has_checkpoints = t->ckpt.writer != NULL;
 	if (t->ckpt.writer)
 		ftl_ckpt_writer_get_stats(t->ckpt.writer, &s.ckpt);

@@ -1,7 +1,7 @@
 /* Training settings and registration: the FTL_* training variables, the comm (data) listener each worker
  * keeps across communicators, registered buffers and callbacks and the sampler (into the state registry),
  * the job status, and the ftl_execute state machine's place in it. */
-#include "agent/agent_internal.h"
+#include "agent/agent_training.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -165,7 +165,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (widen(caller_t, &full) != FTL_OK)
 		return FTL_ERR_INVALID;
 	const ftl_training_config *t = &full;
-	if (a->is_started)
+	if (ftl_agent_is_started(a))
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_training: call it before ftl_agent_start");
 	if (t->min_workers < 1 || t->max_workers < t->min_workers)
 		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)",
@@ -192,7 +192,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
 	ftl_train_metrics_create(&tr->metrics);
-	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, &a->set.log);
+	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, ftl_agent_logger(a));
 	if (err)
 		return err;
 	tr->state.backend = t->backend;
@@ -203,33 +203,33 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 		.step_failure_rebuild_us = SAME_VIEW_GRACE_US,
 		.setup_failure_rebuild_us = REBUILD_BACKOFF_US,
 	};
-	ftl_exec_create(&tr->exec, &policy, &tr->state, &a->set.log);
+	ftl_exec_create(&tr->exec, &policy, &tr->state, ftl_agent_logger(a));
 	ftl_exec_set_feed(&tr->exec, &ftl_exec_agent_feed, a);
 	ftl_exec_set_factory(&tr->exec, &ftl_exec_agent_factory, a);
 	ftl_exec_set_checkpoints(&tr->exec, &ftl_checkpoint_exec_ops, &tr->ckpt);
-	a->is_training = true;
+	ftl_agent_set_training_on(a);
 	return FTL_OK;
 }
 
 ftl_training *ftl_training_of(ftl_agent *a)
 {
-	if (a->train)
-		return a->train;
+	if (ftl_agent_training(a))
+		return ftl_agent_training(a);
 	ftl_training *t = calloc(1, sizeof(*t));
 	if (!t)
 		return NULL;
 	t->data_fd = -1;
-	a->train = t;
-	a->train_ops = &ftl_training_hooks;
+	ftl_agent_attach_training(a, t, &ftl_training_hooks);
 	return t;
 }
 
 /* The comm listener: the advertised IP, a port the kernel picks; kept for the agent's life. */
 ftl_err ftl_agent_data_listen(ftl_agent *a)
 {
-	struct sockaddr_storage ss;
-	ftl_addr_parse_numeric(a->set.advertise, &ss);
-	struct sockaddr_storage bind_ss = a->set.bind;
+	struct sockaddr_storage ss, bind_ss;
+	const char *bind_text, *advertise;
+	ftl_agent_gossip_addrs(a, &bind_ss, &bind_text, &advertise);
+	ftl_addr_parse_numeric(advertise, &ss);
 	if (ss.ss_family == AF_INET)
 		((struct sockaddr_in *)&bind_ss)->sin_port = 0;
 	else
@@ -239,7 +239,7 @@ ftl_err ftl_agent_data_listen(ftl_agent *a)
 	socklen_t sl = bind_ss.ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
 	    bind(fd, (struct sockaddr *)&bind_ss, sl) != 0 || listen(fd, 128) != 0) {
-		ftl_err err = ftl_diag_set(FTL_ERR_SYSTEM, "cannot open the comm listener on %s: %s", a->cfg.bind,
+		ftl_err err = ftl_diag_set(FTL_ERR_SYSTEM, "cannot open the comm listener on %s: %s", bind_text,
 					   strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -252,8 +252,10 @@ ftl_err ftl_agent_data_listen(ftl_agent *a)
 		((struct sockaddr_in *)&ss)->sin_port = port;
 	else
 		((struct sockaddr_in6 *)&ss)->sin6_port = port;
-	ftl_addr_format((struct sockaddr *)&ss, a->data_addr, sizeof(a->data_addr));
-	a->train->data_fd = fd;
+	char data_addr[FTL_ADDR_MAX];
+	ftl_addr_format((struct sockaddr *)&ss, data_addr, sizeof(data_addr));
+	ftl_agent_set_data_addr(a, data_addr);
+	ftl_agent_training(a)->data_fd = fd;
 	ftl_fork_fds_add(fd); /* a forked child closes it: a dead rank's comm port refuses (base/fork_fds.h) */
 	return FTL_OK;
 }
@@ -279,7 +281,7 @@ ftl_err ftl_training_fail(ftl_training *t, ftl_err e, const char *fmt, ...)
 static ftl_err refused(const ftl_agent *a, ftl_err err)
 {
 	if (err)
-		ftl_log(&a->set.log, FTL_LOG_ERROR, "training", ftl_diag_message());
+		ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "training", ftl_diag_message());
 	return err;
 }
 
@@ -287,21 +289,21 @@ ftl_err ftl_register_buffer(ftl_agent *a, const char *name, void *ptr, size_t by
 {
 	if (!ftl_training_of(a))
 		return refused(a, ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_buffer: out of memory"));
-	if (!a->is_training)
+	if (!ftl_agent_is_training(a))
 		return refused(a, ftl_diag_set(FTL_ERR_INVALID,
 					    "ftl_register_buffer '%s': call ftl_set_training first (it says which "
 					    "memory the backend moves)",
 					    name ? name : "(null)"));
-	return refused(a, ftl_state_register_buffer(&a->train->state, name, ptr, bytes, is_device));
+	return refused(a, ftl_state_register_buffer(&ftl_agent_training(a)->state, name, ptr, bytes, is_device));
 }
 
 ftl_err ftl_register_callbacks(ftl_agent *a, ftl_save_cb save, ftl_load_cb load, void *ctx)
 {
 	if (!ftl_training_of(a))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_register_callbacks: out of memory");
-	a->train->state.save = save;
-	a->train->state.load = load;
-	a->train->state.cb_ctx = ctx;
+	ftl_agent_training(a)->state.save = save;
+	ftl_agent_training(a)->state.load = load;
+	ftl_agent_training(a)->state.cb_ctx = ctx;
 	return FTL_OK;
 }
 
@@ -309,22 +311,22 @@ ftl_err ftl_set_sampler(ftl_agent *a, uint64_t dataset_size, uint32_t batch_per_
 {
 	if (!ftl_training_of(a))
 		return refused(a, ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_sampler: out of memory"));
-	return refused(a, ftl_state_set_sampler(&a->train->state, dataset_size, batch_per_rank, seed));
+	return refused(a, ftl_state_set_sampler(&ftl_agent_training(a)->state, dataset_size, batch_per_rank, seed));
 }
 
 ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b)
 {
-	if (a->is_started)
+	if (ftl_agent_is_started(a))
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_batch: call it before ftl_agent_start");
 	if (!ftl_training_of(a))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_batch: out of memory");
 	ftl_err err = ftl_batch_config_check(b);
 	if (!err)
-		err = ftl_compress_check(a->train->cfg.compress, a->train->cfg.backend, b);
+		err = ftl_compress_check(ftl_agent_training(a)->cfg.compress, ftl_agent_training(a)->cfg.backend, b);
 	if (err)
 		return err;
-	a->train->cfg.batch = *b;
-	a->train->state.batch = *b;
+	ftl_agent_training(a)->cfg.batch = *b;
+	ftl_agent_training(a)->state.batch = *b;
 	return FTL_OK;
 }
 
@@ -337,9 +339,9 @@ ftl_err ftl_set_batch_from_settings(ftl_agent *a, const ftl_settings *s)
 
 void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
 {
-	pthread_mutex_lock(&a->lock);
-	*out = a->views.status;
-	pthread_mutex_unlock(&a->lock);
+	ftl_agent_lock(a);
+	*out = ftl_agent_views_locked(a)->status;
+	ftl_agent_unlock(a);
 }
 
-const char *ftl_last_error(ftl_agent *a) { return a->train ? a->train->exec.last_error : ""; }
+const char *ftl_last_error(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->exec.last_error : ""; }

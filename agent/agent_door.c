@@ -1,0 +1,81 @@
+/* The door train/ goes through (agent_training.h): what the training layer may read and ask of the agent,
+ * as calls, so that struct ftl_agent stays private to agent/ and a change inside it reaches no other
+ * folder. Each call is a field or two; what they guard (the lock, the views) is documented where they are
+ * declared. */
+#include "agent_internal.h"
+
+#include <time.h>
+
+struct ftl_training *ftl_agent_training(const ftl_agent *a) { return a->train; }
+
+void ftl_agent_attach_training(ftl_agent *a, struct ftl_training *t, const ftl_agent_training_ops *ops)
+{
+	a->train = t;
+	a->train_ops = ops;
+}
+
+void ftl_agent_detach_training(ftl_agent *a)
+{
+	a->train = NULL;
+	a->train_ops = NULL;
+}
+
+void ftl_agent_set_training_on(ftl_agent *a) { a->is_training = true; }
+bool ftl_agent_is_training(const ftl_agent *a) { return a->is_training; }
+bool ftl_agent_is_started(const ftl_agent *a) { return a->is_started; }
+const ftl_logger *ftl_agent_logger(const ftl_agent *a) { return &a->set.log; }
+int64_t ftl_agent_ready_interval_us(const ftl_agent *a) { return a->set.swim.ready_interval_us; }
+
+void ftl_agent_lock(ftl_agent *a) { pthread_mutex_lock(&a->lock); }
+void ftl_agent_unlock(ftl_agent *a) { pthread_mutex_unlock(&a->lock); }
+ftl_agent_views *ftl_agent_views_locked(ftl_agent *a) { return &a->views; }
+bool ftl_agent_is_gone_locked(const ftl_agent *a) { return a->is_stopped || a->has_left; }
+
+void ftl_agent_sleep_locked(ftl_agent *a, int64_t deadline_us)
+{
+	if (deadline_us == INT64_MAX) {
+		pthread_cond_wait(&a->changed, &a->lock);
+		return;
+	}
+	int64_t in_us = deadline_us - ftl_agent_now_us(a);
+	if (in_us <= 0)
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(in_us / 1000000);
+	until.tv_nsec += (long)(in_us % 1000000) * 1000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&a->changed, &a->lock, &until);
+}
+
+void ftl_agent_hint_locked(ftl_agent *a, const char *name)
+{
+	if (a->n_hints < FTL_MAX_HINTS)
+		snprintf(a->hints[a->n_hints++], FTL_NAME_MAX, "%s", name);
+}
+
+void ftl_agent_wake(ftl_agent *a) { uv_async_send(&a->wake); }
+
+bool ftl_agent_member_has_left(ftl_agent *a, const char *name)
+{
+	const ftl_member *m = ftl_swim_find(a->swim, name);
+	return m && m->state == FTL_MEMBER_LEFT;
+}
+
+void ftl_agent_gossip_addrs(const ftl_agent *a, struct sockaddr_storage *bind, const char **bind_text,
+			    const char **advertise)
+{
+	*bind = a->set.bind;
+	*bind_text = a->cfg.bind;
+	*advertise = a->set.advertise;
+}
+
+const char *ftl_agent_data_addr(const ftl_agent *a) { return a->data_addr; }
+
+void ftl_agent_set_data_addr(ftl_agent *a, const char *addr)
+{
+	snprintf(a->data_addr, sizeof(a->data_addr), "%s", addr);
+}
