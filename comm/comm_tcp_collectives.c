@@ -107,9 +107,13 @@ static ftl_err ring_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void 
  *             1 MiB    4.994 4.139   4.408 3.379   4.092 3.673              0.624    0.624   0.624
  *             4 MiB    2.478 2.330   2.300 2.322   2.289 1.882              0.623    0.624   0.624
  *            16 MiB    2.110 1.978   1.810 1.606   2.332 1.897
- * So: doubling up to 64 KiB (latency: log2 n rounds); above, at 2 ranks, doubling up to 2 MiB: with two
- * ranks halving sends the same bytes as doubling in two rounds instead of one, so it can only lose (by
- * 15-30 % here). At more ranks halving up to 2 MiB: doubling's log2 n whole buffers win on loopback,
+ * So: doubling up to 64 KiB (latency: log2 n rounds); above, at 2 ranks, doubling up to its staging buffer
+ * (256 KiB): with two ranks halving sends the same bytes as doubling in two rounds instead of one. Above
+ * that a 2-rank doubling ran as halving, which lost to the ring at 1 MiB in 6 of 6 interleaved runs on
+ * 2026-11-27 (3.0-3.6 GB/s against 3.7-5.6; Open MPI tcp 4.0-4.3 in the same session): at two ranks the
+ * ring is halving's two rounds pipelined by segment, so the all-gather of the first reduced segment goes
+ * out while the rest is still being reduced. So at 2 ranks, the ring above 256 KiB. At more ranks halving
+ * up to 2 MiB: doubling's log2 n whole buffers win on loopback,
  * where bytes are cheap, but lose to halving's 2(n-1)/n of the buffer on the limited link (64-256 KiB).
  * The pipelined ring beyond 2 MiB (it overlaps the reduction with the wire; halving's rounds do not).
  * Worlds above 4 were not measured here (2 cores); doubling's bytes grow with log2 n, so its crossover can
@@ -118,8 +122,10 @@ enum ftl_comm_tcp_algo ftl_comm_tcp_choose(int n, size_t bytes)
 {
 	if (bytes <= (64u << 10))
 		return FTL_COMM_TCP_ALGO_DOUBLING;
+	if (n == 2)
+		return bytes <= FTL_COMM_TCP_STAGE ? FTL_COMM_TCP_ALGO_DOUBLING : FTL_COMM_TCP_ALGO_RING;
 	if (bytes <= (2u << 20))
-		return n == 2 ? FTL_COMM_TCP_ALGO_DOUBLING : FTL_COMM_TCP_ALGO_HALVING;
+		return FTL_COMM_TCP_ALGO_HALVING;
 	return FTL_COMM_TCP_ALGO_RING;
 }
 
