@@ -17,7 +17,7 @@
 #include "addr.h"
 #include "node/node_meta.h"
 #include "agent_fork.h"
-#include "log.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
 #include "base/diag.h"

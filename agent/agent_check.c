@@ -11,7 +11,7 @@
 
 #include "addr.h"
 #include "agent_fork.h"
-#include "log.h"
+#include "base/log.h"
 
 typedef struct check {
 	ftl_agent *a;

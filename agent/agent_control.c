@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "node/node_meta.h"
-#include "log.h"
+#include "base/log.h"
 
 json_t *ftl_agent_error_reply(const char *msg)
 {

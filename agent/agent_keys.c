@@ -7,7 +7,7 @@
 
 #include <sodium.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define LACKING_NAMES_MAX 16 /* names listed per key; the count says how many more */
 

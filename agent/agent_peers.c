@@ -22,7 +22,7 @@
 
 #include "addr.h"
 #include "agent_fork.h"
-#include "log.h"
+#include "base/log.h"
 #include "channel/seal.h"
 
 #define FTL_PEER_CONNS_MAX 128

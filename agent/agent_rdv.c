@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "node/node_meta.h"
-#include "log.h"
+#include "base/log.h"
 
 
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "addr.h"
-#include "log.h"
+#include "base/log.h"
 
 typedef struct seed_lookup {
 	uv_getaddrinfo_t req;

@@ -24,7 +24,7 @@
 
 #include "addr.h"
 #include "agent_fork.h"
-#include "log.h"
+#include "base/log.h"
 #include "channel/seal.h"
 
 typedef struct pp_conn {

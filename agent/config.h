@@ -9,7 +9,7 @@
 #include "membership/keyring.h"
 #include "base/diag.h"
 #include "ftl/ftl.h"
-#include "log.h"
+#include "base/log.h"
 #include "membership/message.h"
 #include "membership/profile.h"
 

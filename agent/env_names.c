@@ -14,7 +14,7 @@
 #include "base/diag.h"
 #include "config.h"
 #include "ftl/settings.h"
-#include "log.h"
+#include "base/log.h"
 
 static const char *const known_names[] = {
 	/* the agent (ftl_agent_config_from_env, include/ftl/agent.h) */

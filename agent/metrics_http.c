@@ -25,7 +25,7 @@
 #include "addr.h"
 #include "agent_fork.h"
 #include "agent_internal.h"
-#include "log.h"
+#include "base/log.h"
 
 #define REQUEST_MAX 8192
 #define HEAD_TIMEOUT_MS 1000

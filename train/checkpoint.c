@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 
 /* The training this thread takes rank 0's checkpoints of (set by ftl_checkpoint_after_step): only that
  * thread may stage a final checkpoint, since only it knows no step is half way. */

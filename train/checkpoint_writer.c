@@ -30,7 +30,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 
 /* Write granularity, and how often the kernel is told to start writing back. */
 #define CHUNK_BYTES (8u << 20)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "training.h"
 #include "requests.h"
 

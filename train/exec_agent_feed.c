@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "agent/agent_training.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "training.h"
 
 /* Under the lock. A view we are in is usable when it is not the abandoned one and either the rendezvous

@@ -26,7 +26,7 @@
 
 #include "agent/agent_training.h"
 #include "comm/comm_rebuild.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "training.h"
 #include "comm/comm_tcp.h"
 

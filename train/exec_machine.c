@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "global_batch.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 const char *const ftl_exec_state_strs[FTL_EXEC_STATE_MAX] = {
 	"idle", "waiting_for_view", "building_comm", "syncing", "running", "backing_off", "failed",

@@ -22,7 +22,7 @@
 #include "comm/comm_compress.h"
 #include "base/diag.h"
 #include "grad_bucket.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "requests.h"
 #include "training.h"
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "agent/log.h"
+#include "base/log.h"
 #include "base/diag.h"
 #include "base/fork_fds.h"
 #include "training.h"

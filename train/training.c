@@ -20,7 +20,7 @@
 #include "base/sized.h"
 #include "exec_feed.h"
 #include "global_batch.h"
-#include "agent/log.h"
+#include "base/log.h"
 #include "training.h"
 #include "grad_bucket.h"
 

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "train/checkpoint.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 #define ROUNDS 3
 #define CHUNK (4u << 20)

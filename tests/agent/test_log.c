@@ -1,4 +1,4 @@
-/* Unit tests of the log sink (agent/log.h, the record in ftl/agent.h): the stderr line byte for byte, values
+/* Unit tests of the log sink (base/log.h, the record in ftl/agent.h): the stderr line byte for byte, values
  * escaped so the line still splits on spaces, the level filter (a dropped record's arguments are not even
  * evaluated), typed fields reaching a callback, one write() per record, and two agents in one process
  * each logging with their own name and level, from their own loop threads too. `test_log NAME` runs the
@@ -21,7 +21,7 @@
 
 #include "agent/config.h"
 #include "ftl/agent.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 /* 2023-11-14T22:13:20.123456Z */
 #define FIXED_TIME_US 1700000000123456LL

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "train/checkpoint.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 /* A small image: two buffers and some save bytes, with a recognisable payload. */
 static uint8_t *make_image(ftl_ckpt_header *h, size_t *len)

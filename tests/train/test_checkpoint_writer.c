@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "train/checkpoint.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 static char *temp_dir(void)
 {

@@ -13,7 +13,7 @@
 
 #include "train/exec_machine.h"
 #include "fake_comm.h"
-#include "agent/log.h"
+#include "base/log.h"
 
 /* ---- the scripted view feed ---- */
 

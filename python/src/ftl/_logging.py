@@ -10,7 +10,7 @@ stderr, as from C, which is what the launcher and the tests read.
 
 Threads: libftl calls back on the training thread and the checkpoint writer as they log, and ctypes takes
 the GIL for each record. Records of the agent's loop thread (membership, rendezvous) are queued and handed
-over from one delivery thread instead (agent/log_defer.c), so a handler that blocks, or a record waiting for
+over from one delivery thread instead (base/log_defer.c), so a handler that blocks, or a record waiting for
 a GIL that a long C call holds, never holds up gossip: it only delays the records behind it (and past 4096
 queued records, newer ones are dropped and counted in a warning). Still keep handlers quick (a
 QueueHandler in front of a slow sink). The callback is kept alive by its Agent until the

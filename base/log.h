@@ -4,8 +4,8 @@
  *
  * Who holds which logger:
  *  - an agent owns one, made from its config by ftl_agent_config_resolve (the level, the name, the
- *    callback) and fixed for the agent's life: a->set.log. Code in agent/, and code in train/ handed the
- *    agent (training.c, collectives.c, exec_comm_factory.c), logs through &a->set.log, so two agents in
+ *    callback) and fixed for the agent's life. Code in agent/ logs through it, and code in train/ handed
+ *    the agent asks for it (ftl_agent_logger, agent/agent_training.h), so two agents in
  *    one process each log with their own name and level;
  *  - objects below the agent that are made once and have no agent at hand (ftl_execute's machine, the
  *    checkpoints and their writer thread) take a `const ftl_logger *` when they are made and keep it; it
@@ -23,8 +23,8 @@
  * out; it appends the end marker to the fields. A message with values in it is built by FTL_MSG into a
  * buffer that lives until the end of the enclosing block; the values go in fields too, so a callback
  * gets them as values. */
-#ifndef FTL_AGENT_LOG_H
-#define FTL_AGENT_LOG_H
+#ifndef FTL_BASE_LOG_H
+#define FTL_BASE_LOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
