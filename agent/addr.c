@@ -1,13 +1,21 @@
 /* The host:port helpers of addr.h. */
 #include "addr.h"
 
+#include "base/diag.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port)
+static ftl_err not_host_port(const char *hostport)
+{
+	return ftl_diag_set(FTL_ERR_INVALID, "address %s: expected host:port with a port from 0 to 65535 (IPv6 as "
+			    "[fd00::7]:7946)", hostport);
+}
+
+ftl_err ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port)
 {
 	const char *colon;
 	const char *h = hostport;
@@ -15,46 +23,47 @@ int ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port)
 	if (hostport[0] == '[') {
 		const char *close = strchr(hostport, ']');
 		if (!close || close[1] != ':')
-			return -1;
+			return not_host_port(hostport);
 		h = hostport + 1;
 		hl = (size_t)(close - h);
 		colon = close + 1;
 	} else {
 		colon = strrchr(hostport, ':');
 		if (!colon)
-			return -1;
+			return not_host_port(hostport);
 		hl = (size_t)(colon - hostport);
 	}
 	char *end;
 	long p = strtol(colon + 1, &end, 10);
 	if (hl == 0 || hl >= host_len || *end != '\0' || colon[1] == '\0' || p < 0 || p > 65535)
-		return -1;
+		return not_host_port(hostport);
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	*port = (int)p;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out)
+ftl_err ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out)
 {
 	char host[128];
 	int port;
-	if (ftl_addr_split(hostport, host, sizeof(host), &port) != 0)
-		return -1;
+	ftl_err err = ftl_addr_split(hostport, host, sizeof(host), &port);
+	if (err)
+		return err;
 	memset(out, 0, sizeof(*out));
 	struct sockaddr_in *v4 = (struct sockaddr_in *)out;
 	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)out;
 	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
 		v4->sin_family = AF_INET;
 		v4->sin_port = htons((uint16_t)port);
-		return 0;
+		return FTL_OK;
 	}
 	if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
 		v6->sin6_family = AF_INET6;
 		v6->sin6_port = htons((uint16_t)port);
-		return 0;
+		return FTL_OK;
 	}
-	return -1;
+	return ftl_diag_set(FTL_ERR_INVALID, "address %s: the host is not a numeric IPv4 or IPv6 address", hostport);
 }
 
 void ftl_addr_format(const struct sockaddr *sa, char *out, size_t len)

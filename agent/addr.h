@@ -6,10 +6,14 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-/* Splits into host (brackets removed) and port. -1 when there is no valid port or the host is empty. */
-int ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port);
-/* A numeric IPv4 or IPv6 address with port into *out. -1 if the host is not numeric. */
-int ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out);
+#include "ftl/error.h"
+
+/* Splits into host (brackets removed) and port. FTL_ERR_INVALID when there is no valid port or the host is
+ * empty or longer than host_len. */
+ftl_err ftl_addr_split(const char *hostport, char *host, size_t host_len, int *port);
+/* A numeric IPv4 or IPv6 address with port into *out. FTL_ERR_INVALID if it is not host:port or the host is
+ * not numeric. */
+ftl_err ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out);
 /* Formats as host:port ([v6]:port for IPv6). */
 void ftl_addr_format(const struct sockaddr *sa, char *out, size_t len);
 bool ftl_addr_is_wildcard(const struct sockaddr_storage *sa);

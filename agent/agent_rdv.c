@@ -167,9 +167,9 @@ ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 	pthread_mutex_lock(&a->lock);
 	snprintf(missing, sizeof(missing), "%s", t->missing);
 	pthread_mutex_unlock(&a->lock);
-	if (ftl_node_waive_quorum(a->node, ftl_agent_now_us(a)) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "not waiting for quorum (phase: %s): nothing to reset",
-				    ftl_rdv_phase_strs[ftl_rdv_get_phase(ftl_node_rdv(a->node))]);
+	ftl_err err = ftl_node_waive_quorum(a->node, ftl_agent_now_us(a));
+	if (err)
+		return err;
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("quorum reset by the operator: the survivors go on without the %s", missing),
 		FTL_F_STR("missing", missing));

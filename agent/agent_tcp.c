@@ -159,15 +159,19 @@ static int prepare_frame(pp_conn *c, char kind, const uint8_t *plain, size_t len
 	return ftl_seal_frame(c->a->keyring, (uint8_t)kind, plain, len, &c->out, &c->out_len);
 }
 
-static int prepare_state(pp_conn *c, bool is_join)
+static ftl_err prepare_state(pp_conn *c, bool is_join)
 {
 	uint8_t *frame;
 	size_t len;
 	if (ftl_swim_push_pull_encode(c->a->swim, is_join, &frame, &len) != 0)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "push-pull with %s: out of memory encoding our state", c->peer);
 	int rc = prepare_frame(c, FTL_FRAME_PUSH_PULL, frame, len);
 	free(frame);
-	return rc;
+	if (rc != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM,
+				    "push-pull with %s: cannot seal our state of %zu bytes (out of memory, or over the "
+				    "frame limit)", c->peer, len);
+	return FTL_OK;
 }
 
 static void on_written(uv_write_t *w, int status)
@@ -256,10 +260,10 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
 	bool is_join = false;
-	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != 0) {
+	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != FTL_OK) {
 		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
-			FTL_MSG("dropped a push-pull frame from %s (bad key, cluster or format)", c->peer),
-			FTL_F_STR("peer", c->peer));
+			FTL_MSG("dropped a push-pull frame from %s: %s", c->peer, ftl_diag_message()),
+			FTL_F_STR("peer", c->peer), FTL_F_STR("error", ftl_diag_message()));
 		conn_close(c);
 		ftl_agent_flush(a);
 		return;

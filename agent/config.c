@@ -141,8 +141,8 @@ static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_
 		fclose(f);
 		text[strcspn(text, " \r\n")] = '\0';
 	}
-	if (ftl_key_from_base64(text, key) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s: expected the base64 of 32 bytes (make one with `ftlctl keygen`)", what);
+	if (ftl_key_from_base64(text, key) != FTL_OK)
+		return ftl_diag_prefix("%s: ", what);
 	return FTL_OK;
 }
 
@@ -250,8 +250,8 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 			    adv);
 	ftl_addr_format((struct sockaddr *)&a, out->advertise, sizeof(out->advertise));
 	ftl_swim_profile profile;
-	if (ftl_swim_profile_from_name(c->profile, &profile) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_PROFILE=%s: expected train, lan or local", c->profile);
+	if (ftl_swim_profile_from_name(c->profile, &profile) != FTL_OK)
+		return ftl_diag_prefix("FTL_PROFILE=");
 	ftl_swim_config_profile(&out->swim, profile);
 	if (c->probe_interval_ms)
 		out->swim.probe_interval_us = c->probe_interval_ms * 1000;

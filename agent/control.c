@@ -499,32 +499,33 @@ static ftl_control *abandon_start(ftl_control *c)
 /* Binds a socket at c->path that is private from its first moment: on Linux the socket's own mode
  * before bind becomes the file's mode, and the chmod after bind covers other systems (nothing is
  * accepted before listen anyway). The socket is bound here rather than by uv_pipe_bind because libuv
- * unlinks a path it bound when the handle closes, even if the file there is no longer ours. Returns
- * the socket, or -1 with the reason in the diag. */
-static int bind_private_socket(ftl_control *c)
+ * unlinks a path it bound when the handle closes, even if the file there is no longer ours. The socket
+ * goes into *fd; FTL_ERR_SYSTEM (nothing left open) when the OS refuses. */
+static ftl_err bind_private_socket(ftl_control *c, int *fd)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 	struct stat st;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	ftl_err err;
+	*fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (*fd < 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the control socket: %s", strerror(errno));
 	memcpy(addr.sun_path, c->path, strlen(c->path) + 1);
-	(void)fchmod(fd, 0600);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-		ftl_diag_set(FTL_ERR_SYSTEM, "cannot bind the control socket %s: %s", c->path, strerror(errno));
-		close(fd);
-		return -1;
+	(void)fchmod(*fd, 0600);
+	if (bind(*fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+		err = ftl_diag_set(FTL_ERR_SYSTEM, "cannot bind the control socket %s: %s", c->path, strerror(errno));
+		close(*fd);
+		return err;
 	}
 	if (chmod(c->path, 0600) != 0 || lstat(c->path, &st) != 0) {
-		ftl_diag_set(FTL_ERR_SYSTEM, "cannot make the control socket %s private (chmod 0600): %s", c->path,
-			     strerror(errno));
+		err = ftl_diag_set(FTL_ERR_SYSTEM, "cannot make the control socket %s private (chmod 0600): %s",
+				   c->path, strerror(errno));
 		unlink(c->path);
-		close(fd);
-		return -1;
+		close(*fd);
+		return err;
 	}
 	c->socket_dev = st.st_dev;
 	c->socket_ino = st.st_ino;
-	return fd;
+	return FTL_OK;
 }
 
 ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx)
@@ -554,8 +555,7 @@ ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_ha
 	c->server.data = c;
 	c->open_handles = 1;
 
-	fd = bind_private_socket(c);
-	if (fd < 0)
+	if (bind_private_socket(c, &fd) != FTL_OK)
 		return abandon_start(c);
 	rc = uv_pipe_open(&c->server, fd);
 	if (rc != 0) {

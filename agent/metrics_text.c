@@ -1,18 +1,20 @@
 /* The Prometheus text builder (metrics_text.h): a growing buffer and the writers of each kind of family. */
 #include "metrics_text.h"
 
+#include "base/diag.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-int ftl_metrics_text_create(ftl_metrics_text *t, size_t cap)
+ftl_err ftl_metrics_text_create(ftl_metrics_text *t, size_t cap)
 {
 	*t = (ftl_metrics_text){.buf = malloc(cap), .cap = cap};
 	t->is_oom = t->buf == NULL;
 	if (t->is_oom)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "metrics: out of memory for a text of %zu bytes", cap);
 	t->buf[0] = '\0';
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_metrics_put(ftl_metrics_text *t, const char *fmt, ...)

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ftl/error.h"
 #include "histogram.h"
 
 typedef struct ftl_metrics_text {
@@ -18,8 +19,8 @@ typedef struct ftl_metrics_text {
 	bool is_oom;
 } ftl_metrics_text;
 
-/* An empty text with room for cap bytes; -1 (and is_oom) when out of memory. */
-int ftl_metrics_text_create(ftl_metrics_text *t, size_t cap);
+/* An empty text with room for cap bytes; FTL_ERR_SYSTEM (and is_oom) when out of memory. */
+ftl_err ftl_metrics_text_create(ftl_metrics_text *t, size_t cap);
 void ftl_metrics_put(ftl_metrics_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A label value in quotes, with \, " and newline escaped, as the format requires. */
 void ftl_metrics_label_value(ftl_metrics_text *t, const char *v);

@@ -2,6 +2,8 @@
  * than its parent. */
 #include "heap.h"
 
+#include "diag.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +37,13 @@ void ftl_heap_destroy(ftl_heap *h)
 	ftl_heap_create(h, h->item_size, h->cmp);
 }
 
-int ftl_heap_push(ftl_heap *h, const void *item)
+ftl_err ftl_heap_push(ftl_heap *h, const void *item)
 {
 	if (h->len == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : HEAP_FIRST_CAP;
 		void *grown = realloc(h->items, cap * h->item_size);
 		if (!grown)
-			return -1;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory growing a heap to %zu items", cap);
 		h->items = grown;
 		h->cap = cap;
 	}
@@ -51,7 +53,7 @@ int ftl_heap_push(ftl_heap *h, const void *item)
 		swap(h, i, (i - 1) / 2);
 		i = (i - 1) / 2;
 	}
-	return 0;
+	return FTL_OK;
 }
 
 bool ftl_heap_pop(ftl_heap *h, void *out)

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ftl/error.h"
+
 /* Negative when a must come out before b, positive when after, 0 when either may. */
 typedef int (*ftl_heap_cmp_cb)(const void *a, const void *b);
 
@@ -20,8 +22,8 @@ typedef struct ftl_heap {
 void ftl_heap_create(ftl_heap *h, size_t item_size, ftl_heap_cmp_cb cmp);
 /* Frees the array; items still in it are dropped (the caller releases what they own first). */
 void ftl_heap_destroy(ftl_heap *h);
-/* Copies item in; -1 when out of memory. */
-int ftl_heap_push(ftl_heap *h, const void *item);
+/* Copies item in; FTL_ERR_SYSTEM when out of memory (the heap is unchanged). */
+ftl_err ftl_heap_push(ftl_heap *h, const void *item);
 /* Copies the least item out and removes it; false when the heap is empty. */
 bool ftl_heap_pop(ftl_heap *h, void *out);
 /* The least item (valid until the next push or pop), or NULL when empty. */

@@ -2,13 +2,15 @@
  * written as one line on stderr with one write() so lines from threads never interleave. */
 #include "log.h"
 
+#include "diag.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-int ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log_cb cb, void *user)
+ftl_err ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log_cb cb, void *user)
 {
 	for (int i = 0; i < FTL_LOG_LEVEL_MAX; i++) {
 		if (level && strcmp(level, ftl_log_level_strs[i]) == 0) {
@@ -16,10 +18,11 @@ int ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log
 			snprintf(l->agent, sizeof(l->agent), "%s", agent && agent[0] ? agent : "-");
 			l->cb = cb;
 			l->user = user;
-			return 0;
+			return FTL_OK;
 		}
 	}
-	return -1;
+	return ftl_diag_set(FTL_ERR_INVALID, "log level %s: expected debug, info, warn or error",
+			    level ? level : "(none)");
 }
 
 const ftl_logger *ftl_logger_stderr(void)

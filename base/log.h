@@ -44,8 +44,8 @@ typedef struct ftl_logger {
 	void *user;
 } ftl_logger;
 
-/* level is a name (debug, info, warn, error); -1 for another, with *l left alone. */
-int ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log_cb cb, void *user);
+/* level is a name (debug, info, warn, error); FTL_ERR_INVALID for another, with *l left alone. */
+ftl_err ftl_logger_init(ftl_logger *l, const char *level, const char *agent, ftl_log_cb cb, void *user);
 /* A logger for code with no config at all: info and up, agent "-", on stderr. */
 const ftl_logger *ftl_logger_stderr(void);
 

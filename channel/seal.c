@@ -3,10 +3,11 @@
 
 #include <stdlib.h>
 
-int ftl_seal_datagram(ftl_keyring *kr, const uint8_t *plain, size_t len, uint8_t *out, size_t *out_len)
+ftl_err ftl_seal_datagram(ftl_keyring *kr, const uint8_t *plain, size_t len, uint8_t *out, size_t *out_len)
 {
 	if (len > FTL_SEAL_DATAGRAM_PLAIN_MAX)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "datagram of %zu bytes: at most %d fit sealed in one packet", len,
+				    FTL_SEAL_DATAGRAM_PLAIN_MAX);
 	return ftl_keyring_seal(kr, plain, len, out, FTL_UDP_PACKET_MAX, out_len);
 }
 

@@ -22,8 +22,9 @@
 /* The most plaintext one datagram carries once sealed into FTL_UDP_PACKET_MAX bytes. */
 #define FTL_SEAL_DATAGRAM_PLAIN_MAX (FTL_UDP_PACKET_MAX - FTL_KEYRING_OVERHEAD)
 
-/* Seals plain[0..len) (len <= FTL_SEAL_DATAGRAM_PLAIN_MAX) into out[FTL_UDP_PACKET_MAX]; -1 if too long. */
-int ftl_seal_datagram(ftl_keyring *kr, const uint8_t *plain, size_t len, uint8_t *out, size_t *out_len);
+/* Seals plain[0..len) (len <= FTL_SEAL_DATAGRAM_PLAIN_MAX) into out[FTL_UDP_PACKET_MAX]; FTL_ERR_INVALID
+ * if too long. */
+ftl_err ftl_seal_datagram(ftl_keyring *kr, const uint8_t *plain, size_t len, uint8_t *out, size_t *out_len);
 /* Opens a received datagram into plain[FTL_UDP_PACKET_MAX]; -1 when it does not open (counted). */
 int ftl_open_datagram(ftl_keyring *kr, const uint8_t *in, size_t len, uint8_t *plain, size_t *plain_len);
 

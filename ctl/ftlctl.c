@@ -9,6 +9,7 @@
 #include "readiness.h"
 #include "socket_choice.h"
 #include "top.h"
+#include "base/diag.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -74,6 +75,7 @@ typedef struct ctl_options {
 	ctl_target target;
 	unsigned given; /* OPT_* bits seen after the command */
 	bool is_json;
+	bool is_help_shown; /* --help printed the usage: exit at once, successfully */
 	member_filter filter;
 } ctl_options;
 
@@ -422,7 +424,6 @@ static const struct option long_options[] = {
 /* Parses options in argv (argv[0] is the program or the command). cmd is NULL before the command. */
 static int parse_options(int argc, char **argv, const command *cmd, ctl_options *opts)
 {
-	char bad[64];
 	int opt;
 	optind = 0; /* glibc: start afresh for the second pass */
 	opterr = 0;
@@ -447,8 +448,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 			opts->given |= cmd != NULL ? OPT_JSON : 0;
 			break;
 		case LONG_STATUS:
-			if (member_filter_add_statuses(&opts->filter, optarg, bad, sizeof bad) != 0)
-				return usage_error("unknown status %s; use alive, suspect, dead or left", bad);
+			if (member_filter_add_statuses(&opts->filter, optarg) != FTL_OK)
+				return usage_error("%s", ftl_diag_message());
 			opts->given |= OPT_STATUS;
 			break;
 		case 'f':
@@ -464,7 +465,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 		case 'h':
 		case LONG_HELP:
 			fputs(usage_text, stdout);
-			return -1;
+			opts->is_help_shown = true;
+			return CTL_EXIT_OK;
 		default:
 			return usage_error("unknown option or missing value: %s", argv[optind - 1]);
 		}
@@ -494,8 +496,8 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	rc = parse_options(argc, argv, NULL, &opts);
-	if (rc != CTL_EXIT_OK)
-		return rc < 0 ? CTL_EXIT_OK : rc;
+	if (rc != CTL_EXIT_OK || opts.is_help_shown)
+		return rc;
 	if (optind >= argc) {
 		fputs(usage_text, stderr);
 		return CTL_EXIT_USAGE;
@@ -506,8 +508,8 @@ int main(int argc, char **argv)
 	cmd_argv = argv + optind;
 	cmd_argc = argc - optind;
 	rc = parse_options(cmd_argc, cmd_argv, cmd, &opts);
-	if (rc != CTL_EXIT_OK)
-		return rc < 0 ? CTL_EXIT_OK : rc;
+	if (rc != CTL_EXIT_OK || opts.is_help_shown)
+		return rc;
 	nargs = cmd_argc - optind;
 	if (nargs < cmd->min_args || nargs > cmd->max_args)
 		return usage_error("wrong number of arguments; usage: ftlctl %s", cmd->synopsis);

@@ -1,11 +1,13 @@
 /* Filtering member rows for `ftlctl members` (see member_filter.h). */
 #include "member_filter.h"
 
-#include <stdio.h>
 #include <string.h>
+
+#include "base/diag.h"
 
 const char *const member_statuses[] = {"alive", "suspect", "dead", "left", NULL};
 
+/* The index of word[0..len) in member_statuses, or -1 when it is not a status. */
 static int status_index(const char *word, size_t len)
 {
 	for (int i = 0; member_statuses[i] != NULL; i++)
@@ -14,19 +16,18 @@ static int status_index(const char *word, size_t len)
 	return -1;
 }
 
-int member_filter_add_statuses(member_filter *filter, const char *list, char *bad, size_t bad_len)
+ftl_err member_filter_add_statuses(member_filter *filter, const char *list)
 {
 	const char *word = list;
 	for (;;) {
 		size_t len = strcspn(word, ",");
 		int index = status_index(word, len);
-		if (index < 0) {
-			snprintf(bad, bad_len, "%.*s", (int)len, word);
-			return -1;
-		}
+		if (index < 0)
+			return ftl_diag_set(FTL_ERR_INVALID, "unknown status %.*s; use alive, suspect, dead or left",
+					    (int)len, word);
 		filter->statuses |= 1u << index;
 		if (word[len] == '\0')
-			return 0;
+			return FTL_OK;
 		word += len + 1;
 	}
 }

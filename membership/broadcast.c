@@ -78,18 +78,23 @@ static void drop(ftl_bcast_queue *q, ftl_bcast_item *it)
 	free(it);
 }
 
+static ftl_err out_of_memory(const ftl_bcast_queue *q)
+{
+	return ftl_diag_set(FTL_ERR_SYSTEM, "rumor queue: out of memory for %zu rumors", q->len + 1);
+}
+
 /* Room for one more rumor in the arrays and the index. */
-static int reserve(ftl_bcast_queue *q)
+static ftl_err reserve(ftl_bcast_queue *q)
 {
 	if (q->len == q->cap) {
 		size_t cap = q->cap ? q->cap * 2 : 16;
 		ftl_bcast_entry *items = realloc(q->items, cap * sizeof(*items));
 		if (!items)
-			return -1;
+			return out_of_memory(q);
 		q->items = items;
 		ftl_bcast_entry *sent = realloc(q->sent, cap * sizeof(*sent));
 		if (!sent)
-			return -1;
+			return out_of_memory(q);
 		q->sent = sent;
 		q->cap = cap;
 	}
@@ -97,14 +102,14 @@ static int reserve(ftl_bcast_queue *q)
 		size_t n = q->n_index ? q->n_index * 2 : 32;
 		ftl_bcast_item **index = calloc(n, sizeof(*index));
 		if (!index)
-			return -1;
+			return out_of_memory(q);
 		free(q->index);
 		q->index = index;
 		q->n_index = n;
 		for (size_t i = 0; i < q->len; i++)
 			q->index[slot_of(q, q->items[i].item->about, q->items[i].item->hash)] = q->items[i].item;
 	}
-	return 0;
+	return FTL_OK;
 }
 
 /* ---- the queue ---- */
@@ -124,10 +129,11 @@ static size_t position_of(const ftl_bcast_queue *q, const ftl_bcast_item *it)
 	return lo;
 }
 
-int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, size_t len)
+ftl_err ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, size_t len)
 {
 	if (len > FTL_WIRE_MSG_MAX)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "rumor about %s: %zu bytes, more than a message holds (%d)", about,
+				    len, FTL_WIRE_MSG_MAX);
 	ftl_bcast_item *old = find_about(q, about);
 	if (old) {
 		size_t at = position_of(q, old);
@@ -135,11 +141,12 @@ int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, si
 		q->len--;
 		drop(q, old);
 	}
-	if (reserve(q) != 0)
-		return -1;
+	ftl_err err = reserve(q);
+	if (err)
+		return err;
 	ftl_bcast_item *it = malloc(sizeof(*it) + len);
 	if (!it)
-		return -1;
+		return out_of_memory(q);
 	ftl_copy_str(it->about, about, FTL_NAME_MAX);
 	it->hash = ftl_hash_str(it->about);
 	it->id = q->next_id++;
@@ -153,7 +160,7 @@ int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, si
 	q->index[slot_of(q, it->about, it->hash)] = it;
 	if (len < q->min_len)
 		q->min_len = len;
-	return 0;
+	return FTL_OK;
 }
 
 /* Drops every rumor sent `limit` times or more (after the limit shrank with N), keeping the order. O(q). */

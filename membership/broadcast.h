@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
+
 #include "wire.h"
 
 typedef struct ftl_bcast_item ftl_bcast_item;
@@ -43,9 +45,9 @@ typedef struct ftl_bcast_queue {
 
 void ftl_bcast_init(ftl_bcast_queue *q);
 void ftl_bcast_free(ftl_bcast_queue *q);
-/* Queues an encoded message about member `about`, replacing any queued rumor about it. -1 on OOM or
- * a message longer than FTL_WIRE_MSG_MAX. */
-int ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, size_t len);
+/* Queues an encoded message about member `about`, replacing any queued rumor about it. FTL_ERR_SYSTEM on
+ * OOM, FTL_ERR_INVALID for a message longer than FTL_WIRE_MSG_MAX. */
+ftl_err ftl_bcast_push(ftl_bcast_queue *q, const char *about, const uint8_t *msg, size_t len);
 /* Adds as many rumors as fit into p; returns how many were added. */
 size_t ftl_bcast_fill(ftl_bcast_queue *q, ftl_wire_packet *p, int limit);
 /* True while a rumor about `about` is still queued (a leaving node waits for its own to go out). */

@@ -31,7 +31,8 @@ typedef struct ftl_key_fps {
 
 /* The fingerprint of a 32-byte key (FTL_KEY_SIZE). */
 void ftl_key_fingerprint(const uint8_t *key, uint8_t fp[FTL_KEY_FP_SIZE]);
-/* Where fp is in fps (0 = that member's primary), or -1. fps may be NULL (none advertised). */
+/* Where fp is in fps (0 = that member's primary), or -1 when absent (a lookup). fps may be NULL (none
+ * advertised). */
 int ftl_key_fps_find(const ftl_key_fps *fps, const uint8_t fp[FTL_KEY_FP_SIZE]);
 /* Lowercase hex, NUL-terminated, for ftlctl. */
 void ftl_key_fp_to_hex(const uint8_t fp[FTL_KEY_FP_SIZE], char out[FTL_KEY_FP_HEX_SIZE]);

@@ -93,7 +93,8 @@ bool ftl_keyring_is_insecure(const ftl_keyring *kr)
 	return kr->is_insecure;
 }
 
-/* Index of key in the ring, or -1. Looks at every slot so the time does not depend on where it is. */
+/* Index of key in the ring, or -1 when absent (a lookup). Looks at every slot so the time does not depend
+ * on where it is. */
 static int find_key(const ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 {
 	int found = -1;
@@ -103,44 +104,47 @@ static int find_key(const ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 	return found;
 }
 
-int ftl_keyring_install(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
+ftl_err ftl_keyring_install(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 {
 	if (kr->is_insecure)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "the keyring is insecure (plaintext mode): it holds no keys");
 	if (find_key(kr, key) >= 0)
-		return 0;
+		return FTL_OK;
 	if (kr->key_count == FTL_KEYRING_MAX_KEYS)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "the keyring is full (%d keys): remove an old key first",
+				    FTL_KEYRING_MAX_KEYS);
 	memcpy(kr->keys[kr->key_count++], key, FTL_KEY_SIZE);
 	kr->changes++;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
+ftl_err ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 {
 	uint8_t primary[FTL_KEY_SIZE];
 	int at = find_key(kr, key);
 	if (at < 0)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "that key is not installed: install it first");
 	/* Move it to the front, keeping the others in order. */
 	memcpy(primary, kr->keys[at], FTL_KEY_SIZE);
 	memmove(kr->keys[1], kr->keys[0], (size_t)at * FTL_KEY_SIZE);
 	memcpy(kr->keys[0], primary, FTL_KEY_SIZE);
 	sodium_memzero(primary, sizeof primary);
 	kr->changes += at != 0;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
+ftl_err ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE])
 {
 	int at = find_key(kr, key);
-	if (at <= 0) /* not installed, or the primary */
-		return -1;
+	if (at < 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "that key is not installed");
+	if (at == 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "that key is the primary: `use` another key first");
 	memmove(kr->keys[at], kr->keys[at + 1], (kr->key_count - (size_t)at - 1) * FTL_KEY_SIZE);
 	kr->key_count--;
 	sodium_memzero(kr->keys[kr->key_count], FTL_KEY_SIZE);
 	kr->changes++;
-	return 0;
+	return FTL_OK;
 }
 
 size_t ftl_keyring_list(const ftl_keyring *kr, uint8_t keys[][FTL_KEY_SIZE], size_t max)
@@ -162,20 +166,26 @@ uint64_t ftl_keyring_changes(const ftl_keyring *kr)
 	return kr->changes;
 }
 
-int ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,
-		     size_t *out_len)
+/* Bytes a packet of this ring's mode has beyond its plaintext. */
+static size_t overhead_of(const ftl_keyring *kr)
 {
+	return kr->is_insecure ? 1 : FTL_KEYRING_OVERHEAD;
+}
+
+ftl_err ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,
+			 size_t *out_len)
+{
+	size_t overhead = overhead_of(kr);
+	if (cap < overhead || pt_len > cap - overhead)
+		return ftl_diag_set(FTL_ERR_INVALID, "keyring: %zu bytes of plaintext need %zu sealed, the buffer "
+				    "holds %zu", pt_len, pt_len + overhead, cap);
 	if (kr->is_insecure) {
-		if (cap < 1 || pt_len > cap - 1)
-			return -1;
 		out[0] = MODE_INSECURE;
 		memmove(out + 1, pt, pt_len);
 		*out_len = pt_len + 1;
 	} else {
 		unsigned long long ct_len;
 		uint8_t *nonce = out + 1;
-		if (cap < FTL_KEYRING_OVERHEAD || pt_len > cap - FTL_KEYRING_OVERHEAD)
-			return -1;
 		out[0] = MODE_SEALED;
 		randombytes_buf(nonce, NONCE_SIZE);
 		crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + NONCE_SIZE, &ct_len, pt, pt_len,
@@ -184,11 +194,11 @@ int ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t 
 		*out_len = 1 + NONCE_SIZE + (size_t)ct_len;
 	}
 	kr->stats.sealed++;
-	return 0;
+	return FTL_OK;
 }
 
-/* Tries every installed key; returns 0 when one authenticates the packet. */
-static int open_sealed(const ftl_keyring *kr, const uint8_t *in, size_t in_len, uint8_t *pt, size_t *pt_len)
+/* Tries every installed key; true when one authenticates the packet. */
+static bool opens_sealed(const ftl_keyring *kr, const uint8_t *in, size_t in_len, uint8_t *pt, size_t *pt_len)
 {
 	const uint8_t *nonce = in + 1;
 	const uint8_t *ct = nonce + NONCE_SIZE;
@@ -199,16 +209,16 @@ static int open_sealed(const ftl_keyring *kr, const uint8_t *in, size_t in_len, 
 							       (const uint8_t *)kr->cluster, kr->cluster_len,
 							       nonce, kr->keys[i]) == 0) {
 			*pt_len = (size_t)len;
-			return 0;
+			return true;
 		}
 	}
-	return -1;
+	return false;
 }
 
 /* Why in (already known to be at least one byte) cannot be opened before any cryptography, or MAX. */
 static ftl_keyring_drop precheck(const ftl_keyring *kr, const uint8_t *in, size_t in_len, size_t cap)
 {
-	size_t overhead = kr->is_insecure ? 1 : FTL_KEYRING_OVERHEAD;
+	size_t overhead = overhead_of(kr);
 	if (in[0] != (kr->is_insecure ? MODE_INSECURE : MODE_SEALED))
 		return FTL_KEYRING_DROP_BAD_MODE;
 	if (in_len < overhead)
@@ -227,7 +237,7 @@ int ftl_keyring_open(ftl_keyring *kr, const uint8_t *in, size_t in_len, uint8_t 
 		if (kr->is_insecure) {
 			memmove(pt, in + 1, in_len - 1);
 			*pt_len = in_len - 1;
-		} else if (open_sealed(kr, in, in_len, pt, pt_len) != 0) {
+		} else if (!opens_sealed(kr, in, in_len, pt, pt_len)) {
 			drop = FTL_KEYRING_DROP_BAD_MAC;
 		}
 	}
@@ -246,22 +256,22 @@ const ftl_keyring_stats *ftl_keyring_get_stats(const ftl_keyring *kr)
 	return &kr->stats;
 }
 
-int ftl_key_from_base64(const char *text, uint8_t key[FTL_KEY_SIZE])
+ftl_err ftl_key_from_base64(const char *text, uint8_t key[FTL_KEY_SIZE])
 {
 	uint8_t decoded[FTL_KEY_SIZE + 1]; /* one spare byte so that a longer key is seen, not truncated */
 	size_t len = 0;
-	int rc;
-
-	if (text == NULL)
-		return -1;
 	/* Surrounding whitespace (a trailing newline from a file or Secret) is ignored; anything else that is
 	 * not base64 is an error. */
-	rc = sodium_base642bin(decoded, sizeof decoded, text, strlen(text), " \t\r\n", &len, NULL,
-			       sodium_base64_VARIANT_ORIGINAL);
-	if (rc == 0 && len == FTL_KEY_SIZE)
+	bool is_key = text != NULL &&
+		      sodium_base642bin(decoded, sizeof decoded, text, strlen(text), " \t\r\n", &len, NULL,
+					sodium_base64_VARIANT_ORIGINAL) == 0 &&
+		      len == FTL_KEY_SIZE;
+	if (is_key)
 		memcpy(key, decoded, FTL_KEY_SIZE);
 	sodium_memzero(decoded, sizeof decoded);
-	return rc == 0 && len == FTL_KEY_SIZE ? 0 : -1;
+	if (!is_key)
+		return ftl_diag_set(FTL_ERR_INVALID, "expected the base64 of 32 bytes (make one with `ftlctl keygen`)");
+	return FTL_OK;
 }
 
 void ftl_key_to_base64(const uint8_t key[FTL_KEY_SIZE], char *out, size_t cap)

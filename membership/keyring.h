@@ -52,12 +52,12 @@ ftl_keyring *ftl_keyring_new_insecure(const char *cluster);
 void ftl_keyring_delete(ftl_keyring *kr);
 
 bool ftl_keyring_is_insecure(const ftl_keyring *kr);
-/* Adds a key that can open packets (idempotent). -1 if the ring is full or insecure. */
-int ftl_keyring_install(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
-/* Makes an installed key the primary. -1 if it is not installed. */
-int ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
-/* Removes an installed key. -1 if it is the primary or not installed. */
-int ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
+/* Adds a key that can open packets (idempotent). FTL_ERR_INVALID if the ring is full or insecure. */
+ftl_err ftl_keyring_install(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
+/* Makes an installed key the primary. FTL_ERR_INVALID if it is not installed. */
+ftl_err ftl_keyring_use(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
+/* Removes an installed key. FTL_ERR_INVALID if it is the primary or not installed. */
+ftl_err ftl_keyring_remove(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
 /* Copies up to max keys out; returns how many are installed. The primary is keys[0]. */
 size_t ftl_keyring_list(const ftl_keyring *kr, uint8_t keys[][FTL_KEY_SIZE], size_t max);
 /* The fingerprints of the installed keys (key_fingerprint.h), the primary first; none when insecure. */
@@ -66,17 +66,19 @@ void ftl_keyring_fingerprints(const ftl_keyring *kr, ftl_key_fps *out);
  * when its copy of the fingerprints is stale. */
 uint64_t ftl_keyring_changes(const ftl_keyring *kr);
 
-/* Seals plaintext pt into out. Returns 0 and sets *out_len, or -1 if cap is too small. */
-int ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,
-		     size_t *out_len);
-/* Opens in into pt. Returns 0 and sets *pt_len, or -1 (counted, reason in *why when not NULL). */
+/* Seals plaintext pt into out and sets *out_len. FTL_ERR_INVALID if cap is too small. */
+ftl_err ftl_keyring_seal(ftl_keyring *kr, const uint8_t *pt, size_t pt_len, uint8_t *out, size_t cap,
+			 size_t *out_len);
+/* Opens in into pt. Returns 0 and sets *pt_len, or -1 (counted, reason in *why when not NULL): a decoder
+ * of what arrived, so it leaves the diag alone and the caller that counts the drop decides what to say. */
 int ftl_keyring_open(ftl_keyring *kr, const uint8_t *in, size_t in_len, uint8_t *pt, size_t cap,
 		     size_t *pt_len, ftl_keyring_drop *why);
 
 const ftl_keyring_stats *ftl_keyring_get_stats(const ftl_keyring *kr);
 
-/* Key text form for config files and ftlctl: standard base64 of the 32 bytes. */
-int ftl_key_from_base64(const char *text, uint8_t key[FTL_KEY_SIZE]);
+/* Key text form for config files and ftlctl: standard base64 of the 32 bytes. FTL_ERR_INVALID for any other
+ * text (NULL included); the caller puts where it came from in front of the message (ftl_diag_prefix). */
+ftl_err ftl_key_from_base64(const char *text, uint8_t key[FTL_KEY_SIZE]);
 void ftl_key_to_base64(const uint8_t key[FTL_KEY_SIZE], char *out, size_t cap); /* cap >= 45 */
 
 #endif

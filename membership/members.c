@@ -55,16 +55,16 @@ static void reindex(ftl_members *t)
 		set_slot(t, t->arr[i].name, i);
 }
 
-static int rehash(ftl_members *t, uint32_t n_slots)
+static ftl_err rehash(ftl_members *t, uint32_t n_slots)
 {
 	uint64_t *slots = calloc(n_slots, sizeof(*slots));
 	if (!slots)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "member table: out of memory for an index of %u slots", n_slots);
 	free(t->slots);
 	t->slots = slots;
 	t->n_slots = n_slots;
 	reindex(t);
-	return 0;
+	return FTL_OK;
 }
 
 static void shuffle_order(ftl_members *t, ftl_rng *rng)
@@ -81,19 +81,18 @@ static void shuffle_order(ftl_members *t, ftl_rng *rng)
 	t->order_pos = 0;
 }
 
-static int grow(ftl_members *t)
+static ftl_err grow(ftl_members *t)
 {
 	uint32_t cap = t->cap ? t->cap * 2 : 8;
 	ftl_member *arr = realloc(t->arr, cap * sizeof(*arr));
-	if (!arr)
-		return -1;
-	t->arr = arr;
-	uint32_t *order = realloc(t->order, cap * sizeof(*order));
+	if (arr)
+		t->arr = arr;
+	uint32_t *order = arr ? realloc(t->order, cap * sizeof(*order)) : NULL;
 	if (!order)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "member table: out of memory growing to %u members", cap);
 	t->order = order;
 	t->cap = cap;
-	return 0;
+	return FTL_OK;
 }
 
 static char *name_block(const char *name, const char *addr)
@@ -110,13 +109,15 @@ static char *name_block(const char *name, const char *addr)
 ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, const char *addr,
 			    ftl_member_state state, int64_t now_us)
 {
-	if (t->len == t->cap && grow(t) != 0)
+	if (t->len == t->cap && grow(t) != FTL_OK)
 		return NULL;
-	if ((t->len + 1) * 2 > t->n_slots && rehash(t, t->n_slots ? t->n_slots * 2 : 16) != 0)
+	if ((t->len + 1) * 2 > t->n_slots && rehash(t, t->n_slots ? t->n_slots * 2 : 16) != FTL_OK)
 		return NULL;
 	char *block = name_block(name, addr);
-	if (!block)
+	if (!block) {
+		ftl_diag_set(FTL_ERR_SYSTEM, "member %s: out of memory for its name and address", name);
 		return NULL;
+	}
 	uint32_t idx = t->len++;
 	ftl_member *m = &t->arr[idx];
 	memset(m, 0, sizeof(*m));
@@ -150,47 +151,50 @@ void ftl_members_remove(ftl_members *t, ftl_rng *rng, ftl_member *m)
 	shuffle_order(t, rng);
 }
 
-int ftl_members_set_addr(ftl_member *m, const char *addr)
+ftl_err ftl_members_set_addr(ftl_member *m, const char *addr)
 {
 	if (strcmp(m->addr, addr) == 0)
-		return 0;
+		return FTL_OK;
 	char *block = name_block(m->name, addr);
 	if (!block)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "member %s: out of memory for its new address %s", m->name,
+				    addr);
 	free(m->name);
 	m->name = block;
 	m->addr = block + strlen(block) + 1;
 	m->addr_hash = ftl_hash_str(m->addr);
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len)
+ftl_err ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len)
 {
 	uint8_t *copy = NULL;
 	if (len > 0) {
 		copy = malloc(len);
 		if (!copy)
-			return -1;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "member %s: out of memory for its metadata (%u bytes)",
+					    m->name, (unsigned)len);
 		memcpy(copy, meta, len);
 	}
 	free(m->meta);
 	m->meta = copy;
 	m->meta_len = len;
-	return 0;
+	return FTL_OK;
 }
 
-int ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps)
+ftl_err ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps)
 {
 	ftl_key_fps *copy = NULL;
 	if (fps->count > 0) {
 		copy = malloc(sizeof(*copy));
 		if (!copy)
-			return -1;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "member %s: out of memory for its key fingerprints",
+					    m->name);
 		*copy = *fps;
 	}
 	free(m->key_fps);
 	m->key_fps = copy;
-	return 0;
+	return FTL_OK;
 }
 
 ftl_member *ftl_members_next_in_round(ftl_members *t, ftl_rng *rng)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/diag.h"
+
 #include "message.h"
 #include "rng.h"
 #include "suspicion.h"
@@ -47,16 +49,16 @@ typedef struct ftl_members {
 void ftl_members_init(ftl_members *t);
 void ftl_members_free(ftl_members *t);
 ftl_member *ftl_members_find(const ftl_members *t, const char *name);
-/* Adds a member in the given state; its name must not be in the table. NULL on OOM. */
+/* Adds a member in the given state; its name must not be in the table. NULL on OOM (the reason in the diag). */
 ftl_member *ftl_members_add(ftl_members *t, ftl_rng *rng, const char *name, const char *addr,
 			    ftl_member_state state, int64_t now_us);
 /* Removes a member (frees its strings and suspicion) and reshuffles the probe order. */
 void ftl_members_remove(ftl_members *t, ftl_rng *rng, ftl_member *m);
-/* Replaces address and metadata; -1 on OOM (the member is unchanged). */
-int ftl_members_set_addr(ftl_member *m, const char *addr);
-int ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len);
-/* Replaces the key fingerprints it advertises (count 0: none); -1 on OOM (the member is unchanged). */
-int ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps);
+/* Replaces address and metadata; FTL_ERR_SYSTEM on OOM (the member is unchanged). */
+ftl_err ftl_members_set_addr(ftl_member *m, const char *addr);
+ftl_err ftl_members_set_meta(ftl_member *m, const uint8_t *meta, uint16_t len);
+/* Replaces the key fingerprints it advertises (count 0: none); FTL_ERR_SYSTEM on OOM (the member is unchanged). */
+ftl_err ftl_members_set_key_fps(ftl_member *m, const ftl_key_fps *fps);
 /* The next member of the probe round, or NULL when the round is over (the order is then reshuffled
  * and the caller may ask again). */
 ftl_member *ftl_members_next_in_round(ftl_members *t, ftl_rng *rng);

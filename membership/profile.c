@@ -59,15 +59,15 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 	}
 }
 
-int ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile)
+ftl_err ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile)
 {
 	for (int i = 0; i < FTL_PROFILE_MAX; i++) {
 		if (strcmp(name, ftl_swim_profile_strs[i]) == 0) {
 			*profile = (ftl_swim_profile)i;
-			return 0;
+			return FTL_OK;
 		}
 	}
-	return -1;
+	return ftl_diag_set(FTL_ERR_INVALID, "%s: expected train, lan or local", name);
 }
 
 const char *ftl_swim_config_check(const ftl_swim_config *c)

@@ -17,6 +17,8 @@
 
 #include <stdint.h>
 
+#include "base/diag.h"
+
 /* The default member limit: four times the largest view the rendezvous forms (FTL_RDV_MAX_MEMBERS,
  * 4096), so a full view, as many hot spares again, and the dead and left members of two whole
  * generations waiting to be reaped all fit; about 2 MiB of table at ~130 bytes a member. What it stops is
@@ -54,8 +56,9 @@ extern const char *const ftl_swim_profile_strs[FTL_PROFILE_MAX];
 
 /* Fills *cfg with a profile's values. */
 void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile);
-/* Looks a profile up by name; -1 if unknown. */
-int ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile);
+/* Looks a profile up by name; FTL_ERR_INVALID if unknown, the message naming the known ones (the caller
+ * puts the setting in front: "FTL_PROFILE=" + "x: expected ..."). */
+ftl_err ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile);
 /* NULL if cfg is usable, else a message naming the bad setting and what is expected. */
 const char *ftl_swim_config_check(const ftl_swim_config *cfg);
 

@@ -62,9 +62,9 @@ ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us)
 	ftl_fifo_create(&s->events, sizeof(ftl_swim_event));
 	s->seq = (uint32_t)ftl_rng_next(&s->rng);
 	ftl_member *self = ftl_swim_add_member(s, o->name, o->addr, now_us);
-	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != 0 || ftl_swim_take_key_fps(s) != 0) {
-		ftl_swim_delete(s);
-		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
+	if (!self || ftl_members_set_meta(self, o->meta, o->meta_len) != FTL_OK ||
+	    ftl_swim_take_key_fps(s) != FTL_OK) {
+		ftl_swim_delete(s); /* the reason is in the diag */
 		return NULL;
 	}
 	self->generation = o->generation;
@@ -262,14 +262,18 @@ void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name)
 	ftl_swim_proof_request(s, now_us, m); /* a reset may be the peer's kernel telling us it is gone */
 }
 
-int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len)
+ftl_err ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len)
 {
 	ftl_member *self = ftl_swim_self(s);
-	if (len > FTL_META_MAX || ftl_members_set_meta(self, meta, len) != 0)
-		return -1;
+	if (len > FTL_META_MAX)
+		return ftl_diag_set(FTL_ERR_INVALID, "metadata of %u bytes: at most %d fit in a member's alive message",
+				    (unsigned)len, FTL_META_MAX);
+	ftl_err err = ftl_members_set_meta(self, meta, len);
+	if (err)
+		return err;
 	self->incarnation++;
 	ftl_swim_broadcast_alive(s, self);
-	return 0;
+	return FTL_OK;
 }
 
 /* ---- outputs and reading ---- */

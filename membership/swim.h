@@ -205,8 +205,9 @@ void ftl_swim_check_done(ftl_swim *s, int64_t now_us, const char *name, uint64_t
  * (agent/witness.h). A proof like a refusal, so the same rule: dead at once when it is still that life and
  * still alive or suspect, and told to every live member directly; anything else changes nothing. */
 void ftl_swim_witnessed_death(ftl_swim *s, int64_t now_us, const char *name, uint64_t generation);
-/* New metadata: gossiped with a raised incarnation. -1 if too long. */
-int ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
+/* New metadata: gossiped with a raised incarnation. FTL_ERR_INVALID if longer than FTL_META_MAX,
+ * FTL_ERR_SYSTEM on OOM. */
+ftl_err ftl_swim_set_meta(ftl_swim *s, int64_t now_us, const uint8_t *meta, uint16_t len);
 
 /* A keyring change for the whole cluster: applied here at once, then gossiped so every member applies it
  * (once: each change carries a random serial). Rotate by install, then use, then remove, letting each
@@ -218,13 +219,15 @@ ftl_err ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const u
 void ftl_swim_key_census(ftl_swim *s, ftl_key_census *out);
 
 /* Learns a member without gossiping it or raising an event: for a node that starts from a member list
- * it already trusts (the simulator starting converged, an agent restoring a cached list). */
-int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
+ * it already trusts (the simulator starting converged, an agent restoring a cached list). FTL_ERR_INVALID
+ * for this node, a member already known or a full table; FTL_ERR_SYSTEM on OOM. */
+ftl_err ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
 
 /* Push-pull: the plaintext of our full state (malloc'd, the caller frees; the channel seals it), and the
- * merge of a peer's, opened. merge returns -1 (counted) for a frame that does not decode. */
-int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len);
-int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
+ * merge of a peer's, opened. encode fails with FTL_ERR_SYSTEM on OOM; merge with FTL_ERR_INVALID (counted)
+ * for a frame that does not decode, the decoder's reason in the diag, or FTL_ERR_SYSTEM on OOM. */
+ftl_err ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len);
+ftl_err ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
 
 /* Outputs; each returns false when there is nothing more. */
 bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out);

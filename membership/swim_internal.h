@@ -114,7 +114,8 @@ void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_d
 void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
 /* The same without an event, for a new generation (the caller emits JOIN instead). */
 void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
-/* Adds a member, alive; NULL on OOM, or when the table holds cfg.max_members (counted: FTL_DROP_TABLE_FULL). */
+/* Adds a member, alive; NULL (the reason in the diag) on OOM, or when the table holds cfg.max_members
+ * (counted: FTL_DROP_TABLE_FULL). */
 ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr, int64_t now_us);
 
 /* swim_rumor.c: what a rumor does to our table; each queues the rumor on when it changed something. */
@@ -158,8 +159,8 @@ void ftl_swim_learn_key_version(ftl_swim *s, uint64_t version);
 /* swim_key_census.c */
 /* Whether op would cut live members off (a refusal, its reason in the diag). */
 bool ftl_swim_key_op_cuts_off(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE]);
-/* Takes our key fingerprints from the keyring (ftl_swim_new); -1 on OOM. */
-int ftl_swim_take_key_fps(ftl_swim *s);
+/* Takes our key fingerprints from the keyring (ftl_swim_new); FTL_ERR_SYSTEM on OOM. */
+ftl_err ftl_swim_take_key_fps(ftl_swim *s);
 /* When the keyring changed since our fingerprints were taken (a key op, or a caller that changed it
  * directly), takes them again and announces them with a raised incarnation, as new metadata is. */
 void ftl_swim_sync_key_fps(ftl_swim *s);

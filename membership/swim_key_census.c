@@ -17,14 +17,15 @@
 #include <stdio.h>
 #include <string.h>
 
-int ftl_swim_take_key_fps(ftl_swim *s)
+ftl_err ftl_swim_take_key_fps(ftl_swim *s)
 {
 	ftl_key_fps fps;
 	ftl_keyring_fingerprints(s->keyring, &fps);
-	if (ftl_members_set_key_fps(ftl_swim_self(s), &fps) != 0)
-		return -1;
+	ftl_err err = ftl_members_set_key_fps(ftl_swim_self(s), &fps);
+	if (err)
+		return err;
 	s->keyring_changes = ftl_keyring_changes(s->keyring);
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_swim_sync_key_fps(ftl_swim *s)

@@ -29,21 +29,22 @@ static bool is_seen(ftl_swim *s, uint64_t serial)
 	return false;
 }
 
-/* Changes the keyring here; -1 with the reason in the diag. */
-static int apply(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
+/* Changes the keyring here; FTL_ERR_INVALID with the keyring's reason in the diag. */
+static ftl_err apply(ftl_swim *s, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE])
 {
 	ftl_keyring *kr = s->keyring;
-	int rc = -1;
+	ftl_err rc;
 	if (ftl_keyring_is_insecure(kr))
-		ftl_diag_set(FTL_ERR_INVALID,
-			     "the cluster runs without encryption (insecure mode): there are no keys to change");
-	else if (op == FTL_KEY_INSTALL && (rc = ftl_keyring_install(kr, key)) != 0)
-		ftl_diag_set(FTL_ERR_INVALID, "the keyring is full: remove an old key first");
-	else if (op == FTL_KEY_USE && ((rc = ftl_keyring_install(kr, key)) != 0 || (rc = ftl_keyring_use(kr, key)) != 0))
-		ftl_diag_set(FTL_ERR_INVALID, "the key could not be installed (keyring full)");
-	else if (op == FTL_KEY_REMOVE && (rc = ftl_keyring_remove(kr, key)) != 0)
-		ftl_diag_set(FTL_ERR_INVALID, "that key is the primary or is not installed: `use` another key first");
-	if (rc == 0) {
+		rc = ftl_diag_set(FTL_ERR_INVALID,
+				  "the cluster runs without encryption (insecure mode): there are no keys to change");
+	else if (op == FTL_KEY_REMOVE)
+		rc = ftl_keyring_remove(kr, key);
+	else {
+		rc = ftl_keyring_install(kr, key); /* "use" installs first (see the top of this file) */
+		if (rc == FTL_OK && op == FTL_KEY_USE)
+			rc = ftl_keyring_use(kr, key);
+	}
+	if (rc == FTL_OK) {
 		s->stats.key_ops_applied++;
 		ftl_swim_sync_key_fps(s);
 	} else
@@ -82,8 +83,11 @@ ftl_err ftl_swim_key_op(ftl_swim *s, int64_t now_us, ftl_key_op_kind op, const u
 		return ftl_diag_set(FTL_ERR_INVALID,
 				    "that key is not installed: `ftlctl keys install KEY` first, and let it reach every "
 				    "member (`ftlctl keys list`) before `keys use`");
-	if (ftl_swim_key_op_cuts_off(s, op, key) || apply(s, op, key) != 0)
+	if (ftl_swim_key_op_cuts_off(s, op, key))
 		return FTL_ERR_INVALID;
+	ftl_err err = apply(s, op, key);
+	if (err)
+		return err;
 	ftl_msg msg = {.type = FTL_MSG_KEY_OP};
 	msg.u.key_op.version = ++s->key_version;
 	msg.u.key_op.serial = ftl_rng_next(&s->rng);

@@ -35,6 +35,7 @@ static void forget_expired(ftl_swim *s, int64_t now_us)
 			s->proofs[i] = s->proofs[--s->n_proofs];
 }
 
+/* Index of the check outstanding for that life, or -1 when there is none (a lookup). */
 static int find_proof(const ftl_swim *s, const char *name, uint64_t generation)
 {
 	for (int i = 0; i < s->n_proofs; i++)

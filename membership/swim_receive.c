@@ -58,12 +58,12 @@ void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t l
 			dispatch(s, now_us, &msgs[i]);
 }
 
-int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len)
+ftl_err ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t *len)
 {
 	uint32_t n = s->members.len;
 	ftl_pp_member *arr = calloc(n, sizeof(*arr));
 	if (!arr)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "push-pull: out of memory for a frame of %u members", n);
 	for (uint32_t i = 0; i < n; i++) {
 		const ftl_member *m = &s->members.arr[i];
 		strcpy(arr[i].name, m->name);
@@ -81,7 +81,9 @@ int ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, size_t
 	strcpy(hdr.source, s->name);
 	int rc = ftl_wire_encode_push_pull(&hdr, arr, frame, len);
 	free(arr);
-	return rc;
+	if (rc != 0) /* our table holds only what the decoder or ftl_swim_new checked: only the buffer can fail */
+		return ftl_diag_set(FTL_ERR_SYSTEM, "push-pull: out of memory encoding a frame of %u members", n);
+	return FTL_OK;
 }
 
 static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, const char *source)
@@ -111,17 +113,22 @@ static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, c
 		ftl_swim_on_suspect(s, now_us, r);
 }
 
-int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
+ftl_err ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
 {
 	size_t max = len / PP_MIN_MEMBER_BYTES + 1;
 	if (max > PP_MAX_MEMBERS)
 		max = PP_MAX_MEMBERS;
 	ftl_pp_member *arr = calloc(max, sizeof(*arr));
 	ftl_push_pull hdr;
-	if (!arr || ftl_wire_decode_push_pull(frame, len, &hdr, arr, max) != 0) {
+	ftl_err err = FTL_OK;
+	if (!arr)
+		err = ftl_diag_set(FTL_ERR_SYSTEM, "push-pull frame of %zu bytes: out of memory", len);
+	else if (ftl_wire_decode_push_pull(frame, len, &hdr, arr, max) != 0)
+		err = ftl_diag_prefix("push-pull frame of %zu bytes: ", len); /* the decoder's reason */
+	if (err) {
 		s->stats.dropped[FTL_DROP_PUSH_PULL]++;
 		free(arr);
-		return -1;
+		return err;
 	}
 	ftl_swim_learn_key_version(s, hdr.key_version);
 	for (uint32_t i = 0; i < hdr.count; i++)
@@ -130,5 +137,5 @@ int ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *frame, 
 		*is_join = hdr.is_join;
 	s->stats.push_pulls++;
 	free(arr);
-	return 0;
+	return FTL_OK;
 }

@@ -73,14 +73,18 @@ static bool same_meta(const ftl_member *m, const ftl_msg_alive *a)
 	return m->meta_len == a->meta_len && (a->meta_len == 0 || memcmp(m->meta, a->meta, a->meta_len) == 0);
 }
 
-static int take_alive(ftl_member *m, const ftl_msg_alive *a)
+static ftl_err take_alive(ftl_member *m, const ftl_msg_alive *a)
 {
-	if (ftl_members_set_addr(m, a->addr) != 0 || ftl_members_set_meta(m, a->meta, a->meta_len) != 0 ||
-	    ftl_members_set_key_fps(m, &a->key_fps) != 0)
-		return -1;
+	ftl_err err = ftl_members_set_addr(m, a->addr);
+	if (!err)
+		err = ftl_members_set_meta(m, a->meta, a->meta_len);
+	if (!err)
+		err = ftl_members_set_key_fps(m, &a->key_fps);
+	if (err)
+		return err;
 	m->generation = a->generation;
 	m->incarnation = a->incarnation;
-	return 0;
+	return FTL_OK;
 }
 
 static void alive_about_self(ftl_swim *s, const ftl_msg_alive *a)
@@ -147,12 +151,14 @@ void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 	ftl_swim_broadcast_alive(s, m);
 }
 
-int ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
+ftl_err ftl_swim_add_known(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 {
 	if (strcmp(a->name, s->name) == 0 || ftl_members_find(&s->members, a->name))
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "member %s is already known", a->name);
 	ftl_member *m = ftl_swim_add_member(s, a->name, a->addr, now_us);
-	return m ? take_alive(m, a) : -1;
+	if (!m)
+		return ftl_diag_code(); /* the reason ftl_swim_add_member left */
+	return take_alive(m, a);
 }
 
 /* The member this rumor is about, or NULL when the rumor is stale or about another life.

@@ -78,6 +78,8 @@ ftl_member *ftl_swim_add_member(ftl_swim *s, const char *name, const char *addr,
 {
 	if (s->members.len >= (uint32_t)s->cfg.max_members) {
 		s->stats.dropped[FTL_DROP_TABLE_FULL]++;
+		ftl_diag_set(FTL_ERR_INVALID, "member %s refused: the member table is full (max_members %d, "
+			     "FTL_MAX_MEMBERS raises it)", name, s->cfg.max_members);
 		return NULL;
 	}
 	ftl_member *m = ftl_members_add(&s->members, &s->rng, name, addr, FTL_MEMBER_ALIVE, now_us);

@@ -14,7 +14,10 @@
  *
  * Every decoder is bounded: it reads only [buf, buf+len), allocates nothing sized by the input beyond
  * msgpack-c's zone for one object of at most len bytes, and returns -1 for malformed input with a static
- * reason in the calling thread's diag (base/diag.h), which the caller may log; it counts the drop. */
+ * reason in the calling thread's diag (base/diag.h), which the caller may log; it counts the drop.
+ * The encoders return -1 as well, and leave the diag alone: "does not fit" is the packet builder's
+ * everyday answer (the rumor waits for the next packet), not an error; a caller that must report a failed
+ * encode (push-pull) says what it was. */
 #ifndef FTL_MEMBERSHIP_WIRE_H
 #define FTL_MEMBERSHIP_WIRE_H
 

@@ -81,9 +81,9 @@ int64_t ftl_node_next_deadline(const ftl_node *n)
 	return n->feed_due_us < at ? n->feed_due_us : at;
 }
 
-int ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
+ftl_err ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join)
 {
-	int rc = ftl_swim_push_pull_merge(n->swim, now_us, frame, len, is_join);
+	ftl_err rc = ftl_swim_push_pull_merge(n->swim, now_us, frame, len, is_join);
 	ftl_node_settle(n, now_us);
 	return rc;
 }
@@ -103,7 +103,7 @@ void ftl_node_witnessed_deaths(ftl_node *n, int64_t now_us, const char *const *n
 	ftl_node_settle(n, now_us);
 }
 
-int ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a)
+ftl_err ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a)
 {
 	n->is_fed = false; /* fed at the next input: a list of thousands is added one call at a time */
 	return ftl_swim_add_known(n->swim, now_us, a);
@@ -123,9 +123,9 @@ void ftl_node_leave(ftl_node *n, int64_t now_us)
 	ftl_node_settle(n, now_us);
 }
 
-int ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len)
+ftl_err ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len)
 {
-	int rc = ftl_swim_set_meta(n->swim, now_us, meta, len);
+	ftl_err rc = ftl_swim_set_meta(n->swim, now_us, meta, len);
 	ftl_node_settle(n, now_us);
 	return rc;
 }
@@ -151,12 +151,15 @@ void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps)
 		ftl_rdv_set_steps(n->rdv, lineage, steps);
 }
 
-int ftl_node_waive_quorum(ftl_node *n, int64_t now_us)
+ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us)
 {
-	if (!n->rdv || ftl_rdv_waive_quorum(n->rdv, now_us) != 0)
-		return -1;
+	if (!n->rdv)
+		return ftl_diag_set(FTL_ERR_INVALID, "this node does not train (no rendezvous): no quorum to reset");
+	ftl_err err = ftl_rdv_waive_quorum(n->rdv, now_us);
+	if (err)
+		return err;
 	ftl_node_settle(n, now_us);
-	return 0;
+	return FTL_OK;
 }
 
 /* ---- outputs ---- */

@@ -76,8 +76,9 @@ void ftl_node_receive_frame(ftl_node *n, int64_t now_us, const uint8_t *data, si
 void ftl_node_tick(ftl_node *n, int64_t now_us);
 /* The latest time by which ftl_node_tick must be called (maybe in the past: call it now). */
 int64_t ftl_node_next_deadline(const ftl_node *n);
-/* A push-pull frame from a peer, opened by the channel (swim.h); -1 (counted) when it does not decode. */
-int ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
+/* A push-pull frame from a peer, opened by the channel (swim.h); FTL_ERR_INVALID (counted) when it does
+ * not decode, the reason in the diag. */
+ftl_err ftl_node_push_pull_merge(ftl_node *n, int64_t now_us, const uint8_t *frame, size_t len, bool *is_join);
 /* How a proof-of-death check the node asked for went (swim.h). */
 void ftl_node_check_done(ftl_node *n, int64_t now_us, const char *name, uint64_t generation, const char *addr,
 			 ftl_swim_check_result result);
@@ -89,20 +90,22 @@ void ftl_node_witnessed_deaths(ftl_node *n, int64_t now_us, const char *const *n
 void ftl_node_comm_failed(ftl_node *n, int64_t now_us, const char *name);
 /* Learns a member without gossip or event (swim.h, ftl_swim_add_known), for a node that starts from a member
  * list it already trusts; the rendezvous hears of it at the next input (a tick will do). */
-int ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a);
+ftl_err ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a);
 /* The seed rule: one seed's DNS answer (addresses as "ip:port"). Joins through every answer that is not our
  * own address and not a member seen alive; returns how many joins it queued. */
 size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *addrs, size_t n_addrs);
 
 /* ---- user requests ---- */
 void ftl_node_leave(ftl_node *n, int64_t now_us);
-int ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len);
+/* ftl_swim_set_meta (swim.h). */
+ftl_err ftl_node_set_meta(ftl_node *n, int64_t now_us, const uint8_t *meta, uint16_t len);
 /* ftl_swim_key_op (swim.h): FTL_ERR_INVALID with the reason in the diag when refused. */
 ftl_err ftl_node_key_op(ftl_node *n, int64_t now_us, ftl_key_op_kind op, const uint8_t key[FTL_KEY_SIZE]);
 /* The communicator of view `epoch` failed here with no membership change to explain it (rendezvous.h). */
 void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
-/* `ftlctl quorum reset` (rendezvous.h): -1 unless training and waiting for quorum. */
-int ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
+/* `ftlctl quorum reset` (rendezvous.h): FTL_ERR_INVALID, with the reason in the diag, unless training and
+ * waiting for quorum. */
+ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
 /* The training steps this worker's job completed in `lineage` (ftl_rdv_set_steps); nothing when not training. */
 void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps);
 

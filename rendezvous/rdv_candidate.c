@@ -64,15 +64,19 @@ static void scratch_free(build_scratch *s)
 	free(s->joiners);
 }
 
-static int scratch_init(build_scratch *s, const ftl_rdv_member *alive, size_t n_alive, const char *const *left,
-			size_t n_left)
+/* Starts one build: allocates c's arrays and the scratch, and sorts the lookups. */
+static ftl_err build_init(rdv_candidate *c, build_scratch *s, const ftl_rdv_member *alive, size_t n_alive,
+			  const char *const *left, size_t n_left)
 {
+	c->members = malloc((n_alive + 1) * sizeof *c->members);
+	c->alive_index = malloc((n_alive + 1) * sizeof *c->alive_index);
 	s->alive_by_name = malloc((n_alive + 1) * sizeof *s->alive_by_name);
 	s->left_sorted = malloc((n_left + 1) * sizeof *s->left_sorted);
 	s->is_survivor = calloc(n_alive + 1, sizeof *s->is_survivor);
 	s->joiners = malloc((n_alive + 1) * sizeof *s->joiners);
-	if (!s->alive_by_name || !s->left_sorted || !s->is_survivor || !s->joiners)
-		return -1;
+	if (!c->members || !c->alive_index || !s->alive_by_name || !s->left_sorted || !s->is_survivor || !s->joiners)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory building the candidate view of %zu alive "
+				    "members", n_alive);
 	for (size_t i = 0; i < n_alive; i++)
 		s->alive_by_name[i] = &alive[i];
 	qsort(s->alive_by_name, n_alive, sizeof *s->alive_by_name, by_name);
@@ -95,20 +99,20 @@ static uint32_t members_taken(uint32_t n, uint32_t view_n, uint32_t max_workers,
 	return keep < max_workers ? keep : max_workers;
 }
 
-int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
-			const char *const *left, size_t n_left, uint32_t max_workers, uint32_t spares)
+ftl_err rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive,
+			    size_t n_alive, const char *const *left, size_t n_left, uint32_t max_workers,
+			    uint32_t spares)
 {
 	build_scratch s = {0};
 	size_t n_joiners = 0;
 	uint32_t n = 0;
 
 	rdv_candidate_free(c);
-	c->members = malloc((n_alive + 1) * sizeof *c->members);
-	c->alive_index = malloc((n_alive + 1) * sizeof *c->alive_index);
-	if (scratch_init(&s, alive, n_alive, left, n_left) != 0 || c->members == NULL || c->alive_index == NULL) {
+	ftl_err err = build_init(c, &s, alive, n_alive, left, n_left);
+	if (err) {
 		rdv_candidate_free(c);
 		scratch_free(&s);
-		return -1;
+		return err;
 	}
 	for (uint32_t i = 0; i < view->n; i++) {
 		const ftl_rdv_member *v = &view->members[i];
@@ -138,7 +142,7 @@ int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rd
 	c->digest = rdv_members_digest(c->members, c->n);
 	c->survivors_digest = rdv_members_digest(c->members, c->n_survivors);
 	scratch_free(&s);
-	return 0;
+	return FTL_OK;
 }
 
 uint32_t rdv_quorum_needed(uint32_t electorate)

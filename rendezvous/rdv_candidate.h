@@ -40,15 +40,16 @@ typedef struct rdv_candidate {
 
 /* Builds c (freeing what it held) from the view, the alive members (names unique, any order) and the names
  * of members that left gracefully, with at most max_workers members and `spares` kept (above).
- * O((n_alive + n_left) log n + view). Returns 0, or -1 on OOM (c empty). */
-int rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive, size_t n_alive,
-			const char *const *left, size_t n_left, uint32_t max_workers, uint32_t spares);
+ * O((n_alive + n_left) log n + view). FTL_OK, or FTL_ERR_SYSTEM when out of memory (c empty). */
+ftl_err rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ftl_rdv_member *alive,
+			    size_t n_alive, const char *const *left, size_t n_left, uint32_t max_workers,
+			    uint32_t spares);
 void rdv_candidate_free(rdv_candidate *c);
 
 /* Strict majority of the electorate; 0 for an empty one. */
 uint32_t rdv_quorum_needed(uint32_t electorate);
 bool rdv_candidate_has_quorum(const rdv_candidate *c);
-/* The index of (name, generation) in the candidate, or -1. O(n). */
+/* The index of (name, generation) in the candidate, or -1 when absent. O(n). */
 int rdv_candidate_find(const rdv_candidate *c, const char *name, uint64_t generation);
 
 #endif

@@ -194,19 +194,19 @@ static void begin_accept(ftl_rdv *r, int64_t now_us)
 }
 
 /* The acceptors: the survivors that did not leave. */
-static int collect_acceptors(ftl_rdv *r)
+static ftl_err collect_acceptors(ftl_rdv *r)
 {
 	rdv_proposal *p = &r->proposal;
 	uint32_t n = r->cand.n_survivors;
 	p->acceptors = malloc((n + 1) * sizeof *p->acceptors);
 	p->is_answered = calloc(n + 1, sizeof *p->is_answered);
 	if (p->acceptors == NULL || p->is_answered == NULL)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory for the %u acceptors of a proposal", n);
 	for (uint32_t i = 0; i < n; i++)
 		if (!rdv_has_left(r, r->cand.members[i].name))
 			ftl_copy_str(p->acceptors[p->n_acceptors++], r->cand.members[i].name, FTL_NAME_MAX);
 	p->needed = rdv_quorum_needed(r->cand.electorate);
-	return 0;
+	return FTL_OK;
 }
 
 /* Starts an attempt: our value is the target as the next epoch; phase 1 under a fresh ballot. */

@@ -101,8 +101,9 @@ struct ftl_rdv {
 /* rendezvous.c */
 /* Rebuilds the candidate, our place in it and the phase after a change of view, members or left names. */
 void rdv_rebuild(ftl_rdv *r);
-/* Makes v our view (we may not be in it): resets the vote and any proposal; -1 on OOM. */
-int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v);
+/* Makes v our view (we may not be in it): resets the vote and any proposal; FTL_ERR_SYSTEM when out of
+ * memory. */
+ftl_err rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v);
 bool rdv_is_coordinator(const ftl_rdv *r);
 /* Whether name left gracefully, per the last membership snapshot. O(left). */
 bool rdv_has_left(const ftl_rdv *r, const char *name);

@@ -68,6 +68,11 @@ int rdv_peers_find(const rdv_peers *p, const char *name)
 	return -1;
 }
 
+static ftl_err out_of_memory(uint32_t n)
+{
+	return ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory for the table of %u alive members", n);
+}
+
 /* A capacity of at least n that grows by half again at least, so that a list growing one member at a time
  * is not reallocated at every update. */
 static uint32_t grown(uint32_t cap, uint32_t n)
@@ -76,7 +81,7 @@ static uint32_t grown(uint32_t cap, uint32_t n)
 }
 
 /* Room for n in the spare arrays and the keys, and n more keys of scratch (old contents are not kept). */
-static int reserve(rdv_peers *p, uint32_t n)
+static ftl_err reserve(rdv_peers *p, uint32_t n)
 {
 	if (n > p->spare_cap) {
 		uint32_t cap = grown(p->spare_cap, n);
@@ -86,7 +91,7 @@ static int reserve(rdv_peers *p, uint32_t n)
 		p->spare_state = malloc(cap * sizeof *p->spare_state);
 		p->spare_cap = p->spare_members && p->spare_state ? cap : 0;
 		if (p->spare_cap == 0)
-			return -1;
+			return out_of_memory(n);
 	}
 	if (n > p->keys_cap) {
 		uint32_t cap = grown(p->keys_cap, n);
@@ -94,9 +99,9 @@ static int reserve(rdv_peers *p, uint32_t n)
 		p->keys = malloc(2 * (size_t)cap * sizeof *p->keys); /* the second half: the sort's scratch */
 		p->keys_cap = p->keys ? cap : 0;
 		if (p->keys == NULL)
-			return -1;
+			return out_of_memory(n);
 	}
-	return 0;
+	return FTL_OK;
 }
 
 /* Copies the sorted keys into members, removing duplicate names (keeping the larger generation); returns
@@ -136,14 +141,15 @@ static void carry_state(const rdv_peers *old, const ftl_rdv_member *members, rdv
 	}
 }
 
-int rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
-		     const ftl_rdv_member *self)
+ftl_err rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
+			 const ftl_rdv_member *self)
 {
 	uint32_t cap = n_alive + 1 < FTL_RDV_MAX_MEMBERS ? (uint32_t)n_alive + 1 : FTL_RDV_MAX_MEMBERS;
 	uint32_t n = 0;
+	ftl_err err = reserve(p, cap);
 
-	if (reserve(p, cap) != 0)
-		return -1;
+	if (err)
+		return err;
 	p->keys[n++] = key_of(self);
 	for (size_t i = 0; i < n_alive && n < cap; i++)
 		if (strcmp(alive[i].name, self->name) != 0)
@@ -162,7 +168,7 @@ int rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, 
 	p->spare_members = members;
 	p->spare_state = state;
 	p->spare_cap = old_cap;
-	return 0;
+	return FTL_OK;
 }
 
 void rdv_peers_free(rdv_peers *p)

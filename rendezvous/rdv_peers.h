@@ -40,10 +40,10 @@ typedef struct rdv_peers {
  * whose (name, generation) stays; a duplicate name keeps the larger generation; at most
  * FTL_RDV_MAX_MEMBERS are kept (self first, then in the order given). O(n log n) integer comparisons (a
  * name's first bytes decide most) and one pass over the old list; no allocation once the arrays are large
- * enough. 0, or -1 on OOM (the list is unchanged). */
-int rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
-		     const ftl_rdv_member *self);
-/* The index of name, or -1. O(log n). */
+ * enough. FTL_OK, or FTL_ERR_SYSTEM when out of memory (the list is unchanged). */
+ftl_err rdv_peers_update(rdv_peers *p, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
+			 const ftl_rdv_member *self);
+/* The index of name, or -1 when absent. O(log n). */
 int rdv_peers_find(const rdv_peers *p, const char *name);
 void rdv_peers_free(rdv_peers *p);
 

@@ -71,23 +71,24 @@ void ftl_rdv_view_clear(ftl_rdv_view *v)
 	memset(v, 0, sizeof *v);
 }
 
-int ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src)
+ftl_err ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src)
 {
 	ftl_rdv_member *members = NULL;
 	if (dst == src)
-		return 0;
+		return FTL_OK;
 	if (src->n > 0) {
 		members = malloc(src->n * sizeof *members);
 		if (members == NULL) {
 			ftl_rdv_view_clear(dst);
-			return -1;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory copying view %llu (%u members)",
+					    (unsigned long long)src->epoch, src->n);
 		}
 		memcpy(members, src->members, src->n * sizeof *members);
 	}
 	free(dst->members);
 	*dst = *src;
 	dst->members = members;
-	return 0;
+	return FTL_OK;
 }
 
 int rdv_view_find(const ftl_rdv_view *v, const char *name, uint64_t generation)

@@ -10,7 +10,7 @@
 
 #include "rendezvous.h"
 
-/* The index of (name, generation) in v, or -1. O(n). */
+/* The index of (name, generation) in v, or -1 when absent. O(n). */
 int rdv_view_find(const ftl_rdv_view *v, const char *name, uint64_t generation);
 
 uint64_t rdv_members_digest(const ftl_rdv_member *members, uint32_t n);

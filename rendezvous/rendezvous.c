@@ -144,10 +144,11 @@ bool rdv_has_left(const ftl_rdv *r, const char *name)
 	return false;
 }
 
-int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
+ftl_err rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 {
-	if (ftl_rdv_view_copy(&r->view, v) != 0)
-		return -1;
+	ftl_err err = ftl_rdv_view_copy(&r->view, v);
+	if (err)
+		return err;
 	r->view_digest = rdv_view_digest(&r->view);
 	r->view_members_digest = rdv_members_digest(r->view.members, r->view.n);
 	r->rank = rdv_view_find(&r->view, r->self.name, r->self.generation);
@@ -159,7 +160,7 @@ int rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 	rdv_acceptor_reset(&r->acceptor);
 	rdv_proposal_abort(r);
 	rdv_rebuild(r);
-	return 0;
+	return FTL_OK;
 }
 
 /* Runs the member and coordinator steps, then whatever we sent ourselves, until nothing is left to do. */
@@ -181,14 +182,15 @@ static void update(ftl_rdv *r, int64_t now_us)
 	} while (is_busy);
 }
 
-static int set_left(ftl_rdv *r, const char *const *left, size_t n_left)
+static ftl_err set_left(ftl_rdv *r, const char *const *left, size_t n_left)
 {
 	char (*names)[FTL_NAME_MAX] = malloc((n_left + 1) * sizeof *names);
 	const char **ptrs = malloc((n_left + 1) * sizeof *ptrs);
 	if (names == NULL || ptrs == NULL) {
 		free(names);
 		free(ptrs);
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory for the names of %zu members that left",
+				    n_left);
 	}
 	for (size_t i = 0; i < n_left; i++) {
 		ftl_copy_str(names[i], left[i], FTL_NAME_MAX);
@@ -199,7 +201,7 @@ static int set_left(ftl_rdv *r, const char *const *left, size_t n_left)
 	r->left_names = names;
 	r->left = ptrs;
 	r->n_left = n_left;
-	return 0;
+	return FTL_OK;
 }
 
 /* Every input passes the time: the first one starts the expected-workers wait. */
@@ -257,15 +259,16 @@ void ftl_rdv_request_rebuild(ftl_rdv *r, int64_t now_us, uint64_t epoch)
 	update(r, now_us);
 }
 
-int ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us)
+ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us)
 {
 	set_now(r, now_us);
 	if (r->phase != FTL_RDV_WAITING_FOR_QUORUM)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "not waiting for quorum (phase: %s): nothing to reset",
+				    ftl_rdv_phase_strs[r->phase]);
 	r->waive_epoch = r->view.epoch;
 	rdv_rebuild(r);
 	update(r, now_us);
-	return 0;
+	return FTL_OK;
 }
 
 void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch)

@@ -86,9 +86,9 @@ typedef struct ftl_rdv_view {
 	int self_rank;                  /* ours in it, -1 when we are not a member (a spare, or catching up) */
 } ftl_rdv_view;
 
-/* Makes dst a deep copy of src, notes included (dst's old members are freed); -1 on OOM (dst is then
- * cleared). O(n). */
-int ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
+/* Makes dst a deep copy of src, notes included (dst's old members are freed); FTL_ERR_SYSTEM when out of
+ * memory (dst is then cleared). O(n). */
+ftl_err ftl_rdv_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
 /* Frees the members array and resets v to "no view" (epoch 0, seq 0). */
 void ftl_rdv_view_clear(ftl_rdv_view *v);
 
@@ -185,9 +185,9 @@ void ftl_rdv_request_rebuild(ftl_rdv *r, int64_t now_us, uint64_t epoch);
 /* The operator's way out of a lost quorum (`ftlctl quorum reset`): the members of the current view that are
  * not alive are treated as gone for good, so the survivors alone form the electorate of the next view. For
  * the current view epoch only; it travels in readies to the coordinator. Unsafe if the missing members are
- * in fact alive on the other side of a partition: that side may then train too. -1 (nothing changes)
- * unless the phase is "waiting for quorum". */
-int ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
+ * in fact alive on the other side of a partition: that side may then train too. FTL_ERR_INVALID (nothing
+ * changes) unless the phase is "waiting for quorum". */
+ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
 
 typedef struct ftl_rdv_quorum {
 	uint32_t electorate;            /* members of the view that did not leave gracefully */

@@ -32,8 +32,8 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10000;
 	ftl_swim_profile profile = FTL_PROFILE_LAN;
-	if (argc > 2 && ftl_swim_profile_from_name(argv[2], &profile) != 0) {
-		fprintf(stderr, "unknown profile %s (lan, local, train)\n", argv[2]);
+	if (argc > 2 && ftl_swim_profile_from_name(argv[2], &profile) != FTL_OK) {
+		fprintf(stderr, "profile %s\n", ftl_diag_message());
 		return 2;
 	}
 	int64_t virtual_s = argc > 3 ? atoll(argv[3]) : 60;

@@ -31,11 +31,11 @@ static void test_addr_split_handles_v4_v6_and_names(void **state)
 	assert_string_equal(host, "fd00::7");
 	assert_int_equal(ftl_addr_split("ftl-workers.default.svc:7946", host, sizeof(host), &port), 0);
 	assert_string_equal(host, "ftl-workers.default.svc");
-	assert_int_equal(ftl_addr_split("nohost", host, sizeof(host), &port), -1);
-	assert_int_equal(ftl_addr_split(":7946", host, sizeof(host), &port), -1);
-	assert_int_equal(ftl_addr_split("a:99999", host, sizeof(host), &port), -1);
-	assert_int_equal(ftl_addr_split("a:", host, sizeof(host), &port), -1);
-	assert_int_equal(ftl_addr_split("[::1:80", host, sizeof(host), &port), -1);
+	assert_int_equal(ftl_addr_split("nohost", host, sizeof(host), &port), FTL_ERR_INVALID);
+	assert_int_equal(ftl_addr_split(":7946", host, sizeof(host), &port), FTL_ERR_INVALID);
+	assert_int_equal(ftl_addr_split("a:99999", host, sizeof(host), &port), FTL_ERR_INVALID);
+	assert_int_equal(ftl_addr_split("a:", host, sizeof(host), &port), FTL_ERR_INVALID);
+	assert_int_equal(ftl_addr_split("[::1:80", host, sizeof(host), &port), FTL_ERR_INVALID);
 }
 
 static void test_addr_numeric_round_trip(void **state)
@@ -48,7 +48,7 @@ static void test_addr_numeric_round_trip(void **state)
 	assert_int_equal(ftl_addr_parse_numeric("127.0.0.1:1", &ss), 0);
 	ftl_addr_format((struct sockaddr *)&ss, out, sizeof(out));
 	assert_string_equal(out, "127.0.0.1:1");
-	assert_int_equal(ftl_addr_parse_numeric("localhost:1", &ss), -1);
+	assert_int_equal(ftl_addr_parse_numeric("localhost:1", &ss), FTL_ERR_INVALID);
 	assert_int_equal(ftl_addr_parse_numeric("0.0.0.0:1", &ss), 0);
 	assert_true(ftl_addr_is_wildcard(&ss));
 }

@@ -130,7 +130,7 @@ static void test_records_below_the_level_are_dropped_unevaluated(void **state)
 {
 	kept k = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	ftl_logger log;
-	assert_int_equal(ftl_logger_init(&log, "loud", "w1", keep_cb, &k), -1);
+	assert_int_equal(ftl_logger_init(&log, "loud", "w1", keep_cb, &k), FTL_ERR_INVALID);
 	assert_int_equal(ftl_logger_init(&log, "warn", "w1", keep_cb, &k), 0);
 	evaluations = 0;
 	ftl_log(&log, FTL_LOG_INFO, "c", FTL_MSG("step %llu", (unsigned long long)counted(1)), FTL_F_UINT("step", counted(1)));

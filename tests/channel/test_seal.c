@@ -38,7 +38,7 @@ static void test_datagram_opens_only_with_the_clusters_key_and_name(void **state
 	assert_memory_equal(opened, plain, sizeof(plain));
 	/* One byte over the budget would not fit a datagram once sealed: refused before sealing. */
 	uint8_t big[FTL_SEAL_DATAGRAM_PLAIN_MAX + 1] = {0};
-	assert_int_equal(ftl_seal_datagram(kr, big, sizeof(big), sealed, &len), -1);
+	assert_int_equal(ftl_seal_datagram(kr, big, sizeof(big), sealed, &len), FTL_ERR_INVALID);
 	/* A sealed datagram cut short never opens. */
 	assert_int_equal(ftl_seal_datagram(kr, plain, 10, sealed, &len), 0);
 	assert_int_equal(ftl_open_datagram(kr, sealed, len - 1, opened, &opened_len), -1);

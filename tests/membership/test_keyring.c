@@ -159,7 +159,7 @@ static void test_seal_refuses_a_buffer_too_small(void **state)
 	ftl_keyring *kr = new_ring("prod", 1);
 	uint8_t out[SEALED_LEN];
 	size_t len;
-	assert_int_equal(ftl_keyring_seal(kr, plaintext, PT_LEN, out, SEALED_LEN - 1, &len), -1);
+	assert_int_equal(ftl_keyring_seal(kr, plaintext, PT_LEN, out, SEALED_LEN - 1, &len), FTL_ERR_INVALID);
 	assert_int_equal(ftl_keyring_get_stats(kr)->sealed, 0);
 	ftl_keyring_delete(kr);
 }
@@ -180,7 +180,7 @@ static void test_insecure_mode_round_trips_in_plaintext(void **state)
 	assert_opens(kr, out, len);
 	assert_dropped(kr, out, 0, FTL_KEYRING_DROP_TRUNCATED);
 	make_key(key, 1);
-	assert_int_equal(ftl_keyring_install(kr, key), -1); /* an insecure ring holds no keys */
+	assert_int_equal(ftl_keyring_install(kr, key), FTL_ERR_INVALID); /* an insecure ring holds no keys */
 	assert_int_equal(ftl_keyring_list(kr, NULL, 0), 0);
 	ftl_keyring_delete(kr);
 }
@@ -232,9 +232,10 @@ static void test_key_rotation_never_cuts_two_nodes_off(void **state)
 
 	/* 3. remove the old key: the primary cannot be removed; once removed, the old key opens nothing */
 	assert_int_equal(ftl_keyring_use(b, new_key), 0);
-	assert_int_equal(ftl_keyring_remove(a, new_key), -1);
+	assert_int_equal(ftl_keyring_remove(a, new_key), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "primary"));
 	assert_int_equal(ftl_keyring_remove(a, old_key), 0);
-	assert_int_equal(ftl_keyring_remove(a, old_key), -1); /* no longer installed */
+	assert_int_equal(ftl_keyring_remove(a, old_key), FTL_ERR_INVALID); /* no longer installed */
 	assert_int_equal(ftl_keyring_list(a, listed, FTL_KEYRING_MAX_KEYS), 1);
 	assert_dropped(a, old_sealed, old_len, FTL_KEYRING_DROP_BAD_MAC);
 	new_len = seal(b, new_sealed);
@@ -249,14 +250,15 @@ static void test_ring_refuses_unknown_keys_and_overflow(void **state)
 	uint8_t key[FTL_KEY_SIZE];
 
 	make_key(key, 100);
-	assert_int_equal(ftl_keyring_use(kr, key), -1);
-	assert_int_equal(ftl_keyring_remove(kr, key), -1);
+	assert_int_equal(ftl_keyring_use(kr, key), FTL_ERR_INVALID);
+	assert_int_equal(ftl_keyring_remove(kr, key), FTL_ERR_INVALID);
 	for (int i = 1; i < FTL_KEYRING_MAX_KEYS; i++) {
 		make_key(key, (uint8_t)i);
 		assert_int_equal(ftl_keyring_install(kr, key), 0);
 	}
 	make_key(key, 100);
-	assert_int_equal(ftl_keyring_install(kr, key), -1);
+	assert_int_equal(ftl_keyring_install(kr, key), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_diag_message(), "full"));
 	assert_int_equal(ftl_keyring_list(kr, NULL, 0), FTL_KEYRING_MAX_KEYS);
 	ftl_keyring_delete(kr);
 }
@@ -305,8 +307,8 @@ static void test_bad_base64_key_is_rejected(void **state)
 	};
 	assert_int_equal(ftl_key_from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", key), 0);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		assert_int_equal(ftl_key_from_base64(bad[i], key), -1);
-	assert_int_equal(ftl_key_from_base64(NULL, key), -1);
+		assert_int_equal(ftl_key_from_base64(bad[i], key), FTL_ERR_INVALID);
+	assert_int_equal(ftl_key_from_base64(NULL, key), FTL_ERR_INVALID);
 }
 
 int main(void)

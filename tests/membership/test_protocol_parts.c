@@ -170,7 +170,7 @@ static void test_profile_formulas_match_memberlist(void **state)
 	ftl_swim_profile p;
 	assert_int_equal(ftl_swim_profile_from_name("train", &p), 0);
 	assert_int_equal(p, FTL_PROFILE_TRAIN);
-	assert_int_equal(ftl_swim_profile_from_name("wan", &p), -1);
+	assert_int_equal(ftl_swim_profile_from_name("wan", &p), FTL_ERR_INVALID);
 	assert_int_equal(ftl_swim_push_pull_interval_us(&c, 32), c.push_pull_interval_us);
 	assert_int_equal(ftl_swim_push_pull_interval_us(&c, 64), 2 * c.push_pull_interval_us);
 	assert_int_equal(ftl_swim_push_pull_interval_us(&c, 10000), 10 * c.push_pull_interval_us);

@@ -94,7 +94,8 @@ static void test_push_pull_that_does_not_decode_is_dropped(void **state)
 	uint8_t *frame;
 	size_t len;
 	assert_int_equal(ftl_swim_push_pull_encode(peer, true, &frame, &len), 0);
-	assert_int_equal(ftl_swim_push_pull_merge(s, 1, frame, len - 1, NULL), -1); /* cut short */
+	assert_int_equal(ftl_swim_push_pull_merge(s, 1, frame, len - 1, NULL), FTL_ERR_INVALID); /* cut short */
+	assert_non_null(strstr(ftl_diag_message(), "push-pull frame"));
 	assert_int_equal(ftl_swim_get_stats(s)->dropped[FTL_DROP_PUSH_PULL], 1);
 	assert_int_equal(ftl_swim_members(s)->len, 1);
 	assert_int_equal(ftl_swim_push_pull_merge(s, 1, frame, len, NULL), 0); /* whole: merged */

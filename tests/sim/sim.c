@@ -633,13 +633,13 @@ void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch)
 	drain(sim, i);
 }
 
-int ftl_sim_waive_quorum(ftl_sim *sim, int i)
+ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i)
 {
 	if (!sim->nodes[i].node)
-		return -1;
-	int rc = ftl_node_waive_quorum(sim->nodes[i].node, sim->now);
+		return ftl_diag_set(FTL_ERR_INVALID, "sim: node %d is not running: no quorum to reset", i);
+	ftl_err err = ftl_node_waive_quorum(sim->nodes[i].node, sim->now);
 	drain(sim, i);
-	return rc;
+	return err;
 }
 
 int ftl_sim_add_node(ftl_sim *sim)

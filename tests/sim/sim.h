@@ -100,7 +100,7 @@ int ftl_sim_add_node(ftl_sim *sim);
 void ftl_sim_crash_after_sends(ftl_sim *sim, int i, int msg_type, int k);
 /* User requests on node i (ftl_node_request_rebuild, ftl_node_waive_quorum). */
 void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch);
-int ftl_sim_waive_quorum(ftl_sim *sim, int i);
+ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i);
 
 /* Network. */
 void ftl_sim_set_loss(ftl_sim *sim, double loss);

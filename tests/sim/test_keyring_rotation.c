@@ -12,7 +12,7 @@ static uint64_t keyring_drops(ftl_sim *sim, int n)
 	return d;
 }
 
-typedef int (*key_step)(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
+typedef ftl_err (*key_step)(ftl_keyring *kr, const uint8_t key[FTL_KEY_SIZE]);
 
 /* Applies a step node by node, 50 ms apart, as a rolling `ftlctl keys ...` would. */
 static void roll_out(ftl_sim *sim, int n, key_step step, const uint8_t key[FTL_KEY_SIZE])
