@@ -228,7 +228,7 @@ ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
 	case FTL_COMM_CALL_ALLREDUCE:
 		return comm->ops->allreduce(comm, c->sendbuf, c->recvbuf, c->count, c->dtype, c->op);
 	case FTL_COMM_CALL_BROADCAST:
-		return comm->ops->broadcast(comm, c->recvbuf, c->count, c->dtype, c->root);
+		return comm->ops->broadcast(comm, c->recvbuf, c->count, c->dtype, c->root, c->held);
 	case FTL_COMM_CALL_ALLGATHER:
 		return comm->ops->allgather(comm, c->sendbuf, c->recvbuf, c->count, c->dtype);
 	case FTL_COMM_CALL_ALLREDUCE_BF16:
@@ -264,7 +264,8 @@ ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	ftl_err err = check_allreduce(comm, "allreduce", sendbuf, recvbuf, count, dtype, op);
 	if (err || count == 0)
 		return err;
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype, .op = op};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -289,7 +290,8 @@ ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *rec
 				     "allreduce_bf16: the residual overlaps the send or receive buffer");
 	if (comm->ops->allreduce_bf16 == NULL)
 		return ftl_comm_bf16_on_host(comm, sendbuf, recvbuf, count, op, residual);
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE_BF16, sendbuf, recvbuf, count, FTL_F32, op, 0, residual};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE_BF16, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = FTL_F32, .op = op, .residual = residual};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -307,11 +309,17 @@ ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recv
 	if (err)
 		return err;
 	/* A zero count is queued too: its completion still says the calls before it have run. */
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype, .op = op};
 	return ftl_comm_async_submit(comm, &call, req);
 }
 
 ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+{
+	return ftl_comm_broadcast_held(comm, buf, count, dtype, root, false);
+}
+
+ftl_err ftl_comm_broadcast_held(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held)
 {
 	size_t bytes = 0;
 	if (comm == NULL)
@@ -326,7 +334,8 @@ ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dt
 		return FTL_OK;
 	if (buf == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "broadcast: NULL buffer with count %zu", count);
-	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_BROADCAST, .recvbuf = buf, .count = count, .dtype = dtype,
+				    .root = root, .held = held};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -347,7 +356,8 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	if (sendbuf != own && overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype};
 	return ftl_comm_async_call(comm, &call);
 }
 
@@ -359,7 +369,7 @@ ftl_err ftl_comm_barrier(ftl_comm *comm)
 	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
 	if (err)
 		return err;
-	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_BARRIER, .dtype = FTL_I32};
 	return ftl_comm_async_call(comm, &call);
 }
 

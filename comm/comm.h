@@ -30,7 +30,9 @@ struct ftl_comm_call;
 struct ftl_comm_backend_ops {
 	ftl_err (*allreduce)(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			     ftl_dtype dtype, ftl_reduce_op op);
-	ftl_err (*broadcast)(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+	/* held: this rank's buf already holds the root's bytes (ftl_comm_broadcast_held); the backend may leave
+	 * it alone (shared memory skips the copy out) or write the same bytes (a tcp chain forwards through it). */
+	ftl_err (*broadcast)(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held);
 	ftl_err (*allgather)(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			     ftl_dtype dtype);
 	ftl_err (*barrier)(struct ftl_comm *comm);
@@ -104,7 +106,13 @@ struct ftl_comm_call {
 	ftl_reduce_op op;
 	int root;
 	float *residual; /* allreduce_bf16: error feedback, or NULL */
+	bool held;       /* broadcast: this rank already holds the root's bytes */
 };
+
+/* comm.c: ftl_comm_broadcast where some ranks already hold the root's bytes, each saying so in held: a
+ * state sync after a join, where only the joiner lacks them. The result is the same; a backend that can
+ * spares the holders the copy (shared memory), so on a shared host the root and the joiner get the cores. */
+ftl_err ftl_comm_broadcast_held(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held);
 
 /* comm.c: runs the call through the backend's ops, on the calling thread. */
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *call);

@@ -73,7 +73,8 @@ static ftl_err start_chunk(const struct bf16_pipeline *p, size_t k, ftl_comm_req
 	chunk_range(p, k, &off, &len);
 	uint16_t *wire = p->slots[k % 2];
 	ftl_comm_compress_bf16(p->sendbuf + off, p->residual != NULL ? p->residual + off : NULL, wire, len);
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, len, FTL_BF16, p->wire_op, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = wire, .recvbuf = wire, .count = len,
+				    .dtype = FTL_BF16, .op = p->wire_op};
 	return ftl_comm_async_submit(p->comm, &call, req);
 }
 
@@ -152,7 +153,8 @@ ftl_err ftl_comm_bf16_on_host(struct ftl_comm *comm, const float *sendbuf, float
 	if (p.n_chunks > 1)
 		return run_pipeline(&p);
 	ftl_comm_compress_bf16(sendbuf, residual, wire, count);
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, wire, wire, count, FTL_BF16, p.wire_op, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = wire, .recvbuf = wire, .count = count,
+				    .dtype = FTL_BF16, .op = p.wire_op};
 	ftl_err err = ftl_comm_async_call(comm, &call);
 	if (err == FTL_OK)
 		ftl_comm_expand_bf16(wire, recvbuf, count, p.divisor);

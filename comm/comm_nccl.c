@@ -286,26 +286,31 @@ static ftl_err run(struct ftl_comm *comm, const struct ftl_comm_call *call)
 static ftl_err nccl_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			      ftl_dtype dtype, ftl_reduce_op op)
 {
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype, .op = op};
 	return run(comm, &call);
 }
 
-static ftl_err nccl_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+static ftl_err nccl_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root,
+			      bool held)
 {
-	struct ftl_comm_call call = {FTL_COMM_CALL_BROADCAST, NULL, buf, count, dtype, FTL_SUM, root, NULL};
+	(void)held; /* NCCL writes every rank's buffer */
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_BROADCAST, .recvbuf = buf, .count = count, .dtype = dtype,
+				    .root = root};
 	return run(comm, &call);
 }
 
 static ftl_err nccl_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			      ftl_dtype dtype)
 {
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLGATHER, sendbuf, recvbuf, count, dtype, FTL_SUM, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype};
 	return run(comm, &call);
 }
 
 static ftl_err nccl_barrier(struct ftl_comm *comm)
 {
-	struct ftl_comm_call call = {FTL_COMM_CALL_BARRIER, NULL, NULL, 0, FTL_I32, FTL_SUM, 0, NULL};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_BARRIER, .dtype = FTL_I32};
 	return run(comm, &call);
 }
 
@@ -313,7 +318,8 @@ static ftl_err nccl_barrier(struct ftl_comm *comm)
 static ftl_err nccl_allreduce_bf16(struct ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
 				   ftl_reduce_op op, float *residual)
 {
-	struct ftl_comm_call call = {FTL_COMM_CALL_ALLREDUCE_BF16, sendbuf, recvbuf, count, FTL_F32, op, 0, residual};
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE_BF16, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = FTL_F32, .op = op, .residual = residual};
 	return run(comm, &call);
 }
 #endif

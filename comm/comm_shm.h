@@ -126,7 +126,8 @@ ftl_err ftl_comm_shm_sync(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op);
 /* comm_shm_collectives.c: what comm_tcp_collectives.c calls when t->shm is set. */
 ftl_err ftl_comm_shm_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype, ftl_reduce_op op);
-ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root);
+ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root,
+			       bool held);
 ftl_err ftl_comm_shm_allgather(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype);
 ftl_err ftl_comm_shm_barrier(struct ftl_comm_tcp *t);

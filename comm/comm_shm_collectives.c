@@ -67,7 +67,8 @@ ftl_err ftl_comm_shm_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root)
+ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root,
+			       bool held)
 {
 	struct ftl_comm_shm *s = t->shm;
 	int n = t->base.world_size;
@@ -82,7 +83,7 @@ ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, 
 		ftl_err e = ftl_comm_shm_sync(t, &o);
 		if (e != FTL_OK)
 			return e;
-		if (t->base.rank != root)
+		if (t->base.rank != root && !held)
 			memcpy(b + off, ftl_comm_shm_slot(s, n, s->round, root), len);
 	}
 	return FTL_OK;

@@ -479,7 +479,7 @@ static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ft
 		rc = failed(why, "libsodium did not initialise", false);
 	if (rank == 0 && (rc != 0 || host_segment(s, cfg->world_size, &memfd, &lfd, &rv, why) < 0))
 		rv.name[0] = '\0';
-	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0);
+	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0, false);
 	if (*tcp_err != FTL_OK || rc != 0 || rv.name[0] == '\0')
 		rc = rc != 0 || rank == 0 ? -1 : failed(why, "rank 0 offered no segment", false);
 	else if (rank == 0)

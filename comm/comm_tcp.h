@@ -214,7 +214,8 @@ void ftl_comm_tcp_force_algo(struct ftl_comm *comm, enum ftl_comm_tcp_algo algo)
 /* comm_tcp_collectives.c */
 ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype, ftl_reduce_op op);
-ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
+ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root,
+			       bool held);
 ftl_err ftl_comm_tcp_allgather(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype);
 ftl_err ftl_comm_tcp_barrier(struct ftl_comm *comm);

@@ -157,14 +157,17 @@ ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void 
 	}
 }
 
-ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
+/* A chain from the root around the ring, each rank forwarding as bytes land: a holder (held) in it still
+ * receives and forwards, so only shared memory spares it. */
+ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root,
+			       bool held)
 {
 	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
 	int n = comm->world_size, r = comm->rank;
 	if (n == 1)
 		return FTL_OK;
 	if (t->shm != NULL)
-		return ftl_comm_shm_broadcast(t, buf, count, dtype, root);
+		return ftl_comm_shm_broadcast(t, buf, count, dtype, root, held);
 	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_BROADCAST, count, dtype);
 	p.hdr.root = root;
 	p.n_steps = 1;

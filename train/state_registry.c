@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "global_batch.h"
 
@@ -30,6 +32,25 @@ static ftl_err check_memory_kind(const ftl_state_registry *r, const char *name, 
 	return FTL_OK;
 }
 
+/* Backs every page of a host buffer with memory now, its contents kept. A buffer that was allocated and
+ * never written (calloc'd state, a spare's model before its first sync) would otherwise take its page faults
+ * inside the state sync that fills it, on the critical path of every rank of the view: 100 MB on this 2-core
+ * host took the sync from ~35 to ~80 ms. Best effort: a kernel before 5.14 has no MADV_POPULATE_WRITE, and
+ * the faults then happen where they did. */
+static void make_resident(void *ptr, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+	long page = sysconf(_SC_PAGESIZE);
+	if (!ptr || !bytes || page <= 0)
+		return;
+	uintptr_t start = (uintptr_t)ptr & ~((uintptr_t)page - 1);
+	(void)madvise((void *)start, (uintptr_t)ptr + bytes - start, MADV_POPULATE_WRITE);
+#else
+	(void)ptr;
+	(void)bytes;
+#endif
+}
+
 ftl_err ftl_state_register_buffer(ftl_state_registry *r, const char *name, void *ptr, size_t bytes, bool is_device)
 {
 	if (!name || !name[0])
@@ -53,6 +74,8 @@ ftl_err ftl_state_register_buffer(ftl_state_registry *r, const char *name, void 
 	b->ptr = ptr;
 	b->bytes = bytes;
 	b->is_device = is_device;
+	if (!is_device)
+		make_resident(ptr, bytes);
 	return FTL_OK;
 }
 

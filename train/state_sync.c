@@ -20,47 +20,53 @@
  * buffers and the callback bytes are not sent. A joiner, a merged lineage, or a rank whose failed step
  * completed here but not on rank 0 (its count moved) still takes all of it. Without this the broadcast cost
  * about 0.28 s per GB after every failure, and on a loaded host it ran beside the kernel freeing the dead
- * process's memory; rank 0's save callback (torch.save of the optimizer) runs only when its bytes move. */
+ * process's memory; rank 0's save callback (torch.save of the optimizer) runs only when its bytes move.
+ * When they do move (a join), the ranks that hold them say so to the broadcast (ftl_comm_broadcast_held):
+ * shared memory then copies them out only into the joiner, instead of into every rank, so on a shared host
+ * the root and the joiner have the cores (100 MB, 4 ranks on 2 cores: ~31 to ~xx ms). */
 #include "state_sync.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
 #include "state_shape.h"
 
 #define HDR_FIXED 6
 #define HDR_WORDS (HDR_FIXED + FTL_SHAPE_WORDS)
 
-/* Host memory over the host path: i64 words, then the tail padded into one word. */
-static ftl_err bcast_host(ftl_comm *ctrl, void *buf, size_t len)
+/* Host memory over the host path: i64 words, then the tail padded into one word. held: this rank holds
+ * rank 0's bytes already (ftl_comm_broadcast_held). */
+static ftl_err bcast_host(ftl_comm *ctrl, void *buf, size_t len, bool held)
 {
 	size_t words = len / 8, tail = len % 8;
 	ftl_err e = FTL_OK;
 	if (words)
-		e = ftl_comm_broadcast(ctrl, buf, words, FTL_I64, 0);
+		e = ftl_comm_broadcast_held(ctrl, buf, words, FTL_I64, 0, held);
 	if (e == FTL_OK && tail) {
 		int64_t last = 0;
 		memcpy(&last, (uint8_t *)buf + words * 8, tail);
-		e = ftl_comm_broadcast(ctrl, &last, 1, FTL_I64, 0);
+		e = ftl_comm_broadcast_held(ctrl, &last, 1, FTL_I64, 0, held);
 		memcpy((uint8_t *)buf + words * 8, &last, tail);
 	}
 	return e;
 }
 
 /* Device memory over the data comm, in place, in the widest words that divide it. */
-static ftl_err bcast_device(ftl_comm *data, void *buf, size_t len)
+static ftl_err bcast_device(ftl_comm *data, void *buf, size_t len, bool held)
 {
 	if (len % 8 == 0)
-		return ftl_comm_broadcast(data, buf, len / 8, FTL_I64, 0);
+		return ftl_comm_broadcast_held(data, buf, len / 8, FTL_I64, 0, held);
 	if (len % 4 == 0)
-		return ftl_comm_broadcast(data, buf, len / 4, FTL_I32, 0);
-	return ftl_comm_broadcast(data, buf, len / 2, FTL_F16, 0); /* a bit copy: broadcast reduces nothing */
+		return ftl_comm_broadcast_held(data, buf, len / 4, FTL_I32, 0, held);
+	return ftl_comm_broadcast_held(data, buf, len / 2, FTL_F16, 0, held); /* a bit copy: reduces nothing */
 }
 
-static ftl_err bcast_buffer(const ftl_comm_pair *c, const ftl_buffer_reg *b)
+static ftl_err bcast_buffer(const ftl_comm_pair *c, const ftl_buffer_reg *b, bool held)
 {
-	return b->is_device ? bcast_device(c->data, b->ptr, b->bytes) : bcast_host(c->ctrl, b->ptr, b->bytes);
+	return b->is_device ? bcast_device(c->data, b->ptr, b->bytes, held)
+			    : bcast_host(c->ctrl, b->ptr, b->bytes, held);
 }
 
 static ftl_err comm_failed(ftl_err e, const ftl_comm_pair *c)
@@ -110,7 +116,7 @@ static ftl_err sync_saved_bytes(ftl_state_registry *r, const ftl_comm_pair *c, i
 	}
 	if (n > 0 && rank != 0 && !(saved = malloc((size_t)n)))
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl: state sync: out of memory for %lld callback bytes", (long long)n);
-	if (n > 0 && (e = bcast_host(c->ctrl, saved, (size_t)n)) == FTL_OK && rank != 0 && r->load)
+	if (n > 0 && (e = bcast_host(c->ctrl, saved, (size_t)n, false)) == FTL_OK && rank != 0 && r->load)
 		r->load(r->cb_ctx, saved, (size_t)n);
 	free(saved);
 	*len = (size_t)n;
@@ -132,14 +138,15 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 		return comm_failed(e, c);
 	if (rank != 0 && (e = ftl_shape_check(r, hdr + HDR_FIXED)) != FTL_OK)
 		return e; /* refused: the caller leaves the view before anyone sends what the shape sizes */
-	int64_t everyone_holds = rank == 0 || holds_rank0_state(r, lineage, hdr);
+	bool held = rank == 0 || holds_rank0_state(r, lineage, hdr);
+	int64_t everyone_holds = held;
 	if ((e = ftl_comm_allreduce(c->ctrl, &everyone_holds, &everyone_holds, 1, FTL_I64, FTL_MIN)) != FTL_OK)
 		return comm_failed(e, c);
 	*moved = 0;
 	if (everyone_holds)
 		return FTL_OK;
 	for (int i = 0; e == FTL_OK && i < r->n_buffers; i++)
-		e = bcast_buffer(c, &r->buffers[i]);
+		e = bcast_buffer(c, &r->buffers[i], held);
 	if (e != FTL_OK)
 		return comm_failed(e, c);
 	size_t saved_len = 0;

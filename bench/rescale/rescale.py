@@ -8,7 +8,8 @@
    suspicion timeout.
 2. a new worker's start -> its first completed step, with 1 MB and 100 MB of extra registered state, and the
    running workers' longest time between two steps across the join (running_pause_s; step_interval_s is
-   their usual one, so the pause the join adds is the difference).
+   their usual one, so the pause the join adds is the difference), and where it goes (pause_*_s: to the new
+   view, comm build, state sync, first step).
 3. --only grow: 4 workers and a kept spare (FTL_SPARES=1); a fifth starts: from the moment rank 0 sees it
    to the spare's first step as a member (seen_to_spare_step_s), and the running workers' longest gap.
 Prints one JSON line per figure (medians over --runs). Usage:
@@ -121,6 +122,7 @@ def one_join(args, n, extra_mb):
         for i in range(n):
             job.add(f"w{i}")
         job.wait_step(30, 120)
+        epoch0 = max(r["epoch"] for r in job.records() if "epoch" in r)
         joiner = job.add("joiner")
         job.wait("the joiner's first step", lambda: bool(joiner.steps()), 120)
         first = joiner.steps()[0]["t"]
@@ -130,7 +132,8 @@ def one_join(args, n, extra_mb):
         return {"start_to_first_step_s": first - joiner.started_at,
                 "state_sync_s": float(sync[0][1].group(1)) / 1000 if sync else None,
                 "running_pause_s": max(longest_gap(w.steps(), joiner.started_at, first) for w in running),
-                "step_interval_s": statistics.median(median_gap(w.steps(), joiner.started_at) for w in running)}
+                "step_interval_s": statistics.median(median_gap(w.steps(), joiner.started_at) for w in running),
+                **pause_phases(running, epoch0, joiner.started_at)}
     finally:
         job.close()
 
@@ -162,6 +165,24 @@ def one_grow(args, n):
                 "newcomer_steps": len(newcomer.steps())}
     finally:
         job.close()
+
+
+def pause_phases(running, epoch0, since):
+    """Where the running workers' pause across a view change goes, each milestone the moment the LAST of them
+    reached it: their last step in the old view -> the new view committed -> its communicator built -> the
+    state synced -> their first step in it (the step itself is part of the pause, as in running_pause_s)."""
+    def last(pattern):
+        ts = [first_after(log_events(w, pattern), since, lambda m: int(m.group(1)) > epoch0) for w in running]
+        return None if None in ts else max(ts)
+    t_old = max(max((s["t"] for s in w.steps() if s.get("epoch", 0) <= epoch0), default=since) for w in running)
+    t_view = last(r'msg="view committed.*epoch=(\d+)')
+    t_comm = last(r'msg="communicator built.*epoch=(\d+)')
+    t_sync = last(r'msg="state synced from rank 0" epoch=(\d+)')
+    t_step = max(min(s["t"] for s in w.steps() if s.get("epoch", 0) > epoch0) for w in running)
+    if None in (t_view, t_comm, t_sync):
+        return {}
+    return {"pause_to_view_s": t_view - t_old, "pause_comm_build_s": t_comm - t_view,
+            "pause_state_sync_s": t_sync - t_comm, "pause_first_step_s": t_step - t_sync}
 
 
 def longest_gap(steps, since, until):

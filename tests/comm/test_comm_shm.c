@@ -6,7 +6,9 @@
  *            element below, at and above one slot, two slots, the direct/sliced crossover, several
  *            pieces): both against the f64 reference, and bit for bit equal wherever the reduction order
  *            cannot matter (integers, min/max, f32/f64 sums of the reference data); broadcast and
- *            allgather at the slot boundaries, equal to the tcp result byte for byte.
+ *            allgather at the slot boundaries, equal to the tcp result byte for byte; a broadcast where
+ *            some ranks hold the bytes already (held) gives everyone them, and leaves the holders' buffers
+ *            alone on shared memory.
  *   netns    pods on one machine: ranks 0,1 in one network namespace and 2,3 in another, joined by a veth
  *            pair (needs root; skipped with 77 otherwise). The 4-rank communicator must stay on tcp (and
  *            be correct, and say so: "... in another network namespace"); a communicator of the two ranks
@@ -98,6 +100,34 @@ static int same_moves(ftl_comm *tcp, ftl_comm *shm, size_t count, uint64_t seed)
 	return rc;
 }
 
+/* A broadcast where some ranks say they already hold the root's bytes (ftl_comm_broadcast_held: a state
+ * sync after a join): every rank ends with them on both paths. Then, on shared memory only, holders whose
+ * buffer is marked instead: it stays marked, so the copy out really is skipped for them. */
+static int same_held_broadcast(ftl_comm *tcp, ftl_comm *shm, size_t count, uint64_t seed)
+{
+	int rank = ftl_comm_rank(tcp), root = ftl_comm_world_size(tcp) - 1, rc = 0;
+	bool held = rank == root || rank % 2 == 0;
+	size_t bytes = count * 8;
+	char *buf = harness_xmalloc(bytes), *marked = harness_xmalloc(bytes), why[256];
+	memset(marked, 0x5a, bytes);
+	ftl_comm *comms[3] = {tcp, shm, shm};
+	for (int k = 0; k < 3 && rc == 0; k++) {
+		bool mark = k == 2 && held && rank != root;
+		memcpy(buf, marked, bytes);
+		if (held && !mark)
+			ref_fill(buf, FTL_F64, seed, root, count);
+		if (ftl_comm_broadcast_held(comms[k], buf, count, FTL_F64, root, held) != FTL_OK)
+			rc = complain(rank, "held broadcast", FTL_F64, -1, count, ftl_comm_error(comms[k]));
+		else if (mark && memcmp(buf, marked, bytes) != 0)
+			rc = complain(rank, "held broadcast", FTL_F64, -1, count, "shared memory wrote a holder's buffer");
+		else if (!mark && ref_check_block(buf, FTL_F64, seed, root, count, why, sizeof(why)) != 0)
+			rc = complain(rank, "held broadcast", FTL_F64, -1, count, why);
+	}
+	free(buf);
+	free(marked);
+	return rc;
+}
+
 /* comm is on tcp and says why with the text expected (a prefix of its reason), and whether setup failed. */
 static int says_why(ftl_comm *comm, int rank, const char *expected, bool is_failure)
 {
@@ -134,8 +164,8 @@ static int same_child(struct harness_child *c)
 				for (size_t count = at - 1; count <= at + 1 && rc == 0; count++)
 					rc |= same_allreduce(tcp, shm, (ftl_dtype)dt, (ftl_reduce_op)op, count, seed++);
 		}
-		for (size_t count = bounds[i] / 8 - 1; count <= bounds[i] / 8 + 1 && rc == 0; count++)
-			rc |= same_moves(tcp, shm, count, seed++);
+		for (size_t count = bounds[i] / 8 - 1; count <= bounds[i] / 8 + 1 && rc == 0; count++, seed += 2)
+			rc |= same_moves(tcp, shm, count, seed) | same_held_broadcast(tcp, shm, count, seed + 1);
 	}
 	for (size_t count = 1; count <= 3 && rc == 0; count++) /* fewer elements than ranks */
 		rc |= same_allreduce(tcp, shm, FTL_I32, FTL_SUM, count, seed++);

@@ -54,8 +54,9 @@ static void tape_broadcast(fake_tape *t, bool is_root, void *buf, size_t len)
 	memcpy(buf, t->bytes[t->played++], len);
 }
 
-static ftl_err fake_broadcast(struct ftl_comm *c, void *buf, size_t n, ftl_dtype d, int root)
+static ftl_err fake_broadcast(struct ftl_comm *c, void *buf, size_t n, ftl_dtype d, int root, bool held)
 {
+	(void)held;
 	ftl_err e = see(c, buf);
 	fake_comm *f = (fake_comm *)c;
 	if (e == FTL_OK && f->tape)
