@@ -46,7 +46,7 @@ ftl_err ftl_addr_split(const char *hostport, char *host, size_t host_len, int *p
 ftl_err ftl_addr_parse_numeric(const char *hostport, struct sockaddr_storage *out)
 {
 	char host[128];
-	int port;
+	int port = 0; /* set on FTL_OK; GCC cannot see that the error path always returns non-zero */
 	ftl_err err = ftl_addr_split(hostport, host, sizeof(host), &port);
 	if (err)
 		return err;

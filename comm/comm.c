@@ -43,13 +43,12 @@ int64_t ftl_comm_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void format_error(char *buf, size_t len, const char *fmt, va_list ap)
+/* Keeps err with the message prefixed "ftl: ", as every communicator diagnostic reads. */
+static ftl_err keep_error(ftl_kept_error *k, ftl_err err, const char *fmt, va_list ap)
 {
-	if (buf == NULL || len == 0)
-		return;
-	int n = snprintf(buf, len, "ftl: ");
-	if (n >= 0 && (size_t)n < len)
-		vsnprintf(buf + n, len - (size_t)n, fmt, ap);
+	char text[sizeof k->message];
+	vsnprintf(text, sizeof text, fmt, ap);
+	return ftl_kept_error_set(k, err, "ftl: %s", text);
 }
 
 ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
@@ -57,7 +56,7 @@ ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const c
 	va_list ap;
 	va_start(ap, fmt);
 	ftl_comm_async_lock(comm); /* the progress thread and the caller may both have something to say */
-	format_error(comm->error, sizeof(comm->error), fmt, ap);
+	keep_error(&comm->error, err, fmt, ap);
 	if (is_fatal && comm->broken == FTL_OK)
 		comm->broken = err;
 	ftl_comm_async_unlock(comm);
@@ -67,12 +66,12 @@ ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const c
 
 ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...)
 {
-	char text[FTL_COMM_ERR_MAX];
+	ftl_kept_error text;
 	va_list ap;
 	va_start(ap, fmt);
-	format_error(text, sizeof(text), fmt, ap);
+	keep_error(&text, err, fmt, ap);
 	va_end(ap);
-	return ftl_diag_set(err, "%s", text);
+	return ftl_kept_error_to_diag(&text);
 }
 
 void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
@@ -86,7 +85,7 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	comm->comm_id = cfg->comm_id;
 	atomic_init(&comm->is_aborted, 0);
 	comm->broken = FTL_OK;
-	comm->error[0] = '\0';
+	ftl_kept_error_clear(&comm->error);
 	comm->peer_reset_cb = cfg->peer_reset_cb;
 	comm->peer_reset_arg = cfg->peer_reset_arg;
 	comm->async = NULL;
@@ -164,7 +163,7 @@ ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out)
 	ftl_err e = ftl_comm_start(cfg, out);
 	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
 		return e;
-	ftl_comm_fail_diag(e, "%s", (*out)->error + 5 /* without "ftl: " */);
+	ftl_comm_fail_diag(e, "%s", (*out)->error.message + 5 /* without "ftl: " */);
 	ftl_comm_destroy(*out);
 	*out = NULL;
 	return e;
@@ -410,7 +409,7 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 	ftl_err e = comm->ops->shrink(comm, exclude, exclude_count, out);
 	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
 		return e;
-	ftl_comm_fail(comm, e, false, "shrink: %s", (*out)->error + 5);
+	ftl_comm_fail(comm, e, false, "shrink: %s", (*out)->error.message + 5);
 	ftl_comm_destroy(*out);
 	*out = NULL;
 	return e;
@@ -444,7 +443,7 @@ ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
 
 const char *ftl_comm_error(const ftl_comm *comm)
 {
-	return comm != NULL ? comm->error : "ftl: communicator is NULL";
+	return comm != NULL ? comm->error.message : "ftl: communicator is NULL";
 }
 
 int ftl_comm_rank(const ftl_comm *comm)

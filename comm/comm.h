@@ -18,9 +18,8 @@
 #include <stdbool.h>
 
 #include "base/diag.h"
+#include "base/kept_error.h"
 #include "ftl/comm.h"
-
-#define FTL_COMM_ERR_MAX 320 /* bytes of a diagnostic, NUL included */
 
 struct ftl_comm;
 struct ftl_comm_call;
@@ -76,7 +75,7 @@ struct ftl_comm {
 	uint64_t comm_id;                     /* the config's: which view this communicator was built for */
 	atomic_int is_aborted;                /* set by ftl_comm_abort from any thread */
 	_Atomic ftl_err broken;               /* FTL_OK while usable; else the error every call returns */
-	char error[FTL_COMM_ERR_MAX];         /* the last diagnostic (written under async's lock, if any) */
+	ftl_kept_error error;                 /* the last diagnostic (written under async's lock, if any) */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */

@@ -107,9 +107,8 @@ static ftl_err agree_on_scales(ftl_comm *comm, const float *rows, size_t n_rows,
 	ftl_err e = ftl_comm_allreduce(comm, block_max, block_max, blocks, FTL_F32, FTL_MAX);
 	for (size_t b = 0; e == FTL_OK && b < blocks; b++) {
 		if (isinf(block_max[b])) {
-			snprintf(comm->error, sizeof(comm->error), "ftl: the exact allreduce got a NaN or an infinity "
-				 "in a row (a diverged gradient?); nothing was summed");
-			return FTL_ERR_INVALID;
+			return ftl_kept_error_set(&comm->error, FTL_ERR_INVALID, "ftl: the exact allreduce got a NaN or "
+						  "an infinity in a row (a diverged gradient?); nothing was summed");
 		}
 		exponents[b] = ftl_exact_exponent(block_max[b], total_rows);
 	}
@@ -122,9 +121,8 @@ ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_row
 	if (!comm || (!rows && n_rows) || !out || !scratch || total_rows < n_rows || total_rows == 0 || count == 0)
 		return FTL_ERR_INVALID;
 	if (comm->backend != FTL_COMM_TCP) {
-		snprintf(comm->error, sizeof(comm->error),
-			 "ftl: the exact allreduce works on host memory (tcp backend); use FTL_COMM=tcp for FTL_REPRODUCIBLE");
-		return FTL_ERR_UNSUPPORTED;
+		return ftl_kept_error_set(&comm->error, FTL_ERR_UNSUPPORTED, "ftl: the exact allreduce works on host "
+					  "memory (tcp backend); use FTL_COMM=tcp for FTL_REPRODUCIBLE");
 	}
 	int32_t *acc = scratch, *exponents = acc + count + ftl_exact_blocks(count);
 	float *block_max = (float *)(void *)(acc + count); /* its own words: never read as integers */

@@ -10,27 +10,25 @@ const char *const ftl_comm_rebuild_path_strs[FTL_COMM_REBUILD_PATH_MAX] = {
 };
 
 /* O(old_n): one walk over the old members, matching the new ones in order. */
-int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude)
+ftl_err ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude,
+			      int *n_excluded)
 {
-	if (new_n < 1 || new_n > old_n) {
-		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the new view has %d members and the old %d: "
-				  "members joined, so a fresh init", new_n, old_n);
-		return -1;
-	}
-	int matched = 0, n_excluded = 0;
+	if (new_n < 1 || new_n > old_n)
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the new view has %d members and the old %d: "
+					  "members joined, so a fresh init", new_n, old_n);
+	int matched = 0, n = 0;
 	for (int i = 0; i < old_n; i++) {
 		if (matched < new_n && old_keys[i] == new_keys[matched])
 			matched++;
 		else
-			exclude[n_excluded++] = i;
+			exclude[n++] = i;
 	}
-	if (matched < new_n) {
-		ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "new rank %d (key %016llx) is not a survivor of "
-				  "the old view in rank order (a joiner or a reordering), so a fresh init", matched,
-				  (unsigned long long)new_keys[matched]);
-		return -1;
-	}
-	return n_excluded;
+	if (matched < new_n)
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "new rank %d (key %016llx) is not a survivor of "
+					  "the old view in rank order (a joiner or a reordering), so a fresh init", matched,
+					  (unsigned long long)new_keys[matched]);
+	*n_excluded = n;
+	return FTL_OK;
 }
 
 ftl_err ftl_comm_rebuild_vote(struct ftl_comm *host, uint64_t offer, bool *agreed)
@@ -55,11 +53,11 @@ ftl_err ftl_comm_rebuild_vote(struct ftl_comm *host, uint64_t offer, bool *agree
  * runtime can do it (exclude and *n_excluded filled), else 0. */
 static uint64_t offer_of(const struct ftl_comm_rebuild *rb, int *exclude, int *n_excluded)
 {
-	*n_excluded = -1;
+	*n_excluded = 0;
 	if (rb->old == NULL || rb->old->comm_id == 0 || !ftl_comm_can_shrink(rb->old) || rb->old_keys == NULL ||
-	    rb->new_keys == NULL || rb->old_n != rb->old->world_size)
+	    rb->new_keys == NULL || rb->old_n != rb->old->world_size ||
+	    ftl_comm_rebuild_plan(rb->old_keys, rb->old_n, rb->new_keys, rb->new_n, exclude, n_excluded) != FTL_OK)
 		return 0;
-	*n_excluded = ftl_comm_rebuild_plan(rb->old_keys, rb->old_n, rb->new_keys, rb->new_n, exclude);
 	/* The same members (a rebuild after an abort): NCCL cannot shrink by nobody, so a fresh init. */
 	return *n_excluded > 0 ? rb->old->comm_id : 0;
 }

@@ -28,10 +28,11 @@ extern const char *const ftl_comm_rebuild_path_strs[FTL_COMM_REBUILD_PATH_MAX];
 /* The plan, pure: the new view can come from the old communicator by shrink when its members are the old
  * ones with some removed, in the same order (survivors keep their relative order; a joiner, a reorder or
  * a key seen twice needs a fresh init). Keys identify a member incarnation (equal keys: the same process).
- * Writes the old ranks to drop into exclude (room for old_n) and returns how many (0: the same members, a
- * rebuild after an abort, which ftl_comm_rebuild does by a fresh init, as NCCL cannot shrink by nobody);
- * -1 with the reason in the diag when only a fresh init will do. */
-int ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude);
+ * Writes the old ranks to drop into exclude (room for old_n) and how many into *n_excluded (0: the same
+ * members, a rebuild after an abort, which ftl_comm_rebuild does by a fresh init, as NCCL cannot shrink by
+ * nobody); FTL_ERR_UNSUPPORTED with the reason in the diag when only a fresh init will do. */
+ftl_err ftl_comm_rebuild_plan(const uint64_t *old_keys, int old_n, const uint64_t *new_keys, int new_n, int *exclude,
+			      int *n_excluded);
 
 /* The vote over host (every rank of the new view calls it): offer is this rank's parent id, or 0 when it
  * has nothing to shrink. *agreed is true when every rank offered the same nonzero id. */

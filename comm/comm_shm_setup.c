@@ -105,11 +105,11 @@ struct attach_vote {
 	char why[WHY_MAX]; /* what failed on this rank ("mmap: Cannot allocate memory"), when it did not attach */
 };
 
-/* Records in why what failed (with errno's story when has_errno) and returns -1. */
-static int failed(char why[WHY_MAX], const char *what, bool has_errno)
+/* The setup's steps leave what failed on this rank in the diag, which its vote then carries ("mmap of the
+ * segment: Cannot allocate memory"); this one for a system call that failed with errno. */
+static ftl_err os_failed(const char *what)
 {
-	snprintf(why, WHY_MAX, "%s%s%s", what, has_errno ? ": " : "", has_errno ? strerror(errno) : "");
-	return -1;
+	return ftl_diag_set(FTL_ERR_SYSTEM, "%s: %s", what, strerror(errno));
 }
 
 const char *const ftl_comm_shm_refusal_strs[FTL_COMM_SHM_REFUSAL_MAX] = {
@@ -185,7 +185,7 @@ void ftl_comm_shm_detach(struct ftl_comm_tcp *t)
 	t->shm = NULL;
 }
 
-/* Sends hello-sized bytes with fds attached. 0, or -1. */
+/* A thin wrapper of sendmsg(): sends hello-sized bytes with fds attached. 0, or -1 (errno set). */
 static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n_fds)
 {
 	char ctrl[CMSG_SPACE(sizeof(int) * (FTL_COMM_SHM_WORLD_MAX + 1))];
@@ -201,8 +201,9 @@ static int send_fds(int sock, const void *buf, size_t len, const int *fds, int n
 	return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
-/* Takes exactly len bytes with exactly n_fds fds from what sock holds (flags: MSG_DONTWAIT, or 0 to wait).
- * 0, or -1 (fds received are closed). */
+/* A thin wrapper of recvmsg(): takes exactly len bytes with exactly n_fds fds from what sock holds (flags:
+ * MSG_DONTWAIT, or 0 to wait). 0, or -1 when recvmsg failed (errno set) or brought another amount (fds
+ * received are closed). */
 static int take_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int flags)
 {
 	char ctrl[CMSG_SPACE(sizeof(int) * (FTL_COMM_SHM_WORLD_MAX + 1))];
@@ -231,9 +232,10 @@ static int take_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int fl
 
 #define CANCEL_POLL_MS 20
 
-/* poll() until something is ready (its count), or 0 at the deadline or when the caller cancels (asked every
- * CANCEL_POLL_MS: a rank killed while we wait for it makes the agent commit a newer view, which cancels
- * this build instead of letting it run to the deadline); -1 on an error other than EINTR. */
+/* A thin wrapper of poll(): until something is ready (its count), or 0 at the deadline or when the caller
+ * cancels (asked every CANCEL_POLL_MS: a rank killed while we wait for it makes the agent commit a newer
+ * view, which cancels this build instead of letting it run to the deadline); -1 with errno set on an error
+ * other than EINTR. */
 static int poll_until(struct pollfd *p, nfds_t n, int64_t deadline, const struct ftl_comm_config *cfg)
 {
 	for (;;) {
@@ -246,7 +248,8 @@ static int poll_until(struct pollfd *p, nfds_t n, int64_t deadline, const struct
 	}
 }
 
-/* Receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1 (fds received are closed). */
+/* poll_until and take_fds: receives exactly len bytes with exactly n_fds fds before the deadline. 0, or -1
+ * (the caller names the step; fds received are closed). */
 static int recv_fds(int sock, void *buf, size_t len, int *fds, int n_fds, int64_t deadline,
 		    const struct ftl_comm_config *cfg)
 {
@@ -263,6 +266,7 @@ static size_t segment_len(int n, size_t slot_bytes)
 	return head + 2 * (size_t)(n + 1) * slot_bytes;
 }
 
+/* A thin wrapper of mmap(): maps the segment into s. 0, or -1 with errno set. */
 static int map_segment(struct ftl_comm_shm *s, int memfd, int n)
 {
 	void *p = mmap(NULL, s->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
@@ -274,19 +278,18 @@ static int map_segment(struct ftl_comm_shm *s, int memfd, int n)
 }
 
 /* Rank 0: the segment and the listening socket under a random name; fills *rv (an empty name on failure). */
-static int host_segment(struct ftl_comm_shm *s, int n, int *memfd, int *lfd, struct rendezvous *rv,
-			char why[WHY_MAX])
+static ftl_err host_segment(struct ftl_comm_shm *s, int n, int *memfd, int *lfd, struct rendezvous *rv)
 {
 	unsigned char nonce[16];
 	randombytes_buf(nonce, sizeof(nonce));
 	randombytes_buf(rv->secret, sizeof(rv->secret));
 	*memfd = memfd_create("ftl-comm-shm", MFD_CLOEXEC);
 	if (*memfd < 0)
-		return failed(why, "memfd_create", true);
+		return os_failed("memfd_create");
 	if (ftruncate(*memfd, (off_t)s->map_len) < 0)
-		return failed(why, "ftruncate of the segment", true);
+		return os_failed("ftruncate of the segment");
 	if (map_segment(s, *memfd, n) < 0)
-		return failed(why, "mmap of the segment", true);
+		return os_failed("mmap of the segment");
 	s->hdr->magic = SEGMENT_MAGIC;
 	s->hdr->world_size = (uint32_t)n;
 	s->hdr->slot_bytes = s->slot_bytes;
@@ -297,9 +300,9 @@ static int host_segment(struct ftl_comm_shm *s, int n, int *memfd, int *lfd, str
 	*lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	socklen_t sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 	if (*lfd < 0 || bind(*lfd, (struct sockaddr *)&sa, sl) < 0 || listen(*lfd, SOMAXCONN) < 0)
-		return failed(why, "listen on an abstract unix socket", true);
+		return os_failed("listen on an abstract unix socket");
 	memcpy(rv->name, sa.sun_path + 1, len + 1);
-	return 0;
+	return FTL_OK;
 }
 
 /* Rank 0's waiting room: accepted connections of our user that owe their hello, oldest first. */
@@ -335,7 +338,8 @@ static void admit(struct ftl_comm_tcp *t, int lfd, struct waiting *w)
 	w->fd[w->n++] = c;
 }
 
-/* Rank 0: the hello waiting on c, without blocking; its rank with *bell set, or -1 (not one of ours). */
+/* Rank 0: the hello waiting on c, without blocking; its rank with *bell set, or -1 when it is not one of
+ * ours, which is no error (the caller drops the connection and counts a stranger). */
 static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint64_t comm_id, int c,
 		      const int *conn, int *bell)
 {
@@ -352,8 +356,8 @@ static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint6
 
 /* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. Never waits on
  * one connection: the listener and the waiting room are polled together. */
-static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct rendezvous *rv,
-			const struct ftl_comm_config *cfg, int memfd, int lfd, int64_t deadline, char why[WHY_MAX])
+static ftl_err gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct rendezvous *rv,
+			    const struct ftl_comm_config *cfg, int memfd, int lfd, int64_t deadline)
 {
 	uint64_t comm_id = cfg->comm_id;
 	int n = t->base.world_size;
@@ -361,7 +365,7 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 	struct waiting w = {.n = 0, .cap = n - 1 + SILENT_ROOM};
 	for (int i = 0; i < n; i++)
 		conn[i] = -1;
-	int rc = 0;
+	ftl_err err = FTL_OK;
 	for (int got = 1; got < n;) {
 		struct pollfd p[1 + FTL_COMM_SHM_WORLD_MAX + SILENT_ROOM];
 		p[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
@@ -369,7 +373,7 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 			p[1 + i] = (struct pollfd){.fd = w.fd[i], .events = POLLIN};
 		int ready = poll_until(p, (nfds_t)(1 + w.n), deadline, cfg);
 		if (ready <= 0) {
-			rc = failed(why, "timed out waiting for the other ranks on the unix socket", false);
+			err = ftl_diag_set(FTL_ERR_TIMEOUT, "timed out waiting for the other ranks on the unix socket");
 			break;
 		}
 		for (int i = w.n - 1; i >= 0; i--) { /* from the back: dropping i keeps p[] lined up below it */
@@ -396,27 +400,27 @@ static int gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
 	fds[0] = memfd;
 	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
-	for (int j = 1; j < n && rc == 0; j++) {
+	for (int j = 1; j < n && err == FTL_OK; j++) {
 		struct unix_hello answer = {.magic = HELLO_MAGIC, .rank = j, .comm_id = comm_id};
 		prove(rv, PROOF_ANSWER, comm_id, j, answer.proof);
 		if (send_fds(conn[j], &answer, sizeof(answer), fds, n + 1) < 0)
-			rc = failed(why, "sending the segment (SCM_RIGHTS)", true);
+			err = os_failed("sending the segment (SCM_RIGHTS)");
 	}
 	for (int j = 1; j < n; j++) {
-		if (rc == 0) {
+		if (err == FTL_OK) {
 			s->live_fd[s->n_live] = conn[j];
 			s->live_rank[s->n_live++] = j;
 		} else {
 			close_fd(&conn[j]);
 		}
 	}
-	return rc;
+	return err;
 }
 
 /* Rank r > 0: connects to rank 0 (our user, within the deadline), proves membership with our doorbell
  * attached, receives the memfd and every doorbell with rank 0's proof, maps. */
-static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
-			const struct rendezvous *rv, int64_t deadline, char why[WHY_MAX])
+static ftl_err join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
+			    const struct rendezvous *rv, int64_t deadline)
 {
 	uint64_t comm_id = cfg->comm_id;
 	int n = t->base.world_size, rank = t->base.rank;
@@ -429,19 +433,19 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 	struct unix_hello h = {.magic = HELLO_MAGIC, .rank = rank, .comm_id = comm_id}, ok;
 	prove(rv, PROOF_HELLO, comm_id, rank, h.proof);
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
-	int rc = 0;
+	ftl_err err = FTL_OK;
 	if (c < 0 || setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &connect_limit, sizeof(connect_limit)) < 0 ||
 	    connect(c, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len)) < 0)
-		rc = failed(why, "connect to rank 0's unix socket", true);
+		err = os_failed("connect to rank 0's unix socket");
 	else if (!is_our_user(c))
-		rc = failed(why, "rank 0's unix socket belongs to another user", false);
+		err = ftl_diag_set(FTL_ERR_INVALID, "rank 0's unix socket belongs to another user");
 	else if (send_fds(c, &h, sizeof(h), &s->doorbell[rank], 1) < 0)
-		rc = failed(why, "sending the doorbell to rank 0", true);
+		err = os_failed("sending the doorbell to rank 0");
 	else if (recv_fds(c, &ok, sizeof(ok), fds, n + 1, deadline, cfg) < 0)
-		rc = failed(why, "no segment from rank 0 in time", false);
-	if (rc != 0) {
+		err = ftl_diag_set(FTL_ERR_TIMEOUT, "no segment from rank 0 in time");
+	if (err != FTL_OK) {
 		close_fd(&c);
-		return rc;
+		return err;
 	}
 	int memfd = fds[0];
 	for (int j = 0; j < n; j++) {
@@ -451,45 +455,47 @@ static int join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const st
 			s->doorbell[j] = fds[1 + j];
 	}
 	if (ok.rank != rank || !is_proven(rv, PROOF_ANSWER, &ok, comm_id))
-		rc = failed(why, "rank 0's answer does not prove this communicator", false);
+		err = ftl_diag_set(FTL_ERR_INVALID, "rank 0's answer does not prove this communicator");
 	else if (map_segment(s, memfd, n) < 0)
-		rc = failed(why, "mmap of the segment", true);
+		err = os_failed("mmap of the segment");
 	close(memfd); /* the mapping keeps the segment */
-	if (rc == 0 && (s->hdr->magic != SEGMENT_MAGIC || s->hdr->world_size != (uint32_t)n ||
-			s->hdr->slot_bytes != s->slot_bytes))
-		rc = failed(why, "the segment's header is not this communicator's", false);
+	if (err == FTL_OK && (s->hdr->magic != SEGMENT_MAGIC || s->hdr->world_size != (uint32_t)n ||
+			      s->hdr->slot_bytes != s->slot_bytes))
+		err = ftl_diag_set(FTL_ERR_INVALID, "the segment's header is not this communicator's");
 	s->live_fd[s->n_live] = c;
 	s->live_rank[s->n_live++] = 0;
-	return rc;
+	return err;
 }
 
-/* Builds the segment on every rank; 0 when this rank is attached. The rendezvous travels over tcp. */
-static int build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
-		 ftl_err *tcp_err, char why[WHY_MAX])
+/* Builds the segment on every rank; FTL_OK when this rank is attached, else what failed here is in the diag.
+ * The rendezvous travels over tcp: when that fails, *tcp_err says so and the comm's error why. */
+static ftl_err build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
+		     ftl_err *tcp_err)
 {
 	int rank = t->base.rank;
 	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
 	struct rendezvous rv;
 	memset(&rv, 0, sizeof(rv));
-	int memfd = -1, lfd = -1, rc = 0;
+	int memfd = -1, lfd = -1;
+	ftl_err err = FTL_OK;
 	s->doorbell[rank] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (s->doorbell[rank] < 0)
-		rc = failed(why, "eventfd for the doorbell", true);
+		err = os_failed("eventfd for the doorbell");
 	else if (sodium_init() < 0)
-		rc = failed(why, "libsodium did not initialise", false);
-	if (rank == 0 && (rc != 0 || host_segment(s, cfg->world_size, &memfd, &lfd, &rv, why) < 0))
-		rv.name[0] = '\0';
-	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0, false);
-	if (*tcp_err != FTL_OK || rc != 0 || rv.name[0] == '\0')
-		rc = rc != 0 || rank == 0 ? -1 : failed(why, "rank 0 offered no segment", false);
+		err = ftl_diag_set(FTL_ERR_SYSTEM, "libsodium did not initialise");
 	else if (rank == 0)
-		rc = gather_ranks(t, s, &rv, cfg, memfd, lfd, deadline, why);
-	else
-		rc = join_segment(t, s, cfg, &rv, deadline, why);
+		err = host_segment(s, cfg->world_size, &memfd, &lfd, &rv); /* rv.name stays empty when it fails */
+	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0, false);
+	if (err == FTL_OK)
+		err = *tcp_err;
+	if (err == FTL_OK && rv.name[0] == '\0')
+		err = ftl_diag_set(FTL_ERR_SYSTEM, "rank 0 offered no segment");
+	if (err == FTL_OK)
+		err = rank == 0 ? gather_ranks(t, s, &rv, cfg, memfd, lfd, deadline) : join_segment(t, s, cfg, &rv, deadline);
 	sodium_memzero(&rv, sizeof(rv));
 	close_fd(&memfd);
 	close_fd(&lfd);
-	return rc;
+	return err;
 }
 
 /* After the vote: every rank attached, or t->shm_why says which one did not and why. */
@@ -526,8 +532,9 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 		t->n_host_ranks += i != t->base.rank && memcmp(ids[i].boot_id, me.boot_id, sizeof(me.boot_id)) == 0;
 	free(ids);
 	struct ftl_comm_shm *s = is_local ? calloc(1, sizeof(*s)) : NULL;
+	ftl_err built = FTL_OK;
 	if (is_local && (s == NULL || (s->doorbell = malloc(sizeof(int) * (size_t)n)) == NULL))
-		failed(vote.why, "out of memory", false);
+		built = ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 	else if (s != NULL) {
 		for (int i = 0; i < n; i++)
 			s->doorbell[i] = -1;
@@ -540,8 +547,12 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 		s->slot_bytes = cfg->shm_slot_bytes > 0 ? cfg->shm_slot_bytes : FTL_COMM_SHM_SLOT_DEFAULT;
 		s->slot_bytes &= ~(size_t)(FTL_COMM_SHM_SLOT_MIN - 1);
 		s->map_len = segment_len(n, s->slot_bytes);
-		vote.is_attached = build(t, s, cfg, &e, vote.why) == 0;
+		built = build(t, s, cfg, &e);
 	}
+	/* This rank's vote: attached, or what failed here (left in the diag). */
+	vote.is_attached = s != NULL && built == FTL_OK;
+	if (built != FTL_OK)
+		snprintf(vote.why, sizeof(vote.why), "%s", ftl_diag_message());
 	bool is_attached = false;
 	if (e == FTL_OK && is_local) { /* everyone attached, or everyone stays on tcp and knows why */
 		e = ftl_comm_tcp_allgather(&t->base, &vote, votes, sizeof(vote) / 4, FTL_I32);
@@ -554,7 +565,9 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 	} else {
 		free_shm(s, n);
 	}
-	if (e != FTL_OK)
-		ftl_comm_fail_diag(e, "%s", t->base.error + (strncmp(t->base.error, "ftl: ", 5) == 0 ? 5 : 0));
+	if (e != FTL_OK) {
+		const char *why = t->base.error.message;
+		ftl_comm_fail_diag(e, "%s", why + (strncmp(why, "ftl: ", 5) == 0 ? 5 : 0));
+	}
 	return e;
 }

@@ -98,7 +98,7 @@ static ftl_err peer_gone(struct ftl_comm_tcp *t, const struct ftl_comm_shm_op *o
 	return FTL_ERR_PEER_LOST;
 }
 
-/* The first rank that has not arrived at round g, or -1. */
+/* A lookup: the first rank that has not arrived at round g, or -1 when all have. */
 static int first_behind(const struct ftl_comm_shm *s, int n, uint64_t g)
 {
 	for (int j = 0; j < n; j++)

@@ -202,7 +202,7 @@ struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl
 ftl_err ftl_comm_tcp_allreduce_doubling(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
 					ftl_dtype dtype, ftl_reduce_op op, bool is_halving);
 
-/* The mesh link to rank peer, or -1. */
+/* A lookup: the mesh link to rank peer, or -1 when there is none. */
 int ftl_comm_tcp_link_fd(const struct ftl_comm_tcp *t, int peer);
 
 /* The allreduce algorithm for bytes in a world of n (the measured crossovers). */

@@ -178,7 +178,8 @@ static ftl_err over_error(int err) { return err == ECANCELED ? FTL_ERR_ABORTED :
 /* A connection that broke mid-handshake: the caller cancelled, or the peer is lost. */
 static ftl_err broken_error(int err) { return err == ECANCELED ? FTL_ERR_ABORTED : FTL_ERR_PEER_LOST; }
 
-/* Waits for fd to become ready for events; 1 ready, 0 the wait is over (errno: is_over), -1 error. */
+/* A thin wrapper of poll(): waits for fd to become ready for events; 1 ready, 0 the wait is over (errno:
+ * is_over), -1 with errno set by poll. */
 static int wait_fd(int fd, short events, const struct until *u)
 {
 	for (;;) {
@@ -193,8 +194,9 @@ static int wait_fd(int fd, short events, const struct until *u)
 	}
 }
 
-/* Sends or receives exactly len bytes on a non-blocking socket before the wait is over; 0, or -1 with errno
- * (ETIMEDOUT or ECANCELED when it is, ECONNRESET for a close by the peer). */
+/* A thin wrapper of send/recv (and wait_fd): sends or receives exactly len bytes on a non-blocking socket
+ * before the wait is over; 0, or -1 with errno set (ETIMEDOUT or ECANCELED when it is, ECONNRESET for a
+ * close by the peer), which the callers turn into the reason. */
 static int exchange_all(int fd, void *buf, size_t len, bool is_send, const struct until *u)
 {
 	size_t done = 0;
@@ -233,26 +235,29 @@ static bool is_retryable(int e)
 	       e == ECONNRESET || e == ECONNABORTED || e == EAGAIN;
 }
 
-/* Connects to addr, retrying refusals until the wait is over (the peer may not listen yet). */
-static int connect_to(const char *addr, const struct until *u)
+/* Connects to addr, retrying refusals until the wait is over (the peer may not listen yet); the socket in
+ * *fd (-1 on failure). */
+static ftl_err connect_to(const char *addr, const struct until *u, int *fd)
 {
 	struct addrinfo *ai;
-	if (resolve(addr, &ai) != FTL_OK)
-		return -1;
+	*fd = -1;
+	ftl_err e = resolve(addr, &ai);
+	if (e != FTL_OK)
+		return e;
 	int last = 0;
 	for (;;) {
-		int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
+		int sock = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (sock < 0) {
 			last = errno;
 			break;
 		}
-		int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+		int rc = connect(sock, ai->ai_addr, ai->ai_addrlen);
 		if (rc < 0 && errno == EINPROGRESS) {
-			rc = wait_fd(fd, POLLOUT, u);
+			rc = wait_fd(sock, POLLOUT, u);
 			if (rc > 0) {
 				int soerr = 0;
 				socklen_t sl = sizeof(soerr);
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+				getsockopt(sock, SOL_SOCKET, SO_ERROR, &soerr, &sl);
 				rc = soerr == 0 ? 0 : -1;
 				errno = soerr;
 			} else {
@@ -261,10 +266,11 @@ static int connect_to(const char *addr, const struct until *u)
 		}
 		if (rc == 0) {
 			freeaddrinfo(ai);
-			return fd;
+			*fd = sock;
+			return FTL_OK;
 		}
 		last = errno;
-		close(fd);
+		close(sock);
 		if (!is_retryable(last))
 			break;
 		if (is_over(u)) {
@@ -275,31 +281,31 @@ static int connect_to(const char *addr, const struct until *u)
 		nanosleep(&nap, NULL);
 	}
 	freeaddrinfo(ai);
-	ftl_comm_fail_diag(over_error(last), "cannot connect to %s: %s", addr, strerror(last));
-	return -1;
+	return ftl_comm_fail_diag(over_error(last), "cannot connect to %s: %s", addr, strerror(last));
 }
 
-/* A listening socket on addr, for callers that did not bring one. */
-static int listen_on(const char *addr)
+/* A listening socket on addr in *fd, for callers that did not bring one. */
+static ftl_err listen_on(const char *addr, int *fd)
 {
 	struct addrinfo *ai;
-	if (resolve(addr, &ai) != FTL_OK)
-		return -1; /* the address was checked by parse_bootstrap: a DNS failure */
-	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ftl_err e = resolve(addr, &ai); /* the address was checked by parse_bootstrap: only a DNS failure */
+	if (e != FTL_OK)
+		return e;
+	*fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
-	if (fd >= 0)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		ftl_comm_fail_diag(FTL_ERR_SYSTEM, "cannot listen on %s: %s", addr, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
+	if (*fd >= 0)
+		setsockopt(*fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (*fd < 0 || bind(*fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(*fd, 64) < 0) {
+		e = ftl_comm_fail_diag(FTL_ERR_SYSTEM, "cannot listen on %s: %s", addr, strerror(errno));
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
 	}
 	freeaddrinfo(ai);
-	return fd;
+	return e;
 }
 
-/* The index of the mesh link to peer, or -1. */
+/* A lookup: the index of the mesh link to peer, or -1 when there is none. */
 static int link_index(const struct ftl_comm_tcp *t, int peer)
 {
 	for (int i = 0; i < t->n_links; i++)
@@ -325,8 +331,9 @@ static bool is_expected(const struct ftl_comm_tcp *t, const struct hello *h)
 	return h->rank < t->base.rank && i >= 0 && t->link_fd[i] < 0;
 }
 
-/* Accepts one connection, answers its hello and files it (as prev, or as a mesh link); the fd, or -1 for a
- * stale communicator, a stranger, a connection that vanished (all closed). */
+/* Accepts one connection, answers its hello and files it (as prev, or as a mesh link); the fd, or -1 when
+ * none was filed, which is no error: a stale communicator, a stranger, a connection that vanished (all
+ * closed), and accepting goes on. */
 static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, const struct until *u)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -378,48 +385,48 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 	}
 }
 
-/* Reads the answer to our hello on fd from rank peer: an ack_status, or -1 when there is none (the reason
- * in the diag). */
-static int read_ack(struct ftl_comm_tcp *t, int fd, int peer, const struct until *u)
+/* Reads the answer to our hello on fd from rank peer into *status; fails when there is none. */
+static ftl_err read_ack(struct ftl_comm_tcp *t, int fd, int peer, const struct until *u, enum ack_status *status)
 {
 	struct ack a;
 	if (exchange_all(fd, &a, sizeof(a), false, u) < 0 || a.magic != ACK_MAGIC) {
 		int err = errno;
-		ftl_comm_fail_diag(broken_error(err), "rank %d (%s) did not accept our connection: %s", peer, t->addrs[peer],
-				   a.magic != ACK_MAGIC ? "bad answer" : strerror(err));
-		return -1;
+		return ftl_comm_fail_diag(broken_error(err), "rank %d (%s) did not accept our connection: %s", peer,
+					  t->addrs[peer], a.magic != ACK_MAGIC ? "bad answer" : strerror(err));
 	}
-	return a.status == ACK_OK || a.status == ACK_WRONG_COMM ? (int)a.status : ACK_WRONG_PEER;
+	*status = a.status == ACK_OK || a.status == ACK_WRONG_COMM ? (enum ack_status)a.status : ACK_WRONG_PEER;
+	return FTL_OK;
 }
 
-static ftl_err refused(struct ftl_comm_tcp *t, int peer, int status)
+static ftl_err refused(struct ftl_comm_tcp *t, int peer, enum ack_status status)
 {
 	return ftl_comm_fail_diag(FTL_ERR_INVALID, "rank %d (%s) refused us: %s", peer, t->addrs[peer],
 				  status == ACK_WRONG_COMM ? "it is building another communicator (comm id differs)"
 							   : "it expects another rank or world size");
 }
 
-/* Connects to rank peer and says hello on the given link (-1: the ring); the fd, filed as next_fd or the
- * link's, or -1 with the diag set. */
-static int dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link,
-		const struct until *u)
+/* Connects to rank peer and says hello on the given link (-1: the ring); the socket in *fd, filed as next_fd
+ * or the link's (-1 on failure). */
+static ftl_err dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link,
+		    const struct until *u, int *fd)
 {
-	int fd = connect_to(t->addrs[peer], u);
-	if (fd >= 0) {
+	ftl_err e = connect_to(t->addrs[peer], u, fd);
+	if (e == FTL_OK) {
 		struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
 				  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
-		if (exchange_all(fd, &h, sizeof(h), true, u) < 0) {
+		if (exchange_all(*fd, &h, sizeof(h), true, u) < 0) {
 			int err = errno;
-			ftl_comm_fail_diag(broken_error(err), "rank %d (%s) lost during connect: %s", peer, t->addrs[peer], strerror(err));
-			close(fd);
-			fd = -1;
+			e = ftl_comm_fail_diag(broken_error(err), "rank %d (%s) lost during connect: %s", peer,
+					       t->addrs[peer], strerror(err));
+			close(*fd);
+			*fd = -1;
 		}
 	}
 	if (link < 0)
-		t->next_fd = fd;
+		t->next_fd = *fd;
 	else
-		t->link_fd[link] = fd;
-	return fd;
+		t->link_fd[link] = *fd;
+	return e;
 }
 
 /* Connections still to accept: prev, and the mesh links from lower ranks. */
@@ -468,9 +475,8 @@ static ftl_err redial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg,
 			t->link_fd[link] = -1;
 		return not_connected(t, cfg, errno, true, peer);
 	}
-	if ((*fd = dial(t, cfg, peer, link, u)) >= 0)
-		return FTL_OK;
-	return ftl_diag_code() == FTL_ERR_TIMEOUT ? not_connected(t, cfg, ETIMEDOUT, true, peer) : ftl_diag_code();
+	ftl_err e = dial(t, cfg, peer, link, u, fd);
+	return e == FTL_ERR_TIMEOUT ? not_connected(t, cfg, ETIMEDOUT, true, peer) : e;
 }
 
 ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
@@ -481,23 +487,20 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	struct until u = until_from(cfg, ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000));
 	int user_timeout = cfg->tcp_user_timeout_ms > 0 ? cfg->tcp_user_timeout_ms : 10000;
 	int rank = t->base.rank;
-	int lfd = cfg->listen_fd >= 0 ? cfg->listen_fd : listen_on(t->addrs[rank]);
-	if (lfd < 0)
-		return FTL_ERR_SYSTEM;
+	int lfd = cfg->listen_fd;
+	if (lfd < 0 && (e = listen_on(t->addrs[rank], &lfd)) != FTL_OK)
+		return e;
 
 	/* Dial next (the ring) and the higher mesh partners; out[0] is next. */
 	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX],
 		out_link[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0, refused_by = -1;
 	bool is_acked[1 + FTL_COMM_TCP_LINKS_MAX] = {false};
-	e = FTL_ERR_TIMEOUT;
 	for (int i = -1; i < t->n_links; i++) {
 		int peer = i < 0 ? ftl_comm_tcp_next(t) : t->link_rank[i];
 		if (i >= 0 && peer < rank)
 			continue;
-		if ((out_fd[n_out] = dial(t, cfg, peer, i, &u)) < 0) {
-			e = ftl_diag_code();
+		if ((e = dial(t, cfg, peer, i, &u, &out_fd[n_out])) != FTL_OK)
 			goto out;
-		}
 		out_peer[n_out] = peer;
 		out_link[n_out++] = i;
 	}
@@ -520,7 +523,9 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 		for (int i = 0; i < n_out; i++) {
 			if (fds[1 + i].revents == 0)
 				continue;
-			int status = read_ack(t, out_fd[i], out_peer[i], &u);
+			enum ack_status status = ACK_WRONG_PEER;
+			if ((e = read_ack(t, out_fd[i], out_peer[i], &u, &status)) != FTL_OK)
+				goto out;
 			if (status == ACK_WRONG_COMM) {
 				refused_by = out_peer[i];
 				if ((e = redial(t, cfg, out_peer[i], out_link[i], &out_fd[i], &u)) != FTL_OK)
@@ -528,7 +533,7 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 				continue;
 			}
 			if (status != ACK_OK) {
-				e = status < 0 ? ftl_diag_code() : refused(t, out_peer[i], status);
+				e = refused(t, out_peer[i], status);
 				goto out;
 			}
 			is_acked[i] = true;

@@ -156,8 +156,8 @@ static bool is_receiving_done(const struct engine *e)
 	return e->hdr_in_len == sizeof(e->hdr_in) && e->recv_step == e->p->n_steps;
 }
 
-/* Reads what next sent us: 1 with a whole notice in *out, 0 when nothing (more) is there yet, -1 for the
- * end of next's stream or an error (*n is recv's answer, errno is set). */
+/* A thin wrapper of recv(): reads what next sent us: 1 with a whole notice in *out, 0 when nothing (more) is
+ * there yet, -1 for the end of next's stream or an error (*n_out is recv's answer, errno is set). */
 static int take_notice(struct ftl_comm_tcp *t, struct notice *out, ssize_t *n_out)
 {
 	for (;;) {

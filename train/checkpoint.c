@@ -22,7 +22,6 @@
  * sees a consistent state, between steps; it is the thread that last took a checkpoint of this job. */
 #include "checkpoint.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -92,9 +91,16 @@ static void header_of(const ftl_checkpoints *c, const ftl_state_registry *r, ftl
 /* Room reserved for the save callback's bytes, which are known only when a checkpoint is due. */
 #define SAVE_BYTES_SLACK (1u << 20)
 
-/* Copies the state into the writer's staging buffer and hands it over. -1 when nothing was handed over
- * (the writer is busy in skip mode, or a copy failed: logged). */
-static int stage(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
+/* Gives the staging buffer back after a failed copy (logged with the reason in the diag); returns err. */
+static ftl_err cancel(ftl_checkpoints *c, ftl_err err)
+{
+	ftl_ckpt_writer_cancel(c->writer, ftl_diag_message());
+	return err;
+}
+
+/* Copies the state into the writer's staging buffer and hands it over. An error, with the reason in the
+ * diag and the log, when nothing was handed over (the writer is busy in skip mode, or a copy failed). */
+static ftl_err stage(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
 {
 	int64_t start = mono_us();
 	if (!r->job_id)
@@ -106,25 +112,21 @@ static int stage(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch,
 	h.save_len = r->save ? r->save(r->cb_ctx, NULL, 0) : 0;
 	uint8_t *image = ftl_ckpt_writer_begin(c->writer, r->step, ftl_ckpt_file_bytes(&h));
 	if (!image)
-		return -1;
+		return ftl_diag_code();
 	ftl_ckpt_encode_header(&h, image);
 	for (uint32_t i = 0; i < h.n_buffers; i++) {
-		if (ftl_buffer_copy_out(&r->buffers[i], image + ftl_ckpt_payload_offset(&h, i)) != FTL_OK) {
-			ftl_ckpt_writer_cancel(c->writer, ftl_diag_message());
-			return -1;
-		}
+		ftl_err err = ftl_buffer_copy_out(&r->buffers[i], image + ftl_ckpt_payload_offset(&h, i));
+		if (err)
+			return cancel(c, err);
 	}
 	if (h.save_len) {
 		size_t got = r->save(r->cb_ctx, image + ftl_ckpt_payload_offset(&h, h.n_buffers), h.save_len);
-		if (got != h.save_len) {
-			ftl_diag_set(FTL_ERR_INVALID, "the save callback wrote %zu bytes after asking for %llu", got,
-				     (unsigned long long)h.save_len);
-			ftl_ckpt_writer_cancel(c->writer, ftl_diag_message());
-			return -1;
-		}
+		if (got != h.save_len)
+			return cancel(c, ftl_diag_set(FTL_ERR_INVALID, "the save callback wrote %zu bytes after asking "
+						      "for %llu", got, (unsigned long long)h.save_len));
 	}
 	ftl_ckpt_writer_submit(c->writer, mono_us() - start);
-	return 0;
+	return FTL_OK;
 }
 
 void ftl_checkpoint_after_step(ftl_checkpoints *c, ftl_state_registry *r, uint64_t view_epoch, uint32_t world_size)
@@ -162,7 +164,7 @@ void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t vi
 	ftl_log(c->log, FTL_LOG_INFO, "checkpoint",
 		FTL_MSG("leaving as rank 0: writing a final checkpoint of step %llu", (unsigned long long)r->step),
 		FTL_F_UINT("step", r->step));
-	if (stage(c, r, view_epoch, world_size) != 0)
+	if (stage(c, r, view_epoch, world_size) != FTL_OK)
 		return;
 	ftl_ckpt_writer_flush(c->writer);
 	ftl_ckpt_writer_get_stats(c->writer, &s);
@@ -172,18 +174,20 @@ void ftl_checkpoint_final(ftl_checkpoints *c, ftl_state_registry *r, uint64_t vi
 	/* a failure was logged by the writer, with its reason */
 }
 
-/* Puts a verified image into the registered state; -1 with the reason in the diag. */
-static int apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image)
+/* Puts a verified image into the registered state; an error with the reason in the diag. */
+static ftl_err apply(ftl_state_registry *r, const ftl_ckpt_header *h, const uint8_t *image)
 {
-	for (uint32_t i = 0; i < h->n_buffers; i++)
-		if (ftl_buffer_copy_in(&r->buffers[i], image + ftl_ckpt_payload_offset(h, i)) != FTL_OK)
-			return -1;
+	for (uint32_t i = 0; i < h->n_buffers; i++) {
+		ftl_err err = ftl_buffer_copy_in(&r->buffers[i], image + ftl_ckpt_payload_offset(h, i));
+		if (err)
+			return err;
+	}
 	if (r->load && h->save_len)
 		r->load(r->cb_ctx, image + ftl_ckpt_payload_offset(h, h->n_buffers), h->save_len);
 	r->step = h->step;
 	r->data_epoch = h->data_epoch;
 	r->sample_pos = h->sample_pos;
-	return 0;
+	return FTL_OK;
 }
 
 static void log_skip(const ftl_checkpoints *c, const char *path, const char *why)
@@ -192,18 +196,20 @@ static void log_skip(const ftl_checkpoints *c, const char *path, const char *why
 		FTL_F_STR("why", why));
 }
 
-/* Loads one file into the registered state; -1 with the reason in the diag (the state is untouched then). */
-static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path, const ftl_ckpt_header *mine)
+/* Loads one file into the registered state; an error with the reason in the diag (the state is untouched
+ * then). */
+static ftl_err load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path, const ftl_ckpt_header *mine)
 {
 	int64_t start = mono_us();
 	ftl_ckpt_header h;
 	uint8_t *image;
-	if (ftl_ckpt_read_file(path, mine, &h, &image) != FTL_OK)
-		return -1;
-	int rc = apply(r, &h, image);
+	ftl_err err = ftl_ckpt_read_file(path, mine, &h, &image);
+	if (err)
+		return err;
+	err = apply(r, &h, image);
 	free(image);
-	if (rc != 0)
-		return -1;
+	if (err)
+		return err;
 	r->job_id = h.job_id ? h.job_id : new_job_id(); /* a version 1 file belongs to no job: start one */
 	struct stat st;
 	int64_t written_ms = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 : 0;
@@ -212,7 +218,7 @@ static int load_one(ftl_checkpoints *c, ftl_state_registry *r, const char *path,
 		FTL_F_STR("file", path), FTL_F_UINT("step", h.step), FTL_F_UINT("data_epoch", h.data_epoch),
 		FTL_F_UINT("sample_pos", h.sample_pos), FTL_F_UINT("written_in_epoch", h.view_epoch),
 		FTL_F_HEX("job", r->job_id), FTL_F_DOUBLE("took_ms", (double)(mono_us() - start) / 1000.0));
-	return 0;
+	return FTL_OK;
 }
 
 /* The resume cannot go on: the reason goes to the diag and the log. */
@@ -245,11 +251,10 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 			FTL_F_STR("dir", dir));
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
-	if (ftl_ckpt_list(dir, &names, &n) != 0)
-		return resume_failed(c, FTL_ERR_SYSTEM,
-				     "ftl: cannot read FTL_CHECKPOINT_DIR=%s: %s; not starting over without knowing "
-				     "what it holds",
-				     dir, strerror(errno));
+	ftl_err err = ftl_ckpt_list(dir, &names, &n);
+	if (err)
+		return resume_failed(c, err, "ftl: %s (FTL_CHECKPOINT_DIR); not starting over without knowing what it "
+				     "holds", ftl_diag_message());
 	ftl_ckpt_header mine;
 	header_of(c, r, &mine);
 	char newest[FTL_CKPT_NAME_MAX] = "", newest_why[256] = "";
@@ -257,7 +262,7 @@ ftl_err ftl_checkpoint_resume(ftl_checkpoints *c, ftl_state_registry *r)
 	for (size_t i = 0; i < n && !is_loaded; i++) {
 		char path[FTL_CKPT_PATH_MAX + 8];
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		is_loaded = load_one(c, r, path, &mine) == 0;
+		is_loaded = load_one(c, r, path, &mine) == FTL_OK;
 		if (is_loaded)
 			break;
 		log_skip(c, path, ftl_diag_message());
@@ -299,9 +304,9 @@ json_t *ftl_checkpoint_status_json(ftl_checkpoints *c)
 		return json_null();
 	ftl_ckpt_writer_stats s;
 	ftl_ckpt_writer_get_stats(c->writer, &s);
-	char writer[sizeof(s.last_error) + 16];
+	char writer[sizeof(s.last_error.message) + 16];
 	if (s.state == FTL_CKPT_WRITER_FAILED)
-		snprintf(writer, sizeof(writer), "failed: %s", s.last_error);
+		snprintf(writer, sizeof(writer), "failed: %s", s.last_error.message);
 	else
 		snprintf(writer, sizeof(writer), "%s", ftl_ckpt_writer_state_strs[s.state]);
 	struct timespec now;

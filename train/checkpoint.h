@@ -49,6 +49,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/kept_error.h"
 #include "exec_machine.h"
 #include "state_registry.h"
 
@@ -121,22 +122,21 @@ ftl_err ftl_ckpt_read_file(const char *path, const ftl_ckpt_header *mine, ftl_ck
 #define FTL_CKPT_DIR_MAX 256   /* sizeof(ftl_training_config.checkpoint_dir) */
 #define FTL_CKPT_NAME_MAX 48   /* ckpt-<20 digits>-<16 hex digits>.ftl and its NUL */
 #define FTL_CKPT_PATH_MAX (FTL_CKPT_DIR_MAX + FTL_CKPT_NAME_MAX)
-#define FTL_CKPT_ERROR_MAX (FTL_CKPT_PATH_MAX + 640) /* a path and what went wrong, sizes included */
 
 /* ckpt-<step>-<job id>.ftl; job id 0 gives the version 1 name ckpt-<step>.ftl. */
 void ftl_ckpt_file_name(uint64_t step, uint64_t job_id, char *out, size_t len);
 /* Whether name is a finished checkpoint (either form); its step and job id (0: none) in the out params. */
 bool ftl_ckpt_parse_file_name(const char *name, uint64_t *step, uint64_t *job_id);
-/* The finished checkpoints in dir, newest first (names only, a malloc'd array); -1 with errno when dir
- * cannot be read. */
-int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n);
+/* The finished checkpoints in dir, newest first (names only, a malloc'd array); FTL_ERR_SYSTEM, with the
+ * reason (dir named) in the diag, when dir cannot be read or out of memory (*names NULL then). */
+ftl_err ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n);
 /* Deletes all but the newest `keep` finished checkpoints of job `job_id` (never another job's, never one
  * without a job id); returns how many it deleted. */
 int ftl_ckpt_retain(const char *dir, uint64_t job_id, int keep);
 /* Deletes temp files left by writers that died mid-write; returns how many. */
 int ftl_ckpt_remove_temps(const char *dir);
-/* mkdir -p; -1 with errno. */
-int ftl_ckpt_make_dir(const char *dir);
+/* mkdir -p. An error with the reason in the diag (the caller names the setting). */
+ftl_err ftl_ckpt_make_dir(const char *dir);
 
 /* ---- checkpoint_writer.c ---- */
 
@@ -150,7 +150,7 @@ extern const char *const ftl_ckpt_writer_state_strs[FTL_CKPT_WRITER_STATE_MAX];
 
 typedef struct ftl_ckpt_writer_stats {
 	ftl_ckpt_writer_state state;
-	char last_error[FTL_CKPT_ERROR_MAX]; /* why the latest write failed (state FAILED) */
+	ftl_kept_error last_error;      /* why the latest write failed (state FAILED) */
 	bool has_last;                  /* a checkpoint became durable in this process */
 	uint64_t last_step;
 	char last_file[FTL_CKPT_PATH_MAX + 8];
@@ -169,8 +169,9 @@ ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting,
 /* Finishes a write in progress (it becomes durable), then stops the thread. */
 void ftl_ckpt_writer_delete(ftl_ckpt_writer *w);
 /* A staging buffer of `bytes` for the checkpoint of `step`, owned by the caller until submit or cancel.
- * NULL when the previous write is still running in skip mode (logged, counted), or out of memory; in
- * wait mode it waits for the previous write instead. */
+ * NULL, with the reason in the diag and the log, when the previous write is still running in skip mode
+ * (FTL_ERR_TIMEOUT: it did not finish before this checkpoint was due; counted) or out of memory
+ * (FTL_ERR_SYSTEM); in wait mode it waits for the previous write instead. */
 uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes);
 /* Asks the thread to have a staging buffer of at least `bytes` ready, its pages faulted in, before the
  * next begin (which waits for it if it is not done). Cheap to call every step. */

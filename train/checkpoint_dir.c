@@ -67,13 +67,13 @@ bool ftl_ckpt_parse_file_name(const char *name, uint64_t *step, uint64_t *job_id
 
 static int newest_first(const void *x, const void *y) { return -strcmp((const char *)x, (const char *)y); }
 
-int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
+ftl_err ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 {
 	*names = NULL;
 	*n = 0;
 	DIR *d = opendir(dir);
 	if (!d)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot read the checkpoint directory %s: %s", dir, strerror(errno));
 	size_t cap = 0;
 	struct dirent *e;
 	uint64_t step, job_id;
@@ -87,8 +87,7 @@ int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 				closedir(d);
 				free(*names);
 				*names = NULL;
-				errno = ENOMEM;
-				return -1;
+				return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory listing the checkpoint directory %s", dir);
 			}
 			*names = grown;
 		}
@@ -97,7 +96,7 @@ int ftl_ckpt_list(const char *dir, char (**names)[FTL_CKPT_NAME_MAX], size_t *n)
 	closedir(d);
 	if (*n)
 		qsort(*names, *n, sizeof(**names), newest_first);
-	return 0;
+	return FTL_OK;
 }
 
 int ftl_ckpt_retain(const char *dir, uint64_t job_id, int keep)
@@ -105,7 +104,7 @@ int ftl_ckpt_retain(const char *dir, uint64_t job_id, int keep)
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
 	int deleted = 0, mine = 0;
-	if (job_id == 0 || ftl_ckpt_list(dir, &names, &n) != 0)
+	if (job_id == 0 || ftl_ckpt_list(dir, &names, &n) != FTL_OK)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t step, file_job;
@@ -137,30 +136,26 @@ int ftl_ckpt_remove_temps(const char *dir)
 	return removed;
 }
 
-int ftl_ckpt_make_dir(const char *dir)
+ftl_err ftl_ckpt_make_dir(const char *dir)
 {
 	char path[FTL_CKPT_DIR_MAX];
-	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return ftl_diag_set(FTL_ERR_INVALID, "the path is longer than %d bytes", FTL_CKPT_DIR_MAX - 1);
 	for (char *p = path + 1;; p++) {
 		bool is_end = *p == '\0';
 		if (*p != '/' && !is_end)
 			continue;
 		*p = '\0';
 		if (mkdir(path, 0755) != 0 && errno != EEXIST)
-			return -1;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the directory %s: %s", path, strerror(errno));
 		if (is_end)
 			break;
 		*p = '/';
 	}
 	struct stat st;
 	if (stat(path, &st) != 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode)) {
-		errno = ENOTDIR;
-		return -1;
-	}
-	return 0;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the directory: %s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot create the directory: it exists and is not a directory");
+	return FTL_OK;
 }

@@ -108,7 +108,7 @@ void ftl_ckpt_seal(const ftl_ckpt_header *h, uint8_t *image)
 	ftl_ckpt_checksum(h->sum_kind, image, sum_at, image + sum_at);
 }
 
-/* Sizes from an untrusted header: the sum must not wrap around. */
+/* Sizes from an untrusted header: the sum must not wrap around (-1 when it does: a decoder). */
 static int declared_file_bytes(const ftl_ckpt_header *h, uint64_t *total)
 {
 	uint64_t sum = ftl_ckpt_header_bytes(h) + ftl_ckpt_sum_bytes(h->sum_kind);

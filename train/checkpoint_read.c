@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* pread(2) until len bytes are read; -1 with errno (the caller names the file). */
 static int read_at(int fd, uint8_t *buf, size_t len, off_t off)
 {
 	while (len) {

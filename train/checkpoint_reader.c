@@ -28,8 +28,8 @@ static ftl_err open_newest(const char *dir, ftl_checkpoint_reader *r)
 {
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
-	if (ftl_ckpt_list(dir, &names, &n) != 0)
-		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl: cannot read checkpoint directory %s: %s", dir, strerror(errno));
+	if (ftl_ckpt_list(dir, &names, &n) != FTL_OK)
+		return ftl_diag_prefix("ftl: ");
 	char newest_why[FTL_DIAG_MSG_MAX] = "";
 	ftl_err err = FTL_ERR_INVALID;
 	for (size_t i = 0; i < n && err; i++) {

@@ -78,6 +78,8 @@ static ftl_err fail_io(const char *what, const char *path)
 	return ftl_diag_set(FTL_ERR_SYSTEM, "%s %s: %s", what, path, strerror(errno));
 }
 
+/* The thin wrappers of write(2) below return 0, or -1 with errno (the caller names the file, and needs
+ * ENOSPC to say how much room a checkpoint takes). */
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
 	while (n) {
@@ -169,6 +171,7 @@ static int write_sealed(int fd, const ftl_ckpt_header *hdr, const uint8_t *image
 	return write_hashed_aside(fd, hdr->sum_kind, image, body);
 }
 
+/* open + fsync(2); -1 with errno. */
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -195,7 +198,7 @@ static void kept_files(const char *dir, size_t *n, uint64_t *bytes)
 {
 	char(*names)[FTL_CKPT_NAME_MAX];
 	*bytes = 0;
-	if (ftl_ckpt_list(dir, &names, n) != 0) {
+	if (ftl_ckpt_list(dir, &names, n) != FTL_OK) {
 		*n = 0;
 		return;
 	}
@@ -298,7 +301,7 @@ static void write_job(ftl_ckpt_writer *w)
 		s->last_stall_us = w->stall_us;
 	} else {
 		s->state = FTL_CKPT_WRITER_FAILED;
-		snprintf(s->last_error, sizeof(s->last_error), "%s", ftl_diag_message()); /* read on other threads */
+		ftl_kept_error_from_diag(&s->last_error); /* read on other threads */
 		s->failed++;
 	}
 	int64_t stall = w->stall_us;
@@ -372,8 +375,8 @@ ftl_ckpt_writer *ftl_ckpt_writer_new(const char *dir, int keep, bool is_waiting,
 		ftl_diag_set(FTL_ERR_SYSTEM, "libsodium failed to initialise");
 		return NULL;
 	}
-	if (ftl_ckpt_make_dir(dir) != 0) {
-		ftl_diag_set(FTL_ERR_SYSTEM, "FTL_CHECKPOINT_DIR=%s: cannot create the directory: %s", dir, strerror(errno));
+	if (ftl_ckpt_make_dir(dir) != FTL_OK) {
+		ftl_diag_prefix("FTL_CHECKPOINT_DIR=%s: ", dir);
 		return NULL;
 	}
 	ftl_ckpt_writer *w = calloc(1, sizeof(*w));
@@ -418,13 +421,14 @@ void ftl_ckpt_writer_delete(ftl_ckpt_writer *w)
 	free(w);
 }
 
-static void log_skip(const ftl_ckpt_writer *w, uint64_t step, uint64_t busy_with)
+/* Skip mode: the previous write still runs. The reason goes to the diag and the log. */
+static void skip(const ftl_ckpt_writer *w, uint64_t step, uint64_t busy_with)
 {
-	ftl_log(w->log, FTL_LOG_WARN, "checkpoint",
-		FTL_MSG("previous checkpoint (step %llu) still being written, skipping step %llu "
-			"(FTL_CHECKPOINT_BUSY=wait waits instead; a larger FTL_CHECKPOINT_EVERY gives the disk more time)",
-			(unsigned long long)busy_with, (unsigned long long)step),
-		FTL_F_UINT("step", step), FTL_F_UINT("writing", busy_with));
+	ftl_diag_set(FTL_ERR_TIMEOUT, "previous checkpoint (step %llu) still being written, skipping step %llu "
+		     "(FTL_CHECKPOINT_BUSY=wait waits instead; a larger FTL_CHECKPOINT_EVERY gives the disk more time)",
+		     (unsigned long long)busy_with, (unsigned long long)step);
+	ftl_log(w->log, FTL_LOG_WARN, "checkpoint", ftl_diag_message(), FTL_F_UINT("step", step),
+		FTL_F_UINT("writing", busy_with));
 }
 
 uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
@@ -435,7 +439,7 @@ uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 		uint64_t busy_with = w->step;
 		w->stats.skipped++;
 		pthread_mutex_unlock(&w->lock);
-		log_skip(w, step, busy_with);
+		skip(w, step, busy_with);
 		return NULL;
 	}
 	while (w->has_job || w->is_reserving)
@@ -447,10 +451,10 @@ uint8_t *ftl_ckpt_writer_begin(ftl_ckpt_writer *w, uint64_t step, size_t bytes)
 	}
 	if (!w->buf) {
 		pthread_mutex_unlock(&w->lock);
-		ftl_log(w->log, FTL_LOG_ERROR, "checkpoint",
-			FTL_MSG("no memory for a %zu-byte checkpoint staging buffer; skipping step %llu", bytes,
-				(unsigned long long)step),
-			FTL_F_UINT("step", step), FTL_F_UINT("bytes", bytes));
+		ftl_diag_set(FTL_ERR_SYSTEM, "no memory for a %zu-byte checkpoint staging buffer; skipping step %llu", bytes,
+			     (unsigned long long)step);
+		ftl_log(w->log, FTL_LOG_ERROR, "checkpoint", ftl_diag_message(), FTL_F_UINT("step", step),
+			FTL_F_UINT("bytes", bytes));
 		return NULL;
 	}
 	w->is_staging = true;

@@ -20,10 +20,11 @@ static ftl_err fail(ftl_agent *a, ftl_err err, const char *fmt, ...)
 		return err;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(ftl_agent_training(a)->exec.last_error, sizeof(ftl_agent_training(a)->exec.last_error), fmt, ap);
+	ftl_kept_error *last = &ftl_agent_training(a)->exec.last_error;
+	ftl_kept_error_vset(last, err, fmt, ap);
 	va_end(ap);
-	ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "training", ftl_agent_training(a)->exec.last_error, FTL_F_STR("error", ftl_strerror(err)));
-	return ftl_diag_set(err, "%s", ftl_agent_training(a)->exec.last_error);
+	ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "training", last->message, FTL_F_STR("error", ftl_strerror(err)));
+	return ftl_kept_error_to_diag(last);
 }
 
 /* A collective's result; on failure the communicator's sticky reason becomes the agent's last error. */

@@ -29,11 +29,11 @@ static bool is_usable(ftl_agent *a, const ftl_abandoned_view *ab)
 }
 
 /* Under the lock; the view is copied only when it is not the one already in hand (a usable view has us in
- * it, so its members are never empty). */
-static int copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
+ * it, so its members are never empty). FTL_ERR_SYSTEM (ftl_rdv_view_copy's reason) when out of memory. */
+static ftl_err copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
 {
 	if (w->seq == v->seq && w->members)
-		return 0;
+		return FTL_OK;
 	return ftl_rdv_view_copy(w, v);
 }
 
@@ -108,9 +108,7 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 			break;
 		}
 		if (is_usable(a, ab)) {
-			if (copy_view(&ftl_agent_views_locked(a)->view, w) != 0) {
-				e = ftl_diag_set(FTL_ERR_SYSTEM, "out of memory copying the view");
-			}
+			e = copy_view(&ftl_agent_views_locked(a)->view, w);
 			break;
 		}
 		int64_t deadline = INT64_MAX;

@@ -46,11 +46,12 @@ static bool is_peer_error(ftl_err e) { return e == FTL_ERR_PEER_LOST || e == FTL
  * (a checkpoint that cannot resume) or it is the step's own error, which the program reports. */
 static void fail(ftl_exec *m, ftl_err e, bool is_logged)
 {
-	ftl_diag_set(e, "%s", m->last_error); /* the calling thread's diag says it too */
+	m->last_error.code = e;
+	ftl_kept_error_to_diag(&m->last_error); /* the calling thread's diag says it too */
 	m->result = e;
 	enter(m, FTL_EXEC_FAILED);
 	if (is_logged)
-		ftl_log(m->log, FTL_LOG_ERROR, "training", m->last_error, FTL_F_STR("error", ftl_strerror(e)));
+		ftl_log(m->log, FTL_LOG_ERROR, "training", m->last_error.message, FTL_F_STR("error", ftl_strerror(e)));
 }
 
 static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -58,7 +59,7 @@ static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(m->last_error, sizeof(m->last_error), fmt, ap);
+	ftl_kept_error_vset(&m->last_error, e, fmt, ap);
 	va_end(ap);
 	fail(m, e, true);
 }
@@ -67,7 +68,7 @@ static void failf(ftl_exec *m, ftl_err e, const char *fmt, ...)
 static ftl_err kept(ftl_exec *m, ftl_err e)
 {
 	if (e != FTL_OK)
-		snprintf(m->last_error, sizeof(m->last_error), "%s", ftl_diag_message());
+		ftl_kept_error_from_diag(&m->last_error);
 	return e;
 }
 
@@ -145,10 +146,8 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 	}
 	bool is_counted = kind == FAILED_STEP || is_setup_failure_counted(m);
 	if (is_counted && ++m->failures > m->policy.max_retries) {
-		char last[sizeof(m->last_error)];
-		snprintf(last, sizeof(last), "%s", m->last_error);
 		failf(m, e, "ftl: step %llu failed %d times (FTL_MAX_RETRIES=%d); last error: %s",
-		      (unsigned long long)m->reg->step, m->failures, m->policy.max_retries, last);
+		      (unsigned long long)m->reg->step, m->failures, m->policy.max_retries, m->last_error.message);
 		return;
 	}
 	int64_t after_us = m->policy.setup_failure_rebuild_us;
@@ -156,17 +155,17 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 		ftl_log(m->log, FTL_LOG_WARN, "training",
 			FTL_MSG("step %llu failed in view %llu (%s): %s; waiting for the next view",
 				(unsigned long long)m->reg->step, (unsigned long long)m->view.epoch, ftl_strerror(e),
-				m->last_error),
+				m->last_error.message),
 			FTL_F_UINT("step", m->reg->step), FTL_F_UINT("epoch", m->view.epoch),
-			FTL_F_STR("error", ftl_strerror(e)), FTL_F_STR("why", m->last_error));
+			FTL_F_STR("error", ftl_strerror(e)), FTL_F_STR("why", m->last_error.message));
 		m->synced_seq = 0; /* everyone re-syncs from rank 0 after a failed step, in whatever view comes next */
 		after_us = m->policy.step_failure_rebuild_us;
 	} else {
 		ftl_log(m->log, FTL_LOG_INFO, "training",
 			FTL_MSG("view %llu not set up here (%s): %s; waiting for the next view",
-				(unsigned long long)m->view.epoch, ftl_strerror(e), m->last_error),
+				(unsigned long long)m->view.epoch, ftl_strerror(e), m->last_error.message),
 			FTL_F_UINT("epoch", m->view.epoch), FTL_F_STR("error", ftl_strerror(e)),
-			FTL_F_STR("why", m->last_error));
+			FTL_F_STR("why", m->last_error.message));
 	}
 	m->abandoned = (ftl_abandoned_view){.seq = m->view.seq, .rebuild_at_us = now_us(m) + after_us};
 	drop_comms(m);
@@ -222,10 +221,10 @@ static void leave_job(ftl_exec *m, ftl_err e)
 {
 	drop_comms(m);
 	if (m->feed->leave)
-		m->feed->leave(m->feed_ctx, m->last_error);
+		m->feed->leave(m->feed_ctx, m->last_error.message);
 	/* A refusal is a mistake to fix; a job's state gone is, most often, a spare at the job's end. */
 	if (e == FTL_ERR_STATE_LOST)
-		ftl_log(m->log, FTL_LOG_WARN, "training", m->last_error, FTL_F_STR("error", ftl_strerror(e)));
+		ftl_log(m->log, FTL_LOG_WARN, "training", m->last_error.message, FTL_F_STR("error", ftl_strerror(e)));
 	fail(m, e, e != FTL_ERR_STATE_LOST);
 }
 
@@ -244,7 +243,7 @@ static ftl_err resume_if_needed(ftl_exec *m)
 	}
 	uint64_t done = m->feed->lineage_steps ? m->feed->lineage_steps(m->feed_ctx, m->view.lineage) : 0;
 	if (done > 0) {
-		snprintf(m->last_error, sizeof(m->last_error),
+		ftl_kept_error_set(&m->last_error, FTL_ERR_STATE_LOST,
 			 "ftl: the job's state is gone: it has done %llu steps, no worker of view %llu holds them (those "
 			 "that did left or died) and no checkpoint of them was found to resume (FTL_CHECKPOINT_DIR); "
 			 "this worker does not start the job again from step 0: it leaves",
@@ -302,7 +301,7 @@ static void run_step(ftl_exec *m)
 		.data_epoch = r->data_epoch,
 		.sample_pos = r->sample_pos,
 	};
-	m->last_error[0] = '\0';
+	ftl_kept_error_clear(&m->last_error);
 	ftl_err e = kept(m, ftl_batch_fill_step(r, w->self_rank, (int)w->n, &info));
 	if (e != FTL_OK) {
 		fail(m, e, true);
@@ -310,8 +309,8 @@ static void run_step(ftl_exec *m)
 	}
 	e = m->step(m->step_ctx, &info);
 	if (e != FTL_OK) {
-		if (!m->last_error[0])
-			snprintf(m->last_error, sizeof(m->last_error), "the step returned %s", ftl_strerror(e));
+		if (!m->last_error.message[0])
+			ftl_kept_error_set(&m->last_error, e, "the step returned %s", ftl_strerror(e));
 		move_on(m, e, FAILED_STEP);
 		return;
 	}

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/kept_error.h"
 #include "ftl/execute.h"
 #include "rendezvous/rendezvous.h"
 #include "state_registry.h"
@@ -137,7 +138,7 @@ typedef struct ftl_exec {
 	ftl_step_fn step;
 	void *step_ctx;
 	ftl_err result;
-	char last_error[512];
+	ftl_kept_error last_error;       /* why the call failed (or the step's retry), for ftl_last_error */
 } ftl_exec;
 
 void ftl_exec_create(ftl_exec *m, const ftl_exec_retry_policy *policy, ftl_state_registry *reg,

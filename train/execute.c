@@ -26,10 +26,10 @@ ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)
 {
 	if (!ftl_agent_is_training(a) || !ftl_agent_is_started(a)) {
 		ftl_training *t = ftl_training_of(a);
+		ftl_err e = ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
 		if (t)
-			snprintf(t->exec.last_error, sizeof(t->exec.last_error),
-				 "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
-		return ftl_diag_set(FTL_ERR_INVALID, "ftl_execute: call ftl_set_training, then ftl_agent_start, first");
+			ftl_kept_error_from_diag(&t->exec.last_error);
+		return e;
 	}
 	ftl_training *t = ftl_agent_training(a);
 	bool is_idle = false;

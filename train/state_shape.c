@@ -53,6 +53,7 @@ static int buffer_count(const int64_t *words)
 	return n < 0 ? 0 : n > FTL_MAX_BUFFERS ? FTL_MAX_BUFFERS : (int)n;
 }
 
+/* The slot of the buffer named name, or -1 when absent. */
 static int find_buffer(const int64_t *words, const char *name)
 {
 	for (int i = 0; i < buffer_count(words); i++)

@@ -272,9 +272,9 @@ ftl_err ftl_training_fail(ftl_training *t, ftl_err e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(t->exec.last_error, sizeof(t->exec.last_error), fmt, ap);
+	ftl_kept_error_vset(&t->exec.last_error, e, fmt, ap);
 	va_end(ap);
-	return ftl_diag_set(e, "%s", t->exec.last_error);
+	return ftl_kept_error_to_diag(&t->exec.last_error);
 }
 
 /* A refused registration (its reason in the diag): said in the log. */
@@ -344,4 +344,4 @@ void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
 	ftl_agent_unlock(a);
 }
 
-const char *ftl_last_error(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->exec.last_error : ""; }
+const char *ftl_last_error(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->exec.last_error.message : ""; }

@@ -15,7 +15,8 @@
  *   call repeats it; the agent keeps the reason of the last failed ftl_execute or collective
  *   (ftl_last_error), since the view change that caused it is seen on the agent's own thread. ftl_execute
  *   and the agent's collectives (ftl_allreduce, ...) also leave it in the calling thread's diagnostics
- *   area; the ftl_comm_* collectives keep it in ftl_comm_error only.
+ *   area; the ftl_comm_* collectives keep it in ftl_comm_error only. Inside the library these, and the
+ *   checkpoint writer's last failure, are one kept {code, message} type (base/kept_error.h).
  * - Pure decoders (wire formats, checkpoint headers) return -1 and leave a static reason in the diag; the
  *   caller that counts drops or names the file decides what to say. */
 #ifndef FTL_ERROR_H

@@ -19,13 +19,16 @@ static void test_plan_drops_the_dead_ranks_and_keeps_the_order(void **state)
 	(void)state;
 	const uint64_t old_keys[5] = {10, 11, 12, 13, 14};
 	const uint64_t middle[3] = {10, 12, 14}, first[4] = {11, 12, 13, 14}, last[4] = {10, 11, 12, 13};
-	int exclude[5];
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, middle, 3, exclude), 2);
+	int exclude[5], n;
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, middle, 3, exclude, &n), FTL_OK);
+	assert_int_equal(n, 2);
 	assert_int_equal(exclude[0], 1);
 	assert_int_equal(exclude[1], 3);
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, first, 4, exclude), 1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, first, 4, exclude, &n), FTL_OK);
+	assert_int_equal(n, 1);
 	assert_int_equal(exclude[0], 0);
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, last, 4, exclude), 1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 5, last, 4, exclude, &n), FTL_OK);
+	assert_int_equal(n, 1);
 	assert_int_equal(exclude[0], 4);
 }
 
@@ -33,8 +36,9 @@ static void test_plan_for_the_same_members_excludes_none(void **state)
 {
 	(void)state;
 	const uint64_t keys[3] = {7, 8, 9};
-	int exclude[3];
-	assert_int_equal(ftl_comm_rebuild_plan(keys, 3, keys, 3, exclude), 0);
+	int exclude[3], n = -1;
+	assert_int_equal(ftl_comm_rebuild_plan(keys, 3, keys, 3, exclude, &n), FTL_OK);
+	assert_int_equal(n, 0);
 }
 
 static void test_plan_needs_a_fresh_init_for_a_joiner_or_a_reorder(void **state)
@@ -42,12 +46,12 @@ static void test_plan_needs_a_fresh_init_for_a_joiner_or_a_reorder(void **state)
 	(void)state;
 	const uint64_t old_keys[3] = {1, 2, 3};
 	const uint64_t joined[4] = {1, 2, 3, 4}, replaced[3] = {1, 2, 5}, reordered[2] = {3, 1};
-	int exclude[3];
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, joined, 4, exclude), -1);
+	int exclude[3], n;
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, joined, 4, exclude, &n), FTL_ERR_UNSUPPORTED);
 	assert_non_null(strstr(ftl_diag_message(), "joined"));
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, replaced, 3, exclude), -1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, replaced, 3, exclude, &n), FTL_ERR_UNSUPPORTED);
 	assert_non_null(strstr(ftl_diag_message(), "new rank 2"));
-	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, reordered, 2, exclude), -1);
+	assert_int_equal(ftl_comm_rebuild_plan(old_keys, 3, reordered, 2, exclude, &n), FTL_ERR_UNSUPPORTED);
 	assert_non_null(strstr(ftl_diag_message(), "new rank 1"));
 }
 

@@ -252,13 +252,13 @@ static void test_listing_is_newest_first_and_retention_keeps_exactly_k(void **st
 	touch(dir, "notes.txt", "hi", 2);
 	char(*names)[FTL_CKPT_NAME_MAX];
 	size_t n;
-	assert_int_equal(ftl_ckpt_list(dir, &names, &n), 0);
+	assert_int_equal(ftl_ckpt_list(dir, &names, &n), FTL_OK);
 	assert_int_equal(n, 10);
 	assert_string_equal(names[0], "ckpt-00000000000000001000-0000000000000007.ftl");
 	assert_string_equal(names[9], "ckpt-00000000000000000100-0000000000000007.ftl");
 	free(names);
 	assert_int_equal(ftl_ckpt_retain(dir, 7, 3), 7);
-	assert_int_equal(ftl_ckpt_list(dir, &names, &n), 0);
+	assert_int_equal(ftl_ckpt_list(dir, &names, &n), FTL_OK);
 	assert_int_equal(n, 3);
 	assert_string_equal(names[2], "ckpt-00000000000000000800-0000000000000007.ftl");
 	free(names);

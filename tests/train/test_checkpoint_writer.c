@@ -257,8 +257,8 @@ static void expect_failed_write_keeps_previous(const char *dir, void (*break_it)
 	ftl_ckpt_writer_get_stats(w, &s);
 	assert_int_equal(s.state, FTL_CKPT_WRITER_FAILED);
 	assert_int_equal(s.failed, 1);
-	if (!strstr(s.last_error, expect))
-		fail_msg("expected '%s' in the writer's error, got '%s'", expect, s.last_error);
+	if (!strstr(s.last_error.message, expect))
+		fail_msg("expected '%s' in the writer's error, got '%s'", expect, s.last_error.message);
 	assert_int_equal(s.last_step, 1);
 	ftl_ckpt_writer_delete(w);
 	assert_true(verifies(dir, 1));
@@ -327,13 +327,13 @@ static void test_disk_with_room_for_one_checkpoint_says_so_with_sizes(void **sta
 	assert_int_equal(s.state, FTL_CKPT_WRITER_FAILED);
 	assert_int_equal(s.written, 1);
 	assert_int_equal(s.failed, 2);
-	print_message("writer: %s\n", s.last_error);
+	print_message("writer: %s\n", s.last_error.message);
 	static const char *const says[] = {"no room for the checkpoint of step 3", "it needs 1.0 MiB",
 					   "MiB free beside the 1 checkpoint(s) already there (1.0 MiB)",
 					   "room for FTL_CHECKPOINT_KEEP + 1 = 4 checkpoints (4.0 MiB)"};
 	for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
-		if (!strstr(s.last_error, says[i]))
-			fail_msg("expected '%s' in '%s'", says[i], s.last_error);
+		if (!strstr(s.last_error.message, says[i]))
+			fail_msg("expected '%s' in '%s'", says[i], s.last_error.message);
 	ftl_ckpt_writer_delete(w);
 	assert_true(verifies(dir, 1));
 	assert_int_equal(count_entries(dir), 1);

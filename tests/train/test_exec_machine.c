@@ -296,8 +296,8 @@ static void test_build_that_keeps_failing_on_the_newest_view_spends_retries(void
 	r->factory.failing_builds = 2;
 	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_TIMEOUT);
 	assert_int_equal(ftl_exec_get_state(&r->m), FTL_EXEC_FAILED);
-	assert_non_null(strstr(r->m.last_error, "FTL_MAX_RETRIES=0"));
-	assert_non_null(strstr(r->m.last_error, "scripted: the build fails"));
+	assert_non_null(strstr(r->m.last_error.message, "FTL_MAX_RETRIES=0"));
+	assert_non_null(strstr(r->m.last_error.message, "scripted: the build fails"));
 	assert_int_equal(r->factory.builds, 2);
 	rig_delete(r);
 }
@@ -337,8 +337,8 @@ static void test_checkpoint_that_cannot_resume_stops_the_job(void **state)
 	ftl_exec_set_checkpoints(&r->m, &refusing_checkpoints, NULL);
 	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_INVALID);
 	assert_int_equal(ftl_exec_get_state(&r->m), FTL_EXEC_FAILED);
-	assert_string_equal(r->m.last_error, "scripted: none of the checkpoints loads");
-	assert_string_equal(ftl_diag_message(), r->m.last_error); /* the calling thread's diag says it too */
+	assert_string_equal(r->m.last_error.message, "scripted: none of the checkpoints loads");
+	assert_string_equal(ftl_diag_message(), r->m.last_error.message); /* the calling thread's diag says it too */
 	assert_int_equal(r->step.runs, 0);
 	rig_delete(r);
 }
@@ -355,7 +355,7 @@ static void test_rank_0_without_the_state_of_a_job_that_has_steps_leaves_instead
 	assert_int_equal(r->step.runs, 0);
 	assert_int_equal(r->reg.step, 0);
 	assert_int_equal(r->feed.leaves, 1);
-	assert_non_null(strstr(r->m.last_error, "the job's state is gone: it has done 61 steps"));
+	assert_non_null(strstr(r->m.last_error.message, "the job's state is gone: it has done 61 steps"));
 	assert_null(r->factory.held.data); /* its communicators went before it left */
 	rig_delete(r);
 
@@ -394,7 +394,7 @@ static void test_retries_are_spent_then_the_step_fails(void **state)
 	const ftl_err results[] = {FTL_ERR_PEER_LOST, FTL_ERR_ABORTED, FTL_ERR_TIMEOUT};
 	assert_int_equal(run_call(r, results, 3), FTL_ERR_TIMEOUT);
 	assert_int_equal(r->step.runs, 3);
-	assert_non_null(strstr(r->m.last_error, "failed 3 times (FTL_MAX_RETRIES=2)"));
+	assert_non_null(strstr(r->m.last_error.message, "failed 3 times (FTL_MAX_RETRIES=2)"));
 	assert_int_equal(r->reg.step, 0);
 	rig_delete(r);
 }
@@ -405,7 +405,7 @@ static void test_wait_that_ends_fails_the_call(void **state)
 	rig *r = rig_new(views, 1, NULL);
 	assert_int_equal(run_call(r, NULL, 0), FTL_ERR_PEER_LOST);
 	assert_int_equal(ftl_exec_get_state(&r->m), FTL_EXEC_FAILED);
-	assert_non_null(strstr(r->m.last_error, "scripted: the wait ends"));
+	assert_non_null(strstr(r->m.last_error.message, "scripted: the wait ends"));
 	assert_int_equal(r->factory.builds, 0);
 	rig_delete(r);
 }
