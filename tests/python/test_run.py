@@ -511,11 +511,12 @@ if __name__ == "__main__":
     probe(*sys.argv[1:])
 
 
-def test_spares_get_the_job_size_as_maximum_and_no_rank_of_the_first_view():
+def test_spares_are_kept_spares_counted_in_the_first_view_and_have_no_rank_of_it():
     workers = settings_of_workers(run_ftlrun("--nproc", 2, "--spares", 1, "--name-prefix", "s", HERE, "env"))
     assert sorted(workers) == ["s-0", "s-1", "s-2"]
-    assert {w["FTL_MAX_WORKERS"] for w in workers.values()} == {"2"}
-    assert {w["FTL_EXPECTED_WORKERS"] for w in workers.values()} == {"2"}
+    assert {w["FTL_SPARES"] for w in workers.values()} == {"1"}
+    assert {w["FTL_EXPECTED_WORKERS"] for w in workers.values()} == {"3"}
+    assert all("FTL_MAX_WORKERS" not in w for w in workers.values())  # a later launcher grows the job
     assert [workers[f"s-{i}"]["RANK"] for i in range(3)] == ["0", "1", "-1"]
     assert {w["LOCAL_WORLD_SIZE"] for w in workers.values()} == {"3"}
 
@@ -557,13 +558,13 @@ def test_a_spare_the_job_never_needed_leaves_at_its_end_without_training(kept):
     """One spare and no worker lost: when the two ranked workers finish and leave, the next view has only the
     spare, which holds none of the job's state. It must not train the whole job again from step 0 (it did):
     it knows the job has done steps, says its state is gone, leaves, and exits 0 like the others. The spare
-    is either over FTL_MAX_WORKERS (ftlrun --spares 1) or kept by FTL_SPARES=1 (the youngest of three)."""
+    is either over FTL_MAX_WORKERS=2 (the youngest of three) or kept by ftlrun --spares 1 (FTL_SPARES=1)."""
     env = training_env(40)
     if kept:
-        env.update(FTL_SPARES="1", FTL_EXPECTED_WORKERS="3")
-        args = ("--nproc", 3)
-    else:
         args = ("--nproc", 2, "--spares", 1)
+    else:
+        env.update(FTL_MAX_WORKERS="2", FTL_EXPECTED_WORKERS="2")
+        args = ("--nproc", 3)
     result = run_ftlrun(*args, "--name-prefix", "end", "--no-python", TRAIN_EXAMPLE, env=env)
     workers = training_records(result.returncode, result.stdout, result.stderr)
     finals = {name: next(r for r in records if r.get("final")) for name, records in workers.items()}

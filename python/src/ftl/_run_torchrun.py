@@ -13,7 +13,7 @@ store (torch.distributed's env:// init), the first seed's host and torchrun's po
 
 --nnodes is the job's size, which ftl takes in workers, not nodes: times --nproc-per-node it gives
 FTL_MIN_WORKERS, FTL_MAX_WORKERS (hot spares wait above it) and, for a fixed N, FTL_EXPECTED_WORKERS
-(the first view waits for all N nodes' workers, as torchrun's rendezvous does)."""
+(the first view waits for all N nodes' workers, as torchrun's rendezvous does). --spares K is FTL_SPARES=K."""
 
 import re
 
@@ -34,15 +34,18 @@ class Shape:
         self.spares = spares
 
     def worker_counts(self):
-        """FTL_MIN_WORKERS, FTL_MAX_WORKERS, FTL_EXPECTED_WORKERS from --nnodes; none without it, except that
-        --spares needs a maximum (the view's size, --nproc here) for the spares to wait above."""
-        if self.max_nodes is None:
-            if not self.spares:
-                return {}
-            return {"FTL_MAX_WORKERS": str(self.nproc), "FTL_EXPECTED_WORKERS": str(self.nproc)}
-        counts = {"FTL_MIN_WORKERS": self.min_nodes * self.nproc, "FTL_MAX_WORKERS": self.max_nodes * self.nproc}
-        if self.min_nodes == self.max_nodes:
-            counts["FTL_EXPECTED_WORKERS"] = counts["FTL_MIN_WORKERS"]
+        """FTL_MIN_WORKERS, FTL_MAX_WORKERS, FTL_EXPECTED_WORKERS from --nnodes (none without it), and for
+        --spares K, FTL_SPARES=K with the spares counted in FTL_EXPECTED_WORKERS: the first view waits for
+        them and keeps the K youngest (started last) out; a worker that joins later makes the oldest spare a
+        member at once and waits in its place, so the job grows without a process start on the way."""
+        counts = {}
+        if self.max_nodes is not None:
+            counts = {"FTL_MIN_WORKERS": self.min_nodes * self.nproc, "FTL_MAX_WORKERS": self.max_nodes * self.nproc}
+            if self.min_nodes == self.max_nodes:
+                counts["FTL_EXPECTED_WORKERS"] = counts["FTL_MIN_WORKERS"]
+        if self.spares:
+            counts["FTL_SPARES"] = self.spares
+            counts["FTL_EXPECTED_WORKERS"] = self.min_nodes * self.nproc + self.spares
         return {k: str(v) for k, v in counts.items()}
 
     def torch_env(self, local_rank, master_addr, master_port):

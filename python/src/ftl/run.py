@@ -50,11 +50,11 @@ Elasticity: workers that die are dropped from the job; more workers join at any 
 launcher with --seeds pointing at a running worker, the job's key (--key-file; for a fresh key the
 launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for
 FTL_MIN_WORKERS workers before its first step (1 by default: set it to N to start training with all N).
---spares K starts K more workers that wait as hot spares: FTL_MAX_WORKERS (and FTL_EXPECTED_WORKERS) become
-the job's size, --nproc (or --nnodes MAX times --nproc), and the spares start once the others' agents
-answer, so that they are the youngest members, the ones a view has no room for. A spare has imported its
-program and joined the gossip already, so when a worker dies or leaves the next view takes it in at once
-(rank 0 sends it the job's state), with no process start on the way; its RANK is -1 until then.
+--spares K starts K more workers that wait as kept spares (FTL_SPARES=K, counted in FTL_EXPECTED_WORKERS):
+they start once the others' agents answer, so that they are the youngest members, the ones the views keep
+out. A spare has imported its program and joined the gossip already, so when a worker dies or leaves, or a
+new one joins (another launcher), the next view takes a spare in at once (rank 0 sends it the job's
+state), with no process start on the way; its RANK is -1 until then.
 
 Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
 signal); 2 when the launcher refuses its arguments (one sentence saying why), before any worker starts.
@@ -407,9 +407,9 @@ def parse_args(argv):
                         "and, for N, FTL_EXPECTED_WORKERS (the first view waits for all N machines' workers); "
                         "unset: the FTL_* settings of the environment rule")
     p.add_argument("--spares", type=int, default=0, metavar="K",
-                   help="K more workers here that wait as hot spares: FTL_MAX_WORKERS is the job's size (--nnodes MAX "
-                        "times --nproc, or --nproc), and the spares start once the others' agents answer, so a "
-                        "view takes them in when a worker dies or leaves; a spare's RANK is -1")
+                   help="K more workers here that wait as kept spares (FTL_SPARES=K, counted in "
+                        "FTL_EXPECTED_WORKERS); they start once the others' agents answer, and a view takes one "
+                        "in when a worker dies or leaves or a new one joins; a spare's RANK is -1")
     p.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0, metavar="R",
                    help="this machine's index in the first view, below N or MIN: only for RANK (0)")
     p.add_argument("--master-addr", "--master_addr", dest="master_addr", metavar="HOST",
@@ -472,8 +472,8 @@ def run(args, plan):
         say(f"OMP_NUM_THREADS=1 for each of the {len(workers)} workers on this machine, as torchrun sets it, so "
             f"their threads do not overload it; set OMP_NUM_THREADS to tune it")
     if plan.shape.spares:
-        say(f"the last {plan.shape.spares} of them wait as hot spares (FTL_MAX_WORKERS="
-            f"{plan.envs[0].get('FTL_MAX_WORKERS')}); they start once the others answer")
+        say(f"the last {plan.shape.spares} of them wait as kept spares (FTL_SPARES={plan.shape.spares}); they start "
+            f"once the others answer")
     job = Job(workers, args.stop_timeout, plan.shape.spares, plan.run_dir)
     previous = {sig: signal.signal(sig, job.forward) for sig in STOP_SIGNALS}
     try:
