@@ -91,7 +91,8 @@ struct ftl_agent_training_ops {
 	/* The node's training options: the rendezvous settings, the data address, the NCCL id maker. */
 	void (*node_options)(struct ftl_agent *a, ftl_node_options *o);
 	/* Loop thread, under the lock: abort the collectives in use, if any, so a blocked step returns now;
-	 * is_member_gone: a member of the view is gone (the recovery clock starts). */
+	 * is_member_gone: a member of the view is gone (the recovery clock starts); else a view was committed
+	 * (a->views.view is the new one), and a join may leave the step in flight to finish. */
 	void (*abort_locked)(struct ftl_agent *a, const char *why, bool is_member_gone);
 	/* Loop thread, under the lock, before v replaces a->views.view: count the change. */
 	void (*view_locked)(struct ftl_agent *a, const ftl_rdv_view *v);

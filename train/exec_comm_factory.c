@@ -22,13 +22,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include "agent/agent_training.h"
-#include "comm/comm_rebuild.h"
 #include "base/log.h"
-#include "training.h"
+#include "comm/comm_rebuild.h"
 #include "comm/comm_tcp.h"
+#include "comm_members.h"
+#include "training.h"
 
 /* A tcp communicator connects in milliseconds on a healthy view; a view that went stale while we built it
  * (a member left) holds us no longer than this, or until a newer view arrives (is_superseded). */
@@ -47,22 +46,25 @@ static void on_peer_reset(void *arg, int peer_rank, const char *peer_addr)
 	ftl_agent_wake(a);
 }
 
-/* Uninstalls the current communicators and installs these (NULL: none). A view newer than the one they
- * were built for arrived meanwhile: nobody aborted them yet, so this does. */
-static void install(ftl_agent *a, const ftl_comm_pair *c, uint64_t seq)
+/* Uninstalls the current communicators and installs these, built for w (NULL: none). A view newer than the
+ * one they were built for arrived meanwhile: nobody aborted them yet, so this does. A tcp comm's member keys
+ * are kept here (an nccl one's by rebuild_device), so that a view change can tell a join (train_hooks.c). */
+static void install(ftl_agent *a, const ftl_comm_pair *c, const ftl_rdv_view *w)
 {
 	ftl_training *t = ftl_agent_training(a);
+	bool is_tcp = c->data && c->data == c->ctrl;
+	uint64_t *keys = is_tcp ? ftl_comm_member_keys(w) : NULL; /* none when out of memory: aborted then */
 	ftl_agent_lock(a);
 	ftl_comm_pair old = {t->comm, t->ctrl_comm};
 	t->comm = c->data;
 	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
-	if (c->data && ftl_agent_views_locked(a)->view.seq != seq)
+	if (c->data && ftl_agent_views_locked(a)->view.seq != w->seq)
 		ftl_training_abort_comms_locked(t);
-	t->comm_seq = c->data ? seq : 0;
-	if (!c->data) {
+	t->comm_seq = c->data ? w->seq : 0;
+	if (!c->data || is_tcp) {
 		free(t->comm_keys);
-		t->comm_keys = NULL;
-		t->comm_n = 0;
+		t->comm_keys = keys;
+		t->comm_n = keys ? w->n : 0;
 	}
 	ftl_agent_unlock(a);
 	ftl_comm_destroy(old.ctrl);
@@ -168,15 +170,6 @@ static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend back
 	return built(e, w, backend);
 }
 
-/* A member incarnation as comm_rebuild compares them: equal keys, the same process. */
-static uint64_t *member_keys(const ftl_rdv_view *w)
-{
-	uint64_t *keys = malloc(sizeof(*keys) * (w->n ? w->n : 1));
-	for (uint32_t i = 0; keys && i < w->n; i++)
-		keys[i] = XXH3_64bits_withSeed(w->members[i].name, strlen(w->members[i].name), w->members[i].generation);
-	return keys;
-}
-
 /* w's device comm: the last one shrunk where every rank can, else a fresh init (comm_rebuild.h). The last
  * one is taken out of the training struct first (the loop no longer aborts it; the rebuild consumes it). */
 static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *host, ftl_comm **out)
@@ -189,7 +182,7 @@ static ftl_err rebuild_device(ftl_agent *a, const ftl_rdv_view *w, ftl_comm *hos
 		return e;
 	ftl_agent_lock(a);
 	struct ftl_comm_rebuild rb = {.old = t->comm, .old_keys = t->comm_keys, .old_n = (int)t->comm_n,
-				      .new_keys = member_keys(w), .new_n = (int)w->n, .host = host, .cfg = &cfg};
+				      .new_keys = ftl_comm_member_keys(w), .new_n = (int)w->n, .host = host, .cfg = &cfg};
 	t->comm = NULL;
 	t->comm_keys = NULL;
 	t->comm_n = 0;
@@ -226,7 +219,7 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 		return e;
 	if (backend == FTL_COMM_TCP)
 		c.data = c.ctrl;
-	install(a, &c, w->seq);
+	install(a, &c, w);
 	*out = c;
 	ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training",
 		FTL_MSG("communicator built (%s%s)", ftl_comm_backend_strs[backend],
@@ -243,7 +236,7 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 	return FTL_OK;
 }
 
-static void factory_drop(void *ctx) { install(ctx, &(ftl_comm_pair){0}, 0); }
+static void factory_drop(void *ctx) { install(ctx, &(ftl_comm_pair){0}, NULL); }
 
 const ftl_comm_factory_ops ftl_exec_agent_factory = {
 	.build = factory_build,

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/diag.h"
 #include "base/fork_fds.h"
+#include "comm_members.h"
 #include "training.h"
 
 /* The coordinator's bootstrap blob for a view about to be committed: the NCCL unique id of its rank 0. */
@@ -46,6 +47,20 @@ static void node_options(ftl_agent *a, ftl_node_options *o)
 	o->blob_ctx = a;
 }
 
+/* A view was committed that keeps every member of the tcp communicator in use: a join (or spares taken
+ * in). The step in flight is left to finish in its view rather than aborted and run again, so a join costs
+ * the running workers no part of a step; the training thread moves to the new view at its next step, and
+ * drops the old communicators first, so that a member still waiting in the old view's collective loses it
+ * as a peer at once (connection closed) and runs its step again in the new view, rolled back by the state
+ * sync if need be. NCCL is aborted whatever the view: a rank in a kernel of the old comm would wait for its
+ * peers until the collective timeout. */
+static bool is_join_locked(ftl_agent *a, const ftl_training *t)
+{
+	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
+	return t->cfg.backend == FTL_COMM_TCP && t->comm_keys && v->self_rank >= 0 &&
+	       ftl_comm_members_all_in(t->comm_keys, t->comm_n, v);
+}
+
 static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
 {
 	ftl_training *t = ftl_agent_training(a);
@@ -53,6 +68,12 @@ static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
 		return;
 	if (is_member_gone)
 		ftl_train_metrics_disrupted_locked(&t->metrics, ftl_agent_now_us(a));
+	else if (is_join_locked(a, t)) {
+		ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training",
+			FTL_MSG("a view with every member of this communicator's and more (%s): the step in flight "
+				"finishes in it", why), FTL_F_STR("why", why));
+		return;
+	}
 	ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "training", FTL_MSG("aborting the collectives in progress: %s", why),
 		FTL_F_STR("why", why));
 	ftl_training_abort_comms_locked(t);

@@ -23,8 +23,8 @@ typedef struct ftl_training {
 	ftl_comm *comm;                  /* the communicator a step may be using (the loop may abort it) */
 	ftl_comm *ctrl_comm;             /* nccl: the tcp comm beside it for control data (NULL under tcp) */
 	uint64_t comm_seq;               /* the view (seq) they were built for (0: none) */
-	uint64_t *comm_keys;             /* nccl: that view's members (name and generation hashed), by rank, */
-	uint32_t comm_n;                 /* so that the next view can shrink comm (exec_comm_factory.c) */
+	uint64_t *comm_keys;             /* that view's members by rank (comm_members.h): nccl shrinks the */
+	uint32_t comm_n;                 /* next view's comm from them, and a tcp step outlives a join */
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
 
 	atomic_bool is_executing;        /* an ftl_execute is running: a second one, from any thread, is refused */

@@ -170,7 +170,8 @@ def one_grow(args, n):
 def pause_phases(running, epoch0, since):
     """Where the running workers' pause across a view change goes, each milestone the moment the LAST of them
     reached it: their last step in the old view -> the new view committed -> its communicator built -> the
-    state synced -> their first step in it (the step itself is part of the pause, as in running_pause_s)."""
+    state synced -> their first step in it (the step itself is part of the pause, as in running_pause_s).
+    A join lets the step in flight finish in the old view, so the view usually comes first: negative."""
     def last(pattern):
         ts = [first_after(log_events(w, pattern), since, lambda m: int(m.group(1)) > epoch0) for w in running]
         return None if None in ts else max(ts)

@@ -108,7 +108,8 @@ def scenario_kill9(train, ctl):
 
 def scenario_join(train, ctl):
     """A worker joins mid-training: it receives the state, and its digest equals the others' from its
-    first step on."""
+    first step on. The running workers' step in flight is not aborted by the join's view (it keeps every
+    member of theirs): it finishes, and they move to the new view at their next step."""
     steps = 250
     job = new_job(train, ctl, FTL_STEPS=steps, **JOB)
     start_job(job, 3)
@@ -126,6 +127,10 @@ def scenario_join(train, ctl):
     mine = [r for r in job.agents["w3"].steps()]
     assert all(r in groups[r["step"]] for r in mine), "w3 reported a step outside the job's final view"
     assert groups[first["step"]][0]["world"] == 4
+    for name in ("w0", "w1", "w2"):
+        log = job.agents[name].log_text()
+        assert "the step in flight finishes in it" in log, f"{name} did not keep its step in flight at the join"
+        assert "aborting the collectives in progress: a new view" not in log, f"{name} aborted a step at the join"
 
 
 def scenario_leave(train, ctl):
