@@ -5,12 +5,10 @@ One scenario per run, each with a hard time limit:
 Random choices (which worker, at which step) print their seed; FTL_TEST_SEED=<seed> replays them."""
 
 import argparse
-import json
 import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import time
 
