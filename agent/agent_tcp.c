@@ -154,7 +154,7 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 	return c;
 }
 
-static int prepare_frame(pp_conn *c, char kind, const uint8_t *plain, size_t len)
+static ftl_err prepare_frame(pp_conn *c, char kind, const uint8_t *plain, size_t len)
 {
 	return ftl_seal_frame(c->a->keyring, (uint8_t)kind, plain, len, &c->out, &c->out_len);
 }
@@ -165,12 +165,10 @@ static ftl_err prepare_state(pp_conn *c, bool is_join)
 	size_t len;
 	if (ftl_swim_push_pull_encode(c->a->swim, is_join, &frame, &len) != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "push-pull with %s: out of memory encoding our state", c->peer);
-	int rc = prepare_frame(c, FTL_FRAME_PUSH_PULL, frame, len);
+	ftl_err err = prepare_frame(c, FTL_FRAME_PUSH_PULL, frame, len);
 	free(frame);
-	if (rc != 0)
-		return ftl_diag_set(FTL_ERR_SYSTEM,
-				    "push-pull with %s: cannot seal our state of %zu bytes (out of memory, or over the "
-				    "frame limit)", c->peer, len);
+	if (err)
+		return ftl_diag_prefix("push-pull with %s: cannot seal our state: ", c->peer);
 	return FTL_OK;
 }
 

@@ -16,18 +16,21 @@ int ftl_open_datagram(ftl_keyring *kr, const uint8_t *in, size_t len, uint8_t *p
 	return ftl_keyring_open(kr, in, len, plain, FTL_UDP_PACKET_MAX, plain_len, NULL);
 }
 
-int ftl_seal_frame(ftl_keyring *kr, uint8_t kind, const uint8_t *plain, size_t len, uint8_t **out,
-		   size_t *out_len)
+ftl_err ftl_seal_frame(ftl_keyring *kr, uint8_t kind, const uint8_t *plain, size_t len, uint8_t **out,
+		       size_t *out_len)
 {
 	if (len > FTL_TCP_FRAME_MAX)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "%zu bytes to seal: a frame carries at most %u", len,
+				    FTL_TCP_FRAME_MAX);
 	uint8_t *sealed = malloc(len + FTL_KEYRING_OVERHEAD);
+	if (!sealed)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory sealing %zu bytes", len);
 	size_t sealed_len;
-	int rc = -1;
-	if (sealed && ftl_keyring_seal(kr, plain, len, sealed, len + FTL_KEYRING_OVERHEAD, &sealed_len) == 0)
-		rc = ftl_tcp_frame_encode(kr, kind, sealed, sealed_len, out, out_len);
+	ftl_err err = ftl_keyring_seal(kr, plain, len, sealed, len + FTL_KEYRING_OVERHEAD, &sealed_len);
+	if (!err)
+		err = ftl_tcp_frame_encode(kr, kind, sealed, sealed_len, out, out_len);
 	free(sealed);
-	return rc;
+	return err;
 }
 
 int ftl_open_frame(ftl_keyring *kr, const uint8_t *body, size_t len, uint8_t **plain, size_t *plain_len)

@@ -28,10 +28,10 @@ ftl_err ftl_seal_datagram(ftl_keyring *kr, const uint8_t *plain, size_t len, uin
 /* Opens a received datagram into plain[FTL_UDP_PACKET_MAX]; -1 when it does not open (counted). */
 int ftl_open_datagram(ftl_keyring *kr, const uint8_t *in, size_t len, uint8_t *plain, size_t *plain_len);
 
-/* The bytes to send for a frame of kind carrying plain[0..len) sealed: malloc'd into *out. -1 when out of
- * memory or too large for any frame. */
-int ftl_seal_frame(ftl_keyring *kr, uint8_t kind, const uint8_t *plain, size_t len, uint8_t **out,
-		   size_t *out_len);
+/* The bytes to send for a frame of kind carrying plain[0..len) sealed: malloc'd into *out. FTL_ERR_SYSTEM
+ * when out of memory, FTL_ERR_INVALID when too large for any frame. */
+ftl_err ftl_seal_frame(ftl_keyring *kr, uint8_t kind, const uint8_t *plain, size_t len, uint8_t **out,
+		       size_t *out_len);
 /* Opens the body of a frame ftl_tcp_read returned into *plain (malloc'd, the caller frees); -1 when it
  * does not open (counted) or out of memory. */
 int ftl_open_frame(ftl_keyring *kr, const uint8_t *body, size_t len, uint8_t **plain, size_t *plain_len);

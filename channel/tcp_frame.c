@@ -79,11 +79,12 @@ static void put_prefix(uint8_t *p, uint8_t kind, size_t body_len)
 	p[4] = kind;
 }
 
-int ftl_tcp_frame_encode(ftl_keyring *kr, uint8_t kind, const uint8_t *body, size_t len, uint8_t **out,
-			 size_t *out_len)
+ftl_err ftl_tcp_frame_encode(ftl_keyring *kr, uint8_t kind, const uint8_t *body, size_t len, uint8_t **out,
+			     size_t *out_len)
 {
 	if (len == 0 || len > FTL_TCP_FRAME_MAX - 1)
-		return -1;
+		return ftl_diag_set(FTL_ERR_INVALID, "a frame of %zu bytes: frames carry 1 to %u", len,
+				    FTL_TCP_FRAME_MAX - 1);
 	uint8_t hdr[FTL_TCP_HEADER_FRAME];
 	size_t hdr_len = 0;
 	if (len + 1 > FTL_TCP_UNAUTH_MAX) { /* too large for anyone: announce it in a sealed header */
@@ -92,19 +93,20 @@ int ftl_tcp_frame_encode(ftl_keyring *kr, uint8_t kind, const uint8_t *body, siz
 		plain[0] = kind;
 		memcpy(plain + 1, &be, 4);
 		size_t sealed_len;
-		if (ftl_keyring_seal(kr, plain, sizeof(plain), hdr + FTL_TCP_PREFIX, sizeof(hdr) - FTL_TCP_PREFIX,
-				     &sealed_len) != 0)
-			return -1;
+		ftl_err err = ftl_keyring_seal(kr, plain, sizeof(plain), hdr + FTL_TCP_PREFIX,
+					       sizeof(hdr) - FTL_TCP_PREFIX, &sealed_len);
+		if (err)
+			return err;
 		put_prefix(hdr, FTL_FRAME_HEADER, sealed_len);
 		hdr_len = FTL_TCP_PREFIX + sealed_len;
 	}
 	uint8_t *p = malloc(hdr_len + FTL_TCP_PREFIX + len);
 	if (!p)
-		return -1;
+		return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory for a frame of %zu bytes", len);
 	memcpy(p, hdr, hdr_len);
 	put_prefix(p + hdr_len, kind, len);
 	memcpy(p + hdr_len + FTL_TCP_PREFIX, body, len);
 	*out = p;
 	*out_len = hdr_len + FTL_TCP_PREFIX + len;
-	return 0;
+	return FTL_OK;
 }

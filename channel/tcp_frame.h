@@ -70,9 +70,9 @@ typedef struct ftl_tcp_result {
 ftl_tcp_step ftl_tcp_read(ftl_tcp_reader *r, ftl_keyring *kr, const uint8_t *in, size_t len, ftl_tcp_result *res);
 
 /* The bytes to send for one frame of kind with body[0..len): the frame alone when it is small enough for
- * anyone, a sealed header then the frame otherwise. malloc'd into *out; -1 when out of memory or over
- * FTL_TCP_FRAME_MAX. */
-int ftl_tcp_frame_encode(ftl_keyring *kr, uint8_t kind, const uint8_t *body, size_t len, uint8_t **out,
-			 size_t *out_len);
+ * anyone, a sealed header then the frame otherwise. malloc'd into *out; FTL_ERR_SYSTEM when out of memory,
+ * FTL_ERR_INVALID when empty or over FTL_TCP_FRAME_MAX. */
+ftl_err ftl_tcp_frame_encode(ftl_keyring *kr, uint8_t kind, const uint8_t *body, size_t len, uint8_t **out,
+			     size_t *out_len);
 
 #endif
