@@ -86,15 +86,17 @@ class TrainingJob(Cluster):
     """Workers of one job: the same key, the same job settings (env), seeds pointing at live workers."""
     member_class = Worker
     start_timeout = 20  # seconds a worker may take until its agent answers (a Python one imports torch first)
+    SEEDS = 8
 
     def __init__(self, train_bin, ctl_bin, **job_env):
         super().__init__(train_bin, ctl_bin)
         self.job_env = {k: str(v) for k, v in job_env.items()}
 
     def add(self, name, start=True, **extra):
-        """Starts a worker seeded with every live one. The first worker is the others' seed: wait until
-        its agent answers, or the others find no one, and each trains alone as a job of one."""
-        live = [w.addr for w in self.running()]
+        """Starts a worker seeded with the oldest live ones (at most SEEDS: FTL_SEEDS holds ~60 addresses, and
+        gossip needs one that answers). The first worker is the others' seed: wait until its agent answers,
+        or the others find no one, and each trains alone as a job of one."""
+        live = [w.addr for w in self.running()][:self.SEEDS]
         seed = ",".join(live) if live else None
         w = super().add(name, seed=seed, start=start, **{**self.job_env, **extra})
         if start and not live:
