@@ -131,6 +131,24 @@ def scenario_join(train, ctl):
         assert "aborting the collectives in progress: a new view" not in log, f"{name} aborted a step at the join"
 
 
+def scenario_joins_between_fast_steps(train, ctl):
+    """Joins while a step takes about a millisecond. A join's view lets the running workers' step in flight
+    finish, so a worker that moves to the new view at its next step may leave a peer still inside the old
+    view's collective: that peer must lose it at once and run the step again in the new view, never wait
+    for the collective timeout (10 s here). Every step stays consistent, and no worker stops for long."""
+    steps = 8000
+    job = new_job(train, ctl, FTL_STEPS=steps, **{**JOB, "FTL_STEP_SLEEP_MS": 1})
+    start_job(job, 3)
+    for j in range(3):
+        job.add(f"j{j}")
+        job.wait(f"j{j} trains", lambda: bool(job.agents[f"j{j}"].steps()), 30)
+    finish(job)
+    check_every_step(job, steps)
+    gaps = {w.name: max(b["t"] - a["t"] for a, b in zip(w.steps(), w.steps()[1:])) for w in job.workers()}
+    print("longest gap between two steps, by worker: " + ", ".join(f"{n} {g:.3f} s" for n, g in gaps.items()))
+    assert max(gaps.values()) < 3.0, f"a worker stopped for {max(gaps.values()):.2f} s at a join"
+
+
 def scenario_leave(train, ctl):
     """SIGTERM: the worker leaves gracefully, the others go on without waiting for failure detection."""
     steps = 250
