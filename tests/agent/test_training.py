@@ -127,6 +127,7 @@ def scenario_join(train, ctl):
     assert groups[first["step"]][0]["world"] == 4
     for name in ("w0", "w1", "w2"):
         log = job.agents[name].log_text()
+        log = log[:log.find('msg="member left"')] if 'msg="member left"' in log else log  # the job's end aborts
         assert "the step in flight finishes in it" in log, f"{name} did not keep its step in flight at the join"
         assert "aborting the collectives in progress: a new view" not in log, f"{name} aborted a step at the join"
 
@@ -319,6 +320,10 @@ def scenario_quorum_loss_waits_and_says_what_is_missing(train, ctl):
     job.wait_step(rng.randint(30, 60), 30)
     victims = rng.sample(["w1", "w2", "w3"], 2)  # w0 (the coordinator) survives: the reset goes to the other
     survivors = [w for w in job.workers() if w.name not in victims]
+    # Both stopped first, then both killed: a victim still running when the other dies witnesses that death
+    # and accepts the view of 3 that follows, and 3 then lose 1 with a majority (seen under load in CI).
+    for v in victims:
+        job.kill(v, signal.SIGSTOP)
     for v in victims:
         job.kill(v)
     killed_at, t0 = job.progress(), time.time()
