@@ -9,7 +9,7 @@
 #include "comm.h"
 #include "base/sized.h"
 
-static const char *backend_name(ftl_comm_backend backend)
+const char *ftl_comm_backend_name(ftl_comm_backend backend)
 {
 	return (unsigned)backend < FTL_COMM_BACKEND_MAX ? ftl_comm_backend_strs[backend] : "unknown";
 }
@@ -186,9 +186,8 @@ ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap)
 #endif
 }
 
-/* The checks every collective shares: usable communicator, known dtype, byte count without overflow. */
-static ftl_err check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
-			  size_t multiplier, size_t *bytes)
+ftl_err ftl_comm_check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
+			    size_t multiplier, size_t *bytes)
 {
 	if (comm->broken != FTL_OK)
 		return comm->broken;
@@ -204,7 +203,7 @@ static ftl_err check_call(struct ftl_comm *comm, const char *what, ftl_dtype dty
 	return FTL_OK;
 }
 
-static bool overlaps(const void *a, size_t a_len, const void *b, size_t b_len)
+bool ftl_comm_overlaps(const void *a, size_t a_len, const void *b, size_t b_len)
 {
 	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
 	return a_len > 0 && b_len > 0 && x < y + b_len && y < x + a_len;
@@ -237,82 +236,6 @@ ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
 	}
 }
 
-/* The allreduce checks, blocking or not. */
-static ftl_err check_allreduce(struct ftl_comm *comm, const char *what, const void *sendbuf, void *recvbuf,
-			       size_t count, ftl_dtype dtype, ftl_reduce_op op)
-{
-	size_t bytes = 0; /* set by the check; 0 keeps -Wmaybe-uninitialized quiet in Release */
-	ftl_err err = check_call(comm, what, dtype, count, 1, &bytes);
-	if (err)
-		return err;
-	if ((unsigned)op >= FTL_REDUCE_OP_MAX)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: unknown op %d", what, (int)op);
-	if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: NULL buffer with count %zu", what, count);
-	if (sendbuf != recvbuf && overlaps(sendbuf, bytes, recvbuf, bytes))
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "%s: send and receive buffers overlap without being the same", what);
-	return FTL_OK;
-}
-
-ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   ftl_dtype dtype, ftl_reduce_op op)
-{
-	if (comm == NULL)
-		return FTL_ERR_INVALID;
-	ftl_err err = check_allreduce(comm, "allreduce", sendbuf, recvbuf, count, dtype, op);
-	if (err || count == 0)
-		return err;
-	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-				    .count = count, .dtype = dtype, .op = op};
-	return ftl_comm_async_call(comm, &call);
-}
-
-ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
-				ftl_reduce_op op, float *residual)
-{
-	if (comm == NULL)
-		return FTL_ERR_INVALID;
-	ftl_err err = check_allreduce(comm, "allreduce_bf16", sendbuf, recvbuf, count, FTL_F32, op);
-	if (err || count == 0)
-		return err;
-	if (comm->backend != FTL_COMM_TCP && comm->ops->allreduce_bf16 == NULL) /* the host path needs host memory */
-		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
-				     "allreduce_bf16: this build of the %s backend has no compression kernels "
-				     "(CMake found no nvcc, or a sanitizer build)", backend_name(comm->backend));
-	size_t bytes = count * sizeof(float);
-	if (residual != NULL && op != FTL_SUM && op != FTL_AVG)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "allreduce_bf16: error feedback is for sum and avg, not %s", ftl_reduce_op_strs[op]);
-	if (residual != NULL && (overlaps(residual, bytes, sendbuf, bytes) || overlaps(residual, bytes, recvbuf, bytes)))
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
-				     "allreduce_bf16: the residual overlaps the send or receive buffer");
-	if (comm->ops->allreduce_bf16 == NULL)
-		return ftl_comm_bf16_on_host(comm, sendbuf, recvbuf, count, op, residual);
-	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE_BF16, .sendbuf = sendbuf, .recvbuf = recvbuf,
-				    .count = count, .dtype = FTL_F32, .op = op, .residual = residual};
-	return ftl_comm_async_call(comm, &call);
-}
-
-ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req)
-{
-	if (comm == NULL || req == NULL)
-		return FTL_ERR_INVALID;
-	*req = NULL;
-	if (!comm->ops->is_async && comm->ops->enqueue == NULL)
-		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
-				     "the %s backend has no asynchronous collectives yet; use ftl_comm_allreduce",
-				     backend_name(comm->backend));
-	ftl_err err = check_allreduce(comm, "allreduce_async", sendbuf, recvbuf, count, dtype, op);
-	if (err)
-		return err;
-	/* A zero count is queued too: its completion still says the calls before it have run. */
-	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
-				    .count = count, .dtype = dtype, .op = op};
-	return ftl_comm_async_submit(comm, &call, req);
-}
-
 ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)
 {
 	return ftl_comm_broadcast_held(comm, buf, count, dtype, root, false);
@@ -323,7 +246,7 @@ ftl_err ftl_comm_broadcast_held(ftl_comm *comm, void *buf, size_t count, ftl_dty
 	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
-	ftl_err err = check_call(comm, "broadcast", dtype, count, 1, &bytes);
+	ftl_err err = ftl_comm_check_call(comm, "broadcast", dtype, count, 1, &bytes);
 	if (err)
 		return err;
 	if (root < 0 || root >= comm->world_size)
@@ -344,7 +267,7 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
-	ftl_err err = check_call(comm, "allgather", dtype, count, (size_t)comm->world_size, &bytes);
+	ftl_err err = ftl_comm_check_call(comm, "allgather", dtype, count, (size_t)comm->world_size, &bytes);
 	if (err)
 		return err;
 	if (count == 0)
@@ -352,7 +275,7 @@ ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *recvbuf, s
 	if (sendbuf == NULL || recvbuf == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "allgather: NULL buffer with count %zu", count);
 	const char *own = (const char *)recvbuf + (size_t)comm->rank * bytes;
-	if (sendbuf != own && overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
+	if (sendbuf != own && ftl_comm_overlaps(sendbuf, bytes, recvbuf, bytes * (size_t)comm->world_size))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
 				     "allgather: sendbuf overlaps recvbuf but is not recvbuf + rank * count");
 	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
@@ -365,7 +288,7 @@ ftl_err ftl_comm_barrier(ftl_comm *comm)
 	size_t bytes = 0;
 	if (comm == NULL)
 		return FTL_ERR_INVALID;
-	ftl_err err = check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
+	ftl_err err = ftl_comm_check_call(comm, "barrier", FTL_I32, 0, 1, &bytes);
 	if (err)
 		return err;
 	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_BARRIER, .dtype = FTL_I32};
@@ -380,7 +303,7 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 	if (comm->ops->shrink == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
 				     "the %s backend cannot shrink; build a new communicator with ftl_comm_create",
-				     backend_name(comm->backend));
+				     ftl_comm_backend_name(comm->backend));
 	int pending = ftl_comm_async_pending(comm);
 	if (pending > 0)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false,
@@ -429,6 +352,7 @@ void ftl_comm_destroy(ftl_comm *comm)
 		return;
 	ftl_comm_async_destroy(comm);
 	free(comm->wire);
+	free(comm->exact_scratch);
 	comm->ops->destroy(comm);
 }
 

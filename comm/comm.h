@@ -47,7 +47,7 @@ struct ftl_comm_backend_ops {
 	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
 	void (*abort)(struct ftl_comm *comm);
 	void (*destroy)(struct ftl_comm *comm);
-	/* The compressed f32 allreduce (ftl_comm_allreduce_bf16) in the backend's own memory; NULL: comm.c
+	/* The compressed f32 allreduce (FTL_ALLREDUCE_BF16) in the backend's own memory; NULL: comm.c
 	 * compresses in host memory around a bf16 allreduce (tcp). residual may be NULL. */
 	ftl_err (*allreduce_bf16)(struct ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
 				  ftl_reduce_op op, float *residual);
@@ -79,9 +79,11 @@ struct ftl_comm {
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
-	void *wire;                           /* ftl_comm_allreduce_bf16's bf16 buffer, kept between calls */
+	void *wire;                           /* the bf16 allreduce's bf16 buffer, kept between calls */
 	size_t wire_cap;                      /* ... its size in bytes */
 	size_t bf16_chunk;                    /* ... elements per chunk of its pipeline; 0: one pass */
+	void *exact_scratch;                  /* the exact allreduce's integers, kept between calls */
+	size_t exact_scratch_cap;             /* ... its size in bytes */
 };
 
 /* One collective call with its validated arguments: what a queued request or a blocking call runs. */
@@ -113,10 +115,28 @@ struct ftl_comm_call {
  * spares the holders the copy (shared memory), so on a shared host the root and the joiner get the cores. */
 ftl_err ftl_comm_broadcast_held(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held);
 
+/* comm.c: the checks every collective shares: usable communicator, known dtype, byte count without
+ * overflow (count * multiplier elements, the bytes of count of them in *bytes). */
+ftl_err ftl_comm_check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
+			    size_t multiplier, size_t *bytes);
+/* comm.c: whether two byte ranges share a byte (empty ones never do). */
+bool ftl_comm_overlaps(const void *a, size_t a_len, const void *b, size_t b_len);
+/* comm.c: "tcp", "nccl", or "unknown". */
+const char *ftl_comm_backend_name(ftl_comm_backend backend);
+
+/* comm_allreduce.c: the caller's options (NULL: a plain allreduce) widened into out, this library's size,
+ * with the kind checked; FTL_ERR_INVALID with the diag saying why. */
+ftl_err ftl_allreduce_opts_read(const ftl_allreduce_opts *opts, ftl_allreduce_opts *out);
+
+/* comm_exact.c: the exact allreduce (FTL_ALLREDUCE_EXACT) with validated arguments, its integers in
+ * comm->exact_scratch. */
+ftl_err ftl_comm_exact_sum(struct ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
+			   uint64_t total_rows, float *out);
+
 /* comm.c: runs the call through the backend's ops, on the calling thread. */
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *call);
 
-/* comm_bf16_pipeline.c: ftl_comm_allreduce_bf16 in host memory around a bf16 allreduce (tcp), with
+/* comm_bf16_pipeline.c: the bf16 allreduce (FTL_ALLREDUCE_BF16) in host memory around a bf16 allreduce (tcp), with
  * validated arguments: in chunks of comm->bf16_chunk elements whose rounding and widening overlap the
  * transfer, or in one pass under two chunks. */
 #define FTL_COMM_BF16_CHUNK ((size_t)1 << 18)

@@ -1,5 +1,5 @@
-/* comm_bf16_pipeline: ftl_comm_allreduce_bf16 where the backend has no kernels of its own (tcp): round the
- * f32 input to bf16 in host memory, run a bf16 allreduce, widen the result back to f32.
+/* comm_bf16_pipeline: the bf16 allreduce (FTL_ALLREDUCE_BF16) where the backend has no kernels of its own
+ * (tcp): round the f32 input to bf16 in host memory, run a bf16 allreduce, widen the result back to f32.
  *
  * Why chunks: rounding and widening take about half as long as the bf16 allreduce itself (64 MiB of f32 on
  * the 2-core loopback host: about 7 ms to round, 4 ms to widen, 25 ms for the allreduce with the

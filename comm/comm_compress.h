@@ -1,4 +1,4 @@
-/* comm_compress: what the bf16-compressed f32 allreduce (ftl_comm_allreduce_bf16) does around the bf16
+/* comm_compress: what the bf16-compressed f32 allreduce (FTL_ALLREDUCE_BF16) does around the bf16
  * allreduce: round its input to bf16 (with error feedback) and widen the result back. Pure. */
 #ifndef FTL_COMM_COMPRESS_H
 #define FTL_COMM_COMPRESS_H

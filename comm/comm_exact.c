@@ -1,4 +1,4 @@
-/* The exact sum of float rows (ftl/elastic.h): the reproducible mode's allreduce.
+/* The exact sum of float rows (FTL_ALLREDUCE_EXACT, ftl/comm.h): the reproducible mode's allreduce.
  *
  * Why fixed point: float addition is not associative, so a ring over 3 ranks and one over 5 add the same
  * rows in different orders and round differently. Scaled to integers by a power of two that every rank
@@ -19,6 +19,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
@@ -91,9 +92,18 @@ void ftl_exact_result(const int32_t *acc, size_t count, const int32_t *exponents
 	}
 }
 
-size_t ftl_comm_allreduce_exact_scratch(size_t count)
+/* Room in comm->exact_scratch for count elements' integers, the blocks' maxima and their exponents. */
+static ftl_err reserve_scratch(ftl_comm *comm, size_t count)
 {
-	return (count + 2 * ftl_exact_blocks(count)) * sizeof(int32_t);
+	size_t need = (count + 2 * ftl_exact_blocks(count)) * sizeof(int32_t);
+	if (comm->exact_scratch_cap >= need)
+		return FTL_OK;
+	void *scratch = realloc(comm->exact_scratch, need);
+	if (scratch == NULL)
+		return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false, "allreduce_exact: out of memory for %zu bytes", need);
+	comm->exact_scratch = scratch;
+	comm->exact_scratch_cap = need;
+	return FTL_OK;
 }
 
 /* Agrees on every block's scale: the maxima over every row of every rank, then the exponents. */
@@ -104,35 +114,32 @@ static ftl_err agree_on_scales(ftl_comm *comm, const float *rows, size_t n_rows,
 	memset(block_max, 0, blocks * sizeof(*block_max));
 	for (size_t r = 0; r < n_rows; r++)
 		ftl_exact_block_max(rows + r * count, count, block_max);
-	ftl_err e = ftl_comm_allreduce(comm, block_max, block_max, blocks, FTL_F32, FTL_MAX);
+	ftl_err e = ftl_comm_allreduce(comm, block_max, block_max, blocks, FTL_F32, FTL_MAX, NULL, NULL);
 	for (size_t b = 0; e == FTL_OK && b < blocks; b++) {
 		if (isinf(block_max[b])) {
-			return ftl_kept_error_set(&comm->error, FTL_ERR_INVALID, "ftl: the exact allreduce got a NaN or "
-						  "an infinity in a row (a diverged gradient?); nothing was summed");
+			return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "the exact allreduce got a NaN or an "
+					     "infinity in a row (a diverged gradient?); nothing was summed");
 		}
 		exponents[b] = ftl_exact_exponent(block_max[b], total_rows);
 	}
 	return e;
 }
 
-ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count, uint64_t total_rows,
-				 float *out, void *scratch)
+ftl_err ftl_comm_exact_sum(struct ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
+			   uint64_t total_rows, float *out)
 {
-	if (!comm || (!rows && n_rows) || !out || !scratch || total_rows < n_rows || total_rows == 0 || count == 0)
-		return FTL_ERR_INVALID;
-	if (comm->backend != FTL_COMM_TCP) {
-		return ftl_kept_error_set(&comm->error, FTL_ERR_UNSUPPORTED, "ftl: the exact allreduce works on host "
-					  "memory (tcp backend); use FTL_COMM=tcp for FTL_REPRODUCIBLE");
-	}
-	int32_t *acc = scratch, *exponents = acc + count + ftl_exact_blocks(count);
+	ftl_err e = reserve_scratch(comm, count);
+	if (e != FTL_OK)
+		return e;
+	int32_t *acc = comm->exact_scratch, *exponents = acc + count + ftl_exact_blocks(count);
 	float *block_max = (float *)(void *)(acc + count); /* its own words: never read as integers */
-	ftl_err e = agree_on_scales(comm, rows, n_rows, count, total_rows, block_max, exponents);
+	e = agree_on_scales(comm, rows, n_rows, count, total_rows, block_max, exponents);
 	if (e != FTL_OK)
 		return e;
 	memset(acc, 0, count * sizeof(*acc));
 	for (size_t r = 0; r < n_rows; r++)
 		ftl_exact_accumulate(rows + r * count, count, exponents, acc);
-	e = ftl_comm_allreduce(comm, acc, acc, count, FTL_I32, FTL_SUM);
+	e = ftl_comm_allreduce(comm, acc, acc, count, FTL_I32, FTL_SUM, NULL, NULL);
 	if (e == FTL_OK)
 		ftl_exact_result(acc, count, exponents, out);
 	return e;

@@ -1,4 +1,4 @@
-/* The exact sum's pure steps (comm_exact.c), for ftl_comm_allreduce_exact and for the unit tests that
+/* The exact sum's pure steps (comm_exact.c), for the exact allreduce and for the unit tests that
  * check that the result cannot depend on how rows are grouped. */
 #ifndef FTL_COMM_EXACT_H
 #define FTL_COMM_EXACT_H

@@ -22,7 +22,7 @@
  * may answer an enqueue with ncclInProgress: the stream takes nothing more (not even the event) until NCCL
  * says the enqueue is done, which that same loop waits for, deadline-bound.
  *
- * The compressed allreduce (ftl_comm_allreduce_bf16) runs its rounding and widening as CUDA kernels on the
+ * The compressed allreduce (FTL_ALLREDUCE_BF16) runs its rounding and widening as CUDA kernels on the
  * same stream (comm_nccl_compress.cu), built when CMake finds nvcc (FTL_HAVE_NCCL_COMPRESS). */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -127,7 +127,7 @@ static ftl_err train_step(void *ctx, const ftl_step_info *info)
 			   sizeof(j->why)) != 0 ||
 	    mlp_sync(j->why, sizeof(j->why)) != 0) /* NCCL runs on its own stream: the sums must be done */
 		return cuda_failed(j);
-	ftl_err e = ftl_allreduce(j->agent, j->sums, j->sums, j->n_params + MLP_N_STATS, FTL_F32, FTL_SUM);
+	ftl_err e = ftl_allreduce(j->agent, j->sums, j->sums, j->n_params + MLP_N_STATS, FTL_F32, FTL_SUM, NULL, NULL);
 	if (e != FTL_OK)
 		return e; /* nothing changed: ftl_execute may run this step again on a new view */
 	if (mlp_copy_to_host(j->stats, j->sums + j->n_params, sizeof(j->stats), j->why, sizeof(j->why)) != 0)

@@ -16,10 +16,10 @@
  *    FTL_GLOBAL_BATCH every step takes that many samples at any world size, split across the ranks, and
  *    the gradient is the mean over them (summed counts, not ranks); FTL_MAX_BATCH_PER_RANK computes a
  *    rank's share in micro-batches (gradient accumulation). With FTL_REPRODUCIBLE=1 too, each micro-shard
- *    gets its own row and ftl_allreduce_exact sums the rows exactly: the digest after every step is then
- *    the same at any world size and through any kills and joins;
- *  - the gradient goes through a gradient bucket (ftl_allreduce_grad, ftl/gradient.h), which FTL_COMM_COMPRESS
- *    may put on the wire as bf16; the step's statistics (loss, counts) go through a plain allreduce, exact.
+ *    gets its own row and the exact allreduce (FTL_ALLREDUCE_EXACT) sums the rows exactly: the digest after
+ *    every step is then the same at any world size and through any kills and joins;
+ *  - the gradient's allreduce names a gradient bucket (ftl/gradient.h), which FTL_COMM_COMPRESS may put on
+ *    the wire as bf16; the step's statistics (loss, counts) go through a plain allreduce, exact.
  *
  * Settings come from the environment: the agent's and the job's FTL_* (ftl/agent.h, ftl/execute.h), and
  *   FTL_STEPS          steps to train (300)
@@ -242,8 +242,11 @@ static ftl_err sum_gradients(trainer *t, const ftl_step_info *info)
 		row[np + STAT_CORRECT] += (float)sums.correct;
 	}
 	row[np + STAT_SAMPLES] = (float)info->n_indices;
-	ftl_err err = ftl_allreduce_grad(t->agent, t->grads, row, np, FTL_SUM);
-	return err ? err : ftl_allreduce(t->agent, row + np, row + np, N_STATS, FTL_F32, FTL_SUM);
+	ftl_allreduce_opts gradient;
+	ftl_allreduce_opts_init(&gradient);
+	gradient.bucket = t->grads;
+	ftl_err err = ftl_allreduce(t->agent, row, row, np, FTL_F32, FTL_SUM, &gradient, NULL);
+	return err ? err : ftl_allreduce(t->agent, row + np, row + np, N_STATS, FTL_F32, FTL_SUM, NULL, NULL);
 }
 
 /* Reproducible mode: each micro-shard's gradient in its own row, computed whole here, and the rows of every
@@ -260,7 +263,12 @@ static ftl_err sum_gradients_exactly(trainer *t, const ftl_step_info *info)
 	}
 	for (size_t k = 0; k < rows; k++)
 		compute_row(t, info->indices + k * info->micro_batch, micro_batch_len(info, k), t->rows + k * width);
-	return ftl_allreduce_exact(t->agent, t->rows, rows, width, info->total_micro, t->reduce);
+	ftl_allreduce_opts exact;
+	ftl_allreduce_opts_init(&exact);
+	exact.kind = FTL_ALLREDUCE_EXACT;
+	exact.n_rows = rows;
+	exact.total_rows = info->total_micro;
+	return ftl_allreduce(t->agent, t->rows, t->reduce, width, FTL_F32, FTL_SUM, &exact, NULL);
 }
 
 /* One training step (ftl_step_fn). Registered state changes only after the allreduce succeeded. */

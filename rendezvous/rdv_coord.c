@@ -160,10 +160,10 @@ static void commit_value(ftl_rdv *r)
 /* Fills the blob of our own value; false when the callback postpones the commit. */
 static bool make_blob(ftl_rdv *r, ftl_rdv_view *v)
 {
-	int len = 0;
-	if (r->blob_cb != NULL)
-		len = r->blob_cb(r->blob_ctx, v->epoch, v->blob, sizeof v->blob);
-	if (len < 0 || len > FTL_RDV_BLOB_MAX)
+	size_t len = 0;
+	if (r->blob_cb != NULL && r->blob_cb(r->blob_ctx, v->epoch, v->blob, sizeof v->blob, &len) != FTL_OK)
+		return false;
+	if (len > FTL_RDV_BLOB_MAX)
 		return false;
 	v->blob_len = (uint16_t)len;
 	return true;

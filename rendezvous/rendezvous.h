@@ -114,9 +114,10 @@ typedef struct ftl_rdv_config {
 	uint32_t spares;                /* alive members kept out of a growing view (rdv_candidate.h) */
 } ftl_rdv_config;
 
-/* Makes the coordinator's blob for a view about to be committed (it will be rank 0); returns its length
- * (0 for none) or -1 to postpone the commit. May be NULL. */
-typedef int (*ftl_rdv_blob_cb)(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap);
+/* Makes the coordinator's blob for a view about to be committed (it will be rank 0): FTL_OK with its length
+ * (at most cap; 0 for none) in *len, or an error (the reason in the diag) to postpone the commit. May be
+ * NULL. */
+typedef ftl_err (*ftl_rdv_blob_cb)(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap, size_t *len);
 
 typedef struct ftl_rdv_options {
 	const char *name;

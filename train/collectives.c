@@ -10,6 +10,8 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "comm/comm.h"
+#include "grad_bucket.h"
 #include "training.h"
 #include "requests.h"
 
@@ -37,11 +39,25 @@ static ftl_err check(ftl_agent *a, ftl_err e)
 
 static ftl_comm *current(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->comm : NULL; }
 
-ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op)
+ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op,
+		      const ftl_allreduce_opts *opts, ftl_request **req)
 {
+	if (req != NULL)
+		*req = NULL;
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op));
+	ftl_allreduce_opts o;
+	ftl_err e = ftl_allreduce_opts_read(opts, &o);
+	if (e != FTL_OK)
+		return fail(a, e, "ftl_allreduce: %s", ftl_error_message());
+	if (o.bucket != NULL)
+		return ftl_grad_bucket_allreduce(a, o.bucket, sendbuf, recvbuf, count, dtype, op, o.kind, req);
+	if (req != NULL && o.kind != FTL_ALLREDUCE_PLAIN)
+		return fail(a, FTL_ERR_UNSUPPORTED, "ftl_allreduce: the %s allreduce is blocking only; call it without a "
+			    "request (a gradient bucket's allreduce can be asynchronous)", ftl_allreduce_kind_strs[o.kind]);
+	if (req != NULL)
+		return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, NULL, NULL, req);
+	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op, &o));
 }
 
 ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root)
@@ -75,25 +91,19 @@ struct ftl_request {
 	void *done_arg;
 };
 
-ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
-			    ftl_reduce_op op, ftl_request **req)
-{
-	return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, NULL, NULL, req);
-}
-
 ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
 			      ftl_reduce_op op, ftl_request_done_cb done, void *done_arg, ftl_request **req)
 {
 	if (req == NULL)
-		return fail(a, FTL_ERR_INVALID, "ftl_allreduce_async: req is NULL");
+		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: req is NULL");
 	*req = NULL;
 	if (!current(a))
-		return fail(a, FTL_ERR_INVALID, "ftl_allreduce_async: no communicator (call collectives inside ftl_execute)");
+		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: no communicator (call collectives inside ftl_execute)");
 	ftl_request *r = malloc(sizeof(*r));
 	if (r == NULL)
-		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce_async: out of memory");
+		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce: out of memory for a request");
 	*r = (ftl_request){.comm = current(a), .comm_seq = ftl_agent_training(a)->comm_seq, .done = done, .done_arg = done_arg};
-	ftl_err e = ftl_comm_allreduce_async(current(a), sendbuf, recvbuf, count, dtype, op, &r->inner);
+	ftl_err e = ftl_comm_allreduce(current(a), sendbuf, recvbuf, count, dtype, op, NULL, &r->inner);
 	if (e != FTL_OK) {
 		free(r);
 		return check(a, e);

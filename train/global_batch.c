@@ -5,7 +5,7 @@
  *
  * Why reproducible mode splits by whole micro-shards: a shard's gradient is a float sum over its samples
  * in a fixed order; computed whole on one rank it is the same bits whichever rank computes it, and the
- * exact sum of the shards (ftl_allreduce_exact) is then the same at any world size. The contiguous order
+ * exact sum of the shards (FTL_ALLREDUCE_EXACT) is then the same at any world size. The contiguous order
  * deals its streams whole for another reason: a rank must keep reading the same streams.
  *
  * Why one function computes a step's indices for ftl_execute (ftl_batch_fill_step) and for the look-ahead

@@ -4,7 +4,7 @@
  * Both paths are the same three stages: round buf (plus the residual) to bf16, sum the bf16 buffers over
  * the world with the exact bf16 allreduce (f32 additions, comm_reduce.c), widen the sum back into buf
  * (dividing by the world size for FTL_AVG, in f32). The blocking path is the communicator's
- * ftl_comm_allreduce_bf16, which overlaps rounding and widening with the transfer in chunks
+ * bf16 allreduce (FTL_ALLREDUCE_BF16), which overlaps rounding and widening with the transfer in chunks
  * (comm/comm_bf16_pipeline.c). The asynchronous path rounds into the bucket's own wire buffer and widens
  * when the request is consumed (requests.h): the buffer is the bucket's, not the communicator's, so several
  * buckets can be in flight at once.
@@ -135,23 +135,21 @@ static ftl_err prepare(ftl_grad_bucket *b, size_t count, bool needs_wire, const 
 }
 
 /* The checks both paths make, and room for count elements (prepare). */
-static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op, bool needs_wire,
-		     const char *what)
+static ftl_err start(ftl_agent *a, ftl_grad_bucket *b, const void *sendbuf, void *recvbuf, size_t count,
+		     ftl_dtype dtype, ftl_reduce_op op, ftl_allreduce_kind kind, bool needs_wire)
 {
 	ftl_training *t = ftl_agent_training(a);
-	if (b == NULL || b->agent != a || (count > 0 && buf == NULL) || (op != FTL_SUM && op != FTL_AVG)) {
-		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: needs this agent's bucket, a buffer and FTL_SUM or FTL_AVG",
-					 what);
+	if (b->agent != a || (count > 0 && (sendbuf == NULL || recvbuf == NULL)) || dtype != FTL_F32 ||
+	    (op != FTL_SUM && op != FTL_AVG) || kind != FTL_ALLREDUCE_PLAIN) {
+		return ftl_training_fail(t, FTL_ERR_INVALID, "ftl_allreduce with a gradient bucket: needs this agent's "
+					 "bucket, f32 buffers, FTL_SUM or FTL_AVG, and the plain kind (the bucket "
+					 "says whether to compress)");
 	}
 	if (b->is_busy) {
-		return ftl_training_fail(t, FTL_ERR_INVALID,
-					 "%s: the bucket's previous request is still outstanding; ftl_wait for it first", what);
+		return ftl_training_fail(t, FTL_ERR_INVALID, "ftl_allreduce with a gradient bucket: the bucket's "
+					 "previous request is still outstanding; ftl_wait for it first");
 	}
-	if (t->comm == NULL) {
-		return ftl_training_fail(t, FTL_ERR_INVALID, "%s: no communicator (call collectives inside ftl_execute)",
-					 what);
-	}
-	return prepare(b, count, needs_wire, what);
+	return prepare(b, count, needs_wire, "ftl_allreduce with a gradient bucket");
 }
 
 static int divisor(const ftl_agent *a, ftl_reduce_op op)
@@ -159,18 +157,17 @@ static int divisor(const ftl_agent *a, ftl_reduce_op op)
 	return op == FTL_AVG ? ftl_comm_world_size(ftl_agent_training(a)->comm) : 1;
 }
 
-ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op)
+/* The blocking path: the comm's own compressed allreduce, whose rounding and widening overlap the transfer
+ * in chunks. */
+static ftl_err reduce_now(ftl_agent *a, ftl_grad_bucket *b, const float *sendbuf, float *recvbuf, size_t count,
+			  ftl_reduce_op op)
 {
-	if (b != NULL && b->compress == FTL_COMPRESS_OFF)
-		return ftl_allreduce(a, buf, buf, count, FTL_F32, op);
-	ftl_err e = start(a, b, buf, count, op, false, "ftl_allreduce_grad");
-	if (e != FTL_OK || count == 0)
-		return e;
-	/* the comm's own compressed allreduce: its rounding and widening overlap the transfer in chunks */
 	ftl_comm *c = ftl_agent_training(a)->comm;
-	int64_t start_us = ftl_agent_now_us(a);
-	e = ftl_comm_allreduce_bf16(c, buf, buf, count, op, b->residual);
-	e = ftl_train_metrics_allreduce_done(a, start_us, e, count * sizeof(uint16_t));
+	ftl_allreduce_opts o;
+	ftl_allreduce_opts_init(&o);
+	o.kind = FTL_ALLREDUCE_BF16;
+	o.residual = b->residual;
+	ftl_err e = ftl_train_metrics_allreduce(a, c, sendbuf, recvbuf, count, FTL_F32, op, &o);
 	if (e != FTL_OK)
 		return ftl_training_fail(ftl_agent_training(a), e, "%s", ftl_comm_error(c));
 	return e;
@@ -185,21 +182,28 @@ static void widen_when_done(void *arg, ftl_err result)
 	b->is_busy = false;
 }
 
-ftl_err ftl_allreduce_grad_async(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op,
-				 ftl_request **req)
+/* The asynchronous path: rounds into the bucket's wire buffer now, widens when the request is consumed. */
+static ftl_err start_reduce(ftl_agent *a, ftl_grad_bucket *b, const float *sendbuf, float *recvbuf, size_t count,
+			    ftl_reduce_op op, ftl_request **req)
 {
-	if (b != NULL && b->compress == FTL_COMPRESS_OFF)
-		return ftl_allreduce_async(a, buf, buf, count, FTL_F32, op, req);
-	if (req != NULL)
-		*req = NULL;
-	ftl_err e = start(a, b, buf, count, op, true, "ftl_allreduce_grad_async");
-	if (e != FTL_OK)
-		return e;
-	ftl_comm_compress_bf16(buf, b->residual, b->wire, count);
-	b->out = buf;
+	ftl_comm_compress_bf16(sendbuf, b->residual, b->wire, count);
+	b->out = recvbuf;
 	b->out_count = count;
 	b->out_divisor = divisor(a, op);
-	e = ftl_request_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM, widen_when_done, b, req);
+	ftl_err e = ftl_request_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM, widen_when_done, b, req);
 	b->is_busy = e == FTL_OK;
 	return e;
+}
+
+ftl_err ftl_grad_bucket_allreduce(ftl_agent *a, ftl_grad_bucket *b, const void *sendbuf, void *recvbuf, size_t count,
+				  ftl_dtype dtype, ftl_reduce_op op, ftl_allreduce_kind kind, ftl_request **req)
+{
+	if (b->compress == FTL_COMPRESS_OFF && b->agent == a && kind == FTL_ALLREDUCE_PLAIN && dtype == FTL_F32)
+		return ftl_allreduce(a, sendbuf, recvbuf, count, FTL_F32, op, NULL, req);
+	ftl_err e = start(a, b, sendbuf, recvbuf, count, dtype, op, kind, req != NULL);
+	if (e != FTL_OK)
+		return e;
+	if (req != NULL)
+		return start_reduce(a, b, sendbuf, recvbuf, count, op, req);
+	return count == 0 ? FTL_OK : reduce_now(a, b, sendbuf, recvbuf, count, op);
 }

@@ -140,7 +140,7 @@ ftl_err ftl_state_sync(ftl_state_registry *r, const ftl_comm_pair *c, int rank, 
 		return e; /* refused: the caller leaves the view before anyone sends what the shape sizes */
 	bool held = rank == 0 || holds_rank0_state(r, lineage, hdr);
 	int64_t everyone_holds = held;
-	if ((e = ftl_comm_allreduce(c->ctrl, &everyone_holds, &everyone_holds, 1, FTL_I64, FTL_MIN)) != FTL_OK)
+	if ((e = ftl_comm_allreduce(c->ctrl, &everyone_holds, &everyone_holds, 1, FTL_I64, FTL_MIN, NULL, NULL)) != FTL_OK)
 		return comm_failed(e, c);
 	*moved = 0;
 	if (everyone_holds)

@@ -14,19 +14,22 @@
 #include "training.h"
 
 /* The coordinator's bootstrap blob for a view about to be committed: the NCCL unique id of its rank 0. */
-static int make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+static ftl_err make_blob(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap, size_t *len)
 {
 	ftl_agent *a = ctx;
+	*len = 0;
 	if (ftl_agent_training(a)->cfg.backend != FTL_COMM_NCCL)
-		return 0;
-	if (ftl_comm_nccl_unique_id(blob, cap) != FTL_OK) {
+		return FTL_OK;
+	ftl_err e = ftl_comm_nccl_unique_id(blob, cap);
+	if (e != FTL_OK) {
 		ftl_log(ftl_agent_logger(a), FTL_LOG_ERROR, "rendezvous",
 			FTL_MSG("cannot make the NCCL unique id for view %llu: %s", (unsigned long long)epoch,
 				ftl_diag_message()),
 			FTL_F_UINT("epoch", epoch), FTL_F_STR("error", ftl_diag_message()));
-		return -1;
+		return e;
 	}
-	return FTL_COMM_NCCL_ID_LEN;
+	*len = FTL_COMM_NCCL_ID_LEN;
+	return FTL_OK;
 }
 
 static void node_options(ftl_agent *a, ftl_node_options *o)
@@ -106,7 +109,6 @@ static void training_free(ftl_agent *a)
 	}
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
-	free(t->exact_scratch);
 	free(t);
 	ftl_agent_detach_training(a);
 }

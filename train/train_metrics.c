@@ -82,11 +82,12 @@ ftl_err ftl_train_metrics_allreduce_done(ftl_agent *a, int64_t start_us, ftl_err
 }
 
 ftl_err ftl_train_metrics_allreduce(ftl_agent *a, ftl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-				    ftl_dtype dtype, ftl_reduce_op op)
+				    ftl_dtype dtype, ftl_reduce_op op, const ftl_allreduce_opts *o)
 {
 	int64_t start = ftl_agent_now_us(a);
-	ftl_err e = ftl_comm_allreduce(c, sendbuf, recvbuf, count, dtype, op);
-	return ftl_train_metrics_allreduce_done(a, start, e, (uint64_t)count * ftl_dtype_size(dtype));
+	ftl_err e = ftl_comm_allreduce(c, sendbuf, recvbuf, count, dtype, op, o, NULL);
+	size_t element = o->kind == FTL_ALLREDUCE_BF16 ? sizeof(uint16_t) : ftl_dtype_size(dtype);
+	return ftl_train_metrics_allreduce_done(a, start, e, (uint64_t)count * element);
 }
 
 void ftl_train_metrics_synced_locked(ftl_train_metrics *m, uint64_t bytes, int64_t took_us)

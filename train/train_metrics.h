@@ -51,8 +51,9 @@ void ftl_train_metrics_create(ftl_train_metrics *m);
 
 /* Training thread: each runs the call it names, times it and records the outcome. */
 ftl_err ftl_train_metrics_step(struct ftl_agent *a, ftl_step_fn step, void *ctx, const ftl_step_info *info);
+/* A blocking allreduce of the family (ftl_comm_allreduce with o, already read). */
 ftl_err ftl_train_metrics_allreduce(struct ftl_agent *a, ftl_comm *c, const void *sendbuf, void *recvbuf, size_t count,
-				    ftl_dtype dtype, ftl_reduce_op op);
+				    ftl_dtype dtype, ftl_reduce_op op, const ftl_allreduce_opts *o);
 /* An allreduce run by the caller since start_us, which moved `bytes` on the wire or failed with e (the view
  * is disrupted); returns e. */
 ftl_err ftl_train_metrics_allreduce_done(struct ftl_agent *a, int64_t start_us, ftl_err e, uint64_t bytes);

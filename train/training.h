@@ -32,8 +32,6 @@ typedef struct ftl_training {
 	/* training thread */
 	ftl_exec exec;                   /* ftl_execute's state machine; its state is read by status (atomic) */
 	ftl_state_registry state;        /* registered buffers, callbacks, step, sampler position, job id */
-	void *exact_scratch;             /* ftl_allreduce_exact's integers, kept between steps */
-	size_t exact_scratch_bytes;
 	ftl_checkpoints ckpt;            /* set before the agent starts, then fixed */
 } ftl_training;
 

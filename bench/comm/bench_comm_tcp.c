@@ -1,7 +1,7 @@
 /* bench_comm_tcp: allreduce busbw of the ftl tcp backend, N processes on loopback (the test harness
  * forks them), f32 sum, out of place, the sizes of bench_comm.h. Usage: bench_comm_tcp N [algorithm [max bytes [chunk]]]
  * (a max of 65536 is the quick latency probe: the small sizes only; algorithm auto, ring, doubling, halving: forcing one is how the crossovers in comm_tcp_collectives.c are
- * measured; bf16 or bf16ef: ftl_comm_allreduce_bf16 without or with error feedback, the figure being the
+ * measured; bf16 or bf16ef: the bf16 allreduce (FTL_ALLREDUCE_BF16) without or with error feedback, the figure being the
  * effective busbw, f32 bytes over time; a fourth argument sets the chunk of its pipeline in elements, 0 for
  * one pass: how the chunk in comm_bf16_pipeline.c is measured). Rank 0 times the loop between two barriers; one JSON line per size.
  * With FTL_COMM_SHM=auto the ranks talk through shared memory (label ftl_shm; the algorithm is then the
@@ -27,8 +27,8 @@ static ftl_err reduce(ftl_comm *comm, const struct mode *m, const float *send, f
 		      float *residual)
 {
 	if (m->compress == 0)
-		return ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM);
-	return ftl_comm_allreduce_bf16(comm, send, recv, count, FTL_SUM, m->compress == 2 ? residual : NULL);
+		return ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM, NULL, NULL);
+	return harness_allreduce_bf16(comm, send, recv, count, FTL_SUM, m->compress == 2 ? residual : NULL);
 }
 
 static int bench_child(struct harness_child *c)

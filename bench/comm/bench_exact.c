@@ -3,7 +3,7 @@
  *
  * A step's reduction in each mode, for a gradient of 1 MiB and 64 MiB of floats:
  *   plain:        the rank's micro-batch gradients added into one float buffer, one f32 sum allreduce;
- *   reproducible: each micro-shard's gradient rounded to int32 on its own (ftl_comm_allreduce_exact: a
+ *   reproducible: each micro-shard's gradient rounded to int32 on its own (FTL_ALLREDUCE_EXACT: a
  *                 max allreduce of a scale per 64 elements, the conversion, an i32 sum allreduce, the
  *                 conversion back).
  * Two shapes: one shard per rank and 8 shards per step (the rank converts 8/N rows). Besides each mode's
@@ -40,7 +40,7 @@ static ftl_err plain_step(ftl_comm *comm, const float *rows, int n_rows, size_t 
 	for (int r = 1; r < n_rows; r++)
 		for (size_t k = 0; k < count; k++)
 			sum[k] += rows[(size_t)r * count + k];
-	return ftl_comm_allreduce(comm, sum, sum, count, FTL_F32, FTL_SUM);
+	return ftl_comm_allreduce(comm, sum, sum, count, FTL_F32, FTL_SUM, NULL, NULL);
 }
 
 /* Runs iters steps of one mode between two barriers; the time in ns, or -1. */
@@ -51,11 +51,11 @@ static ftl_err run_mode(ftl_comm *comm, enum mode m, const float *rows, int n_ro
 	case PLAIN:
 		return plain_step(comm, rows, n_rows, count, out);
 	case PLAIN_ALLREDUCE:
-		return ftl_comm_allreduce(comm, out, out, count, FTL_F32, FTL_SUM);
+		return ftl_comm_allreduce(comm, out, out, count, FTL_F32, FTL_SUM, NULL, NULL);
 	case EXACT:
-		return ftl_comm_allreduce_exact(comm, rows, (size_t)n_rows, count, total_rows, out, scratch);
+		return harness_allreduce_exact(comm, rows, (size_t)n_rows, count, total_rows, out);
 	default:
-		return ftl_comm_allreduce(comm, scratch, scratch, count, FTL_I32, FTL_SUM);
+		return ftl_comm_allreduce(comm, scratch, scratch, count, FTL_I32, FTL_SUM, NULL, NULL);
 	}
 }
 
@@ -80,7 +80,7 @@ static int bench_child(struct harness_child *c)
 	int max_rows = rows_of(1, 0, c->n) > 1 ? rows_of(1, 0, c->n) : 1;
 	float *rows = harness_xmalloc((size_t)max_rows * max_count * sizeof(float));
 	float *out = harness_xmalloc(max_count * sizeof(float));
-	void *scratch = harness_xmalloc(ftl_comm_allreduce_exact_scratch(max_count));
+	void *scratch = harness_xmalloc(max_count * sizeof(int32_t)); /* the int32 allreduce's buffer */
 	for (size_t k = 0; k < (size_t)max_rows * max_count; k++)
 		rows[k] = (float)((k * 2654435761u) % 1000) * 1e-3f - 0.5f;
 	for (int shape = 0; shape < 2; shape++) {
@@ -89,7 +89,7 @@ static int bench_child(struct harness_child *c)
 		for (size_t s = 0; s < N_SIZES; s++) {
 			size_t count = sizes[s] / sizeof(float);
 			int iters = iters_for(sizes[s]);
-			memset(scratch, 0, count * sizeof(*scratch)); /* an i32 sum of zeros cannot overflow */
+			memset(scratch, 0, count * sizeof(int32_t)); /* an i32 sum of zeros cannot overflow */
 			for (int m = 0; m < MODE_MAX; m++) {
 				time_mode(comm, m, rows, n_rows, total, count, out, scratch, 1); /* warm-up */
 				int64_t ns = time_mode(comm, m, rows, n_rows, total, count, out, scratch, iters);

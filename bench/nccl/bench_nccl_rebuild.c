@@ -46,7 +46,7 @@ static void fail(const char *what, ftl_comm *comm)
 static void allreduce(ftl_comm *comm, enum figure f)
 {
 	int64_t t0 = nccl_one_rank_now_ns();
-	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM) != FTL_OK)
+	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK)
 		fail("allreduce", comm);
 	record(f, nccl_one_rank_ms_since(t0));
 }
@@ -96,7 +96,7 @@ static void rebuild(bool is_voting)
 		fprintf(stderr, "bench_nccl_rebuild: rebuild: %s\n", ftl_diag_message());
 		exit(1);
 	}
-	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM) != FTL_OK)
+	if (ftl_comm_allreduce(comm, dev, dev, 1, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK)
 		fail("allreduce after the rebuild", comm);
 	record(path == FTL_COMM_REBUILD_SHRINK ? REBUILD_SHRINK : REBUILD_INIT, nccl_one_rank_ms_since(t0));
 	abort_and_destroy(comm);

@@ -126,10 +126,78 @@ FTL_API void ftl_comm_config_init_sized(struct ftl_comm_config *cfg, size_t size
  * ftl_error_message() says why. */
 FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out);
 
-/* recvbuf[i] = op over all ranks of sendbuf[i], for i < count. sendbuf == recvbuf works in place; other
- * overlaps are refused. */
+/* ---- the allreduce family: one call, one options struct ----
+ *
+ * ftl_comm_allreduce(comm, sendbuf, recvbuf, count, dtype, op, opts, req): recvbuf[i] = op over all ranks of
+ * sendbuf[i], for i < count. sendbuf == recvbuf works in place; other overlaps are refused. opts NULL is a
+ * plain allreduce; opts says how else the sum travels (kind below). req NULL blocks until the result is in
+ * recvbuf; else the call starts it and returns at once with a request in *req (asynchronous collectives,
+ * below). Every rank must make the same call, kind and options included.
+ *
+ * Kinds:
+ * - FTL_ALLREDUCE_PLAIN: the dtype on the wire; blocking or asynchronous.
+ * - FTL_ALLREDUCE_BF16: a compressed f32 allreduce (dtype FTL_F32): bf16 on the wire (half the bytes),
+ *   every addition done in f32 and each partial sum rounded to bf16 for the next hop, the result widened back
+ *   to f32 (avg divides in f32). For sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over
+ *   ranks of |sendbuf[i]| (bf16's unit roundoff, once per partial sum plus the input; with error feedback, of
+ *   |sendbuf[i] + residual[i]| against the exact sum of those); min and max return the bf16-rounded extreme.
+ *   tcp: host memory; nccl: device memory (sendbuf, recvbuf and residual), rounded and widened by CUDA
+ *   kernels on the comm's stream with the same bits as the host, in builds that found nvcc (else
+ *   FTL_ERR_UNSUPPORTED). opts->residual: NULL, or count floats of error feedback, zero at the start and kept
+ *   by the caller between calls on the same data (a gradient bucket): each call adds it to sendbuf before
+ *   rounding and stores what the rounding dropped, so input rounding does not accumulate over steps (sum and
+ *   avg only). tcp cuts a large buffer into chunks (1 MiB of f32) so that rounding and widening overlap the
+ *   transfer, with the same bound and, at 2 ranks, the same bits. Keeps a bf16 buffer until destroy: count *
+ *   2 bytes for the largest count so far (nccl), at most 2 MiB (tcp). Blocking only (an asynchronous
+ *   compressed allreduce is a gradient bucket's, ftl/gradient.h).
+ * - FTL_ALLREDUCE_EXACT: the exact sum of float rows over the world, in an order that cannot matter (dtype
+ *   FTL_F32, op FTL_SUM): sendbuf holds this rank's opts->n_rows rows of count floats (its micro-shards'
+ *   gradients; NULL when n_rows is 0), the world opts->total_rows in all (the same on every rank; it bounds
+ *   the sum); recvbuf (count floats, every rank, not overlapping sendbuf) gets the sum of every row of every
+ *   rank. How: the elements are taken in blocks of 64; an allreduce-max agrees on each block's largest
+ *   magnitude M; each row's block is scaled by the power of two 2^s that keeps total_rows * M * 2^s within
+ *   2^30, rounded to int32 (nearest, ties to even), and the integers are added, locally and by an i32
+ *   allreduce. Integer addition is associative and cannot overflow under that bound, so the sum is the same
+ *   whatever the world size, the ring or the grouping of rows on ranks; each element keeps
+ *   30 - log2(total_rows) bits below its block's M (27 for 8 rows; float keeps 24 below the element). A NaN
+ *   or an infinity in any row is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl:
+ *   FTL_ERR_UNSUPPORTED); blocking only. Costs a max allreduce of count/64 floats and a sum allreduce of as
+ *   many bytes as the f32 one, plus the conversions; keeps (count + count/32) * 4 bytes of integers until
+ *   destroy, for the largest count so far.
+ *
+ * A kind or combination this build or backend cannot run is FTL_ERR_UNSUPPORTED, with nothing started. */
+typedef enum ftl_allreduce_kind {
+	FTL_ALLREDUCE_PLAIN,
+	FTL_ALLREDUCE_BF16,
+	FTL_ALLREDUCE_EXACT,
+	FTL_ALLREDUCE_KIND_MAX
+} ftl_allreduce_kind;
+
+extern FTL_API const char *const ftl_allreduce_kind_strs[FTL_ALLREDUCE_KIND_MAX]; /* "plain", "bf16", "exact" */
+
+struct ftl_grad_bucket;
+
+/* Start from ftl_allreduce_opts_init() and set what the kind needs. Size-stamped like ftl_comm_config: the
+ * library reads struct_size bytes, so fields added at the end later keep their defaults for a program built
+ * against this header. */
+typedef struct ftl_allreduce_opts {
+	size_t struct_size;          /* this header's sizeof, set by ftl_allreduce_opts_init() */
+	ftl_allreduce_kind kind;     /* default FTL_ALLREDUCE_PLAIN */
+	float *residual;             /* bf16: error feedback, or NULL (default) */
+	size_t n_rows;               /* exact: rows of count floats in this rank's sendbuf */
+	uint64_t total_rows;         /* exact: rows over the world, the same on every rank, >= n_rows, > 0 */
+	struct ftl_grad_bucket *bucket; /* ftl_allreduce only (ftl/gradient.h): a gradient buffer's bucket, which
+				      * says whether to compress and keeps the residual; kind stays plain */
+} ftl_allreduce_opts;
+
+FTL_API void ftl_allreduce_opts_init_sized(ftl_allreduce_opts *opts, size_t size);
+#define ftl_allreduce_opts_init(opts) ftl_allreduce_opts_init_sized((opts), sizeof(*(opts)))
+
+typedef struct ftl_comm_request ftl_comm_request;
+
 FTL_API ftl_err ftl_comm_allreduce(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-			   ftl_dtype dtype, ftl_reduce_op op);
+				   ftl_dtype dtype, ftl_reduce_op op, const ftl_allreduce_opts *opts,
+				   ftl_comm_request **req);
 
 /* buf on every rank = buf on rank root. */
 FTL_API ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root);
@@ -142,26 +210,9 @@ FTL_API ftl_err ftl_comm_allgather(ftl_comm *comm, const void *sendbuf, void *re
 /* Returns once every rank has entered the barrier. */
 FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
 
-/* A compressed f32 allreduce: bf16 on the wire (half the bytes), every addition done in f32 and each
- * partial sum rounded to bf16 for the next hop, the result widened back to f32 (avg divides in f32). For
- * sum and avg, |result - exact| <= (world_size + 1) * 2^-8 * sum over ranks of |sendbuf[i]| (bf16's
- * unit roundoff, once per partial sum plus the input; with error feedback, of |sendbuf[i] + residual[i]|
- * against the exact sum of those); min and max return the bf16-rounded extreme. tcp: host memory; nccl:
- * device memory (sendbuf, recvbuf and residual), rounded and widened by CUDA kernels on the comm's stream
- * with the same bits as the host, in builds that found nvcc (else FTL_ERR_UNSUPPORTED).
- * residual: NULL, or count floats of error feedback, zero at the start and kept by the caller between
- * calls on the same data (a gradient bucket): each call adds it to sendbuf before rounding and stores what
- * the rounding dropped, so input rounding does not accumulate over steps (sum and avg only). Every rank
- * must call this (not ftl_comm_allreduce) for the same collective. tcp cuts a large buffer into chunks
- * (1 MiB of f32) so that rounding and widening overlap the transfer, with the same bound and, at 2 ranks,
- * the same bits. Keeps a bf16 buffer until destroy: count * 2 bytes for the largest count so far (nccl), at
- * most 2 MiB (tcp). */
-FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count,
-				ftl_reduce_op op, float *residual);
-
-/* Asynchronous collectives. ftl_comm_allreduce_async starts an allreduce and returns at once with a request
- * in *req; the buffers belong to the communicator until the request completes. Several may be outstanding:
- * a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
+/* Asynchronous collectives. ftl_comm_allreduce with a req starts an allreduce and returns at once with a
+ * request in *req; the buffers belong to the communicator until the request completes. Several may be
+ * outstanding: a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
  * them one after the other in the order they were made, so every rank must make them in the same order,
  * as with blocking calls. A blocking call made while requests are outstanding queues behind them and
  * returns when it has run, so the order of all calls is the order they were made.
@@ -181,9 +232,6 @@ FTL_API ftl_err ftl_comm_allreduce_bf16(ftl_comm *comm, const float *sendbuf, fl
  * CUDA stream at once with a CUDA event after it, test queries the events oldest first (and
  * ncclCommGetAsyncError, the abort flag, the deadline), wait polls the same way. Buffers are device memory
  * there, and the caller orders what produced them before the call (same stream, or synchronised). */
-typedef struct ftl_comm_request ftl_comm_request;
-FTL_API ftl_err ftl_comm_allreduce_async(ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
-				 ftl_dtype dtype, ftl_reduce_op op, ftl_comm_request **req);
 FTL_API ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req);
 FTL_API ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done);
 
@@ -217,23 +265,6 @@ FTL_API size_t ftl_comm_tcp_bootstrap(char *buf, size_t cap, const char *const *
  * to every rank as the bootstrap data. Returns FTL_ERR_UNSUPPORTED when nccl is not built in. */
 #define FTL_COMM_NCCL_ID_LEN 128
 FTL_API ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap);
-
-/* The exact sum of float rows over the world, in an order that cannot matter: rank r holds n_rows rows of
- * count floats (its micro-shards' gradients), the world total_rows in all (the same on every rank; it
- * bounds the sum); out (count floats, every rank) gets the sum of every row of every rank.
- *
- * How: the elements are taken in blocks of 64; an allreduce-max agrees on each block's largest magnitude
- * M; each row's block is scaled by the power of two 2^s that keeps total_rows * M * 2^s within 2^30,
- * rounded to int32 (nearest, ties to even), and the integers are added, locally and by an i32 allreduce.
- * Integer addition is associative and cannot overflow under that bound, so the sum is the same whatever
- * the world size, the ring or the grouping of rows on ranks; each element keeps 30 - log2(total_rows) bits
- * below its block's M (27 for 8 rows; float keeps 24 below the element). A NaN or an infinity in any row
- * is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl: FTL_ERR_UNSUPPORTED). scratch:
- * ftl_comm_allreduce_exact_scratch(count) bytes of the caller's, 4-byte aligned. Costs a max allreduce of
- * count/64 floats and a sum allreduce of as many bytes as the f32 one, plus the conversions. */
-FTL_API ftl_err ftl_comm_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
-					 uint64_t total_rows, float *out, void *scratch);
-FTL_API size_t ftl_comm_allreduce_exact_scratch(size_t count);
 
 #ifdef __cplusplus
 }

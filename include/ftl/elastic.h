@@ -2,8 +2,9 @@
  *
  * With a fixed global batch (ftl_batch_config, ftl/execute.h) every step averages the gradient over the
  * same samples at any world size; only the order of the float additions still differs. Reproducible mode
- * removes that too: the step's fixed micro-shards are summed exactly (ftl_allreduce_exact below), so the
- * parameters after step S are bit for bit those of any other world size.
+ * removes that too: the step's fixed micro-shards are summed exactly (ftl_allreduce with kind
+ * FTL_ALLREDUCE_EXACT, ftl/comm.h), so the parameters after step S are bit for bit those of any other world
+ * size.
  *
  * When the job lets the global batch grow with the world instead (the sampler's batch_per_rank), the
  * learning rate must follow: ftl_lr_policy below is the usual rule (linear or square root), ramped over a
@@ -22,11 +23,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ftl_comm_allreduce_exact (ftl/comm.h), the exact sum of float rows over the world, on the current view's
- * communicator inside a step (the scratch is the agent's). */
-FTL_API ftl_err ftl_allreduce_exact(ftl_agent *a, const float *rows, size_t n_rows, size_t count,
-				    uint64_t total_rows, float *out);
 
 /* The learning rate as the world size changes, for a job whose global batch grows with it. */
 typedef enum ftl_lr_scaling {

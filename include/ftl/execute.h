@@ -65,7 +65,7 @@ typedef struct ftl_step_info {
 	 * of micro_batch (the last may be shorter; 0: all at once) and accumulate their gradients. In
 	 * reproducible mode each micro-batch is one of the step's total_micro fixed micro-shards, this rank's
 	 * first being number first_micro: compute each one's gradient whole, in its own row, and sum the rows
-	 * with ftl_allreduce_exact (ftl/elastic.h). */
+	 * with ftl_allreduce's FTL_ALLREDUCE_EXACT (ftl/comm.h). */
 	uint64_t global_batch;
 	uint32_t micro_batch;
 	uint32_t first_micro;
@@ -82,7 +82,7 @@ typedef ftl_err (*ftl_step_fn)(void *ctx, const ftl_step_info *info);
  * over the same samples whatever the world size. max_batch_per_rank cuts a rank's share into micro-batches
  * (gradient accumulation) when it is more than a rank can hold. Reproducible mode cuts the step into fixed
  * micro-shards of max_batch_per_rank positions, each computed whole on one rank, and sums them exactly
- * (ftl_allreduce_exact): the parameters after step S are then bit for bit the same whatever the world
+ * (FTL_ALLREDUCE_EXACT, ftl/comm.h): the parameters after step S are then bit for bit the same whatever the world
  * size and whatever failures came before S. */
 typedef struct ftl_batch_config {
 	uint64_t global_batch;         /* [FTL_GLOBAL_BATCH] samples per step over all ranks; 0 = off (default) */
@@ -91,7 +91,7 @@ typedef struct ftl_batch_config {
 	bool is_reproducible;          /* [FTL_REPRODUCIBLE=0|1] needs both of the above; default 0 */
 } ftl_batch_config;
 
-/* Gradient compression (FTL_COMM_COMPRESS): what a gradient allreduce (ftl_allreduce_grad, ftl/gradient.h)
+/* Gradient compression (FTL_COMM_COMPRESS): what a gradient allreduce (a bucket's, ftl/gradient.h)
  * puts on the wire. Every other collective (state sync, metrics, the exact sum) stays exact. */
 typedef enum ftl_compress {
 	FTL_COMPRESS_DEFAULT = -1, /* for ftl_grad_bucket_new: the job's FTL_COMM_COMPRESS */
@@ -180,24 +180,26 @@ FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
  * thread's ftl_error_message() holds it too. */
 FTL_API const char *ftl_last_error(ftl_agent *a);
 
-/* Collectives on the current view's communicator, for use inside a step. */
+/* Collectives on the current view's communicator, for use inside a step.
+ *
+ * ftl_allreduce is the allreduce family of ftl/comm.h (ftl_comm_allreduce: opts NULL for a plain one, a kind
+ * for bf16 on the wire or the exact sum of rows) on that communicator, plus opts->bucket for a gradient
+ * buffer's bucket (ftl/gradient.h). The exact sum's integers are kept by the training between steps.
+ *
+ * With req, the allreduce starts at once, with ftl_comm_allreduce's asynchronous rules (in order; a lost
+ * peer, a timeout or an abort fails every outstanding request at once; blocking collectives queue behind
+ * them); plain and bucket allreduces only. ftl_wait and ftl_test consume a completed request and set *req to
+ * NULL, like ftl_comm_wait and ftl_comm_test. A request belongs to the communicator it was made on: once a
+ * view change has replaced that communicator (the old one aborted its requests and freed them), ftl_wait and
+ * ftl_test refuse the request with FTL_ERR_INVALID, free what is left of it and set *req to NULL. Inside a
+ * step, wait for every request before returning; the step contract holds as for blocking calls (change the
+ * state only after every request completed with FTL_OK). Both backends (nccl: device buffers). */
+typedef struct ftl_request ftl_request;
 FTL_API ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
-		      ftl_reduce_op op);
+			      ftl_reduce_op op, const ftl_allreduce_opts *opts, ftl_request **req);
 FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
 FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_barrier(ftl_agent *a);
-
-/* Asynchronous allreduce on the current view's communicator, with ftl_comm_allreduce_async's rules (in
- * order; a lost peer, a timeout or an abort fails every outstanding request at once; blocking collectives
- * queue behind them). ftl_wait and ftl_test consume a completed request and set *req to NULL, like
- * ftl_comm_wait and ftl_comm_test. A request belongs to the communicator it was made on: once a view
- * change has replaced that communicator (the old one aborted its requests and freed them), ftl_wait and
- * ftl_test refuse the request with FTL_ERR_INVALID, free what is left of it and set *req to NULL. Inside a
- * step, wait for every request before returning; the step contract holds as for blocking calls (change
- * the state only after every request completed with FTL_OK). Both backends (nccl: device buffers). */
-typedef struct ftl_request ftl_request;
-FTL_API ftl_err ftl_allreduce_async(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count,
-				    ftl_dtype dtype, ftl_reduce_op op, ftl_request **req);
 FTL_API ftl_err ftl_wait(ftl_agent *a, ftl_request **req);
 FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
 

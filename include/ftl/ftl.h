@@ -1,11 +1,11 @@
 /* ftl: the public C API, one include for all of it; each header is one object and can be included alone.
  *
  *   ftl/error.h       ftl_err, the error convention and the calling thread's last error
- *   ftl/comm.h        communicators and their collectives (usable without an agent)
+ *   ftl/comm.h        communicators and their collectives, the one allreduce family (usable without an agent)
  *   ftl/agent.h       the agent: membership, views, the control socket, logging
  *   ftl/execute.h     ftl_execute, the elastic training step, its state, sampler and job status
- *   ftl/elastic.h     a fixed global batch's exact sum, the learning-rate policy
- *   ftl/gradient.h    gradient allreduces (bf16 on the wire with error feedback)
+ *   ftl/elastic.h     the learning-rate policy as the world size changes
+ *   ftl/gradient.h    gradient buckets (bf16 on the wire with error feedback)
  *   ftl/checkpoint.h  reading a checkpoint file or directory
  *   ftl/settings.h    settings by name (the opaque ftl_settings) and the FTL_* names
  *   ftl/version.h     the library's version */

@@ -14,7 +14,7 @@
  *
  * Error bound of a compressed sum or average, per element, against the exact f32 one of the same inputs:
  * (world_size + 1) * 2^-8 * sum over ranks of |input| (bf16's unit roundoff once for the input and once
- * per partial sum; ftl_comm_allreduce_bf16, ftl/comm.h). With error feedback the input rounding of step t
+ * per partial sum; FTL_ALLREDUCE_BF16, ftl/comm.h). With error feedback the input rounding of step t
  * is carried into step t+1 instead of lost, so over T steps the sum of what went on the wire differs from
  * the sum of the gradients by one residual, not T of them. */
 #ifndef FTL_GRADIENT_H
@@ -43,14 +43,11 @@ FTL_API void ftl_grad_bucket_delete(ftl_grad_bucket *b);
 /* The mode the bucket uses (never FTL_COMPRESS_DEFAULT). */
 FTL_API ftl_compress ftl_grad_bucket_compress(const ftl_grad_bucket *b);
 
-/* buf[i] = op over the world of buf[i], for i < count, in place, on the current view's communicator
- * (inside a step, like ftl_allreduce); op is FTL_SUM or FTL_AVG. Compressed as the bucket says; with
- * FTL_COMPRESS_OFF it is ftl_allreduce of f32. Use one bucket per buffer, every step. */
-FTL_API ftl_err ftl_allreduce_grad(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count, ftl_reduce_op op);
-/* The same, started asynchronously (ftl_allreduce_async's rules): buf belongs to the request until
- * ftl_wait or ftl_test consumes it, which widens the result into buf. One request per bucket at a time. */
-FTL_API ftl_err ftl_allreduce_grad_async(ftl_agent *a, ftl_grad_bucket *b, float *buf, size_t count,
-					 ftl_reduce_op op, ftl_request **req);
+/* A gradient allreduce is ftl_allreduce (ftl/execute.h) with opts->bucket set to the buffer's bucket: f32,
+ * op FTL_SUM or FTL_AVG, on the current view's communicator inside a step, compressed as the bucket says
+ * (with FTL_COMPRESS_OFF it is a plain f32 allreduce). Use one bucket per buffer, every step. With a req it
+ * starts at once (ftl_allreduce's asynchronous rules), and ftl_wait or ftl_test, consuming the request,
+ * widens the result into recvbuf; one request per bucket at a time. */
 
 #ifdef __cplusplus
 }

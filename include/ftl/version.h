@@ -1,5 +1,5 @@
 /* The version of the ftl API, the one place it is written: CMake's project() and the Python package read
- * it from here. FTL_VERSION_NUM compares as a number (0.1.0 is 100). ftl_version() says which library was
+ * it from here. FTL_VERSION_NUM compares as a number (0.2.0 is 200). ftl_version() says which library was
  * loaded at run time, which may be newer than the header a program was compiled against. */
 #ifndef FTL_VERSION_H
 #define FTL_VERSION_H
@@ -7,16 +7,16 @@
 #include "ftl/export.h"
 
 #define FTL_VERSION_MAJOR 0
-#define FTL_VERSION_MINOR 1
+#define FTL_VERSION_MINOR 2
 #define FTL_VERSION_PATCH 0
-#define FTL_VERSION_STRING "0.1.0"
+#define FTL_VERSION_STRING "0.2.0"
 #define FTL_VERSION_NUM (FTL_VERSION_MAJOR * 10000 + FTL_VERSION_MINOR * 100 + FTL_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* "0.1.0": the version of the library this program runs against. */
+/* "0.2.0": the version of the library this program runs against. */
 FTL_API const char *ftl_version(void);
 
 #ifdef __cplusplus

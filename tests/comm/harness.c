@@ -243,6 +243,27 @@ void harness_sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+ftl_err harness_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count, ftl_reduce_op op,
+			       float *residual)
+{
+	ftl_allreduce_opts o;
+	ftl_allreduce_opts_init(&o);
+	o.kind = FTL_ALLREDUCE_BF16;
+	o.residual = residual;
+	return ftl_comm_allreduce(comm, sendbuf, recvbuf, count, FTL_F32, op, &o, NULL);
+}
+
+ftl_err harness_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count, uint64_t total_rows,
+				float *out)
+{
+	ftl_allreduce_opts o;
+	ftl_allreduce_opts_init(&o);
+	o.kind = FTL_ALLREDUCE_EXACT;
+	o.n_rows = n_rows;
+	o.total_rows = total_rows;
+	return ftl_comm_allreduce(comm, rows, out, count, FTL_F32, FTL_SUM, &o, NULL);
+}
+
 void *harness_xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);

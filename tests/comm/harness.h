@@ -102,4 +102,11 @@ ftl_comm *harness_comm_all(struct harness_child *c, uint64_t comm_id, int timeou
 void harness_sleep_ms(int ms);
 void *harness_xmalloc(size_t n);
 
+/* The blocking allreduce of one kind of the family (ftl_comm_allreduce): bf16 on the wire with residual (may
+ * be NULL) as error feedback; the exact sum of n_rows rows of count floats, total_rows over the world. */
+ftl_err harness_allreduce_bf16(ftl_comm *comm, const float *sendbuf, float *recvbuf, size_t count, ftl_reduce_op op,
+			       float *residual);
+ftl_err harness_allreduce_exact(ftl_comm *comm, const float *rows, size_t n_rows, size_t count, uint64_t total_rows,
+				float *out);
+
 #endif

@@ -107,9 +107,9 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	assert_int_equal(ftl_comm_rank(comm), 0);
 	assert_int_equal(ftl_comm_world_size(comm), 1);
 	float a[4] = {1, 2, 3, 4}, b[4] = {0};
-	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_AVG), FTL_OK);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_AVG, NULL, NULL), FTL_OK);
 	assert_memory_equal(a, b, sizeof(a));
-	assert_int_equal(ftl_comm_allreduce(comm, a, a, 4, FTL_F32, FTL_MAX), FTL_OK);
+	assert_int_equal(ftl_comm_allreduce(comm, a, a, 4, FTL_F32, FTL_MAX, NULL, NULL), FTL_OK);
 	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, 0), FTL_OK);
 	assert_int_equal(ftl_comm_allgather(comm, a, b, 4, FTL_F32), FTL_OK);
 	assert_memory_equal(a, b, sizeof(a));
@@ -117,13 +117,13 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	assert_int_equal(ftl_comm_barrier(comm), FTL_OK);
 
 	/* Bad arguments: FTL_ERR_INVALID with a message, and the communicator stays usable. */
-	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, (ftl_dtype)42, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, (ftl_dtype)42, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "unknown dtype"));
-	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, (ftl_reduce_op)9), FTL_ERR_INVALID);
-	assert_int_equal(ftl_comm_allreduce(comm, NULL, b, 4, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
-	assert_int_equal(ftl_comm_allreduce(comm, a, a + 1, 2, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, (ftl_reduce_op)9, NULL, NULL), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, NULL, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, a + 1, 2, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));
-	assert_int_equal(ftl_comm_allreduce(comm, a, b, SIZE_MAX / 2, FTL_F64, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, SIZE_MAX / 2, FTL_F64, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, 1), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_broadcast(comm, a, 4, FTL_F32, -1), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_allgather(comm, a + 1, a, 2, FTL_F32), FTL_ERR_INVALID);
@@ -137,12 +137,70 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 
 	/* Abort while idle: every later call says aborted, for good. */
 	ftl_comm_abort(comm);
-	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM), FTL_ERR_ABORTED);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_ABORTED);
 	assert_non_null(strstr(ftl_comm_error(comm), "aborted"));
 	assert_int_equal(ftl_comm_barrier(comm), FTL_ERR_ABORTED);
 	ftl_comm_destroy(comm);
 	ftl_comm_destroy(NULL);
-	assert_int_equal(ftl_comm_allreduce(NULL, a, b, 4, FTL_F32, FTL_SUM), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(NULL, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
+}
+
+/* The allreduce family's options on a world of one: each kind runs, and what a kind cannot take is refused
+ * with a message, the communicator staying usable. */
+static void test_allreduce_options_choose_the_kind_and_refuse_what_it_cannot_do(void **state)
+{
+	(void)state;
+	ftl_comm *comm;
+	char err[320];
+	assert_int_equal(create(0, 1, "127.0.0.1:1\n", &comm, err), FTL_OK);
+	float a[4] = {1, 2, 3, 4}, b[4] = {0}, rows[8] = {1, 2, 3, 4, 10, 20, 30, 40}, residual[4] = {0};
+	ftl_allreduce_opts o;
+	ftl_allreduce_opts_init(&o);
+	assert_int_equal(o.struct_size, sizeof(o));
+	assert_int_equal(o.kind, FTL_ALLREDUCE_PLAIN);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_OK);
+	assert_memory_equal(a, b, sizeof(a));
+
+	o.kind = FTL_ALLREDUCE_BF16; /* small integers are exact in bf16 */
+	o.residual = residual;
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_OK);
+	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F64, FTL_SUM, &o, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "f32 only"));
+	ftl_comm_request *req = (ftl_comm_request *)&o; /* set to NULL by a refusal */
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &o, &req), FTL_ERR_UNSUPPORTED);
+	assert_null(req);
+	assert_non_null(strstr(ftl_comm_error(comm), "blocking only"));
+
+	ftl_allreduce_opts_init(&o);
+	o.kind = FTL_ALLREDUCE_EXACT;
+	o.n_rows = 2;
+	o.total_rows = 2;
+	assert_int_equal(ftl_comm_allreduce(comm, rows, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_OK);
+	for (int i = 0; i < 4; i++)
+		assert_true(b[i] == rows[i] + rows[4 + i]);
+	assert_int_equal(ftl_comm_allreduce(comm, rows, b, 4, FTL_F32, FTL_MAX, &o, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "FTL_SUM"));
+	o.total_rows = 1; /* fewer in all than here */
+	assert_int_equal(ftl_comm_allreduce(comm, rows, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_ERR_INVALID);
+	o.total_rows = 2;
+	assert_int_equal(ftl_comm_allreduce(comm, rows, rows + 4, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));
+
+	ftl_allreduce_opts_init(&o);
+	o.kind = (ftl_allreduce_kind)7;
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "unknown kind"));
+	ftl_allreduce_opts_init(&o);
+	o.bucket = (struct ftl_grad_bucket *)&o;
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &o, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "bucket"));
+	ftl_allreduce_opts garbage = {.struct_size = 3};
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, &garbage, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "ftl_allreduce_opts_init"));
+
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_OK);
+	ftl_comm_destroy(comm);
 }
 
 /* A loopback port with nobody listening, and one with a listener. */
@@ -373,7 +431,7 @@ static void test_two_ranks_on_threads_allreduce(void **state)
 	ftl_comm_destroy(r[1].comm);
 	float x = 1;
 	int64_t t0 = ftl_comm_now_ms();
-	assert_int_equal(ftl_comm_allreduce(r[0].comm, &x, &x, 1, FTL_F32, FTL_SUM), FTL_ERR_PEER_LOST);
+	assert_int_equal(ftl_comm_allreduce(r[0].comm, &x, &x, 1, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_PEER_LOST);
 	assert_true(ftl_comm_now_ms() - t0 < 1000);
 	assert_non_null(strstr(ftl_comm_error(r[0].comm), "peer rank 1 (127.0.0.1:"));
 	assert_int_equal(ftl_comm_barrier(r[0].comm), FTL_ERR_PEER_LOST); /* sticky */
@@ -387,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_bootstrap_text_is_one_address_per_line),
 		cmocka_unit_test(test_create_refuses_bad_config),
 		cmocka_unit_test(test_world_of_one_copies_and_checks_arguments),
+		cmocka_unit_test(test_allreduce_options_choose_the_kind_and_refuse_what_it_cannot_do),
 		cmocka_unit_test(test_create_times_out_when_a_peer_never_comes),
 		cmocka_unit_test(test_handshake_refuses_another_communicator),
 		cmocka_unit_test(test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours),

@@ -64,14 +64,14 @@ static int order_child(struct harness_child *c)
 			send[i] = harness_xmalloc(bytes);
 			recv[i] = k->is_in_place ? send[i] : harness_xmalloc(bytes);
 			ref_fill(send[i], k->dtype, 100 + i + (size_t)round, c->rank, k->count);
-			ftl_err e = ftl_comm_allreduce_async(comm, send[i], recv[i], k->count, k->dtype, k->op, &req[i]);
+			ftl_err e = ftl_comm_allreduce(comm, send[i], recv[i], k->count, k->dtype, k->op, NULL, &req[i]);
 			if (e != FTL_OK || req[i] == NULL) {
 				fprintf(stderr, "rank %d: submit %zu: %s\n", c->rank, i, ftl_comm_error(comm));
 				return 1;
 			}
 			if (i == 3) { /* a blocking call while requests are outstanding runs after them */
 				int64_t one = 1, sum = 0;
-				ftl_err b = ftl_comm_allreduce(comm, &one, &sum, 1, FTL_I64, FTL_SUM);
+				ftl_err b = ftl_comm_allreduce(comm, &one, &sum, 1, FTL_I64, FTL_SUM, NULL, NULL);
 				if (b != FTL_OK || sum != n) {
 					fprintf(stderr, "rank %d: blocking call among requests: %s, %lld\n", c->rank,
 						ftl_strerror(b), (long long)sum);
@@ -141,7 +141,7 @@ static int order_child(struct harness_child *c)
 	static float big[1u << 20];
 	ftl_comm_request *left[3];
 	for (int i = 0; i < 3; i++)
-		(void)ftl_comm_allreduce_async(comm, big, big, 1u << 20, FTL_F32, FTL_SUM, &left[i]);
+		(void)ftl_comm_allreduce(comm, big, big, 1u << 20, FTL_F32, FTL_SUM, NULL, &left[i]);
 	ftl_comm_destroy(comm);
 	return rc;
 }
@@ -172,7 +172,7 @@ static int loop_child(struct harness_child *c)
 	long made = 0, waited = 0;
 	/* Keep WINDOW outstanding: wait the oldest, make a new one in its slot. */
 	for (; made < WINDOW; made++)
-		rc |= ftl_comm_allreduce_async(comm, send[made], recv[made], sc->count, FTL_F32, FTL_SUM, &req[made]);
+		rc |= ftl_comm_allreduce(comm, send[made], recv[made], sc->count, FTL_F32, FTL_SUM, NULL, &req[made]);
 	int64_t started = harness_now_ns();
 	for (; e == FTL_OK && waited < 200000; waited++) {
 		int slot = (int)(waited % WINDOW);
@@ -183,7 +183,7 @@ static int loop_child(struct harness_child *c)
 		/* The break may come between this wait and the next request: then the request is refused at
 		 * once with the sticky error, which is this rank's failure like any other. */
 		if (e == FTL_OK)
-			e = ftl_comm_allreduce_async(comm, send[slot], recv[slot], sc->count, FTL_F32, FTL_SUM, &req[slot]);
+			e = ftl_comm_allreduce(comm, send[slot], recv[slot], sc->count, FTL_F32, FTL_SUM, NULL, &req[slot]);
 	}
 	int64_t op_ms = (harness_now_ns() - started) / 1000000;
 	/* The rest fail with the same error, the sticky one: done already, or, for the one request the progress
@@ -211,7 +211,7 @@ static int loop_child(struct harness_child *c)
 	harness_report(c, REP_FAILED, e, op_ms * 1000 + (together == outstanding ? outstanding : 999));
 	/* Refused at once from now on. */
 	ftl_comm_request *more = NULL;
-	rc |= ftl_comm_allreduce_async(comm, send[0], recv[0], sc->count, FTL_F32, FTL_SUM, &more) != e || more != NULL;
+	rc |= ftl_comm_allreduce(comm, send[0], recv[0], sc->count, FTL_F32, FTL_SUM, NULL, &more) != e || more != NULL;
 	for (int i = 0; i < WINDOW; i++) {
 		free(send[i]);
 		free(recv[i]);
@@ -283,7 +283,7 @@ static int abort_child(struct harness_child *c)
 	if (c->rank == 0) { /* rank 1 is not there yet: the first request blocks; another thread aborts */
 		ftl_comm_request *req[WINDOW];
 		for (int i = 0; i < WINDOW; i++)
-			rc |= ftl_comm_allreduce_async(comm, buf + i * count, buf + i * count, count, FTL_F32, FTL_SUM,
+			rc |= ftl_comm_allreduce(comm, buf + i * count, buf + i * count, count, FTL_F32, FTL_SUM, NULL,
 						       &req[i]) != FTL_OK;
 		pthread_t th;
 		pthread_create(&th, NULL, abort_later, comm);
@@ -302,11 +302,11 @@ static int abort_child(struct harness_child *c)
 		harness_report(c, REP_ABORT_US, e, us);
 		rc |= e != FTL_ERR_ABORTED;
 		ftl_comm_request *more = NULL;
-		rc |= ftl_comm_allreduce_async(comm, buf, buf, count, FTL_F32, FTL_SUM, &more) != FTL_ERR_ABORTED;
+		rc |= ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM, NULL, &more) != FTL_ERR_ABORTED;
 		rc |= ftl_comm_barrier(comm) != FTL_ERR_ABORTED;
 	} else {
 		harness_sleep_ms(800);
-		ftl_err e = ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM);
+		ftl_err e = ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM, NULL, NULL);
 		fprintf(stderr, "rank 1: %s: %s\n", ftl_strerror(e), ftl_comm_error(comm));
 		rc |= e != FTL_ERR_PEER_LOST;
 	}

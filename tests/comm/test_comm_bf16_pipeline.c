@@ -44,7 +44,7 @@ static ftl_err run_once(ftl_comm *comm, int rank, size_t count, ftl_reduce_op op
 		residual[i] = input(rank + 7, i) * 0x1p-10f;
 	}
 	ftl_comm_bf16_set_chunk(comm, chunk);
-	ftl_err e = ftl_comm_allreduce_bf16(comm, send, out, count, op, has_residual ? residual : NULL);
+	ftl_err e = harness_allreduce_bf16(comm, send, out, count, op, has_residual ? residual : NULL);
 	if (!is_in_place)
 		free(send);
 	return e;
@@ -130,11 +130,11 @@ static int loop_child(struct harness_child *c)
 		if (k == 1)
 			harness_report(c, REP_LOOPING, 0, 0);
 		started = harness_now_ns();
-		e = ftl_comm_allreduce_bf16(comm, x, out, count, FTL_SUM, residual);
+		e = harness_allreduce_bf16(comm, x, out, count, FTL_SUM, residual);
 	}
 	int64_t call_ms = (harness_now_ns() - started) / 1000000;
 	int pending = ftl_comm_async_pending(comm);
-	ftl_err again = ftl_comm_allreduce_bf16(comm, x, out, count, FTL_SUM, residual);
+	ftl_err again = harness_allreduce_bf16(comm, x, out, count, FTL_SUM, residual);
 	fprintf(stderr, "rank %d: %s after %lld ms, %d requests left, then %s: %s\n", c->rank, ftl_strerror(e),
 		(long long)call_ms, pending, ftl_strerror(again), ftl_comm_error(comm));
 	harness_report(c, REP_FAILED, e, pending == 0 && again == e ? call_ms : -1);

@@ -1,4 +1,4 @@
-/* test_comm_compress: the bf16-compressed f32 allreduce (ftl_comm_allreduce_bf16).
+/* test_comm_compress: the bf16-compressed f32 allreduce (FTL_ALLREDUCE_BF16).
  *   feedback      error_feedback_keeps_the_input_rounding_from_accumulating: pure, no communicator: over
  *                 T calls with the same input, the sum of what went on the wire is T x - residual, within
  *                 one bf16 rounding of T x, where plain rounding drifts by T times its error
@@ -96,7 +96,7 @@ static int bound_child(struct harness_child *c)
 		for (int op = FTL_SUM; op <= FTL_AVG; op++) {
 			for (size_t i = 0; i < count; i++)
 				x[i] = value(c->rank, i, 0);
-			ftl_err e = ftl_comm_allreduce_bf16(comm, x, op == FTL_SUM ? out : x, count, (ftl_reduce_op)op, NULL);
+			ftl_err e = harness_allreduce_bf16(comm, x, op == FTL_SUM ? out : x, count, (ftl_reduce_op)op, NULL);
 			double mean, worst = e == FTL_OK ? check(op == FTL_SUM ? out : x, count, n, 0, (ftl_reduce_op)op,
 								      NULL, &mean) : 99;
 			if (c->rank == 0)
@@ -137,7 +137,7 @@ static int bound_child(struct harness_child *c)
 			}
 			for (size_t i = 0; i < count; i++)
 				x[i] = value(c->rank, i, step);
-			ftl_err e = ftl_comm_allreduce_bf16(comm, x, out, count, FTL_SUM, res);
+			ftl_err e = harness_allreduce_bf16(comm, x, out, count, FTL_SUM, res);
 			double mean, worst = e == FTL_OK ? check(out, count, n, step, FTL_SUM, inputs, &mean) : 99;
 			if (e != FTL_OK || worst > 1.0 || memcmp(res, resid[c->rank], count * 4) != 0) {
 				fprintf(stderr, "rank %d: feedback step %d count %zu: %s, error/bound %.3f\n", c->rank, step,
@@ -158,9 +158,9 @@ static int bound_child(struct harness_child *c)
 	}
 	/* Refusals: feedback with max, a residual overlapping the output. */
 	float a[4] = {(float)c->rank, 2, 3, 4}, r4[4] = {0};
-	rc |= ftl_comm_allreduce_bf16(comm, a, a, 4, FTL_MAX, r4) != FTL_ERR_INVALID;
-	rc |= ftl_comm_allreduce_bf16(comm, a, a, 4, FTL_SUM, a) != FTL_ERR_INVALID;
-	rc |= ftl_comm_allreduce_bf16(comm, a, a, 4, FTL_MAX, NULL) != FTL_OK || a[0] != (float)(n - 1) || a[3] != 4;
+	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_MAX, r4) != FTL_ERR_INVALID;
+	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_SUM, a) != FTL_ERR_INVALID;
+	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_MAX, NULL) != FTL_OK || a[0] != (float)(n - 1) || a[3] != 4;
 	ftl_comm_destroy(comm);
 	return rc;
 }

@@ -1,4 +1,4 @@
-/* The exact allreduce's promise (ftl_comm_allreduce_exact, comm/comm_exact.c): the same rows summed by any
+/* The exact allreduce's promise (FTL_ALLREDUCE_EXACT, comm/comm_exact.c): the same rows summed by any
  * number of ranks, each holding any consecutive run of them, give the same bits; and those bits are the
  * true sum to within the fixed-point step (far closer than a float sum's rounding).
  *
@@ -125,15 +125,13 @@ static int world_child(struct harness_child *c)
 	for (int r = 0; r < n; r++)
 		make_row(first + r, rows + (size_t)r * COUNT);
 	float *out = harness_xmalloc(COUNT * sizeof(float));
-	void *scratch = harness_xmalloc(ftl_comm_allreduce_exact_scratch(COUNT));
-	ftl_err e = ftl_comm_allreduce_exact(comm, rows, (size_t)n, COUNT, ROWS, out, scratch);
+	ftl_err e = harness_allreduce_exact(comm, rows, (size_t)n, COUNT, ROWS, out);
 	if (e != FTL_OK)
 		fprintf(stderr, "rank %d: %s\n", c->rank, ftl_comm_error(comm));
 	harness_report(c, REP_DIGEST, e, (int64_t)digest(out, COUNT));
 	ftl_comm_destroy(comm);
 	free(rows);
 	free(out);
-	free(scratch);
 	return e == FTL_OK ? 0 : 1;
 }
 

@@ -36,7 +36,7 @@ static int rank_main(struct harness_child *c)
 		return 1;
 	float *buf = harness_xmalloc(COUNT * sizeof(float));
 	memset(buf, 0, COUNT * sizeof(float));
-	ftl_err e = ftl_comm_allreduce(comm, buf, buf, COUNT, FTL_F32, FTL_SUM); /* everyone is up */
+	ftl_err e = ftl_comm_allreduce(comm, buf, buf, COUNT, FTL_F32, FTL_SUM, NULL, NULL); /* everyone is up */
 	if (e != FTL_OK) {
 		fprintf(stderr, "rank %d: first allreduce: %s\n", c->rank, ftl_comm_error(comm));
 		return 1;
@@ -52,7 +52,7 @@ static int rank_main(struct harness_child *c)
 	}
 	harness_report(c, REP_CALLING, 0, 0);
 	int64_t t0 = harness_now_ns();
-	e = ftl_comm_allreduce(comm, buf, buf, COUNT, FTL_F32, FTL_SUM);
+	e = ftl_comm_allreduce(comm, buf, buf, COUNT, FTL_F32, FTL_SUM, NULL, NULL);
 	harness_report(c, REP_FAILED, e, (harness_now_ns() - t0) / 1000000);
 	fprintf(stderr, "rank %d: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
 	ftl_comm_destroy(comm);

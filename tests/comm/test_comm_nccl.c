@@ -39,13 +39,13 @@ static void check_collectives(ftl_comm *comm)
 		host[i] = (float)(i % 1000) - 500.0f;
 	cudaMemcpy(dev, host, sizeof(host), cudaMemcpyHostToDevice);
 	for (int op = 0; op < FTL_REDUCE_OP_MAX; op++) {
-		CHECK(ftl_comm_allreduce(comm, dev, dev2, N, FTL_F32, (ftl_reduce_op)op) == FTL_OK);
+		CHECK(ftl_comm_allreduce(comm, dev, dev2, N, FTL_F32, (ftl_reduce_op)op, NULL, NULL) == FTL_OK);
 		static float back[N];
 		cudaMemcpy(back, dev2, sizeof(back), cudaMemcpyDeviceToHost);
 		CHECK(memcmp(back, host, sizeof(back)) == 0); /* one rank: every op is the identity */
 	}
 	for (int dt = 0; dt < FTL_DTYPE_MAX; dt++)
-		CHECK(ftl_comm_allreduce(comm, dev, dev, 1000, (ftl_dtype)dt, FTL_SUM) == FTL_OK);
+		CHECK(ftl_comm_allreduce(comm, dev, dev, 1000, (ftl_dtype)dt, FTL_SUM, NULL, NULL) == FTL_OK);
 	CHECK(ftl_comm_broadcast(comm, dev, N, FTL_F32, 0) == FTL_OK);
 	CHECK(ftl_comm_allgather(comm, dev, dev2, N, FTL_F32) == FTL_OK);
 	CHECK(ftl_comm_barrier(comm) == FTL_OK);
@@ -89,7 +89,7 @@ int main(void)
 	pthread_create(&th, NULL, abort_soon, comm);
 	ftl_err e = FTL_OK;
 	for (int i = 0; i < 100000 && e == FTL_OK; i++)
-		e = ftl_comm_allreduce(comm, big, big, BIG / 4, FTL_F32, FTL_SUM);
+		e = ftl_comm_allreduce(comm, big, big, BIG / 4, FTL_F32, FTL_SUM, NULL, NULL);
 	int64_t t_ret = ftl_comm_now_ms();
 	pthread_join(th, NULL);
 	CHECK(e == FTL_ERR_ABORTED);

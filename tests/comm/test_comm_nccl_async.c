@@ -1,5 +1,5 @@
 /* test_comm_nccl_async: asynchronous requests on the nccl backend, one GPU, one rank (every allreduce is
- * then a device copy, so each result is known exactly). The promises of ftl_comm_allreduce_async:
+ * then a device copy, so each result is known exactly). The promises of ftl_comm_allreduce with a request:
  * - a chain of requests, each reading what the one before wrote, gives the input back: they ran in order;
  *   testing the last one done means every earlier one tests done at once, and a blocking call made
  *   among them returns after them;
@@ -55,7 +55,7 @@ static void check_order(void)
 	CHECK(cudaMemcpy(buf[0], in, sizeof(in), cudaMemcpyHostToDevice) == cudaSuccess);
 	ftl_comm_request *req[CHAIN];
 	for (int k = 0; k < CHAIN; k++) {
-		CHECK(ftl_comm_allreduce_async(comm, buf[k], buf[k + 1], N, FTL_F32, FTL_SUM, &req[k]) == FTL_OK);
+		CHECK(ftl_comm_allreduce(comm, buf[k], buf[k + 1], N, FTL_F32, FTL_SUM, NULL, &req[k]) == FTL_OK);
 		if (k == CHAIN / 2) /* a blocking call queues behind the requests made so far */
 			CHECK(ftl_comm_barrier(comm) == FTL_OK);
 	}
@@ -73,7 +73,7 @@ static void check_order(void)
 	CHECK(memcmp(in, out, sizeof(in)) == 0);
 	/* wait on each in turn, and a zero-count request, which only marks its place */
 	for (int k = 0; k < CHAIN; k++)
-		CHECK(ftl_comm_allreduce_async(comm, buf[k], buf[k + 1], k == 3 ? 0 : N, FTL_F32, FTL_MAX, &req[k]) == FTL_OK);
+		CHECK(ftl_comm_allreduce(comm, buf[k], buf[k + 1], k == 3 ? 0 : N, FTL_F32, FTL_MAX, NULL, &req[k]) == FTL_OK);
 	for (int k = 0; k < CHAIN; k++)
 		CHECK(ftl_comm_wait(comm, &req[k]) == FTL_OK && req[k] == NULL);
 	if (nccl_one_rank_failures)
@@ -127,7 +127,7 @@ static void check_fail_together(bool is_abort)
 	ftl_comm_request *req[OUTSTANDING];
 	int64_t t0 = ftl_comm_now_ms();
 	for (int k = 0; k < OUTSTANDING; k++)
-		CHECK(ftl_comm_allreduce_async(comm, buf, buf, N, FTL_F32, FTL_SUM, &req[k]) == FTL_OK);
+		CHECK(ftl_comm_allreduce(comm, buf, buf, N, FTL_F32, FTL_SUM, NULL, &req[k]) == FTL_OK);
 	int done = 1;
 	CHECK(ftl_comm_test(comm, &req[0], &done) == FTL_OK && done == 0 && req[0] != NULL);
 	pthread_t th;
@@ -143,7 +143,7 @@ static void check_fail_together(bool is_abort)
 		done = 0;
 		CHECK(ftl_comm_test(comm, &req[k], &done) == want && done == 1 && req[k] == NULL);
 	}
-	CHECK(ftl_comm_allreduce(comm, buf, buf, N, FTL_F32, FTL_SUM) == want); /* broken for good */
+	CHECK(ftl_comm_allreduce(comm, buf, buf, N, FTL_F32, FTL_SUM, NULL, NULL) == want); /* broken for good */
 	int64_t took = is_abort ? t_ret - abort_at_ms : t_ret - t0;
 	printf("{\"figure\":\"nccl_async_%s_ms\",\"value\":%lld,\"error\":\"%s\",\"reason\":\"%s\"}\n", name,
 	       (long long)took, ftl_strerror(e), ftl_comm_error(comm));

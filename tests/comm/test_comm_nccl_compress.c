@@ -1,5 +1,5 @@
-/* test_comm_nccl_compress: ftl_comm_allreduce_bf16 on the nccl backend, one GPU, one rank, against the host
- * reference (comm_compress.c, what the tcp backend runs). With one rank the allreduce adds nothing, so the
+/* test_comm_nccl_compress: the bf16 allreduce (FTL_ALLREDUCE_BF16) on the nccl backend, one GPU, one rank,
+ * against the host reference (comm_compress.c, what the tcp backend runs). With one rank the allreduce adds nothing, so the
  * GPU's rounding kernel, the bf16 allreduce and the widening kernel must give the host's bits exactly, for
  * sum, avg and max, on values that take every rounding path (ties to even, carries into the exponent,
  * subnormals, overflow to infinity, NaN); with error feedback the residual must be the host's, call after
@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "comm/comm_compress.h"
+#include "harness.h"
 #include "nccl_one_rank.h"
 
 enum { N = (1 << 20) + 13, CALLS = 5 }; /* not a multiple of any launch size */
@@ -69,7 +70,7 @@ static void check_plain(ftl_comm *comm)
 	static const ftl_reduce_op ops[] = {FTL_SUM, FTL_AVG, FTL_MAX, FTL_MIN};
 	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++) {
 		CHECK(cudaMemset(d_out, 0xff, N * sizeof(float)) == cudaSuccess);
-		CHECK(ftl_comm_allreduce_bf16(comm, d_in, d_out, N, ops[k], NULL) == FTL_OK);
+		CHECK(harness_allreduce_bf16(comm, d_in, d_out, N, ops[k], NULL) == FTL_OK);
 		from_device(got, d_out);
 		int at = first_difference(want, got);
 		if (at >= 0)
@@ -78,7 +79,7 @@ static void check_plain(ftl_comm *comm)
 		CHECK(at < 0);
 	}
 	/* in place, a smaller count after a larger one (the wire buffer is reused) */
-	CHECK(ftl_comm_allreduce_bf16(comm, d_in, d_in, 1000, FTL_SUM, NULL) == FTL_OK);
+	CHECK(harness_allreduce_bf16(comm, d_in, d_in, 1000, FTL_SUM, NULL) == FTL_OK);
 	from_device(got, d_in);
 	CHECK(memcmp(got, want, 1000 * sizeof(float)) == 0 && memcmp(got + 1000, in + 1000, sizeof(float)) == 0);
 	cudaFree(d_in);
@@ -99,7 +100,7 @@ static void check_feedback(ftl_comm *comm)
 		host_reference(in, residual, want, wire);
 		cudaFree(d_in);
 		d_in = to_device(in);
-		CHECK(ftl_comm_allreduce_bf16(comm, d_in, d_out, N, FTL_SUM, d_residual) == FTL_OK);
+		CHECK(harness_allreduce_bf16(comm, d_in, d_out, N, FTL_SUM, d_residual) == FTL_OK);
 		from_device(got, d_out);
 		from_device(got_residual, d_residual);
 		CHECK(first_difference(want, got) < 0);

@@ -63,7 +63,7 @@ static ftl_comm *cycle(ftl_comm *old, ftl_comm *host, int i, float *dev, struct 
 		return NULL;
 	}
 	int64_t t1 = nccl_one_rank_now_ns();
-	e = ftl_comm_allreduce(comm, dev, dev, N, FTL_F32, FTL_SUM); /* completes a started init */
+	e = ftl_comm_allreduce(comm, dev, dev, N, FTL_F32, FTL_SUM, NULL, NULL); /* completes a started init */
 	double call_ms = nccl_one_rank_ms_since(t1);
 	float back[2] = {0};
 	cudaMemcpy(back, dev + N - 2, sizeof(back), cudaMemcpyDeviceToHost);

@@ -86,7 +86,7 @@ static int vote_and_rebuild(struct harness_child *c)
 	ftl_err e = ftl_comm_rebuild(&rb, &comm, &path);
 	int64_t sum = c->rank + 1;
 	if (e == FTL_OK)
-		e = ftl_comm_allreduce(comm, &sum, &sum, 1, FTL_I64, FTL_SUM);
+		e = ftl_comm_allreduce(comm, &sum, &sum, 1, FTL_I64, FTL_SUM, NULL, NULL);
 	if (e != FTL_OK)
 		fprintf(stderr, "rank %d: rebuild: %s\n", c->rank, comm ? ftl_comm_error(comm) : ftl_diag_message());
 	harness_report(c, REPORT_REBUILD, e, path == FTL_COMM_REBUILD_INIT && comm && comm->comm_id == 8 ? sum : -1);

@@ -51,9 +51,9 @@ static int same_allreduce(ftl_comm *tcp, ftl_comm *shm, ftl_dtype dt, ftl_reduce
 	char *send = harness_xmalloc(bytes), *a = harness_xmalloc(bytes), *b = harness_xmalloc(bytes), why[256];
 	ref_fill(send, dt, seed, rank, count);
 	memset(b, 0x5a, bytes);
-	if (ftl_comm_allreduce(tcp, send, a, count, dt, op) != FTL_OK)
+	if (ftl_comm_allreduce(tcp, send, a, count, dt, op, NULL, NULL) != FTL_OK)
 		rc = complain(rank, "tcp allreduce", dt, op, count, ftl_comm_error(tcp));
-	else if (ftl_comm_allreduce(shm, send, b, count, dt, op) != FTL_OK)
+	else if (ftl_comm_allreduce(shm, send, b, count, dt, op, NULL, NULL) != FTL_OK)
 		rc = complain(rank, "shm allreduce", dt, op, count, ftl_comm_error(shm));
 	else if (ref_check_allreduce(b, dt, op, seed, n, count, why, sizeof(why)) != 0)
 		rc = complain(rank, "shm allreduce", dt, op, count, why);
@@ -256,7 +256,7 @@ static int check_sum(ftl_comm *comm, int rank, uint64_t seed)
 	char why[256];
 	ref_fill(buf, FTL_F32, seed, ftl_comm_rank(comm), count);
 	int rc = 0;
-	if (ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM) != FTL_OK)
+	if (ftl_comm_allreduce(comm, buf, buf, count, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK)
 		rc = complain(rank, "allreduce", FTL_F32, FTL_SUM, count, ftl_comm_error(comm));
 	else if (ref_check_allreduce(buf, FTL_F32, FTL_SUM, seed, n, count, why, sizeof(why)) != 0)
 		rc = complain(rank, "allreduce", FTL_F32, FTL_SUM, count, why);

@@ -55,7 +55,7 @@ static int check_allreduce(ftl_comm *comm, ftl_dtype dt, ftl_reduce_op op, size_
 	char *send = harness_xmalloc(bytes), *recv = is_in_place ? send : harness_xmalloc(bytes);
 	char why[256];
 	ref_fill(send, dt, seed, rank, count);
-	ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op);
+	ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op, NULL, NULL);
 	int rc = 0;
 	if (e != FTL_OK)
 		rc = fail_case(rank, "allreduce", dt, op, count, is_in_place, ftl_comm_error(comm));
@@ -129,7 +129,7 @@ static int run_suite(ftl_comm *comm, bool is_quick)
 				return rc;
 		}
 	/* Size 0 moves nothing and must not fail, even with NULL buffers. */
-	if (ftl_comm_allreduce(comm, NULL, NULL, 0, FTL_F32, FTL_SUM) != FTL_OK ||
+	if (ftl_comm_allreduce(comm, NULL, NULL, 0, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK ||
 	    ftl_comm_broadcast(comm, NULL, 0, FTL_F64, 0) != FTL_OK ||
 	    ftl_comm_allgather(comm, NULL, NULL, 0, FTL_I32) != FTL_OK)
 		return fail_case(ftl_comm_rank(comm), "size 0", FTL_F32, -1, 0, 0, ftl_comm_error(comm));
@@ -183,7 +183,7 @@ static int check_algos_at(ftl_comm *comm, ftl_dtype dt, ftl_reduce_op op, size_t
 	for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]) && rc == 0; a++) {
 		ftl_comm_tcp_force_algo(comm, algos[a]);
 		memset(recv, 0xa5, bytes);
-		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op);
+		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, dt, op, NULL, NULL);
 		const char *algo = ftl_comm_tcp_algo_strs[algos[a]];
 		if (e != FTL_OK)
 			rc = fail_case(rank, algo, dt, op, count, 0, ftl_comm_error(comm));
@@ -272,7 +272,7 @@ static int loop_child(struct harness_child *c)
 		if (i == 1)
 			harness_report(c, REP_LOOPING, 0, 0);
 		started = harness_now_ns();
-		e = ftl_comm_allreduce(comm, send, recv, sc->count, FTL_F32, FTL_SUM);
+		e = ftl_comm_allreduce(comm, send, recv, sc->count, FTL_F32, FTL_SUM, NULL, NULL);
 	}
 	int64_t op_ms = (harness_now_ns() - started) / 1000000;
 	fprintf(stderr, "rank %d: %s after %lld ms: %s\n", c->rank, ftl_strerror(e), (long long)op_ms,
@@ -385,7 +385,7 @@ static int abort_child(struct harness_child *c)
 		struct abort_arg a = {comm};
 		pthread_t th;
 		pthread_create(&th, NULL, abort_later, &a);
-		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM);
+		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM, NULL, NULL);
 		int64_t t_ret = harness_now_ns();
 		void *t_abort;
 		pthread_join(th, &t_abort);
@@ -399,7 +399,7 @@ static int abort_child(struct harness_child *c)
 	} else {
 		harness_sleep_ms(800);
 		int64_t t0 = harness_now_ns();
-		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM);
+		ftl_err e = ftl_comm_allreduce(comm, send, recv, count, FTL_F32, FTL_SUM, NULL, NULL);
 		int64_t us = (harness_now_ns() - t0) / 1000;
 		fprintf(stderr, "rank 1: %s after %lld us: %s\n", ftl_strerror(e), (long long)us, ftl_comm_error(comm));
 		harness_report(c, REP_PEER_SAW, e, us);
@@ -441,7 +441,7 @@ static int mismatch_child(struct harness_child *c)
 	if (comm == NULL)
 		return 1;
 	float buf[16] = {0};
-	ftl_err e = c->rank == 0 ? ftl_comm_allreduce(comm, buf, buf, 16, FTL_F32, FTL_SUM)
+	ftl_err e = c->rank == 0 ? ftl_comm_allreduce(comm, buf, buf, 16, FTL_F32, FTL_SUM, NULL, NULL)
 				 : ftl_comm_broadcast(comm, buf, 16, FTL_F32, 0);
 	fprintf(stderr, "rank %d: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
 	int rc = e != FTL_ERR_INVALID && e != FTL_ERR_PEER_LOST;

@@ -4,7 +4,7 @@ device state, GradientAverager allreduces the gradient buckets on the GPU) and a
 the steps run, the loss falls, the state stays on the GPU, and a host tensor under NCCL is refused with the
 error naming the fix. One JSON line. With --ddp the model is in DistributedDataParallel on
 ftl.torch.process_group(agent) instead of GradientAverager: DDP's bucket allreduces on CUDA tensors go
-through the group's asynchronous path (ftl_allreduce_async on the nccl communicator, a completion thread).
+through the group's asynchronous path (ftl_allreduce with a request, on the nccl communicator, a completion thread).
 
 Run by scripts/test-gpu.sh with FTL_LIBRARY=<build>/libftl/libftl.so and PYTHONPATH=python/src; exit 77
 when torch has no CUDA device."""

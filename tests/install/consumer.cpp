@@ -26,7 +26,7 @@ int main()
 		return 1;
 	}
 	double x[3] = {1.5, -2.0, 4.0};
-	ftl_err e = ftl_comm_allreduce(comm, x, x, 3, FTL_F64, FTL_SUM);
+	ftl_err e = ftl_comm_allreduce(comm, x, x, 3, FTL_F64, FTL_SUM, NULL, NULL);
 	ftl_comm_destroy(comm);
 	if (e != FTL_OK || x[0] != 1.5 || x[2] != 4.0) {
 		std::fprintf(stderr, "allreduce: %s\n", ftl_strerror(e));

@@ -19,15 +19,17 @@ typedef struct cluster {
 	bool is_blob_postponed;
 } cluster;
 
-static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+static ftl_err blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap, size_t *len)
 {
 	cluster *c = ctx;
 	c->blob_calls++;
+	*len = 0;
 	if (c->is_blob_postponed)
-		return -1;
+		return FTL_ERR_BACKEND; /* as when NCCL cannot make a unique id */
 	memset(blob, 0xab, 16); /* an NCCL unique id would be 128 bytes */
 	blob[0] = (uint8_t)epoch;
-	return 16;
+	*len = 16;
+	return FTL_OK;
 }
 
 static void cluster_start(cluster *c, int n, bool is_with_blob)

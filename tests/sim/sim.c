@@ -261,11 +261,12 @@ static void drain(ftl_sim *sim, int i)
 	schedule_tick(sim, i);
 }
 
-static int blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap)
+static ftl_err blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap, size_t *len)
 {
 	const sim_node *nd = ctx;
-	int len = snprintf((char *)blob, cap, "%s@%llu", nd->name, (unsigned long long)epoch);
-	return len < (int)cap ? len : (int)cap - 1;
+	int n = snprintf((char *)blob, cap, "%s@%llu", nd->name, (unsigned long long)epoch);
+	*len = n < (int)cap ? (size_t)n : cap - 1;
+	return FTL_OK;
 }
 
 static void start_node(ftl_sim *sim, int i)

@@ -34,6 +34,17 @@ class StepInfoC(ctypes.Structure):
                 ("micro_batch", ctypes.c_uint32), ("first_micro", ctypes.c_uint32), ("total_micro", ctypes.c_uint32)]
 
 
+class AllreduceOptsC(ctypes.Structure):
+    """ftl_allreduce_opts (include/ftl/comm.h), the options of the one allreduce call. Size-stamped: struct_size
+    is this mirror's size and the library reads only that many bytes, so a library whose struct has grown at
+    its end reads it unchanged (the same rule as the C configs')."""
+    _fields_ = [("struct_size", c_size), ("kind", ctypes.c_int), ("residual", ctypes.c_void_p),
+                ("n_rows", c_size), ("total_rows", c_u64), ("bucket", ctypes.c_void_p)]
+
+    def __init__(self, **fields):
+        super().__init__(struct_size=ctypes.sizeof(AllreduceOptsC), **fields)
+
+
 class JobStatusC(ctypes.Structure):
     """struct ftl_job_status (include/ftl/execute.h)."""
     _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
@@ -89,20 +100,16 @@ _PROTOTYPES = {
     "ftl_agent_control_path": (ctypes.c_char_p, [c_agent_p]),
     "ftl_execute": (ctypes.c_int, [c_agent_p, STEP_FN, ctypes.c_void_p]),
     "ftl_last_error": (ctypes.c_char_p, [c_agent_p]),
-    "ftl_allreduce": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int]),
+    "ftl_allreduce": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int,
+                                     ctypes.POINTER(AllreduceOptsC), ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_broadcast": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int]),
     "ftl_allgather": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int]),
     "ftl_barrier": (ctypes.c_int, [c_agent_p]),
-    "ftl_allreduce_async": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int,
-                                           ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_wait": (ctypes.c_int, [c_agent_p, ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_test": (ctypes.c_int, [c_agent_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)]),
     "ftl_grad_bucket_new": (ctypes.c_void_p, [c_agent_p, ctypes.c_int]),
     "ftl_grad_bucket_delete": (None, [ctypes.c_void_p]),
     "ftl_grad_bucket_compress": (ctypes.c_int, [ctypes.c_void_p]),
-    "ftl_allreduce_grad": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int]),
-    "ftl_allreduce_grad_async": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int,
-                                                ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_register_buffer": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, ctypes.c_void_p, c_size, ctypes.c_bool]),
     "ftl_register_callbacks": (ctypes.c_int, [c_agent_p, SAVE_FN, LOAD_FN, ctypes.c_void_p]),
     "ftl_set_sampler": (ctypes.c_int, [c_agent_p, c_u64, ctypes.c_uint32, c_u64]),

@@ -344,7 +344,8 @@ class Agent:
         handle = self._collective("allreduce")
         b = _buffers.describe(x, "allreduce")
         self._check_backend(b, "allreduce")
-        self._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op)), handle)
+        self._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op), None, None),
+                   handle)
         return x
 
     def allreduce_async(self, x: T, op: str = "sum") -> "Request":
@@ -357,8 +358,8 @@ class Agent:
         b = _buffers.describe(x, "allreduce_async")
         self._check_backend(b, "allreduce_async")
         req = ctypes.c_void_p()
-        self._call(self._lib.ftl_allreduce_async(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op),
-                                                 ctypes.byref(req)), handle)
+        self._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op), None,
+                                           ctypes.byref(req)), handle)
         return Request(self, b, req)
 
     def broadcast(self, x: T, root: int = 0) -> T:

@@ -11,7 +11,7 @@ import ctypes
 from typing import Any, Optional, TypeVar
 
 from . import _buffers
-from ._lib import text
+from ._lib import AllreduceOptsC, text
 from ._requests import Request
 from .errors import ConfigError, Error, INVALID
 
@@ -43,6 +43,7 @@ class GradientBucket:
         if not self._ptr:
             raise ConfigError(f"ftl: GradientBucket: {text(self._lib.ftl_last_error(handle))}")
         self.compress = MODES[self._lib.ftl_grad_bucket_compress(self._ptr)]
+        self._opts = AllreduceOptsC(bucket=self._ptr)  # ftl_allreduce with this bucket
 
     def _describe(self, x: Any, what: str) -> _buffers.Buffer:
         b = _buffers.describe(x, what)
@@ -55,8 +56,8 @@ class GradientBucket:
         """x = the sum (or avg) over every rank's x, in place, inside a step; returns x."""
         handle = self._agent._collective("GradientBucket.allreduce")
         b = self._describe(x, "GradientBucket.allreduce")
-        self._agent._call(self._lib.ftl_allreduce_grad(handle, self._ptr, b.ptr, b.count, _buffers.op_code(op)),
-                          handle)
+        self._agent._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op),
+                                                  ctypes.byref(self._opts), None), handle)
         return x
 
     def allreduce_async(self, x: T, op: str = "sum") -> Any:
@@ -64,8 +65,8 @@ class GradientBucket:
         handle = self._agent._collective("GradientBucket.allreduce_async")
         b = self._describe(x, "GradientBucket.allreduce_async")
         req = ctypes.c_void_p()
-        self._agent._call(self._lib.ftl_allreduce_grad_async(handle, self._ptr, b.ptr, b.count, _buffers.op_code(op),
-                                                             ctypes.byref(req)), handle)
+        self._agent._call(self._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, _buffers.op_code(op),
+                                                  ctypes.byref(self._opts), ctypes.byref(req)), handle)
         return Request(self._agent, b, req, keep=self)  # the request keeps the bucket alive
 
     def close(self) -> None:

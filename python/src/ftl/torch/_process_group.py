@@ -236,7 +236,8 @@ class ElasticProcessGroup(dist.ProcessGroup):
             if is_blocking or self._agent._step_thread is None:  # and between steps, on the view in hand
                 for t in tensors:
                     b = self._buffer(t, "allreduce")
-                    self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op), handle)
+                    self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
+                                                               None), handle)
                 return _Work(tensors, done=True)
             return self._allreduce_async(handle, tensors, op)
 
@@ -245,8 +246,8 @@ class ElasticProcessGroup(dist.ProcessGroup):
         for i, t in enumerate(tensors):
             b = self._buffer(t, "allreduce")
             req = ctypes.c_void_p()
-            self._check(self._agent._lib.ftl_allreduce_async(handle, b.ptr, b.ptr, b.count, b.dtype, op,
-                                                             ctypes.byref(req)), handle)
+            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
+                                                       ctypes.byref(req)), handle)
             last = i == len(tensors) - 1  # requests finish in order: the last one completes the Work
             self._agent._torch_works.add(req, [b], work if last else None, tensors)
         return work
@@ -319,7 +320,8 @@ class ElasticProcessGroup(dist.ProcessGroup):
         y = x.contiguous().clone()
         if handle is not None:
             b = self._buffer(y, "reduce_scatter")
-            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op), handle)
+            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None, None),
+                        handle)
         return y
 
     def _rank_in(self, handle: Optional[int]) -> int:
