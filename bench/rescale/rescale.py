@@ -60,18 +60,34 @@ def program(args):
     return args.train
 
 
+def loopback(args, i):
+    """Worker i's address: 127.0.0.1, or with --spread its own loopback address (127.0.0.2, 127.0.0.3, ...),
+    as pods have theirs: the gossip port admits a bounded number of unproven connections per source address,
+    so hundreds of workers behind one address meet a limit no real cluster meets."""
+    return f"127.0.{1 + i // 250}.{2 + i % 250}" if args.spread else "127.0.0.1"
+
+
+def start_workers(args, job, n):
+    """Starts w0..w(n-1), with --wave K in waves of K, each wave's agents answering before the next starts."""
+    wave = args.wave or n
+    for first in range(0, n, wave):
+        added = [job.add(f"w{i}", host=loopback(args, i)) for i in range(first, min(n, first + wave))]
+        if first + wave < n:
+            job.wait(f"wave {first // wave} answers", lambda: all(job.status(w) is not None for w in added),
+                     TrainingJob.start_timeout * 3)
+
+
 def one_kill(args, n, sig=signal.SIGKILL):
     # FTL_EXPECTED_WORKERS: one view of n from the start (the PyTorch example takes seconds to import torch).
     # --spares K: K more workers wait above FTL_MAX_WORKERS=n as hot spares; they are started after the job
     # trains, so they are its youngest members, and the spare taken in counts as a survivor.
     spares = args.spares
     job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
-                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info",
+                      FTL_MIN_WORKERS=2, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info", FTL_PROFILE=args.profile,
                       **({"FTL_MAX_WORKERS": n} if spares else {}))
     try:
-        for i in range(n):
-            job.add(f"w{i}")
-        job.wait_step(30, 60)
+        start_workers(args, job, n)
+        job.wait_step(30, 60 + n)
         ranked = list(job.workers())
         for i in range(spares):
             job.add(f"spare{i}")
@@ -229,6 +245,10 @@ def main():
     p.add_argument("--only", choices=["kill", "stop", "join", "grow"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     p.add_argument("--burst", type=int, default=1, help="workers killed at once in the kill figure")
+    p.add_argument("--profile", default="train", help="the kill figure's FTL_PROFILE (train, lan, local)")
+    p.add_argument("--wave", type=int, default=0, help="start the kill figure's workers in waves of this many")
+    p.add_argument("--spread", action="store_true",
+                   help="each worker on its own loopback address (127.0.0.2, ...), as pods on their own IPs")
     p.add_argument("--spares", type=int, default=0,
                    help="hot spares beside the N workers in the kill figure (FTL_MAX_WORKERS=N); the promoted "
                         "spare's first step is in first_step_s and total_s")
@@ -241,7 +261,7 @@ def main():
     random.seed(args.runs)
     if args.only in (None, "kill"):
         for n in (int(x) for x in args.nodes.split(",")):
-            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile="train",
+            report("kill9_to_first_step", [one_kill(args, n) for _ in range(args.runs)], nodes=n, profile=args.profile,
                    program=kind, **({"burst": args.burst} if args.burst > 1 else {}),
                    **({"spares": args.spares} if args.spares else {}))
     if args.only in (None, "stop"):
