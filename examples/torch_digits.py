@@ -29,6 +29,8 @@ Settings: the agent's and the job's FTL_* variables, and
   FTL_LOG_INDICES=1 (log each step attempt's indices), FTL_OPTIMIZER adam|sgd (adam), FTL_LR (0.005, for 4 workers),
   FTL_DDP=1: the model in torch's DistributedDataParallel on ftl's process group (ftl.torch.process_group),
   which averages the gradients in backward(), instead of GradientAverager.
+  FTL_EXTRA_STATE_MB (0): that many MiB more job state (agent.register, as the C example's "ballast"): synced
+  and checkpointed like the model, left out of the digest (bench/rescale/rescale.py's join figure).
   Importing torch takes seconds: set FTL_EXPECTED_WORKERS to the number of workers a job starts with, so
   that its first view waits for them rather than the first worker training alone.
 Output on stdout, one JSON object per line, as examples/train_softmax.c prints it (tests/agent/workers.py
@@ -102,6 +104,10 @@ class Trainer:
         self.train, self.test = digits()
         torch.manual_seed(0)  # the same start everywhere (rank 0's state is synced to the others anyway)
         self.model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        extra_mb = env_number("FTL_EXTRA_STATE_MB", 0)
+        if extra_mb > 0:  # stands in for a larger model's state; float32: 2^18 of them to a MiB
+            self.ballast = torch.zeros(extra_mb << 18)
+            agent.register("ballast", self.ballast)
         lr = env_number("FTL_LR", 0.005, float)
         kind = os.environ.get("FTL_OPTIMIZER", "adam")
         if kind not in ("adam", "sgd"):
