@@ -489,14 +489,7 @@ ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_leave: the agent is not started");
 	if (a->is_training)
 		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until); /* the clock of a->changed */
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = ftl_deadline_monotonic_in((int64_t)timeout_ms * 1000); /* the clock of a->changed */
 	pthread_mutex_lock(&a->lock);
 	a->want_leave = true;
 	uv_async_send(&a->wake);

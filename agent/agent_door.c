@@ -40,14 +40,7 @@ void ftl_agent_sleep_locked(ftl_agent *a, int64_t deadline_us)
 	int64_t in_us = deadline_us - ftl_agent_now_us(a);
 	if (in_us <= 0)
 		return;
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += (time_t)(in_us / 1000000);
-	until.tv_nsec += (long)(in_us % 1000000) * 1000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	struct timespec until = ftl_deadline_monotonic_in(in_us);
 	pthread_cond_timedwait(&a->changed, &a->lock, &until);
 }
 
