@@ -8,13 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +19,7 @@
 #include "agent/config.h"
 #include "ftl/agent.h"
 #include "base/log.h"
+#include "ports.h"
 
 /* 2023-11-14T22:13:20.123456Z */
 #define FIXED_TIME_US 1700000000123456LL
@@ -180,17 +178,6 @@ static void test_default_sink_writes_each_record_as_one_line_on_stderr(void **st
 
 /* ---- two agents in one process ---- */
 
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sin);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
 static void agent_config(ftl_agent_config *c, const char *name, int port, const char *level, const char *run_dir,
 			 kept *k)
 {
@@ -231,9 +218,9 @@ static void test_two_agents_in_one_process_log_with_their_own_name_and_level(voi
 	assert_non_null(mkdtemp(run_dir));
 	kept ka = {.lock = PTHREAD_MUTEX_INITIALIZER}, kb = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	ftl_agent_config ca, cb;
-	int port_a = free_port();
+	int port_a = ftl_test_free_port();
 	agent_config(&ca, "log-a", port_a, "info", run_dir, &ka);
-	agent_config(&cb, "log-b", free_port(), "warn", run_dir, &kb);
+	agent_config(&cb, "log-b", ftl_test_free_port(), "warn", run_dir, &kb);
 	snprintf(cb.seeds, sizeof(cb.seeds), "127.0.0.1:%d", port_a);
 	ftl_agent *a = ftl_agent_new(&ca);
 	assert_non_null(a);

@@ -10,13 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
 #include <cmocka.h>
-#include <netinet/in.h>
 #include <pthread.h>
-#include <sys/socket.h>
 
 #include "ftl/ftl.h"
+#include "ports.h"
 
 typedef struct stepper {
 	ftl_agent *a;
@@ -48,26 +46,13 @@ static void *run_held(void *arg)
 	return (void *)(intptr_t)ftl_execute(s->a, held_step, s);
 }
 
-/* A port the kernel just handed out on loopback (free again once the probe socket closes). */
-static int free_port(void)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
-	close(fd);
-	return ntohs(sin.sin_port);
-}
-
 static ftl_agent *lone_agent(char *run_dir)
 {
 	ftl_agent_config cfg;
 	ftl_training_config t;
 	ftl_agent_config_default(&cfg);
 	snprintf(cfg.name, sizeof(cfg.name), "once");
-	snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1:%d", free_port());
+	snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1:%d", ftl_test_free_port());
 	snprintf(cfg.run_dir, sizeof(cfg.run_dir), "%s", run_dir);
 	snprintf(cfg.log_level, sizeof(cfg.log_level), "warn");
 	cfg.is_insecure = true;
