@@ -54,7 +54,8 @@ if ldd "$out/c_static" | grep -q libftl; then echo "FAIL: the static build loads
 mkdir "$out/cmake"
 cp "$src/tests/install/CMakeLists.consumer.txt" "$out/cmake/CMakeLists.txt"
 cp "$src/tests/install/consumer.c" "$out/cmake/"
-cmake -S "$out/cmake" -B "$out/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+wanted=$(sed -nE 's/^#define FTL_VERSION_STRING "([0-9]+\.[0-9]+)\.[0-9]+"/\1/p' "$prefix/include/ftl/version.h")
+cmake -S "$out/cmake" -B "$out/cmake/build" -DCMAKE_PREFIX_PATH="$prefix" -DFTL_WANTED="$wanted" >/dev/null
 cmake --build "$out/cmake/build" >/dev/null
 "$out/cmake/build/consumer_shared"
 "$out/cmake/build/consumer_static"
