@@ -18,8 +18,8 @@ static inline int64_t ftl_deadline_min(int64_t a, int64_t b) { return a < b ? a 
  * for nothing now and then costs less than one that sleeps through a clock surprise). */
 uint64_t ftl_deadline_timer_ms(int64_t deadline_us, int64_t now_us, uint64_t max_ms);
 
-/* CLOCK_MONOTONIC now plus in_us (a negative wait counts as 0): the absolute time pthread_cond_timedwait wants on a condition
- * variable made with that clock. */
+/* CLOCK_MONOTONIC now plus in_us (a negative wait counts as 0): the absolute time pthread_cond_timedwait
+ * wants on a condition variable made with that clock. */
 struct timespec ftl_deadline_monotonic_in(int64_t in_us);
 
 #endif

@@ -52,11 +52,8 @@ ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t c
 		return fail(a, e, "ftl_allreduce: %s", ftl_error_message());
 	if (o.bucket != NULL)
 		return ftl_grad_bucket_allreduce(a, o.bucket, sendbuf, recvbuf, count, dtype, op, o.kind, req);
-	if (req != NULL && o.kind != FTL_ALLREDUCE_PLAIN)
-		return fail(a, FTL_ERR_UNSUPPORTED, "ftl_allreduce: the %s allreduce is blocking only; call it without a "
-			    "request (a gradient bucket's allreduce can be asynchronous)", ftl_allreduce_kind_strs[o.kind]);
 	if (req != NULL)
-		return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, NULL, NULL, req);
+		return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, &o, NULL, NULL, req);
 	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op, &o));
 }
 
@@ -92,7 +89,8 @@ struct ftl_request {
 };
 
 ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
-			      ftl_reduce_op op, ftl_request_done_cb done, void *done_arg, ftl_request **req)
+			      ftl_reduce_op op, const ftl_allreduce_opts *opts, ftl_request_done_cb done, void *done_arg,
+			      ftl_request **req)
 {
 	if (req == NULL)
 		return fail(a, FTL_ERR_INVALID, "ftl_allreduce: req is NULL");
@@ -103,7 +101,7 @@ ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 	if (r == NULL)
 		return fail(a, FTL_ERR_SYSTEM, "ftl_allreduce: out of memory for a request");
 	*r = (ftl_request){.comm = current(a), .comm_seq = ftl_agent_training(a)->comm_seq, .done = done, .done_arg = done_arg};
-	ftl_err e = ftl_comm_allreduce(current(a), sendbuf, recvbuf, count, dtype, op, NULL, &r->inner);
+	ftl_err e = ftl_comm_allreduce(current(a), sendbuf, recvbuf, count, dtype, op, opts, &r->inner);
 	if (e != FTL_OK) {
 		free(r);
 		return check(a, e);

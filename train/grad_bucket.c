@@ -190,7 +190,7 @@ static ftl_err start_reduce(ftl_agent *a, ftl_grad_bucket *b, const float *sendb
 	b->out = recvbuf;
 	b->out_count = count;
 	b->out_divisor = divisor(a, op);
-	ftl_err e = ftl_request_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM, widen_when_done, b, req);
+	ftl_err e = ftl_request_allreduce(a, b->wire, b->wire, count, FTL_BF16, FTL_SUM, NULL, widen_when_done, b, req);
 	b->is_busy = e == FTL_OK;
 	return e;
 }

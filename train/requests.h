@@ -12,9 +12,11 @@
  * was refused as older than the current communicator). */
 typedef void (*ftl_request_done_cb)(void *arg, ftl_err result);
 
-/* ftl_allreduce of the plain kind with a request, with done (may be NULL) called when the request is
- * consumed. On failure *req is NULL and done is not called. */
+/* ftl_allreduce with a request (opts: the caller's, or NULL; the comm refuses a kind that cannot run
+ * asynchronously), with done (may be NULL) called when the request is consumed. On failure *req is NULL
+ * and done is not called. */
 ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
-			      ftl_reduce_op op, ftl_request_done_cb done, void *done_arg, ftl_request **req);
+			      ftl_reduce_op op, const ftl_allreduce_opts *opts, ftl_request_done_cb done, void *done_arg,
+			      ftl_request **req);
 
 #endif
