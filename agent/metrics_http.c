@@ -15,12 +15,20 @@
  * churn among themselves while a scrape, the newest for the moment it needs, is answered. Lingering
  * connections are capped the same way (MAX_LINGERING, the oldest goes), so descriptors and memory stay
  * bounded whatever clients do. Closures before an answer are counted by reason
- * (ftl_metrics_http_dropped_total). */
+ * (ftl_metrics_http_dropped_total).
+ *
+ * "The newest for the moment it needs" counts from the first byte, not the connect: the listener defers
+ * accepting a connection until its first data arrives (TCP_DEFER_ACCEPT, as web servers do), so a scraper
+ * descheduled between its connect and its write, while the flood turns the loop many times, is not the
+ * oldest reader by then; and a connection that never sends costs us no descriptor at all. */
 #include "metrics.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "addr.h"
 #include "agent_fork.h"
@@ -302,6 +310,24 @@ void ftl_metrics_http_turn(ftl_agent *a)
 
 /* ---- the listener ---- */
 
+/* Connections are accepted once their first bytes have arrived (the file's head comment). Where the kernel
+ * cannot, connections are accepted at connect as before, and the log says so. */
+static void defer_accept_until_data(ftl_metrics_http *srv)
+{
+	const char *why = "TCP_DEFER_ACCEPT is not offered here";
+#ifdef TCP_DEFER_ACCEPT
+	uv_os_fd_t fd;
+	int seconds = (HEAD_TIMEOUT_MS + 999) / 1000;
+	if (uv_fileno((uv_handle_t *)&srv->listener, &fd) == 0 &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof(seconds)) == 0)
+		return;
+	why = "setting TCP_DEFER_ACCEPT failed";
+#endif
+	ftl_log(&srv->agent->set.log, FTL_LOG_WARN, "metrics",
+		"connections are accepted before they send: a scrape slow to write may lose its place under a flood",
+		FTL_F_STR("why", why));
+}
+
 ftl_err ftl_metrics_http_start(ftl_agent *a)
 {
 	if (!a->cfg.metrics_addr[0])
@@ -316,6 +342,8 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	srv->listener.data = srv;
 	a->metrics_http = srv;
 	int rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&a->set.metrics, 0);
+	if (rc == 0)
+		defer_accept_until_data(srv);
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&srv->listener, BACKLOG, on_connection);
 	if (rc != 0) /* the caller closes every handle, this listener included */
