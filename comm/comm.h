@@ -24,6 +24,8 @@
 struct ftl_comm;
 struct ftl_comm_call;
 
+#define FTL_COMM_ADDR_MAX 64 /* a rank's "host:port" or "[v6]:port" from the bootstrap, with its NUL */
+
 /* What a backend provides. Every function gets validated arguments on a healthy communicator and
  * returns FTL_OK or the result of ftl_comm_fail(). */
 struct ftl_comm_backend_ops {

@@ -1,11 +1,14 @@
-/* comm_shm: the tcp backend's collectives through shared memory, when every rank is on this host.
+/* comm_shm: the collectives through shared memory, when every rank is on this host: a transport below the
+ * tcp backend, which finds the ranks, chooses it and lends it what it needs (struct ftl_comm_shm_lender), then
+ * sends its calls here. This file knows the communicator's core (comm.h), never the tcp backend.
  *   comm_shm_setup.c       who is local (host identity), the segment, the doorbells, attach and detach
  *   comm_shm_sync.c        the one synchronisation: arrive at a round and wait for everyone, or fail
  *   comm_shm_collectives.c allreduce, broadcast, allgather and barrier as rounds over the segment
  *
  * Scope: all or nothing. A communicator uses shared memory only when every rank is local; otherwise it is
  * the plain tcp backend (no hierarchical mix). The tcp connections are built first either way: they carry
- * the identity exchange and the setup, and then stay open as the liveness channel (see comm_shm_sync.c).
+ * the identity exchange and the setup (the lender's collectives), and then stay open as the liveness
+ * channel (the lender's ring connections; see comm_shm_sync.c).
  *
  * The segment: a header (a sticky failure word), one control block per rank (its round counter, whether
  * it sleeps, the descriptor of its current call), then 2 x (n + 1) slots of slot_bytes: for each round
@@ -19,8 +22,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "comm_tcp.h"
+#include "comm.h"
 
+#define FTL_COMM_SHM_WHY_MAX 160             /* why a communicator is not on shared memory, with its NUL */
 #define FTL_COMM_SHM_WORLD_MAX 64            /* ranks on one host we share a segment with (fd passing) */
 #define FTL_COMM_SHM_SLOT_DEFAULT (1u << 20)
 /* Allreduce: every rank reduces the whole buffer up to here, beyond it each reduces 1/n (comm_shm_collectives.c).
@@ -83,6 +87,9 @@ struct ftl_comm_shm_header {
 };
 
 struct ftl_comm_shm {
+	struct ftl_comm *comm; /* the communicator it carries: rank, world, deadline, failure, abort flag */
+	const char (*addrs)[FTL_COMM_ADDR_MAX]; /* every rank's address, for messages (the lender's) */
+	int wake_fd;           /* what ftl_comm_abort writes (the lender's) */
 	struct ftl_comm_shm_header *hdr;
 	size_t map_len;
 	char *slots;           /* 2 * (n + 1) slots of slot_bytes */
@@ -92,7 +99,29 @@ struct ftl_comm_shm {
 	int *doorbell;         /* every rank's eventfd; ours wakes us from poll() */
 	int n_live;
 	int live_fd[FTL_COMM_SHM_WORLD_MAX + 2]; /* connections whose end means a peer is gone ... */
-	int live_rank[FTL_COMM_SHM_WORLD_MAX + 2]; /* ... and that peer */
+	int live_rank[FTL_COMM_SHM_WORLD_MAX + 2]; /* ... and that peer; [0] and [1] are the lender's */
+};
+
+/* What the transport that found the ranks (tcp) lends shared memory: the communicator, the ranks'
+ * addresses and the abort eventfd (kept, not owned), two connections whose end means a peer is gone
+ * (kept, not owned), and two collectives over its connections for the setup's exchanges. */
+struct ftl_comm_shm_lender {
+	struct ftl_comm *comm;
+	const char (*addrs)[FTL_COMM_ADDR_MAX];
+	int wake_fd;
+	int ring_fd[2], ring_rank[2];
+	ftl_err (*broadcast)(struct ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held);
+	ftl_err (*allgather)(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+			     ftl_dtype dtype);
+};
+
+/* What the setup found, attached or not: for the lender's messages, its spin and its counters. */
+struct ftl_comm_shm_outcome {
+	char why[FTL_COMM_SHM_WHY_MAX]; /* not attached with more than one rank: why, the same on every rank */
+	bool is_failed;                 /* ... because its setup failed, though every rank was local and wanted it */
+	int n_host_ranks;               /* ranks on this host (same boot id), us included */
+	int strangers;                  /* rank 0: connections to the setup's unix socket it dropped (another
+	                                 * user, no proof, garbage, silence) */
 };
 
 /* Slot of rank (or n: the result) for round g. */
@@ -101,11 +130,15 @@ static inline char *ftl_comm_shm_slot(const struct ftl_comm_shm *s, int n, uint6
 	return s->slots + ((size_t)(g & 1) * (size_t)(n + 1) + (size_t)rank) * s->slot_bytes;
 }
 
-/* comm_shm_setup.c: exchanges identities over the connected tcp comm; when all ranks are local, builds
- * the segment and sets t->shm. Falls back to tcp (t->shm stays NULL, t->shm_why says why, the same on every
- * rank) when any rank cannot; fails only when the tcp exchange itself fails. */
-ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg);
-void ftl_comm_shm_detach(struct ftl_comm_tcp *t);
+/* comm_shm_setup.c: exchanges identities through the lender's collectives; when all ranks are local, builds
+ * the segment and sets *out. Leaves *out NULL (outcome->why says why, the same on every rank) when any rank
+ * cannot; fails only when the lender's exchange itself fails. */
+ftl_err ftl_comm_shm_attach(const struct ftl_comm_shm_lender *lender, const struct ftl_comm_config *cfg,
+			    struct ftl_comm_shm **out, struct ftl_comm_shm_outcome *outcome);
+/* Unmaps and closes what the setup made (not what the lender lent); s may be NULL. */
+void ftl_comm_shm_detach(struct ftl_comm_shm *s);
+/* Every descriptor the setup made, to fn (what a forked child must close). */
+void ftl_comm_shm_each_fd(const struct ftl_comm_shm *s, void (*fn)(int fd));
 
 /* comm_shm_sync.c: one collective in progress. */
 struct ftl_comm_shm_op {
@@ -116,20 +149,20 @@ struct ftl_comm_shm_op {
 };
 
 /* Starts a call: the deadline, and our descriptor where the others will read it. */
-void ftl_comm_shm_begin(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op, enum ftl_comm_tcp_kind kind,
+void ftl_comm_shm_begin(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op, enum ftl_comm_call_kind kind,
 			size_t count, ftl_dtype dtype, ftl_reduce_op rop, int root);
 
 /* Arrives at the next round and waits until every rank has, or fails (peer gone, deadline, abort, another
  * rank's failure, mismatched calls). The failure is recorded, published to the other ranks, and sticky. */
-ftl_err ftl_comm_shm_sync(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op);
+ftl_err ftl_comm_shm_sync(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op);
 
-/* comm_shm_collectives.c: what comm_tcp_collectives.c calls when t->shm is set. */
-ftl_err ftl_comm_shm_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+/* comm_shm_collectives.c: what the lender calls once shared memory is attached. */
+ftl_err ftl_comm_shm_allreduce(struct ftl_comm_shm *s, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype, ftl_reduce_op op);
-ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root,
+ftl_err ftl_comm_shm_broadcast(struct ftl_comm_shm *s, void *buf, size_t count, ftl_dtype dtype, int root,
 			       bool held);
-ftl_err ftl_comm_shm_allgather(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+ftl_err ftl_comm_shm_allgather(struct ftl_comm_shm *s, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype);
-ftl_err ftl_comm_shm_barrier(struct ftl_comm_tcp *t);
+ftl_err ftl_comm_shm_barrier(struct ftl_comm_shm *s);
 
 #endif /* FTL_COMM_SHM_H */

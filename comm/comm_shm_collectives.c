@@ -13,6 +13,7 @@
  * piece in its slot, one round, everyone copies all. Barrier: one round with no data. */
 #include <string.h>
 
+#include "comm_reduce.h"
 #include "comm_shm.h"
 
 static size_t min_size(size_t a, size_t b)
@@ -21,11 +22,10 @@ static size_t min_size(size_t a, size_t b)
 }
 
 /* dst = slot 0 op slot 1 op ... op slot n-1 over elements [lo, lo + len) of round g's slots. */
-static void reduce_slots(const struct ftl_comm_tcp *t, uint64_t g, char *dst, size_t lo, size_t len,
+static void reduce_slots(const struct ftl_comm_shm *s, uint64_t g, char *dst, size_t lo, size_t len,
 			 ftl_dtype dtype, ftl_reduce_op op)
 {
-	const struct ftl_comm_shm *s = t->shm;
-	int n = t->base.world_size;
+	int n = s->comm->world_size;
 	size_t elem = ftl_dtype_size(dtype), off = lo * elem;
 	ftl_comm_reduce_fn reduce = ftl_comm_reduce_kernel(dtype, op);
 	reduce(dst, ftl_comm_shm_slot(s, n, g, 0) + off, ftl_comm_shm_slot(s, n, g, 1) + off, len);
@@ -35,76 +35,73 @@ static void reduce_slots(const struct ftl_comm_tcp *t, uint64_t g, char *dst, si
 		ftl_comm_reduce_divide(dst, len, dtype, n);
 }
 
-ftl_err ftl_comm_shm_allreduce(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+ftl_err ftl_comm_shm_allreduce(struct ftl_comm_shm *s, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype, ftl_reduce_op op)
 {
-	struct ftl_comm_shm *s = t->shm;
-	int n = t->base.world_size, rank = t->base.rank;
+	int n = s->comm->world_size, rank = s->comm->rank;
 	size_t elem = ftl_dtype_size(dtype), per = s->slot_bytes / elem;
 	bool is_direct = count * elem <= FTL_COMM_SHM_DIRECT_MAX;
 	const char *src = sendbuf;
 	char *dst = recvbuf;
 	struct ftl_comm_shm_op o;
-	ftl_comm_shm_begin(t, &o, FTL_COMM_TCP_ALLREDUCE, count, dtype, op, 0);
+	ftl_comm_shm_begin(s, &o, FTL_COMM_CALL_ALLREDUCE, count, dtype, op, 0);
 	for (size_t off = 0; off < count; off += per) {
 		size_t len = min_size(per, count - off);
 		memcpy(ftl_comm_shm_slot(s, n, s->round + 1, rank), src + off * elem, len * elem);
-		ftl_err e = ftl_comm_shm_sync(t, &o);
+		ftl_err e = ftl_comm_shm_sync(s, &o);
 		if (e != FTL_OK)
 			return e;
 		if (is_direct) {
-			reduce_slots(t, s->round, dst + off * elem, 0, len, dtype, op);
+			reduce_slots(s, s->round, dst + off * elem, 0, len, dtype, op);
 			continue;
 		}
 		size_t base = len / (size_t)n, extra = len % (size_t)n, r = (size_t)rank;
 		size_t lo = r * base + (r < extra ? r : extra), mine = base + (r < extra);
 		if (mine > 0)
-			reduce_slots(t, s->round, ftl_comm_shm_slot(s, n, s->round + 1, n) + lo * elem, lo, mine, dtype, op);
-		if ((e = ftl_comm_shm_sync(t, &o)) != FTL_OK)
+			reduce_slots(s, s->round, ftl_comm_shm_slot(s, n, s->round + 1, n) + lo * elem, lo, mine, dtype, op);
+		if ((e = ftl_comm_shm_sync(s, &o)) != FTL_OK)
 			return e;
 		memcpy(dst + off * elem, ftl_comm_shm_slot(s, n, s->round, n), len * elem);
 	}
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_shm_broadcast(struct ftl_comm_tcp *t, void *buf, size_t count, ftl_dtype dtype, int root,
+ftl_err ftl_comm_shm_broadcast(struct ftl_comm_shm *s, void *buf, size_t count, ftl_dtype dtype, int root,
 			       bool held)
 {
-	struct ftl_comm_shm *s = t->shm;
-	int n = t->base.world_size;
+	int n = s->comm->world_size;
 	size_t bytes = count * ftl_dtype_size(dtype);
 	char *b = buf;
 	struct ftl_comm_shm_op o;
-	ftl_comm_shm_begin(t, &o, FTL_COMM_TCP_BROADCAST, count, dtype, FTL_SUM, root);
+	ftl_comm_shm_begin(s, &o, FTL_COMM_CALL_BROADCAST, count, dtype, FTL_SUM, root);
 	for (size_t off = 0; off < bytes; off += s->slot_bytes) {
 		size_t len = min_size(s->slot_bytes, bytes - off);
-		if (t->base.rank == root)
+		if (s->comm->rank == root)
 			memcpy(ftl_comm_shm_slot(s, n, s->round + 1, root), b + off, len);
-		ftl_err e = ftl_comm_shm_sync(t, &o);
+		ftl_err e = ftl_comm_shm_sync(s, &o);
 		if (e != FTL_OK)
 			return e;
-		if (t->base.rank != root && !held)
+		if (s->comm->rank != root && !held)
 			memcpy(b + off, ftl_comm_shm_slot(s, n, s->round, root), len);
 	}
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_shm_allgather(struct ftl_comm_tcp *t, const void *sendbuf, void *recvbuf, size_t count,
+ftl_err ftl_comm_shm_allgather(struct ftl_comm_shm *s, const void *sendbuf, void *recvbuf, size_t count,
 			       ftl_dtype dtype)
 {
-	struct ftl_comm_shm *s = t->shm;
-	int n = t->base.world_size, rank = t->base.rank;
+	int n = s->comm->world_size, rank = s->comm->rank;
 	size_t bytes = count * ftl_dtype_size(dtype);
 	const char *src = sendbuf;
 	char *dst = recvbuf;
 	if (src != dst + (size_t)rank * bytes)
 		memcpy(dst + (size_t)rank * bytes, src, bytes);
 	struct ftl_comm_shm_op o;
-	ftl_comm_shm_begin(t, &o, FTL_COMM_TCP_ALLGATHER, count, dtype, FTL_SUM, 0);
+	ftl_comm_shm_begin(s, &o, FTL_COMM_CALL_ALLGATHER, count, dtype, FTL_SUM, 0);
 	for (size_t off = 0; off < bytes; off += s->slot_bytes) {
 		size_t len = min_size(s->slot_bytes, bytes - off);
 		memcpy(ftl_comm_shm_slot(s, n, s->round + 1, rank), src + off, len);
-		ftl_err e = ftl_comm_shm_sync(t, &o);
+		ftl_err e = ftl_comm_shm_sync(s, &o);
 		if (e != FTL_OK)
 			return e;
 		for (int k = 0; k < n; k++)
@@ -114,9 +111,9 @@ ftl_err ftl_comm_shm_allgather(struct ftl_comm_tcp *t, const void *sendbuf, void
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_shm_barrier(struct ftl_comm_tcp *t)
+ftl_err ftl_comm_shm_barrier(struct ftl_comm_shm *s)
 {
 	struct ftl_comm_shm_op o;
-	ftl_comm_shm_begin(t, &o, FTL_COMM_TCP_BARRIER, 1, FTL_F32, FTL_SUM, 0);
-	return ftl_comm_shm_sync(t, &o);
+	ftl_comm_shm_begin(s, &o, FTL_COMM_CALL_BARRIER, 1, FTL_F32, FTL_SUM, 0);
+	return ftl_comm_shm_sync(s, &o);
 }

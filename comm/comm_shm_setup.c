@@ -1,5 +1,5 @@
-/* comm_shm_setup: decides whether a tcp communicator's ranks all share this host, and if so builds the
- * shared segment they talk through (layout in comm_shm.h).
+/* comm_shm_setup: decides whether a communicator's ranks all share this host, and if so builds the shared
+ * segment they talk through (layout in comm_shm.h). The exchanges go through the lender's collectives (tcp).
  *
  * Who is local: the bootstrap only has addresses, and an address does not say "this host" (127.0.0.1 in
  * two network namespaces is two hosts as far as sockets go; one host has many addresses). So, right after
@@ -25,7 +25,7 @@
  * never waits on one connection: it polls the listener and every connection still owing its hello
  * together, drops another user at accept, drops a hello that is short, garbage or unproven at once, and
  * keeps a bounded number of silent connections of its own user (the oldest goes first). A stranger thus
- * costs the real ranks nothing, and each one dropped is counted (ftl_comm_tcp_shm_strangers). */
+ * costs the real ranks nothing, and each one dropped is counted (ftl_comm_shm_outcome.strangers). */
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -165,10 +165,11 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-static void free_shm(struct ftl_comm_shm *s, int n)
+void ftl_comm_shm_detach(struct ftl_comm_shm *s)
 {
 	if (s == NULL)
 		return;
+	int n = s->comm->world_size;
 	if (s->hdr != NULL)
 		munmap(s->hdr, s->map_len);
 	for (int i = 0; s->doorbell != NULL && i < n; i++)
@@ -179,10 +180,12 @@ static void free_shm(struct ftl_comm_shm *s, int n)
 	free(s);
 }
 
-void ftl_comm_shm_detach(struct ftl_comm_tcp *t)
+void ftl_comm_shm_each_fd(const struct ftl_comm_shm *s, void (*fn)(int fd))
 {
-	free_shm(t->shm, t->base.world_size);
-	t->shm = NULL;
+	for (int i = 2; i < s->n_live; i++) /* [0], [1] are the lender's */
+		fn(s->live_fd[i]);
+	for (int i = 0; i < s->comm->world_size; i++)
+		fn(s->doorbell[i]);
 }
 
 /* A thin wrapper of sendmsg(): sends hello-sized bytes with fds attached. 0, or -1 (errno set). */
@@ -320,31 +323,31 @@ static void waiting_drop(struct waiting *w, int i)
 
 /* Rank 0: accepts one connection into the waiting room; another user's is closed at once, and a full room
  * loses its oldest. */
-static void admit(struct ftl_comm_tcp *t, int lfd, struct waiting *w)
+static void admit(int *strangers, int lfd, struct waiting *w)
 {
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
 		return;
 	if (!is_our_user(c)) {
 		close(c);
-		t->shm_strangers++;
+		(*strangers)++;
 		return;
 	}
 	if (w->n == w->cap) {
 		close(w->fd[0]);
 		waiting_drop(w, 0);
-		t->shm_strangers++;
+		(*strangers)++;
 	}
 	w->fd[w->n++] = c;
 }
 
 /* Rank 0: the hello waiting on c, without blocking; its rank with *bell set, or -1 when it is not one of
  * ours, which is no error (the caller drops the connection and counts a stranger). */
-static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint64_t comm_id, int c,
+static int take_hello(const struct ftl_comm_shm *s, const struct rendezvous *rv, uint64_t comm_id, int c,
 		      const int *conn, int *bell)
 {
 	struct unix_hello h;
-	int n = t->base.world_size;
+	int n = s->comm->world_size;
 	if (take_fds(c, &h, sizeof(h), bell, 1, MSG_DONTWAIT) < 0)
 		return -1;
 	if (h.rank <= 0 || h.rank >= n || conn[h.rank] >= 0 || !is_proven(rv, PROOF_HELLO, &h, comm_id)) {
@@ -356,11 +359,11 @@ static int take_hello(struct ftl_comm_tcp *t, const struct rendezvous *rv, uint6
 
 /* Rank 0: every other rank's hello and doorbell, then the memfd and all doorbells to each. Never waits on
  * one connection: the listener and the waiting room are polled together. */
-static ftl_err gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct rendezvous *rv,
+static ftl_err gather_ranks(struct ftl_comm_shm *s, int *strangers, const struct rendezvous *rv,
 			    const struct ftl_comm_config *cfg, int memfd, int lfd, int64_t deadline)
 {
 	uint64_t comm_id = cfg->comm_id;
-	int n = t->base.world_size;
+	int n = s->comm->world_size;
 	int conn[FTL_COMM_SHM_WORLD_MAX];
 	struct waiting w = {.n = 0, .cap = n - 1 + SILENT_ROOM};
 	for (int i = 0; i < n; i++)
@@ -380,11 +383,11 @@ static ftl_err gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, cons
 			if (p[1 + i].revents == 0)
 				continue;
 			int bell = -1, c = w.fd[i];
-			int r = take_hello(t, rv, comm_id, c, conn, &bell);
+			int r = take_hello(s, rv, comm_id, c, conn, &bell);
 			waiting_drop(&w, i);
 			if (r < 0) {
 				close(c); /* another comm's, garbage, unproven, or gone */
-				t->shm_strangers++;
+				(*strangers)++;
 				continue;
 			}
 			conn[r] = c;
@@ -392,11 +395,11 @@ static ftl_err gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, cons
 			got++;
 		}
 		if (p[0].revents & POLLIN)
-			admit(t, lfd, &w);
+			admit(strangers, lfd, &w);
 	}
 	for (int i = 0; i < w.n; i++)
 		close(w.fd[i]); /* silent to the end: not one of ours */
-	t->shm_strangers += w.n;
+	*strangers += w.n;
 	int fds[FTL_COMM_SHM_WORLD_MAX + 1];
 	fds[0] = memfd;
 	memcpy(fds + 1, s->doorbell, sizeof(int) * (size_t)n);
@@ -419,11 +422,11 @@ static ftl_err gather_ranks(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, cons
 
 /* Rank r > 0: connects to rank 0 (our user, within the deadline), proves membership with our doorbell
  * attached, receives the memfd and every doorbell with rank 0's proof, maps. */
-static ftl_err join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
+static ftl_err join_segment(struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
 			    const struct rendezvous *rv, int64_t deadline)
 {
 	uint64_t comm_id = cfg->comm_id;
-	int n = t->base.world_size, rank = t->base.rank;
+	int n = s->comm->world_size, rank = s->comm->rank;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t len = strnlen(rv->name, sizeof(rv->name) - 1);
 	memcpy(sa.sun_path + 1, rv->name, len);
@@ -468,11 +471,11 @@ static ftl_err join_segment(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, cons
 }
 
 /* Builds the segment on every rank; FTL_OK when this rank is attached, else what failed here is in the diag.
- * The rendezvous travels over tcp: when that fails, *tcp_err says so and the comm's error why. */
-static ftl_err build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struct ftl_comm_config *cfg,
-		     ftl_err *tcp_err)
+ * The rendezvous travels through the lender: when that fails, *lender_err says so and the comm's error why. */
+static ftl_err build(const struct ftl_comm_shm_lender *lender, struct ftl_comm_shm *s,
+		     const struct ftl_comm_config *cfg, int *strangers, ftl_err *lender_err)
 {
-	int rank = t->base.rank;
+	int rank = s->comm->rank;
 	int64_t deadline = ftl_comm_now_ms() + (cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 30000);
 	struct rendezvous rv;
 	memset(&rv, 0, sizeof(rv));
@@ -485,35 +488,39 @@ static ftl_err build(struct ftl_comm_tcp *t, struct ftl_comm_shm *s, const struc
 		err = ftl_diag_set(FTL_ERR_SYSTEM, "libsodium did not initialise");
 	else if (rank == 0)
 		err = host_segment(s, cfg->world_size, &memfd, &lfd, &rv); /* rv.name stays empty when it fails */
-	*tcp_err = ftl_comm_tcp_broadcast(&t->base, &rv, sizeof(rv) / 4, FTL_I32, 0, false);
+	*lender_err = lender->broadcast(lender->comm, &rv, sizeof(rv) / 4, FTL_I32, 0, false);
 	if (err == FTL_OK)
-		err = *tcp_err;
+		err = *lender_err;
 	if (err == FTL_OK && rv.name[0] == '\0')
 		err = ftl_diag_set(FTL_ERR_SYSTEM, "rank 0 offered no segment");
 	if (err == FTL_OK)
-		err = rank == 0 ? gather_ranks(t, s, &rv, cfg, memfd, lfd, deadline) : join_segment(t, s, cfg, &rv, deadline);
+		err = rank == 0 ? gather_ranks(s, strangers, &rv, cfg, memfd, lfd, deadline) : join_segment(s, cfg, &rv, deadline);
 	sodium_memzero(&rv, sizeof(rv));
 	close_fd(&memfd);
 	close_fd(&lfd);
 	return err;
 }
 
-/* After the vote: every rank attached, or t->shm_why says which one did not and why. */
-static bool is_all_attached(struct ftl_comm_tcp *t, const struct attach_vote *votes)
+/* After the vote of n ranks: every rank attached, or outcome->why says which one did not and why. */
+static bool is_all_attached(const struct attach_vote *votes, int n, struct ftl_comm_shm_outcome *outcome)
 {
-	for (int i = 0; i < t->base.world_size; i++)
+	for (int i = 0; i < n; i++)
 		if (!votes[i].is_attached) {
-			snprintf(t->shm_why, sizeof(t->shm_why), "rank %d could not attach the segment: %.*s", i,
+			snprintf(outcome->why, sizeof(outcome->why), "rank %d could not attach the segment: %.*s", i,
 				 WHY_MAX, votes[i].why);
-			t->is_shm_failed = true;
+			outcome->is_failed = true;
 			return false;
 		}
 	return true;
 }
 
-ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
+ftl_err ftl_comm_shm_attach(const struct ftl_comm_shm_lender *lender, const struct ftl_comm_config *cfg,
+			    struct ftl_comm_shm **out, struct ftl_comm_shm_outcome *outcome)
 {
-	int n = t->base.world_size;
+	struct ftl_comm *comm = lender->comm;
+	int n = comm->world_size;
+	*out = NULL;
+	*outcome = (struct ftl_comm_shm_outcome){.n_host_ranks = 1};
 	if (n == 1)
 		return FTL_OK;
 	struct ftl_comm_shm_identity me;
@@ -526,28 +533,31 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 	}
 	read_identity(&me, cfg->shm == FTL_COMM_SHM_OFF ? FTL_COMM_SHM_REFUSED_OFF
 			   : n > FTL_COMM_SHM_WORLD_MAX ? FTL_COMM_SHM_REFUSED_WORLD : FTL_COMM_SHM_WANTED);
-	ftl_err e = ftl_comm_tcp_allgather(&t->base, &me, ids, sizeof(me) / 4, FTL_I32);
-	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n, t->shm_why, sizeof(t->shm_why));
-	for (int i = 0; e == FTL_OK && me.boot_id[0] != '\0' && i < n; i++) /* for the engine's spin */
-		t->n_host_ranks += i != t->base.rank && memcmp(ids[i].boot_id, me.boot_id, sizeof(me.boot_id)) == 0;
+	ftl_err e = lender->allgather(comm, &me, ids, sizeof(me) / 4, FTL_I32);
+	bool is_local = e == FTL_OK && ftl_comm_shm_is_all_local(ids, n, outcome->why, sizeof(outcome->why));
+	for (int i = 0; e == FTL_OK && me.boot_id[0] != '\0' && i < n; i++) /* for the lender's spin */
+		outcome->n_host_ranks += i != comm->rank && memcmp(ids[i].boot_id, me.boot_id, sizeof(me.boot_id)) == 0;
 	free(ids);
 	struct ftl_comm_shm *s = is_local ? calloc(1, sizeof(*s)) : NULL;
+	if (s != NULL)
+		s->comm = comm;
 	ftl_err built = FTL_OK;
 	if (is_local && (s == NULL || (s->doorbell = malloc(sizeof(int) * (size_t)n)) == NULL))
 		built = ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");
 	else if (s != NULL) {
+		s->addrs = lender->addrs;
+		s->wake_fd = lender->wake_fd;
 		for (int i = 0; i < n; i++)
 			s->doorbell[i] = -1;
-		/* the tcp ring: the first two liveness channels */
-		s->live_fd[0] = t->next_fd;
-		s->live_rank[0] = ftl_comm_tcp_next(t);
-		s->live_fd[1] = t->prev_fd;
-		s->live_rank[1] = ftl_comm_tcp_prev(t);
+		for (int i = 0; i < 2; i++) { /* the lender's connections: the first two liveness channels */
+			s->live_fd[i] = lender->ring_fd[i];
+			s->live_rank[i] = lender->ring_rank[i];
+		}
 		s->n_live = 2;
 		s->slot_bytes = cfg->shm_slot_bytes > 0 ? cfg->shm_slot_bytes : FTL_COMM_SHM_SLOT_DEFAULT;
 		s->slot_bytes &= ~(size_t)(FTL_COMM_SHM_SLOT_MIN - 1);
 		s->map_len = segment_len(n, s->slot_bytes);
-		built = build(t, s, cfg, &e);
+		built = build(lender, s, cfg, &outcome->strangers, &e);
 	}
 	/* This rank's vote: attached, or what failed here (left in the diag). */
 	vote.is_attached = s != NULL && built == FTL_OK;
@@ -555,18 +565,18 @@ ftl_err ftl_comm_shm_attach(struct ftl_comm_tcp *t, const struct ftl_comm_config
 		snprintf(vote.why, sizeof(vote.why), "%s", ftl_diag_message());
 	bool is_attached = false;
 	if (e == FTL_OK && is_local) { /* everyone attached, or everyone stays on tcp and knows why */
-		e = ftl_comm_tcp_allgather(&t->base, &vote, votes, sizeof(vote) / 4, FTL_I32);
-		is_attached = e == FTL_OK && is_all_attached(t, votes);
+		e = lender->allgather(comm, &vote, votes, sizeof(vote) / 4, FTL_I32);
+		is_attached = e == FTL_OK && is_all_attached(votes, n, outcome);
 	}
 	free(votes);
 	if (is_attached) {
-		t->shm = s;
-		t->shm_why[0] = '\0';
+		*out = s;
+		outcome->why[0] = '\0';
 	} else {
-		free_shm(s, n);
+		ftl_comm_shm_detach(s);
 	}
 	if (e != FTL_OK) {
-		const char *why = t->base.error.message;
+		const char *why = comm->error.message;
 		ftl_comm_fail_diag(e, "%s", why + (strncmp(why, "ftl: ", 5) == 0 ? 5 : 0));
 	}
 	return e;

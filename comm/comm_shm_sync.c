@@ -52,49 +52,48 @@ static uint64_t failure_word(ftl_err err, int origin, int subject)
 }
 
 /* Writes our failure into the segment unless one is there already, and wakes every sleeper. */
-static void publish(struct ftl_comm_tcp *t, ftl_err err, int subject)
+static void publish(struct ftl_comm_shm *s, ftl_err err, int subject)
 {
-	struct ftl_comm_shm *s = t->shm;
 	uint64_t none = 0;
-	atomic_compare_exchange_strong(&s->hdr->failed, &none, failure_word(err, t->base.rank, subject));
+	atomic_compare_exchange_strong(&s->hdr->failed, &none, failure_word(err, s->comm->rank, subject));
 	uint64_t one = 1;
-	for (int j = 0; j < t->base.world_size; j++)
-		if (j != t->base.rank)
+	for (int j = 0; j < s->comm->world_size; j++)
+		if (j != s->comm->rank)
 			(void)!write(s->doorbell[j], &one, sizeof(one));
 }
 
 /* Another rank's failure, as our own error. */
-static ftl_err published(struct ftl_comm_tcp *t, const struct ftl_comm_shm_op *op, uint64_t word)
+static ftl_err published(struct ftl_comm_shm *s, const struct ftl_comm_shm_op *op, uint64_t word)
 {
 	ftl_err err = (ftl_err)(word >> 48);
-	int origin = (int)((word >> 24) & 0xffffff), subject = (int)(word & 0xffffff), n = t->base.world_size;
+	int origin = (int)((word >> 24) & 0xffffff), subject = (int)(word & 0xffffff), n = s->comm->world_size;
 	if (origin >= n || subject >= n)
-		return ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "%s: the shared segment's failure word is garbage",
+		return ftl_comm_fail(s->comm, FTL_ERR_INVALID, true, "%s: the shared segment's failure word is garbage",
 				     op->what);
 	switch (err) {
 	case FTL_ERR_PEER_LOST:
-		return ftl_comm_fail(&t->base, err, true, "peer rank %d (%s) lost during %s (seen by rank %d)", subject,
-				     t->addrs[subject], op->what, origin);
+		return ftl_comm_fail(s->comm, err, true, "peer rank %d (%s) lost during %s (seen by rank %d)", subject,
+				     s->addrs[subject], op->what, origin);
 	case FTL_ERR_TIMEOUT:
-		return ftl_comm_fail(&t->base, err, true, "%s timed out on rank %d, which waited for rank %d (%s)",
-				     op->what, origin, subject, t->addrs[subject]);
+		return ftl_comm_fail(s->comm, err, true, "%s timed out on rank %d, which waited for rank %d (%s)",
+				     op->what, origin, subject, s->addrs[subject]);
 	case FTL_ERR_ABORTED:
-		return ftl_comm_fail(&t->base, FTL_ERR_PEER_LOST, true, "rank %d (%s) aborted during %s", origin,
-				     t->addrs[origin], op->what);
+		return ftl_comm_fail(s->comm, FTL_ERR_PEER_LOST, true, "rank %d (%s) aborted during %s", origin,
+				     s->addrs[origin], op->what);
 	default:
-		return ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) failed %s: mismatched collectives",
-				     origin, t->addrs[origin], op->what);
+		return ftl_comm_fail(s->comm, FTL_ERR_INVALID, true, "rank %d (%s) failed %s: mismatched collectives",
+				     origin, s->addrs[origin], op->what);
 	}
 }
 
-static ftl_err peer_gone(struct ftl_comm_tcp *t, const struct ftl_comm_shm_op *op, int peer)
+static ftl_err peer_gone(struct ftl_comm_shm *s, const struct ftl_comm_shm_op *op, int peer)
 {
-	ftl_comm_fail(&t->base, FTL_ERR_PEER_LOST, true,
+	ftl_comm_fail(s->comm, FTL_ERR_PEER_LOST, true,
 		      "peer rank %d (%s) lost during %s: its connection closed (the process died or gave up)", peer,
-		      t->addrs[peer], op->what);
-	if (t->base.peer_reset_cb != NULL)
-		t->base.peer_reset_cb(t->base.peer_reset_arg, peer, t->addrs[peer]);
-	publish(t, FTL_ERR_PEER_LOST, peer);
+		      s->addrs[peer], op->what);
+	if (s->comm->peer_reset_cb != NULL)
+		s->comm->peer_reset_cb(s->comm->peer_reset_arg, peer, s->addrs[peer]);
+	publish(s, FTL_ERR_PEER_LOST, peer);
 	return FTL_ERR_PEER_LOST;
 }
 
@@ -108,70 +107,67 @@ static int first_behind(const struct ftl_comm_shm *s, int n, uint64_t g)
 }
 
 /* Sleeps until a doorbell, an abort, a connection event or the deadline; FTL_OK to look again. */
-static ftl_err sleep_once(struct ftl_comm_tcp *t, const struct ftl_comm_shm_op *op, uint64_t g)
+static ftl_err sleep_once(struct ftl_comm_shm *s, const struct ftl_comm_shm_op *op, uint64_t g)
 {
-	struct ftl_comm_shm *s = t->shm;
-	struct ftl_comm_shm_ctl *me = &s->hdr->ctl[t->base.rank];
+	struct ftl_comm_shm_ctl *me = &s->hdr->ctl[s->comm->rank];
 	int64_t left = op->deadline - ftl_comm_now_ms();
 	if (left <= 0)
 		return FTL_ERR_TIMEOUT;
 	struct pollfd fds[2 + FTL_COMM_SHM_WORLD_MAX + 2];
-	fds[0] = (struct pollfd){.fd = s->doorbell[t->base.rank], .events = POLLIN};
-	fds[1] = (struct pollfd){.fd = t->wake_fd, .events = POLLIN};
+	fds[0] = (struct pollfd){.fd = s->doorbell[s->comm->rank], .events = POLLIN};
+	fds[1] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
 	for (int i = 0; i < s->n_live; i++)
 		fds[2 + i] = (struct pollfd){.fd = s->live_fd[i], .events = POLLIN};
 	atomic_store(&me->is_sleeping, 1);
 	int rc = 0;
-	if (first_behind(s, t->base.world_size, g) >= 0 && atomic_load(&s->hdr->failed) == 0)
+	if (first_behind(s, s->comm->world_size, g) >= 0 && atomic_load(&s->hdr->failed) == 0)
 		rc = poll(fds, (nfds_t)(2 + s->n_live), left > 1000000 ? 1000000 : (int)left);
 	atomic_store(&me->is_sleeping, 0);
 	if (rc < 0 && errno != EINTR)
-		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, true, "%s: poll: %s", op->what, strerror(errno));
+		return ftl_comm_fail(s->comm, FTL_ERR_SYSTEM, true, "%s: poll: %s", op->what, strerror(errno));
 	if (rc <= 0)
 		return FTL_OK;
 	uint64_t drained;
 	if (fds[0].revents != 0)
 		(void)!read(fds[0].fd, &drained, sizeof(drained));
 	if (fds[1].revents != 0)
-		atomic_store(&t->base.is_aborted, 1);
-	if (first_behind(s, t->base.world_size, g) < 0)
+		atomic_store(&s->comm->is_aborted, 1);
+	if (first_behind(s, s->comm->world_size, g) < 0)
 		return FTL_OK; /* done: a peer that closed after finishing its part is none of our business */
 	for (int i = 0; i < s->n_live; i++)
 		if (fds[2 + i].revents != 0)
-			return peer_gone(t, op, s->live_rank[i]);
+			return peer_gone(s, op, s->live_rank[i]);
 	return FTL_OK;
 }
 
-void ftl_comm_shm_begin(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op, enum ftl_comm_tcp_kind kind,
+void ftl_comm_shm_begin(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op, enum ftl_comm_call_kind kind,
 			size_t count, ftl_dtype dtype, ftl_reduce_op rop, int root)
 {
-	struct ftl_comm_shm *s = t->shm;
 	*op = (struct ftl_comm_shm_op){
-		.what = ftl_comm_tcp_kind_strs[kind],
-		.deadline = ftl_comm_now_ms() + t->base.timeout_ms,
+		.what = ftl_comm_call_kind_strs[kind],
+		.deadline = ftl_comm_now_ms() + s->comm->timeout_ms,
 		.call = {.seq = s->seq++, .kind = kind, .dtype = (uint32_t)dtype, .op = (uint32_t)rop, .root = root,
 			 .count = count},
 	};
-	s->hdr->ctl[t->base.rank].call[(s->round + 1) & 1] = op->call;
+	s->hdr->ctl[s->comm->rank].call[(s->round + 1) & 1] = op->call;
 }
 
 /* After the first round: every rank must be making the same call. */
-static ftl_err check_calls(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op)
+static ftl_err check_calls(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op)
 {
-	struct ftl_comm_shm *s = t->shm;
 	op->is_checked = true;
-	for (int j = 0; j < t->base.world_size; j++) {
+	for (int j = 0; j < s->comm->world_size; j++) {
 		const struct ftl_comm_shm_call *a = &s->hdr->ctl[j].call[s->round & 1], *b = &op->call;
 		if (memcmp(a, b, sizeof(*a)) == 0)
 			continue;
-		ftl_comm_fail(&t->base, FTL_ERR_INVALID, true,
+		ftl_comm_fail(s->comm, FTL_ERR_INVALID, true,
 			      "mismatched collectives: rank %d called %s(count %llu, %s, root %d) as call #%u, "
 			      "rank %d called %s(count %llu, %s, root %d) as call #%u",
-			      j, a->kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[a->kind] : "?",
+			      j, a->kind < FTL_COMM_CALL_KIND_MAX ? ftl_comm_call_kind_strs[a->kind] : "?",
 			      (unsigned long long)a->count, a->dtype < FTL_DTYPE_MAX ? ftl_dtype_strs[a->dtype] : "?",
-			      a->root, a->seq, t->base.rank, ftl_comm_tcp_kind_strs[b->kind], (unsigned long long)b->count,
+			      a->root, a->seq, s->comm->rank, ftl_comm_call_kind_strs[b->kind], (unsigned long long)b->count,
 			      ftl_dtype_strs[b->dtype], b->root, b->seq);
-		publish(t, FTL_ERR_INVALID, j);
+		publish(s, FTL_ERR_INVALID, j);
 		return FTL_ERR_INVALID;
 	}
 	return FTL_OK;
@@ -186,22 +182,21 @@ static void arrive(struct ftl_comm_shm *s, int rank, int n)
 			(void)!write(s->doorbell[j], &one, sizeof(one));
 }
 
-ftl_err ftl_comm_shm_sync(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op)
+ftl_err ftl_comm_shm_sync(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op)
 {
-	struct ftl_comm_shm *s = t->shm;
-	int n = t->base.world_size, rank = t->base.rank;
+	int n = s->comm->world_size, rank = s->comm->rank;
 	arrive(s, rank, n);
 	uint64_t g = s->round;
 	for (unsigned tries = 0;; tries++) {
 		int behind = first_behind(s, n, g);
 		if (behind < 0)
-			return op->is_checked ? FTL_OK : check_calls(t, op);
+			return op->is_checked ? FTL_OK : check_calls(s, op);
 		uint64_t word = atomic_load(&s->hdr->failed);
 		if (word != 0)
-			return published(t, op, word);
-		if (atomic_load(&t->base.is_aborted)) {
-			ftl_comm_fail(&t->base, FTL_ERR_ABORTED, true, "%s aborted", op->what);
-			publish(t, FTL_ERR_ABORTED, rank);
+			return published(s, op, word);
+		if (atomic_load(&s->comm->is_aborted)) {
+			ftl_comm_fail(s->comm, FTL_ERR_ABORTED, true, "%s aborted", op->what);
+			publish(s, FTL_ERR_ABORTED, rank);
 			return FTL_ERR_ABORTED;
 		}
 		if (tries < SPIN_CHECKS) {
@@ -212,11 +207,11 @@ ftl_err ftl_comm_shm_sync(struct ftl_comm_tcp *t, struct ftl_comm_shm_op *op)
 			sched_yield();
 			continue;
 		}
-		ftl_err err = sleep_once(t, op, g);
+		ftl_err err = sleep_once(s, op, g);
 		if (err == FTL_ERR_TIMEOUT) {
-			ftl_comm_fail(&t->base, err, true, "%s timed out after %d ms waiting for rank %d (%s)", op->what,
-				      t->base.timeout_ms, behind, t->addrs[behind]);
-			publish(t, err, behind);
+			ftl_comm_fail(s->comm, err, true, "%s timed out after %d ms waiting for rank %d (%s)", op->what,
+				      s->comm->timeout_ms, behind, s->addrs[behind]);
+			publish(s, err, behind);
 		}
 		if (err != FTL_OK)
 			return err;

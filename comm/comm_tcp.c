@@ -9,7 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "comm_shm.h"
+#include "comm_tcp.h"
 #include "base/fork_fds.h"
 
 /* Every descriptor the communicator holds, to fn: what a forked child must close (base/fork_fds.h) so that
@@ -21,12 +21,8 @@ static void each_fd(const struct ftl_comm_tcp *t, void (*fn)(int fd))
 	fn(t->wake_fd);
 	for (int i = 0; i < t->n_links; i++)
 		fn(t->link_fd[i]);
-	if (t->shm == NULL)
-		return;
-	for (int i = 0; i < t->shm->n_live; i++)
-		fn(t->shm->live_fd[i]);
-	for (int i = 0; i < t->base.world_size; i++)
-		fn(t->shm->doorbell[i]);
+	if (t->shm != NULL)
+		ftl_comm_shm_each_fd(t->shm, fn);
 }
 
 static void tcp_abort(struct ftl_comm *comm)
@@ -41,7 +37,7 @@ static void tcp_destroy(struct ftl_comm *comm)
 {
 	struct ftl_comm_tcp *t = (struct ftl_comm_tcp *)comm;
 	each_fd(t, ftl_fork_fds_remove); /* before they close (a no-op for a creation that failed) */
-	ftl_comm_shm_detach(t);
+	ftl_comm_shm_detach(t->shm);
 	if (t->next_fd >= 0)
 		close(t->next_fd);
 	if (t->prev_fd >= 0)
@@ -66,15 +62,32 @@ bool ftl_comm_tcp_is_shm(const struct ftl_comm *comm)
 const char *ftl_comm_tcp_shm_why(const struct ftl_comm *comm, bool *is_failure)
 {
 	const struct ftl_comm_tcp *t = (const struct ftl_comm_tcp *)comm;
-	bool is_tcp_alone = comm != NULL && comm->backend == FTL_COMM_TCP && t->shm == NULL && t->shm_why[0] != '\0';
+	bool is_tcp_alone = comm != NULL && comm->backend == FTL_COMM_TCP && t->shm == NULL &&
+			    t->shm_outcome.why[0] != '\0';
 	if (is_failure != NULL)
-		*is_failure = is_tcp_alone && t->is_shm_failed;
-	return is_tcp_alone ? t->shm_why : NULL;
+		*is_failure = is_tcp_alone && t->shm_outcome.is_failed;
+	return is_tcp_alone ? t->shm_outcome.why : NULL;
 }
 
 int ftl_comm_tcp_shm_strangers(const struct ftl_comm *comm)
 {
-	return comm != NULL && comm->backend == FTL_COMM_TCP ? ((const struct ftl_comm_tcp *)comm)->shm_strangers : 0;
+	return comm != NULL && comm->backend == FTL_COMM_TCP ? ((const struct ftl_comm_tcp *)comm)->shm_outcome.strangers : 0;
+}
+
+/* When every rank is on this host, the collectives go through shared memory, lent what it needs from the
+ * connected ring (comm_shm.h); else t->shm stays NULL and t->shm_outcome says why. */
+static ftl_err choose_shm(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg)
+{
+	struct ftl_comm_shm_lender lender = {
+		.comm = &t->base,
+		.addrs = (const char(*)[FTL_COMM_ADDR_MAX])t->addrs,
+		.wake_fd = t->wake_fd,
+		.ring_fd = {t->next_fd, t->prev_fd},
+		.ring_rank = {ftl_comm_tcp_next(t), ftl_comm_tcp_prev(t)},
+		.broadcast = ftl_comm_tcp_broadcast,
+		.allgather = ftl_comm_tcp_allgather,
+	};
+	return ftl_comm_shm_attach(&lender, cfg, &t->shm, &t->shm_outcome);
 }
 
 static const struct ftl_comm_backend_ops tcp_ops = {
@@ -96,7 +109,6 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
 	t->next_fd = t->prev_fd = -1;
 	ftl_comm_tcp_spin_init(&t->spin, 1, 1); /* until we know who is on this host */
-	t->n_host_ranks = 1;
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
 	t->steps = calloc(2 * (size_t)cfg->world_size, sizeof(*t->steps));
@@ -117,10 +129,10 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	else
 		e = ftl_comm_tcp_connect(t, cfg);
 	if (e == FTL_OK)
-		e = ftl_comm_shm_attach(t, cfg);
+		e = choose_shm(t, cfg);
 	cpu_set_t cpus;
 	if (e == FTL_OK && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-		ftl_comm_tcp_spin_init(&t->spin, t->n_host_ranks, CPU_COUNT(&cpus));
+		ftl_comm_tcp_spin_init(&t->spin, t->shm_outcome.n_host_ranks, CPU_COUNT(&cpus));
 	if (e != FTL_OK) {
 		tcp_destroy(&t->base);
 		return e;

@@ -5,7 +5,8 @@
  *   comm_tcp_spin.c        how long the engine spins before it sleeps in poll() (small-message latency)
  *   comm_tcp_collectives.c allreduce, broadcast, allgather and barrier as ring plans; the allreduce choice
  *   comm_tcp_doubling.c    allreduce by recursive doubling / halving over the mesh links (small, medium)
- *   comm_shm*.c            the same collectives through shared memory when every rank is local (comm_shm.h)
+ * and below it, chosen here when every rank is local and lent what it needs:
+ *   comm_shm*.c            the same collectives through shared memory (comm_shm.h)
  *
  * Topology: a ring. Rank r sends to next = r+1 and receives from prev = r-1 over two persistent TCP
  * connections. Data flows one way only; the other direction of each connection carries failure notices
@@ -23,11 +24,8 @@
 
 #include "comm.h"
 #include "comm_reduce.h"
+#include "comm_shm.h"
 
-struct ftl_comm_shm;
-
-#define FTL_COMM_ADDR_MAX 64            /* "host:port" or "[v6]:port" with its NUL */
-#define FTL_COMM_SHM_WHY_MAX 160        /* why a communicator is not on shared memory, with its NUL */
 #define FTL_COMM_TCP_SEGMENT (256u << 10) /* bytes reduced at a time; a multiple of every dtype size */
 #define FTL_COMM_TCP_STAGE (256u << 10)   /* the largest allreduce recursive doubling may carry */
 
@@ -155,11 +153,7 @@ struct ftl_comm_tcp {
 	size_t notice_in_len;
 	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
 	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
-	char shm_why[FTL_COMM_SHM_WHY_MAX]; /* shm is NULL with more than one rank: why ("" otherwise) */
-	bool is_shm_failed;            /* ... because its setup failed, though every rank was local and wanted it */
-	int n_host_ranks;              /* ranks on this host (same boot id), us included */
-	int shm_strangers;             /* rank 0: connections to the setup's unix socket it dropped (another
-	                                * user, no proof, garbage, silence) */
+	struct ftl_comm_shm_outcome shm_outcome; /* what choosing it found (why not, ranks on this host) */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)

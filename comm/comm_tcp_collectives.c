@@ -12,7 +12,7 @@
  * rank: nobody gets every byte before everybody has sent theirs. */
 #include <string.h>
 
-#include "comm_shm.h"
+#include "comm_tcp.h"
 
 const char *const ftl_comm_tcp_kind_strs[FTL_COMM_TCP_KIND_MAX] = {
 	[FTL_COMM_TCP_ALLREDUCE] = "allreduce",
@@ -145,7 +145,7 @@ ftl_err ftl_comm_tcp_allreduce(struct ftl_comm *comm, const void *sendbuf, void 
 		return FTL_OK;
 	}
 	if (t->shm != NULL)
-		return ftl_comm_shm_allreduce(t, sendbuf, recvbuf, count, dtype, op);
+		return ftl_comm_shm_allreduce(t->shm, sendbuf, recvbuf, count, dtype, op);
 	switch (t->forced != FTL_COMM_TCP_ALGO_AUTO ? t->forced : ftl_comm_tcp_choose(comm->world_size, bytes)) {
 	case FTL_COMM_TCP_ALGO_DOUBLING:
 		/* Doubling sends from the staging buffer: beyond it, a forced doubling runs halving. */
@@ -167,7 +167,7 @@ ftl_err ftl_comm_tcp_broadcast(struct ftl_comm *comm, void *buf, size_t count, f
 	if (n == 1)
 		return FTL_OK;
 	if (t->shm != NULL)
-		return ftl_comm_shm_broadcast(t, buf, count, dtype, root, held);
+		return ftl_comm_shm_broadcast(t->shm, buf, count, dtype, root, held);
 	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_BROADCAST, count, dtype);
 	p.hdr.root = root;
 	p.n_steps = 1;
@@ -212,7 +212,7 @@ ftl_err ftl_comm_tcp_allgather(struct ftl_comm *comm, const void *sendbuf, void 
 	if (comm->world_size == 1)
 		return FTL_OK;
 	if (t->shm != NULL)
-		return ftl_comm_shm_allgather(t, sendbuf, recvbuf, count, dtype);
+		return ftl_comm_shm_allgather(t->shm, sendbuf, recvbuf, count, dtype);
 	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_ALLGATHER, count, dtype);
 	return gather_ring(t, &p, recvbuf, bytes);
 }
@@ -223,7 +223,7 @@ ftl_err ftl_comm_tcp_barrier(struct ftl_comm *comm)
 	if (comm->world_size == 1)
 		return FTL_OK;
 	if (t->shm != NULL)
-		return ftl_comm_shm_barrier(t);
+		return ftl_comm_shm_barrier(t->shm);
 	/* One byte per rank; the scratch segment is idle outside allreduce and big enough for any world. */
 	struct ftl_comm_tcp_plan p = ftl_comm_tcp_plan_init(t, FTL_COMM_TCP_BARRIER, 1, FTL_F32);
 	return gather_ring(t, &p, t->scratch, 1);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "comm/comm_shm.h"
+#include "comm/comm_tcp.h"
 #include "harness.h"
 #include "refdata.h"
 

@@ -1,6 +1,7 @@
 """The tree's dependency rule (../shared/DESIGN.md, "Layout"), checked on every #include of the C sources:
-a folder includes only the folders below it, and no folder includes another folder's *_internal.h. A new
-include that breaks the rule fails this test, naming the file, the header and the rule.
+a folder includes only the folders below it, and no folder includes another folder's *_internal.h; inside
+comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS). A new include that
+breaks the rule fails this test, naming the file, the header and the rule.
 
 The places that break the rule today are listed by name in KNOWN below, each with what removes it (issue 27,
 items 4 and 5: train/ naming the agent's types, not the rendezvous'; the agent a thin shell around node/):
@@ -44,6 +45,19 @@ KNOWN = {
     ("agent/witness.h", "membership/members.h"),
     ("agent/witness_life.h", "membership/message.h"),
 }
+# Inside comm/ (issue 27, item 6): each file's room, by name, and the rooms its includes may name. The core
+# (comm.h: the struct, failure, checks; async ordering; the reductions and the kinds built on the backends'
+# calls) names no transport; shared memory knows only the core; tcp chooses shared memory and lends it what
+# it needs; nccl stands alone on the core. comm.c, the one face, creates backends through comm.h's
+# constructors without including their headers.
+ROOMS = {"comm_shm": "shm", "comm_tcp": "tcp", "comm_nccl": "nccl"}  # by file-name prefix; the rest: core
+ROOM_ALLOWED = {"core": {"core"}, "shm": {"core", "shm"}, "tcp": {"core", "shm", "tcp"}, "nccl": {"core", "nccl"}}
+
+
+def comm_room(name: str) -> str:
+    return next((room for prefix, room in ROOMS.items() if name.startswith(prefix)), "core")
+
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = ("*.c", "*.h", "*.cu", "*.cpp")
 
@@ -65,6 +79,12 @@ def violations(root: pathlib.Path):
                 rel = source.relative_to(root).as_posix()
                 for header in INCLUDE.findall(source.read_text(errors="replace")):
                     target = header_folder(source, header, root)
+                    if folder == "comm" and target == folder:
+                        here, there = comm_room(source.name), comm_room(pathlib.PurePath(header).name)
+                        if there not in ROOM_ALLOWED[here]:
+                            yield rel, header, (f"comm/'s {here} may include the "
+                                                f"{', '.join(sorted(ROOM_ALLOWED[here]))} headers only")
+                        continue
                     if target == folder and not header.endswith("_internal.h"):
                         continue
                     if target == folder:  # a bare or own-folder *_internal.h: the folder's own
