@@ -1,5 +1,7 @@
 /* ftl_swim lifecycle, the timer wheel of one node (tick and next deadline), the output and event
- * queues (base/fifo.h), and the small entry points: join, leave, hint, metadata. */
+ * queues (base/fifo.h), and the small entry points: join, leave, hint, metadata. This is the face: it calls
+ * the satellites (swim_*.c), and they never call back into it; what they share sits below them, in
+ * swim_state.c. */
 #include "swim_internal.h"
 
 #include <stdlib.h>
@@ -90,53 +92,6 @@ void ftl_swim_delete(ftl_swim *s)
 	ftl_fifo_destroy(&s->outputs);
 	ftl_fifo_destroy(&s->events);
 	free(s);
-}
-
-/* ---- shared helpers ---- */
-
-ftl_member *ftl_swim_self(ftl_swim *s) { return ftl_members_find(&s->members, s->name); }
-
-int ftl_swim_live_count(const ftl_swim *s)
-{
-	return (int)(s->count[FTL_MEMBER_ALIVE] + s->count[FTL_MEMBER_SUSPECT]);
-}
-
-static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
-{
-	if (strcmp(m->name, s->name) == 0)
-		return NULL;
-	if (ftl_fifo_len(&s->events) >= FTL_SWIM_MAX_EVENTS) {
-		s->stats.events_lost++;
-		return NULL;
-	}
-	ftl_swim_event *ev = ftl_fifo_push(&s->events);
-	if (!ev) {
-		s->stats.events_lost++;
-		return NULL;
-	}
-	memset(ev, 0, sizeof(*ev));
-	ev->type = type;
-	strcpy(ev->name, m->name);
-	strcpy(ev->addr, m->addr);
-	ev->generation = m->generation;
-	ev->incarnation = m->incarnation;
-	ev->at_us = now_us;
-	return ev;
-}
-
-void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
-{
-	push_event(s, now_us, type, m);
-}
-
-void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason, const char *from)
-{
-	s->stats.deaths_declared[reason]++;
-	ftl_swim_event *ev = push_event(s, now_us, FTL_EVENT_DEAD, m);
-	if (ev) {
-		ev->reason = reason;
-		ftl_copy_str(ev->from, from, FTL_NAME_MAX);
-	}
 }
 
 /* ---- timers ---- */

@@ -102,7 +102,7 @@ struct ftl_swim {
 	ftl_swim_stats stats;
 };
 
-/* swim.c */
+/* swim_state.c, the floor every satellite stands on: ourselves, N, events, and every change of state. */
 ftl_member *ftl_swim_self(ftl_swim *s);
 int ftl_swim_live_count(const ftl_swim *s); /* alive + suspect, self included: N of the formulas */
 void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m);
@@ -110,7 +110,7 @@ void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const 
 void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason,
 			 const char *from);
 
-/* swim_state.c: every change of a member's state goes through here (keeps the counts and events). */
+/* Every change of a member's state goes through here (keeps the counts and events). */
 void ftl_swim_set_state(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);
 /* The same without an event, for a new generation (the caller emits JOIN instead). */
 void ftl_swim_set_state_quiet(ftl_swim *s, ftl_member *m, ftl_member_state state, int64_t now_us);

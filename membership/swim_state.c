@@ -1,9 +1,55 @@
 /* Every change of a member's state goes through ftl_swim_set_state, which keeps the per-state counts
- * (N for the formulas without a scan), the list of suspects whose timers run, and the events. */
+ * (N for the formulas without a scan), the list of suspects whose timers run, and the events; with the
+ * small helpers every satellite shares (ourselves, N, emitting an event), this is the floor of swim_*.c. */
 #include "swim_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+ftl_member *ftl_swim_self(ftl_swim *s) { return ftl_members_find(&s->members, s->name); }
+
+int ftl_swim_live_count(const ftl_swim *s)
+{
+	return (int)(s->count[FTL_MEMBER_ALIVE] + s->count[FTL_MEMBER_SUSPECT]);
+}
+
+static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+{
+	if (strcmp(m->name, s->name) == 0)
+		return NULL;
+	if (ftl_fifo_len(&s->events) >= FTL_SWIM_MAX_EVENTS) {
+		s->stats.events_lost++;
+		return NULL;
+	}
+	ftl_swim_event *ev = ftl_fifo_push(&s->events);
+	if (!ev) {
+		s->stats.events_lost++;
+		return NULL;
+	}
+	memset(ev, 0, sizeof(*ev));
+	ev->type = type;
+	strcpy(ev->name, m->name);
+	strcpy(ev->addr, m->addr);
+	ev->generation = m->generation;
+	ev->incarnation = m->incarnation;
+	ev->at_us = now_us;
+	return ev;
+}
+
+void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+{
+	push_event(s, now_us, type, m);
+}
+
+void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason, const char *from)
+{
+	s->stats.deaths_declared[reason]++;
+	ftl_swim_event *ev = push_event(s, now_us, FTL_EVENT_DEAD, m);
+	if (ev) {
+		ev->reason = reason;
+		ftl_copy_str(ev->from, from, FTL_NAME_MAX);
+	}
+}
 
 static const ftl_swim_event_type event_of_state[FTL_MEMBER_STATE_MAX] = {
 	[FTL_MEMBER_ALIVE] = FTL_EVENT_ALIVE,
