@@ -40,7 +40,7 @@ static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struc
 	uint8_t plain[FTL_UDP_PACKET_MAX];
 	size_t plain_len;
 	if (ftl_open_datagram(a->keyring, (const uint8_t *)buf->base, (size_t)n, plain, &plain_len) != 0) {
-		ftl_swim_count_drop(ftl_node_swim(a->node), FTL_DROP_KEYRING);
+		ftl_node_count_drop(a->node, FTL_DROP_KEYRING);
 		return;
 	}
 	ftl_node_receive_datagram(a->node, ftl_agent_now_us(a), plain, plain_len);
@@ -177,7 +177,6 @@ static ftl_err make_node(ftl_agent *a)
 	a->node = ftl_node_new(&o, ftl_agent_now_us(a));
 	if (!a->node)
 		return ftl_diag_code();
-	a->swim = ftl_node_swim(a->node);
 	return FTL_OK;
 }
 
@@ -199,7 +198,9 @@ static void start_witness(ftl_agent *a)
 {
 	if (a->cfg.is_witness_off)
 		return;
-	a->witness = ftl_witness_new(a->cfg.name, ftl_swim_generation(a->swim), on_witnessed, a);
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
+	a->witness = ftl_witness_new(a->cfg.name, snap.generation, on_witnessed, a);
 	if (a->witness && ftl_witness_hold(a->witness) != FTL_OK) {
 		ftl_witness_delete(a->witness);
 		a->witness = NULL;
@@ -209,7 +210,7 @@ static void start_witness(ftl_agent *a)
 			"by the usual paths", FTL_F_STR("why", ftl_diag_message()));
 		return;
 	}
-	ftl_witness_update(a->witness, ftl_swim_members(a->swim));
+	ftl_witness_update(a->witness, snap.members);
 }
 
 static void run_loop(void *arg)
@@ -396,7 +397,7 @@ void ftl_agent_delete(ftl_agent *a)
 	ftl_agent_stop(a);
 	if (a->train_ops)
 		a->train_ops->free(a);
-	ftl_rdv_view_clear(&a->views.view);
+	ftl_node_view_clear(&a->views.view);
 	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
 	pthread_mutex_destroy(&a->lock);

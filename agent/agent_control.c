@@ -1,5 +1,5 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
- * events and keys (agent_keys.c), built from the membership core's state on the loop thread. */
+ * events and keys (agent_keys.c), built on the loop thread from the node's snapshot (node.h). */
 #include "agent_internal.h"
 #include "witness.h"
 
@@ -14,9 +14,9 @@ json_t *ftl_agent_error_reply(const char *msg)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
-static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
+static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_member *m, int64_t now_us)
 {
-	if (strcmp(m->name, ftl_swim_name(a->swim)) == 0)
+	if (strcmp(m->name, snap->name) == 0)
 		now_us = m->last_heard_us; /* we always hear ourselves */
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "name", m->name, "addr", m->addr, "status",
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
@@ -36,13 +36,13 @@ static json_t *member_json(ftl_agent *a, const ftl_member *m, int64_t now_us)
 	return j;
 }
 
-static json_t *members_json(ftl_agent *a)
+static json_t *members_json(ftl_agent *a, const ftl_node_snapshot *snap)
 {
 	json_t *arr = json_array();
-	const ftl_members *t = ftl_swim_members(a->swim);
+	const ftl_members *t = snap->members;
 	int64_t now = ftl_agent_now_us(a);
 	for (uint32_t i = 0; i < t->len; i++)
-		json_array_append_new(arr, member_json(a, &t->arr[i], now));
+		json_array_append_new(arr, member_json(a, snap, &t->arr[i], now));
 	return arr;
 }
 
@@ -54,9 +54,9 @@ static json_t *counts_by(const uint64_t *values, const char *const *names, int n
 	return o;
 }
 
-static json_t *counters_json(ftl_agent *a)
+static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 {
-	const ftl_swim_stats *st = ftl_swim_get_stats(a->swim);
+	const ftl_swim_stats *st = snap->stats;
 	const ftl_keyring_stats *ks = ftl_keyring_get_stats(a->keyring);
 	json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "sent",
 			 counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "received",
@@ -93,29 +93,37 @@ static json_t *counters_json(ftl_agent *a)
 }
 
 /* The timing in force, and the crash-detection bound it gives at the current size (profile.h). */
-static json_t *timing_json(ftl_agent *a)
+static json_t *timing_json(const ftl_node_snapshot *snap)
 {
-	const ftl_swim_config *c = ftl_swim_get_config(a->swim);
-	int n = (int)(ftl_swim_count(a->swim, FTL_MEMBER_ALIVE) + ftl_swim_count(a->swim, FTL_MEMBER_SUSPECT));
+	const ftl_swim_config *c = snap->config;
 	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "probe_interval_ms", (json_int_t)(c->probe_interval_us / 1000),
 			 "probe_timeout_ms", (json_int_t)(c->probe_timeout_us / 1000), "gossip_interval_ms",
 			 (json_int_t)(c->gossip_interval_us / 1000), "suspicion_max_ms",
-			 (json_int_t)(ftl_swim_suspicion_max_us(c, n) / 1000), "detection_bound_ms",
-			 (json_int_t)(ftl_swim_detection_bound_us(c, n) / 1000));
+			 (json_int_t)(snap->suspicion_max_us / 1000), "detection_bound_ms",
+			 (json_int_t)(snap->detection_bound_us / 1000));
+}
+
+static json_t *self_json(ftl_agent *a, const ftl_node_snapshot *snap)
+{
+	return json_pack("{s:s, s:s, s:I, s:I}", "name", snap->name, "addr", a->set.advertise, "generation",
+			 (json_int_t)snap->generation, "incarnation", (json_int_t)snap->incarnation);
 }
 
 static json_t *status_json(ftl_agent *a)
 {
-	ftl_swim *s = a->swim;
-	json_t *j = json_pack("{s:b, s:s, s:s, s:{s:s, s:s, s:I, s:I}, s:o, s:i, s:{s:i, s:i, s:i, s:i}, s:o, s:o}", "ok", 1,
-			 "cluster", a->cfg.cluster, "profile", a->cfg.profile, "self", "name", ftl_swim_name(s),
-			 "addr", a->set.advertise, "generation", (json_int_t)ftl_swim_generation(s), "incarnation",
-			 (json_int_t)ftl_swim_incarnation(s), "view", ftl_agent_rdv_status(a), "health", ftl_swim_health_score(s), "counts",
-			 "alive", (int)ftl_swim_count(s, FTL_MEMBER_ALIVE), "suspect",
-			 (int)ftl_swim_count(s, FTL_MEMBER_SUSPECT), "dead", (int)ftl_swim_count(s, FTL_MEMBER_DEAD),
-			 "left", (int)ftl_swim_count(s, FTL_MEMBER_LEFT), "members", members_json(a), "counters",
-			 counters_json(a));
-	json_object_set_new(j, "timing", timing_json(a));
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
+	json_t *j = json_pack("{s:b, s:s, s:s}", "ok", 1, "cluster", a->cfg.cluster, "profile", a->cfg.profile);
+	json_object_set_new(j, "self", self_json(a, &snap));
+	json_object_set_new(j, "view", ftl_agent_rdv_status(a));
+	json_object_set_new(j, "health", json_integer(snap.health));
+	json_t *counts = json_object();
+	for (int state = 0; state < FTL_MEMBER_STATE_MAX; state++)
+		json_object_set_new(counts, ftl_member_state_strs[state], json_integer(snap.count[state]));
+	json_object_set_new(j, "counts", counts);
+	json_object_set_new(j, "members", members_json(a, &snap));
+	json_object_set_new(j, "counters", counters_json(a, &snap));
+	json_object_set_new(j, "timing", timing_json(&snap));
 	if (a->is_training) {
 		a->train_ops->status(a, j);
 	} else {
@@ -133,8 +141,11 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
-	if (strcmp(cmd, "members") == 0)
-		return json_pack("{s:b, s:o}", "ok", 1, "members", members_json(a));
+	if (strcmp(cmd, "members") == 0) {
+		ftl_node_snapshot snap;
+		ftl_node_read(a->node, &snap);
+		return json_pack("{s:b, s:o}", "ok", 1, "members", members_json(a, &snap));
+	}
 	if (strcmp(cmd, "events") == 0) {
 		*is_stream = true;
 		return json_pack("{s:b}", "ok", 1);
@@ -147,7 +158,9 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		return json_pack("{s:b}", "ok", 1);
 	}
 	if (strcmp(cmd, "leave") == 0) {
-		if (ftl_swim_leave_done(a->swim))
+		ftl_node_snapshot snap;
+		ftl_node_read(a->node, &snap);
+		if (snap.is_leave_done)
 			return json_pack("{s:b}", "ok", 1);
 		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
 			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");

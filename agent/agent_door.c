@@ -54,7 +54,7 @@ void ftl_agent_wake(ftl_agent *a) { uv_async_send(&a->wake); }
 
 bool ftl_agent_member_has_left(ftl_agent *a, const char *name)
 {
-	const ftl_member *m = ftl_swim_find(a->swim, name);
+	const ftl_member *m = ftl_node_member(a->node, name);
 	return m && m->state == FTL_MEMBER_LEFT;
 }
 
@@ -72,3 +72,7 @@ void ftl_agent_set_data_addr(ftl_agent *a, const char *addr)
 {
 	snprintf(a->data_addr, sizeof(a->data_addr), "%s", addr);
 }
+
+ftl_err ftl_agent_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src) { return ftl_node_view_copy(dst, src); }
+void ftl_agent_view_clear(ftl_rdv_view *v) { ftl_node_view_clear(v); }
+const char *ftl_agent_phase_name(ftl_rdv_phase phase) { return ftl_node_phase_strs[phase]; }

@@ -62,11 +62,13 @@ static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
 
 void ftl_agent_update_counts(ftl_agent *a)
 {
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
 	pthread_mutex_lock(&a->lock);
-	a->counts.alive = ftl_swim_count(a->swim, FTL_MEMBER_ALIVE);
-	a->counts.suspect = ftl_swim_count(a->swim, FTL_MEMBER_SUSPECT);
-	a->counts.dead = ftl_swim_count(a->swim, FTL_MEMBER_DEAD);
-	a->counts.left = ftl_swim_count(a->swim, FTL_MEMBER_LEFT);
+	a->counts.alive = snap.count[FTL_MEMBER_ALIVE];
+	a->counts.suspect = snap.count[FTL_MEMBER_SUSPECT];
+	a->counts.dead = snap.count[FTL_MEMBER_DEAD];
+	a->counts.left = snap.count[FTL_MEMBER_LEFT];
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
 }
@@ -157,8 +159,10 @@ void ftl_agent_flush(ftl_agent *a)
 	}
 	if (is_changed) {
 		ftl_agent_update_counts(a);
+		ftl_node_snapshot snap;
+		ftl_node_read(a->node, &snap);
 		if (a->witness)
-			ftl_witness_update(a->witness, ftl_swim_members(a->swim));
+			ftl_witness_update(a->witness, snap.members);
 	}
 	ftl_agent_rdv_publish(a);
 	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_node_next_deadline(a->node), ftl_agent_now_us(a), 60000);

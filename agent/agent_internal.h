@@ -29,7 +29,6 @@ struct ftl_agent {
 	ftl_agent_settings set;
 	ftl_keyring *keyring;
 	ftl_node *node;           /* the member's decision logic (node/node.h); every input goes through it */
-	ftl_swim *swim;           /* ftl_node_swim(node): for reading membership and encoding push-pulls */
 	char control_path[512];
 
 	uv_loop_t loop;

@@ -14,7 +14,9 @@
 static json_t *lacking_json(ftl_agent *a, const uint8_t fp[FTL_KEY_FP_SIZE])
 {
 	const char *names[LACKING_NAMES_MAX];
-	uint32_t n = ftl_key_census_lacking(ftl_swim_members(a->swim), fp, names, LACKING_NAMES_MAX);
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
+	uint32_t n = ftl_key_census_lacking(snap.members, fp, names, LACKING_NAMES_MAX);
 	json_t *arr = json_array();
 	for (uint32_t i = 0; i < n && i < LACKING_NAMES_MAX; i++)
 		json_array_append_new(arr, json_string(names[i]));
@@ -51,7 +53,7 @@ static json_t *list_json(ftl_agent *a)
 		json_array_append_new(arr, json_string(b64));
 	}
 	ftl_key_census c;
-	ftl_swim_key_census(a->swim, &c);
+	ftl_node_key_census(a->node, &c);
 	json_t *rows = json_array();
 	for (size_t i = 0; i < c.n_rows; i++)
 		json_array_append_new(rows, census_row_json(a, &c.rows[i], keys, n));

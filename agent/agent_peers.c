@@ -186,7 +186,7 @@ static void touch(peer_conn *p)
 
 void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len)
 {
-	const ftl_member *m = ftl_swim_find(a->swim, name);
+	const ftl_member *m = ftl_node_member(a->node, name);
 	if (!m || a->is_closing) /* a connection opened now would keep the closing loop alive */
 		return;
 	peer_conn *p = find(a, name);

@@ -82,21 +82,22 @@ static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv
 void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 {
 	ftl_agent_views *t = &a->views;
-	const ftl_rdv *rdv = ftl_node_rdv(a->node);
-	const ftl_rdv_view *v = ftl_rdv_current(rdv);
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
+	const ftl_rdv_view *v = snap.view;
 	ftl_rdv_view copy = {0}; /* made outside the lock, swapped in under it */
-	if (ftl_rdv_view_copy(&copy, v) != 0)
+	if (ftl_node_view_copy(&copy, v) != FTL_OK)
 		return;
-	copy.self_rank = ftl_rdv_rank(rdv);
+	copy.self_rank = snap.rank;
 	pthread_mutex_lock(&a->lock);
 	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
 	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
 	a->train_ops->view_locked(a, v);
 	copy.seq = t->view.seq + 1;
-	ftl_rdv_view_clear(&t->view);
+	ftl_node_view_clear(&t->view);
 	t->view = copy;
-	t->phase = ftl_rdv_get_phase(rdv); /* with the view, so the training thread never sees one without the other */
-	t->lineage_steps = ftl_rdv_steps(rdv);
+	t->phase = snap.phase; /* with the view, so the training thread never sees one without the other */
+	t->lineage_steps = snap.lineage_steps;
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
 	a->train_ops->abort_locked(a, why, false);
@@ -104,24 +105,24 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	pthread_mutex_unlock(&a->lock);
 	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
 		FTL_MSG("view committed, coordinator %s", v->n ? v->members[0].name : "-"), FTL_F_UINT("epoch", v->epoch),
-		FTL_F_UINT("world_size", v->n), FTL_F_INT("rank", ftl_rdv_rank(rdv)),
+		FTL_F_UINT("world_size", v->n), FTL_F_INT("rank", snap.rank),
 		FTL_F_STR("coordinator", v->n ? v->members[0].name : "-"));
 	if (is_merge)
-		warn_lineage_merge(a, old_lineage, v, steps, ftl_rdv_steps(rdv));
+		warn_lineage_merge(a, old_lineage, v, steps, snap.lineage_steps);
 }
 
 /* Waiting for quorum: the members of the view that are gone, and what it takes to go on (for the log, the
  * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
-static void describe_missing(ftl_agent *a, const ftl_rdv *rdv, ftl_rdv_phase phase)
+static void describe_missing(ftl_agent *a, const ftl_node_snapshot *snap)
 {
 	ftl_agent_views *t = &a->views;
 	char text[sizeof(t->missing)] = "";
-	if (phase == FTL_RDV_WAITING_FOR_QUORUM) {
+	if (snap->phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		const char *names[16];
 		ftl_rdv_quorum q;
-		size_t n = ftl_rdv_missing(rdv, names, 16, &q), len = 0;
+		size_t n = ftl_node_missing(a->node, names, 16, &q), len = 0;
 		len += (size_t)snprintf(text, sizeof(text), "members gone from view %llu: ",
-					(unsigned long long)ftl_rdv_current(rdv)->epoch);
+					(unsigned long long)snap->view->epoch);
 		for (size_t i = 0; i < n && i < 16 && len < sizeof(text); i++)
 			len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%s", i ? ", " : "", names[i]);
 		if (len < sizeof(text))
@@ -180,19 +181,20 @@ ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 void ftl_agent_rdv_publish(ftl_agent *a)
 {
 	ftl_agent_views *t = &a->views;
-	const ftl_rdv *rdv = ftl_node_rdv(a->node);
-	if (!rdv)
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
+	if (!snap.view)
 		return;
-	ftl_rdv_phase phase = ftl_rdv_get_phase(rdv);
-	describe_missing(a, rdv, phase);
+	ftl_rdv_phase phase = snap.phase;
+	describe_missing(a, &snap);
 	pthread_mutex_lock(&a->lock);
 	uint64_t lineage = t->status_lineage, steps = t->status.step;
 	if (phase != t->phase)
 		pthread_cond_broadcast(&a->changed);
 	t->phase = phase;
-	if (ftl_rdv_current(rdv)->lineage == t->view.lineage)
-		t->lineage_steps = ftl_rdv_steps(rdv);
-	snprintf(t->coordinator, sizeof(t->coordinator), "%s", ftl_rdv_coordinator(rdv));
+	if (snap.view->lineage == t->view.lineage)
+		t->lineage_steps = snap.lineage_steps;
+	snprintf(t->coordinator, sizeof(t->coordinator), "%s", snap.coordinator);
 	if (phase == FTL_RDV_NO_VIEW || phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		if (!t->below_min_since_us)
 			t->below_min_since_us = ftl_agent_now_us(a);

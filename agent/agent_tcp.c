@@ -163,7 +163,7 @@ static ftl_err prepare_state(pp_conn *c, bool is_join)
 {
 	uint8_t *frame;
 	size_t len;
-	if (ftl_swim_push_pull_encode(c->a->swim, is_join, &frame, &len) != 0)
+	if (ftl_node_push_pull_encode(c->a->node, is_join, &frame, &len) != FTL_OK)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "push-pull with %s: out of memory encoding our state", c->peer);
 	ftl_err err = prepare_frame(c, FTL_FRAME_PUSH_PULL, frame, len);
 	free(frame);
@@ -309,7 +309,7 @@ static bool on_frame(pp_conn *c, uint8_t kind, const uint8_t *body, size_t len)
 	size_t plain_len;
 	if (ftl_open_frame(c->a->keyring, body, len, &plain, &plain_len) != 0) {
 		if (kind == FTL_FRAME_PUSH_PULL)
-			ftl_swim_count_drop(c->a->swim, FTL_DROP_PUSH_PULL);
+			ftl_node_count_drop(c->a->node, FTL_DROP_PUSH_PULL);
 		drop(c, FTL_TCP_DROP_UNOPENED);
 		return false;
 	}

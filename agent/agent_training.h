@@ -12,8 +12,7 @@
 
 #include "ftl/execute.h"
 #include "metrics_text.h"
-#include "node/node.h"
-#include "rendezvous/rendezvous.h"
+#include "node/node.h" /* the view, its members and phases: the rendezvous's types, through the node */
 
 struct ftl_agent;
 
@@ -107,5 +106,11 @@ struct ftl_agent_training_ops {
 	/* ftl_agent_delete, after the loop thread stopped: frees a->train. */
 	void (*free)(struct ftl_agent *a);
 };
+
+/* agent_door.c: the view's own operations, for train/, which reads views through this door and never calls
+ * the rendezvous: a deep copy (FTL_ERR_SYSTEM when out of memory), its release, and a phase's name. */
+ftl_err ftl_agent_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
+void ftl_agent_view_clear(ftl_rdv_view *v);
+const char *ftl_agent_phase_name(ftl_rdv_phase phase);
 
 #endif

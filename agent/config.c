@@ -15,12 +15,10 @@
 #include <unistd.h>
 
 #include "addr.h"
-#include "membership/keyring.h"
 #include "base/diag.h"
 #include "base/sized.h"
 #include "env_read.h"
 #include "settings_store.h"
-#include "rendezvous/rendezvous.h"
 
 /* profile.h says why the member limit is four full views; membership cannot see the rendezvous' bound. */
 _Static_assert(FTL_SWIM_MAX_MEMBERS_DEFAULT == 4 * FTL_RDV_MAX_MEMBERS, "the member limit is four full views");

@@ -6,12 +6,10 @@
 #include <sys/socket.h>
 
 #include "ftl/agent.h"
-#include "membership/keyring.h"
 #include "base/diag.h"
 #include "ftl/ftl.h"
 #include "base/log.h"
-#include "membership/message.h"
-#include "membership/profile.h"
+#include "node/node.h" /* the membership and rendezvous settings the node is built from */
 
 typedef struct ftl_agent_settings {
 	struct sockaddr_storage bind;

@@ -15,12 +15,14 @@ void ftl_metrics_snapshot_take(ftl_agent *a, ftl_metrics_snapshot *out)
 	memset(out, 0, sizeof(*out));
 	snprintf(out->name, sizeof(out->name), "%s", a->cfg.name);
 	snprintf(out->cluster, sizeof(out->cluster), "%s", a->cfg.cluster);
+	ftl_node_snapshot snap;
+	ftl_node_read(a->node, &snap);
 	for (int s = 0; s < FTL_MEMBER_STATE_MAX; s++)
-		out->members[s] = ftl_swim_count(a->swim, (ftl_member_state)s);
-	out->swim = *ftl_swim_get_stats(a->swim);
+		out->members[s] = snap.count[s];
+	out->swim = *snap.stats;
 	out->keyring = *ftl_keyring_get_stats(a->keyring);
 	memcpy(out->events, a->events_seen, sizeof(out->events));
-	out->health = ftl_swim_health_score(a->swim);
+	out->health = snap.health;
 	out->tcp_timeouts = a->tcp_timeouts;
 	out->control_followers_dropped = ftl_control_followers_dropped(a->control);
 	memcpy(out->http_dropped, a->metrics_http_dropped, sizeof(out->http_dropped));

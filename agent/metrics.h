@@ -13,10 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "membership/keyring.h"
 #include "metrics_text.h"
-#include "rendezvous/rendezvous.h"
-#include "membership/swim.h"
+#include "node/node.h" /* membership's and the rendezvous's counters and phases, through the node */
 #include "channel/tcp_frame.h"
 
 /* Why the /metrics responder closed a connection before its request was complete (metrics_http.c). */

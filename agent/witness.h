@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "ftl/ftl.h"
-#include "membership/members.h"
+#include "node/node.h" /* the member table (ftl_node_snapshot.members) */
 
 #define FTL_WITNESS_WATCH 8 /* members one agent watches at most */
 

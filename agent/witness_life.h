@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "membership/message.h"
+#include "node/node.h" /* FTL_NAME_MAX */
 
 #define FTL_LIFE_DIR "/dev/shm"
 #define FTL_LIFE_PATH_MAX 96

@@ -115,8 +115,47 @@ bool ftl_node_next_frame(ftl_node *n, ftl_node_frame *out);
 void ftl_node_frame_free(ftl_node_frame *f);
 bool ftl_node_next_event(ftl_node *n, ftl_node_event *ev);
 
-/* ---- reading state (changes go through the inputs above) ---- */
-ftl_swim *ftl_node_swim(const ftl_node *n);          /* for reads and push-pull encoding */
+/* ---- what the shell observed and must be counted or answered (node_read.c) ---- */
+/* Input that did not open (a datagram or push-pull the channel could not open): counted by reason. */
+void ftl_node_count_drop(ftl_node *n, ftl_swim_drop why);
+/* Our side of a push-pull (swim.h): *frame is the caller's to free. */
+ftl_err ftl_node_push_pull_encode(ftl_node *n, bool is_join, uint8_t **frame, size_t *len);
+
+/* ---- reading state (changes go through the inputs above; node_read.c) ---- */
+/* What the node knows, for the shell's status, metrics and counts: read-only, valid until the next input. */
+typedef struct ftl_node_snapshot {
+	const char *name;                      /* our member name */
+	uint64_t generation, incarnation;      /* our life and its refutation counter */
+	uint32_t count[FTL_MEMBER_STATE_MAX];  /* members by state, us included */
+	int health;                            /* Lifeguard's local health score (0: healthy) */
+	const ftl_members *members;            /* the member table, us included */
+	const ftl_swim_stats *stats;           /* membership's counters */
+	const ftl_swim_config *config;         /* the timing in force */
+	int64_t suspicion_max_us;              /* the longest suspicion at today's size (alive + suspect) */
+	int64_t detection_bound_us;            /* the crash-detection bound at today's size (profile.h) */
+	bool is_leave_done;                    /* our graceful leave has been gossiped enough */
+	/* training only (else view is NULL): the rendezvous (rendezvous.h) */
+	const ftl_rdv_view *view;              /* the current view, maybe one we are not in */
+	int rank;                              /* ours in it; -1 when not in it */
+	ftl_rdv_phase phase;
+	uint64_t lineage_steps;                /* steps the view's lineage completed (ftl_rdv_steps) */
+	const char *coordinator;               /* who leads the next view ("" when unknown) */
+} ftl_node_snapshot;
+void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out);
+/* A member by name (any state), or NULL. */
+const ftl_member *ftl_node_member(const ftl_node *n, const char *name);
+/* Waiting for quorum: the members of the view that are gone (at most cap names) and the quorum's figures
+ * (rendezvous.h, ftl_rdv_missing); 0 when not training. */
+size_t ftl_node_missing(const ftl_node *n, const char **names, size_t cap, ftl_rdv_quorum *q);
+/* A view's value operations (rendezvous.h), for the shell's own copies: a deep copy (FTL_ERR_SYSTEM when out
+ * of memory) and its release. */
+ftl_err ftl_node_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src);
+void ftl_node_view_clear(ftl_rdv_view *v);
+extern const char *const *const ftl_node_phase_strs; /* ftl_rdv_phase_strs */
+/* Which keys the live members hold (swim.h, ftl_swim_key_census). */
+void ftl_node_key_census(ftl_node *n, ftl_key_census *out);
+/* The parts themselves, for tests and the simulator; the shell reads through the calls above. */
+ftl_swim *ftl_node_swim(const ftl_node *n);
 const ftl_rdv *ftl_node_rdv(const ftl_node *n);      /* NULL when not training */
 bool ftl_node_has_left(const ftl_node *n);
 /* The member named in the current view (by name: any generation), -1 when not in it or not training. */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "exec_machine.h" /* the view type (train/ names the rendezvous's, through it: issue 27) */
+#include "agent/agent_training.h" /* the view type, through the agent's door */
 
 /* w's members' keys by rank (malloc'd, at least one slot); NULL when out of memory. */
 uint64_t *ftl_comm_member_keys(const ftl_rdv_view *w);

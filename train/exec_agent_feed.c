@@ -29,12 +29,12 @@ static bool is_usable(ftl_agent *a, const ftl_abandoned_view *ab)
 }
 
 /* Under the lock; the view is copied only when it is not the one already in hand (a usable view has us in
- * it, so its members are never empty). FTL_ERR_SYSTEM (ftl_rdv_view_copy's reason) when out of memory. */
+ * it, so its members are never empty). FTL_ERR_SYSTEM (ftl_agent_view_copy's reason) when out of memory. */
 static ftl_err copy_view(const ftl_rdv_view *v, ftl_rdv_view *w)
 {
 	if (w->seq == v->seq && w->members)
 		return FTL_OK;
-	return ftl_rdv_view_copy(w, v);
+	return ftl_agent_view_copy(w, v);
 }
 
 /* Under the lock: the error when the wait has lasted too long (message in err), else FTL_OK; *deadline_us
@@ -64,7 +64,7 @@ static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadl
 			return ftl_diag_set(FTL_ERR_PEER_LOST,
 				 "ftl: the job cannot continue: %s for more than %lld ms (FTL_MIN_WORKERS=%u, "
 				 "FTL_BELOW_MIN_TIMEOUT_MS)",
-				 ftl_rdv_phase_strs[v->phase], (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
+				 ftl_agent_phase_name(v->phase), (long long)t->cfg.below_min_timeout_ms, t->cfg.min_workers);
 	}
 	if (now - waiting_since_us <= limit_us) {
 		int64_t at = waiting_since_us + limit_us + 1;
@@ -74,7 +74,7 @@ static ftl_err check_wait(ftl_agent *a, int64_t waiting_since_us, int64_t *deadl
 	return ftl_diag_set(FTL_ERR_PEER_LOST,
 		 "ftl: the job cannot continue: no usable view for more than %lld ms (phase %s, view %llu; "
 		 "FTL_BELOW_MIN_TIMEOUT_MS); check `ftlctl status` on the coordinator %s",
-		 (long long)t->cfg.below_min_timeout_ms, ftl_rdv_phase_strs[v->phase], (unsigned long long)v->view.epoch,
+		 (long long)t->cfg.below_min_timeout_ms, ftl_agent_phase_name(v->phase), (unsigned long long)v->view.epoch,
 		 v->coordinator[0] ? v->coordinator : "(none)");
 }
 

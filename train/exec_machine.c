@@ -102,7 +102,7 @@ void ftl_exec_set_checkpoints(ftl_exec *m, const ftl_exec_checkpoint_ops *ops, v
 
 void ftl_exec_destroy(ftl_exec *m)
 {
-	ftl_rdv_view_clear(&m->view);
+	ftl_agent_view_clear(&m->view);
 }
 
 static int64_t now_us(ftl_exec *m) { return m->feed->now_us(m->feed_ctx); }

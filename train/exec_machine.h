@@ -36,7 +36,7 @@
 
 #include "base/kept_error.h"
 #include "ftl/execute.h"
-#include "rendezvous/rendezvous.h"
+#include "agent/agent_training.h" /* the view type, through the agent's door */
 #include "state_registry.h"
 #include "state_sync.h"
 

@@ -14,7 +14,7 @@
 #include "ftl/execute.h"
 #include "agent/histogram.h"
 #include "agent/metrics_text.h"
-#include "rendezvous/rendezvous.h"
+#include "agent/agent_training.h"
 
 /* Why a view this worker adopted differs from the one before: a member died, left, joined, or the same
  * members took a new epoch (a communicator that failed without a membership change); the first view is

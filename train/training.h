@@ -11,7 +11,6 @@
 #include "checkpoint.h"
 #include "exec_machine.h"
 #include "ftl/execute.h"
-#include "rendezvous/rendezvous.h"
 #include "state_registry.h"
 #include "train_metrics.h"
 

@@ -1,11 +1,11 @@
 """The tree's dependency rule (../shared/DESIGN.md, "Layout"), checked on every #include of the C sources:
 a folder includes only the folders below it, and no folder includes another folder's *_internal.h; inside
-comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS). A new include that
-breaks the rule fails this test, naming the file, the header and the rule.
+comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS); and the agent and
+train/ call no membership or rendezvous function (ftl_swim_*, ftl_rdv_*): what they need of either is the
+node's to give (node/node.h), the view's vocabulary types included. A new include or call that breaks the
+rule fails this test, naming the file, the header or call, and the rule.
 
-The places that break the rule today are listed by name in KNOWN below, each with what removes it (issue 27,
-items 4 and 5: train/ naming the agent's types, not the rendezvous'; the agent a thin shell around node/):
-the list may only shrink, and an entry that no longer matches is itself an error, so a fix cannot leave a stale exception.
+No place is excepted (the last exceptions went with issue 27, items 4 to 6).
 
     python3 tests/layout/check_includes.py [ROOT]"""
 import pathlib
@@ -26,25 +26,6 @@ ALLOWED = {
     "ctl": {"base", "ftl"},
     "libftl": {"ftl"},
 }
-# (file, included header): breaks the rule today; to be removed, never added to
-KNOWN = {
-    # train/ names the rendezvous' types (the view, ranks) instead of the agent's API's (issue 27, item 4)
-    ("train/exec_machine.h", "rendezvous/rendezvous.h"),
-    ("train/train_metrics.h", "rendezvous/rendezvous.h"),
-    ("train/training.h", "rendezvous/rendezvous.h"),
-    # the agent calls membership and the rendezvous directly instead of through node/ (issue 27, item 5)
-    ("agent/agent_training.h", "rendezvous/rendezvous.h"),
-    ("agent/config.c", "membership/keyring.h"),
-    ("agent/config.c", "rendezvous/rendezvous.h"),
-    ("agent/config.h", "membership/keyring.h"),
-    ("agent/config.h", "membership/message.h"),
-    ("agent/config.h", "membership/profile.h"),
-    ("agent/metrics.h", "membership/keyring.h"),
-    ("agent/metrics.h", "membership/swim.h"),
-    ("agent/metrics.h", "rendezvous/rendezvous.h"),
-    ("agent/witness.h", "membership/members.h"),
-    ("agent/witness_life.h", "membership/message.h"),
-}
 # Inside comm/ (issue 27, item 6): each file's room, by name, and the rooms its includes may name. The core
 # (comm.h: the struct, failure, checks; async ordering; the reductions and the kinds built on the backends'
 # calls) names no transport; shared memory knows only the core; tcp chooses shared memory and lends it what
@@ -57,6 +38,14 @@ ROOM_ALLOWED = {"core": {"core"}, "shm": {"core", "shm"}, "tcp": {"core", "shm",
 def comm_room(name: str) -> str:
     return next((room for prefix, room in ROOMS.items() if name.startswith(prefix)), "core")
 
+
+# Folders that reach membership and the rendezvous only through the node, and the calls still theirs to make:
+# the timing profiles (membership/profile.h) are settings vocabulary the agent's configuration turns
+# FTL_PROFILE into, before any node exists.
+THROUGH_NODE = ("agent", "train")
+CALLS_ALLOWED = {"ftl_swim_profile_from_name", "ftl_swim_config_profile", "ftl_swim_config_check"}
+CALL = re.compile(r"\b(ftl_(?:swim|rdv)_[a-z0-9_]+)\s*\(")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = ("*.c", "*.h", "*.cu", "*.cpp")
@@ -100,20 +89,25 @@ def violations(root: pathlib.Path):
                         yield rel, header, why
 
 
+def call_violations(root: pathlib.Path):
+    for folder in THROUGH_NODE:
+        for source in sorted((root / folder).rglob("*.c")):
+            code = COMMENT.sub(" ", source.read_text(errors="replace"))
+            for name in sorted(set(CALL.findall(code)) - CALLS_ALLOWED):
+                yield (source.relative_to(root).as_posix(), f"{name}()",
+                       f"{folder}/ reaches membership and the rendezvous through the node only (train/ through the agent's door)")
+
+
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
-    found = set()
     failed = False
     for rel, header, why in violations(root):
-        found.add((rel, header))
-        if (rel, header) not in KNOWN:
-            print(f"{rel}: #include \"{header}\": {why} (../shared/DESIGN.md, Layout)")
-            failed = True
-    for rel, header in sorted(KNOWN - found):
-        print(f"tests/layout/check_includes.py: KNOWN lists {rel} including {header}, which it no longer "
-              f"does: remove the entry")
+        print(f"{rel}: #include \"{header}\": {why} (../shared/DESIGN.md, Layout)")
         failed = True
-    print(f"{len(found & KNOWN)} known exceptions, {'FAILED' if failed else 'no new ones'}")
+    for rel, call, why in call_violations(root):
+        print(f"{rel}: calls {call}: {why} (../shared/DESIGN.md, Layout)")
+        failed = True
+    print("FAILED" if failed else "the layout holds: no upward include or call")
     return 1 if failed else 0
 
 

@@ -1,0 +1,53 @@
+/* What the shell reads from the node and the few things it reports that are counts, not decisions: the
+ * agent builds its status, metrics and member counts from one snapshot instead of calling membership. */
+#include "node_internal.h"
+
+void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out)
+{
+	const ftl_swim *s = n->swim;
+	*out = (ftl_node_snapshot){
+		.name = ftl_swim_name(s),
+		.generation = ftl_swim_generation(s),
+		.incarnation = ftl_swim_incarnation(s),
+		.health = ftl_swim_health_score(s),
+		.members = ftl_swim_members(s),
+		.stats = ftl_swim_get_stats(s),
+		.config = ftl_swim_get_config(s),
+		.is_leave_done = ftl_swim_leave_done(s),
+	};
+	for (int state = 0; state < FTL_MEMBER_STATE_MAX; state++)
+		out->count[state] = ftl_swim_count(s, (ftl_member_state)state);
+	int live = (int)(out->count[FTL_MEMBER_ALIVE] + out->count[FTL_MEMBER_SUSPECT]);
+	out->suspicion_max_us = ftl_swim_suspicion_max_us(out->config, live);
+	out->detection_bound_us = ftl_swim_detection_bound_us(out->config, live);
+	out->rank = -1;
+	if (!n->rdv)
+		return;
+	out->view = ftl_rdv_current(n->rdv);
+	out->rank = ftl_rdv_rank(n->rdv);
+	out->phase = ftl_rdv_get_phase(n->rdv);
+	out->lineage_steps = ftl_rdv_steps(n->rdv);
+	out->coordinator = ftl_rdv_coordinator(n->rdv);
+}
+
+size_t ftl_node_missing(const ftl_node *n, const char **names, size_t cap, ftl_rdv_quorum *q)
+{
+	return n->rdv ? ftl_rdv_missing(n->rdv, names, cap, q) : 0;
+}
+
+ftl_err ftl_node_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src) { return ftl_rdv_view_copy(dst, src); }
+
+void ftl_node_view_clear(ftl_rdv_view *v) { ftl_rdv_view_clear(v); }
+
+const char *const *const ftl_node_phase_strs = ftl_rdv_phase_strs;
+
+const ftl_member *ftl_node_member(const ftl_node *n, const char *name) { return ftl_swim_find(n->swim, name); }
+
+void ftl_node_key_census(ftl_node *n, ftl_key_census *out) { ftl_swim_key_census(n->swim, out); }
+
+void ftl_node_count_drop(ftl_node *n, ftl_swim_drop why) { ftl_swim_count_drop(n->swim, why); }
+
+ftl_err ftl_node_push_pull_encode(ftl_node *n, bool is_join, uint8_t **frame, size_t *len)
+{
+	return ftl_swim_push_pull_encode(n->swim, is_join, frame, len);
+}
