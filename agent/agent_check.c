@@ -10,56 +10,27 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
 
 typedef struct check {
 	ftl_agent *a;
-	struct check *prev, *next; /* the agent's checks in flight, closed first when it stops */
-	uv_tcp_t tcp;
-	uv_timer_t timer;
+	ftl_agent_conn conn;    /* on a->checks while in flight, closed first when the agent stops */
 	uv_connect_t connect;
-	int open_handles;
-	bool is_done;
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
 	uint64_t generation;
 	int64_t started_us;
 } check;
 
-static void check_free(uv_handle_t *h)
-{
-	check *c = h->data;
-	if (--c->open_handles > 0)
-		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		c->a->checks = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	free(c);
-}
+static void check_free(ftl_agent_conn *conn) { free(ftl_agent_conn_owner(conn, check, conn)); }
 
-static void check_close(check *c)
-{
-	c->is_done = true;
-	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->timer, check_free);
-	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
-	uv_close((uv_handle_t *)&c->tcp, check_free);
-}
-
-void ftl_agent_check_close_all(ftl_agent *a)
-{
-	for (check *c = a->checks; c; c = c->next)
-		if (!c->is_done)
-			check_close(c);
-}
+void ftl_agent_check_close_all(ftl_agent *a) { ftl_agent_conn_close_all(&a->checks); }
 
 static void finish(check *c, ftl_swim_check_result result, int status)
 {
-	if (c->is_done)
+	if (c->conn.is_closing)
 		return;
 	ftl_agent *a = c->a;
 	ftl_log(&a->set.log, result == FTL_CHECK_REFUSED ? FTL_LOG_INFO : FTL_LOG_DEBUG, "membership",
@@ -67,7 +38,7 @@ static void finish(check *c, ftl_swim_check_result result, int status)
 		FTL_F_STR("member", c->name), FTL_F_STR("addr", c->addr),
 		FTL_F_STR("result", ftl_swim_check_result_strs[result]),
 		FTL_F_DOUBLE("took_ms", (double)(ftl_agent_now_us(a) - c->started_us) / 1000.0));
-	check_close(c);
+	ftl_agent_conn_close(&c->conn);
 	ftl_node_check_done(a->node, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
 	ftl_agent_flush(a);
 }
@@ -95,24 +66,18 @@ void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out)
 	if (!c)
 		return;
 	c->a = a;
-	c->next = a->checks;
-	if (a->checks)
-		((check *)a->checks)->prev = c;
-	a->checks = c;
 	snprintf(c->name, sizeof(c->name), "%s", out->to_name);
 	snprintf(c->addr, sizeof(c->addr), "%s", out->to_addr);
 	c->generation = out->generation;
 	c->started_us = ftl_agent_now_us(a);
-	uv_tcp_init(&a->loop, &c->tcp);
-	uv_timer_init(&a->loop, &c->timer);
-	c->tcp.data = c->timer.data = c->connect.data = c;
-	c->open_handles = 2;
+	ftl_agent_conn_init(&c->conn, &a->loop, &a->checks, c, check_free);
+	c->connect.data = c;
 	uint64_t timeout_ms = (uint64_t)((out->timeout_us + 999) / 1000);
-	uv_timer_start(&c->timer, on_timeout, timeout_ms ? timeout_ms : 1, 0);
+	uv_timer_start(&c->conn.timer, on_timeout, timeout_ms ? timeout_ms : 1, 0);
 	/* Failing at once is never a refusal (that needs the peer's answer); the core lets the check expire.
 	 * Reporting here would re-enter ftl_agent_flush, which called us. */
-	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)&to, on_connect) != 0)
-		check_close(c);
+	if (uv_tcp_connect(&c->connect, &c->conn.tcp, (const struct sockaddr *)&to, on_connect) != 0)
+		ftl_agent_conn_close(&c->conn);
 	else
-		ftl_agent_fork_track((uv_handle_t *)&c->tcp);
+		ftl_agent_fork_track((uv_handle_t *)&c->conn.tcp);
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "control.h"
 #include "base/deadline.h"
+#include "base/list.h"
 #include "node/node.h"
 #include "admission.h"
 #include "agent_training.h"
@@ -44,8 +45,8 @@ struct ftl_agent {
 	uint64_t tcp_timeouts;           /* loop thread: push-pull connections that timed out (status counter) */
 	uint64_t tcp_timeouts_logged;    /* how many of them the last WARN line had counted */
 	uint64_t tcp_timeout_logged_ms;  /* uv_now of that line: at most one per TCP_TIMEOUT_LOG_EVERY_MS */
-	void *conns;              /* open TCP exchanges (agent_tcp.c) */
-	void *peers;              /* persistent rendezvous connections, most recently used first (agent_peers.c) */
+	ftl_list conns;           /* open TCP exchanges (agent_tcp.c) */
+	ftl_list peers;           /* persistent rendezvous connections, most recently used first (agent_peers.c) */
 	uint64_t peer_frames_dropped;    /* loop thread: rendezvous frames not sent (a peer's queue was full) */
 	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
 	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
@@ -55,7 +56,7 @@ struct ftl_agent {
 	bool is_accept_waiting;          /* loop thread: libuv holds a connection we accept at the next turn */
 	size_t tcp_strangers_buffered;   /* ... and the bytes they hold for input (<= FTL_TCP_UNAUTH_BUFFERED_MAX) */
 	uint64_t tcp_dropped[FTL_TCP_DROP_MAX]; /* inbound input dropped, by reason (status counter) */
-	void *checks;             /* proof-of-death connects in flight (agent_check.c) */
+	ftl_list checks;          /* proof-of-death connects in flight (agent_check.c) */
 	struct ftl_witness *witness;     /* local members' life locks (witness.h), or NULL where none can be */
 	ftl_control_client *leave_clients[8]; /* `ftlctl leave` requests waiting for their reply */
 	int n_leave_clients;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
 #include "channel/seal.h"
@@ -30,15 +31,12 @@
 
 typedef struct peer_conn {
 	ftl_agent *a;
-	struct peer_conn *next;        /* the agent's connections (a->peers), most recently used first */
+	ftl_agent_conn conn;           /* on a->peers while open, most recently used first; its timer is the
+	                                * connect timeout, then the idle timeout */
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
-	uv_tcp_t tcp;
-	uv_timer_t timer;              /* connect timeout, then idle timeout */
 	uv_connect_t connect;
 	bool is_connected;
-	bool is_closing;
-	int open_handles;
 	uint8_t read_buf[64];          /* nothing is expected: a read only tells us the other side went away */
 } peer_conn;
 
@@ -49,34 +47,11 @@ typedef struct frame_write {
 	uint8_t *data;
 } frame_write;
 
-static void unlink_peer(peer_conn *p)
-{
-	for (peer_conn **at = (peer_conn **)&p->a->peers; *at; at = &(*at)->next) {
-		if (*at == p) {
-			*at = p->next;
-			return;
-		}
-	}
-}
+#define peer_of(l) ftl_list_owner(l, peer_conn, conn.link)
 
-static void peer_free(uv_handle_t *h)
-{
-	peer_conn *p = h->data;
-	if (--p->open_handles == 0)
-		free(p);
-}
+static void peer_free(ftl_agent_conn *conn) { free(ftl_agent_conn_owner(conn, peer_conn, conn)); }
 
-static void peer_close(peer_conn *p)
-{
-	if (p->is_closing)
-		return;
-	p->is_closing = true;
-	unlink_peer(p);
-	uv_timer_stop(&p->timer);
-	uv_close((uv_handle_t *)&p->timer, peer_free);
-	ftl_agent_fork_untrack((uv_handle_t *)&p->tcp);
-	uv_close((uv_handle_t *)&p->tcp, peer_free);
-}
+static void peer_close(peer_conn *p) { ftl_agent_conn_close(&p->conn); }
 
 static void on_timer(uv_timer_t *t)
 {
@@ -110,11 +85,11 @@ static void on_connect(uv_connect_t *req, int status)
 		peer_close(p);
 		return;
 	}
-	if (p->is_closing)
+	if (p->conn.is_closing)
 		return;
 	p->is_connected = true;
-	uv_timer_start(&p->timer, on_timer, FTL_PEER_IDLE_MS, 0);
-	if (uv_read_start((uv_stream_t *)&p->tcp, on_read_alloc, on_read) != 0)
+	uv_timer_start(&p->conn.timer, on_timer, FTL_PEER_IDLE_MS, 0);
+	if (uv_read_start((uv_stream_t *)&p->conn.tcp, on_read_alloc, on_read) != 0)
 		peer_close(p);
 }
 
@@ -130,11 +105,11 @@ static void on_written(uv_write_t *req, int status)
 static void close_least_recent(ftl_agent *a)
 {
 	int n = 0;
-	peer_conn *last = NULL;
-	for (peer_conn *p = a->peers; p; p = p->next, n++)
-		last = p;
+	ftl_list_link *last = NULL;
+	for (ftl_list_link *l = a->peers.first; l; l = l->next, n++)
+		last = l;
 	if (n >= FTL_PEER_CONNS_MAX && last)
-		peer_close(last);
+		peer_close(peer_of(last));
 }
 
 static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
@@ -150,38 +125,33 @@ static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
 	p->a = a;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
-	uv_tcp_init(&a->loop, &p->tcp);
-	uv_timer_init(&a->loop, &p->timer);
-	p->tcp.data = p->timer.data = p->connect.data = p;
-	p->open_handles = 2;
-	p->next = a->peers;
-	a->peers = p;
-	uv_tcp_nodelay(&p->tcp, 1);
-	uv_timer_start(&p->timer, on_timer, FTL_TCP_TIMEOUT_MS, 0);
-	if (uv_tcp_connect(&p->connect, &p->tcp, (const struct sockaddr *)&to, on_connect) != 0) {
+	ftl_agent_conn_init(&p->conn, &a->loop, &a->peers, p, peer_free);
+	p->connect.data = p;
+	uv_tcp_nodelay(&p->conn.tcp, 1);
+	uv_timer_start(&p->conn.timer, on_timer, FTL_TCP_TIMEOUT_MS, 0);
+	if (uv_tcp_connect(&p->connect, &p->conn.tcp, (const struct sockaddr *)&to, on_connect) != 0) {
 		peer_close(p);
 		return NULL;
 	}
-	ftl_agent_fork_track((uv_handle_t *)&p->tcp);
+	ftl_agent_fork_track((uv_handle_t *)&p->conn.tcp);
 	return p;
 }
 
 static peer_conn *find(ftl_agent *a, const char *name)
 {
-	for (peer_conn *p = a->peers; p; p = p->next)
-		if (strcmp(p->name, name) == 0)
-			return p;
+	for (ftl_list_link *l = a->peers.first; l; l = l->next)
+		if (strcmp(peer_of(l)->name, name) == 0)
+			return peer_of(l);
 	return NULL;
 }
 
 /* p moves to the front of the list: the list is in order of use. */
 static void touch(peer_conn *p)
 {
-	unlink_peer(p);
-	p->next = p->a->peers;
-	p->a->peers = p;
+	ftl_list_unlink(&p->a->peers, &p->conn.link);
+	ftl_list_push_front(&p->a->peers, &p->conn.link);
 	if (p->is_connected)
-		uv_timer_start(&p->timer, on_timer, FTL_PEER_IDLE_MS, 0);
+		uv_timer_start(&p->conn.timer, on_timer, FTL_PEER_IDLE_MS, 0);
 }
 
 void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len)
@@ -197,7 +167,7 @@ void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, s
 	if (!p && !(p = dial(a, name, m->addr)))
 		return;
 	touch(p);
-	if (uv_stream_get_write_queue_size((uv_stream_t *)&p->tcp) > FTL_PEER_QUEUED_MAX) {
+	if (uv_stream_get_write_queue_size((uv_stream_t *)&p->conn.tcp) > FTL_PEER_QUEUED_MAX) {
 		a->peer_frames_dropped++;
 		return;
 	}
@@ -209,7 +179,7 @@ void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, s
 	w->p = p;
 	w->req.data = w;
 	uv_buf_t buf = uv_buf_init((char *)w->data, (unsigned)w->len);
-	if (uv_write(&w->req, (uv_stream_t *)&p->tcp, &buf, 1, on_written) != 0) {
+	if (uv_write(&w->req, (uv_stream_t *)&p->conn.tcp, &buf, 1, on_written) != 0) {
 		free(w->data);
 		free(w);
 		peer_close(p);
@@ -227,6 +197,5 @@ void ftl_agent_peer_forget(ftl_agent *a, const char *name)
 
 void ftl_agent_peers_close_all(ftl_agent *a)
 {
-	while (a->peers)
-		peer_close(a->peers);
+	ftl_agent_conn_close_all(&a->peers);
 }

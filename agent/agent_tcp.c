@@ -23,22 +23,19 @@
 #include <string.h>
 
 #include "addr.h"
+#include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
 #include "channel/seal.h"
 
 typedef struct pp_conn {
 	ftl_agent *a;
-	struct pp_conn *prev, *next; /* the agent's open connections, closed first when it stops */
-	uv_tcp_t tcp;
-	uv_timer_t timer;
+	ftl_agent_conn conn;   /* on a->conns while open, closed first when the agent stops */
 	uv_connect_t connect;
 	uv_write_t write;
 	bool is_initiator;
 	bool is_one_way;       /* a rendezvous message: close once written */
 	bool is_join;
-	bool is_done;
-	int open_handles;
 	char peer[FTL_ADDR_MAX];
 	uint8_t *out;          /* what we send: length + frame */
 	size_t out_len;
@@ -61,17 +58,9 @@ static void leave_strangers(pp_conn *c)
 	c->a->tcp_strangers_buffered -= c->in_cap;
 }
 
-static void conn_free(uv_handle_t *h)
+static void conn_free(ftl_agent_conn *conn)
 {
-	pp_conn *c = h->data;
-	if (--c->open_handles > 0)
-		return;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		c->a->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	pp_conn *c = ftl_agent_conn_owner(conn, pp_conn, conn);
 	c->a->tcp_buffered -= c->in_cap;
 	free(c->out);
 	free(c->in);
@@ -80,14 +69,8 @@ static void conn_free(uv_handle_t *h)
 
 static void conn_close(pp_conn *c)
 {
-	if (c->is_done)
-		return;
-	c->is_done = true;
 	leave_strangers(c);
-	uv_timer_stop(&c->timer);
-	uv_close((uv_handle_t *)&c->timer, conn_free);
-	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
-	uv_close((uv_handle_t *)&c->tcp, conn_free);
+	ftl_agent_conn_close(&c->conn);
 }
 
 /* Anyone can open TCP connections to the gossip port and send nothing: every one times out. They are
@@ -131,7 +114,7 @@ static void set_authed(pp_conn *c)
 	if (!c->stranger.is_queued)
 		return;
 	leave_strangers(c);
-	uv_timer_start(&c->timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
+	uv_timer_start(&c->conn.timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
 }
 
 static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
@@ -141,16 +124,9 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 		return NULL;
 	c->a = a;
 	c->is_initiator = is_initiator;
-	c->next = a->conns;
-	if (a->conns)
-		((pp_conn *)a->conns)->prev = c;
-	a->conns = c;
-	uv_tcp_init(&a->loop, &c->tcp);
-	uv_timer_init(&a->loop, &c->timer);
-	c->tcp.data = c->timer.data = c;
-	c->open_handles = 2;
+	ftl_agent_conn_init(&c->conn, &a->loop, &a->conns, c, conn_free);
 	c->in_need = FTL_TCP_PREFIX + FTL_TCP_UNAUTH_MAX;
-	uv_timer_start(&c->timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
+	uv_timer_start(&c->conn.timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
 	return c;
 }
 
@@ -183,7 +159,7 @@ static void send_state(pp_conn *c)
 {
 	uv_buf_t buf = uv_buf_init((char *)c->out, (unsigned)c->out_len);
 	c->write.data = c;
-	if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
+	if (uv_write(&c->write, (uv_stream_t *)&c->conn.tcp, &buf, 1, on_written) != 0)
 		conn_close(c);
 }
 
@@ -226,7 +202,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 	pp_conn *c = h->data;
 	ftl_agent *a = c->a;
 	*buf = uv_buf_init(NULL, 0); /* libuv then reports UV_ENOBUFS: the read callback closes */
-	if (c->is_done)
+	if (c->conn.is_closing)
 		return;
 	if (c->in_len == c->in_cap) {
 		size_t cap = c->in_cap ? c->in_cap * 2 : TCP_FIRST_BUFFER;
@@ -291,7 +267,7 @@ static void next_frame(pp_conn *c, size_t used)
 	memset(&c->reader, 0, sizeof(c->reader));
 	c->in_need = FTL_TCP_PREFIX + FTL_TCP_UNAUTH_MAX;
 	c->is_stream = true;
-	uv_timer_start(&c->timer, on_timeout, FTL_PEER_STREAM_IDLE_MS, 0);
+	uv_timer_start(&c->conn.timer, on_timeout, FTL_PEER_STREAM_IDLE_MS, 0);
 }
 
 /* One whole frame: false when the connection reads no more (a push-pull, or dropped). */
@@ -315,19 +291,19 @@ static bool on_frame(pp_conn *c, uint8_t kind, const uint8_t *body, size_t len)
 	}
 	set_authed(c);
 	if (kind == FTL_FRAME_PUSH_PULL) {
-		uv_read_stop((uv_stream_t *)&c->tcp);
+		uv_read_stop((uv_stream_t *)&c->conn.tcp);
 		on_push_pull(c, plain, plain_len);
 	} else {
 		ftl_agent_rdv_receive(c->a, plain, plain_len);
 	}
 	free(plain);
-	return kind == FTL_FRAME_RENDEZVOUS && !c->is_done;
+	return kind == FTL_FRAME_RENDEZVOUS && !c->conn.is_closing;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	pp_conn *c = s->data;
-	if (n < 0 || c->is_done) {
+	if (n < 0 || c->conn.is_closing) {
 		conn_close(c);
 		return;
 	}
@@ -363,8 +339,8 @@ static void admit(pp_conn *c, const struct sockaddr *peer)
 	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &a->tcp_stranger_limits, a->loop_turns)))
 		drop(conn_of(victim), FTL_TCP_DROP_TOO_MANY);
 	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer, a->loop_turns);
-	uv_timer_start(&c->timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	uv_timer_start(&c->conn.timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
+	uv_read_start((uv_stream_t *)&c->conn.tcp, on_alloc, on_read);
 }
 
 static void accept_one(ftl_agent *a)
@@ -372,14 +348,14 @@ static void accept_one(ftl_agent *a)
 	pp_conn *c = conn_new(a, false);
 	if (!c)
 		return;
-	if (uv_accept((uv_stream_t *)&a->tcp, (uv_stream_t *)&c->tcp) != 0) {
+	if (uv_accept((uv_stream_t *)&a->tcp, (uv_stream_t *)&c->conn.tcp) != 0) {
 		conn_close(c);
 		return;
 	}
-	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
+	ftl_agent_fork_track((uv_handle_t *)&c->conn.tcp);
 	struct sockaddr_storage peer;
 	int plen = sizeof(peer);
-	bool is_known = uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0;
+	bool is_known = uv_tcp_getpeername(&c->conn.tcp, (struct sockaddr *)&peer, &plen) == 0;
 	if (is_known)
 		ftl_addr_format((struct sockaddr *)&peer, c->peer, sizeof(c->peer));
 	admit(c, is_known ? (struct sockaddr *)&peer : NULL);
@@ -404,8 +380,8 @@ static void on_connection(uv_stream_t *server, int status)
 
 void ftl_agent_tcp_close_all(ftl_agent *a)
 {
-	for (pp_conn *c = a->conns; c; c = c->next)
-		conn_close(c);
+	while (a->conns.first)
+		conn_close(ftl_list_owner(a->conns.first, pp_conn, conn.link));
 }
 
 /* Before each poll for I/O: one more turn, and a connection that waited for one is accepted now if it may. */
@@ -452,16 +428,16 @@ static void on_connect(uv_connect_t *req, int status)
 	}
 	send_state(c);
 	if (!c->is_one_way)
-		uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+		uv_read_start((uv_stream_t *)&c->conn.tcp, on_alloc, on_read);
 }
 
 static void dial(pp_conn *c, const struct sockaddr_storage *to)
 {
 	c->connect.data = c;
-	if (uv_tcp_connect(&c->connect, &c->tcp, (const struct sockaddr *)to, on_connect) != 0)
+	if (uv_tcp_connect(&c->connect, &c->conn.tcp, (const struct sockaddr *)to, on_connect) != 0)
 		conn_close(c);
 	else
-		ftl_agent_fork_track((uv_handle_t *)&c->tcp);
+		ftl_agent_fork_track((uv_handle_t *)&c->conn.tcp);
 }
 
 /* An outgoing exchange with addr, or NULL when addr is not a numeric ip:port (or out of memory). */

@@ -29,6 +29,7 @@
  * only if it is still the one this server bound. */
 #include "control.h"
 #include "control_follower.h"
+#include "base/list.h"
 #include "base/run_dir.h"
 #include "agent_fork.h"
 
@@ -56,7 +57,7 @@ typedef struct line_write {
 struct ftl_control_client {
 	uv_pipe_t pipe;
 	ftl_control *control;
-	ftl_control_client *prev, *next; /* in control->clients until freed */
+	ftl_list_link in_control;        /* on control->clients until freed */
 	char *in;                        /* bytes read that are not yet a complete line */
 	size_t in_len, in_cap;           /* in_cap never exceeds FTL_CONTROL_MAX_LINE + 1 */
 	bool is_stream;                  /* follows events once its reply has been sent */
@@ -75,7 +76,7 @@ struct ftl_control {
 	uv_pipe_t server;
 	ftl_control_handler handler;
 	void *ctx;
-	ftl_control_client *clients;
+	ftl_list clients;
 	uint64_t followers_dropped; /* followers dropped for falling FTL_CONTROL_FOLLOWER_BACKLOG events behind */
 	unsigned open_handles; /* server plus unclosed clients; the struct is freed at 0 once closing */
 	bool is_closing;
@@ -85,6 +86,8 @@ struct ftl_control {
 };
 
 static void client_continue(ftl_control_client *client);
+
+#define client_of(link) ftl_list_owner(link, ftl_control_client, in_control)
 
 /* ---- lifetime ---- */
 
@@ -96,13 +99,7 @@ static void control_maybe_free(ftl_control *c)
 
 static void client_free(ftl_control_client *client)
 {
-	ftl_control *c = client->control;
-	if (client->prev != NULL)
-		client->prev->next = client->next;
-	else
-		c->clients = client->next;
-	if (client->next != NULL)
-		client->next->prev = client->prev;
+	ftl_list_unlink(&client->control->clients, &client->in_control);
 	ftl_follower_free(client->follower);
 	free(client->in);
 	free(client);
@@ -391,10 +388,7 @@ static void connection_cb(uv_stream_t *server, int status)
 	client->control = c;
 	uv_pipe_init(c->loop, &client->pipe, 0);
 	client->pipe.data = client;
-	client->next = c->clients;
-	if (c->clients != NULL)
-		c->clients->prev = client;
-	c->clients = client;
+	ftl_list_push_front(&c->clients, &client->in_control);
 	c->open_handles++;
 	if (uv_accept(server, (uv_stream_t *)&client->pipe) != 0 ||
 	    uv_read_start((uv_stream_t *)&client->pipe, alloc_cb, read_cb) != 0)
@@ -612,12 +606,13 @@ static void follower_write_cb(uv_write_t *req, int status)
 void ftl_control_publish(ftl_control *c, const json_t *event)
 {
 	shared_line *line;
-	if (c->clients == NULL)
+	if (c->clients.first == NULL)
 		return;
 	line = line_from_json(event);
 	if (line == NULL)
 		return;
-	for (ftl_control_client *client = c->clients; client != NULL; client = client->next) {
+	for (ftl_list_link *l = c->clients.first; l != NULL; l = l->next) {
+		ftl_control_client *client = client_of(l);
 		if (!client->is_stream || client->is_closing)
 			continue;
 		ftl_follower_push push = ftl_follower_add(client->follower, line);
@@ -633,15 +628,16 @@ uint64_t ftl_control_followers_dropped(const ftl_control *c) { return c ? c->fol
 
 void ftl_control_close(ftl_control *c)
 {
-	ftl_control_client *client, *next;
+	ftl_list_link *l, *next;
 	if (c == NULL || c->is_closing)
 		return;
 	c->is_closing = true;
 	unlink_own_socket(c);
 	ftl_agent_fork_untrack((uv_handle_t *)&c->server);
 	uv_close((uv_handle_t *)&c->server, server_close_cb);
-	for (client = c->clients; client != NULL; client = next) {
-		next = client->next;
+	for (l = c->clients.first; l != NULL; l = next) {
+		ftl_control_client *client = client_of(l);
+		next = l->next;
 		if (client->is_closed)
 			client_free(client); /* gone already, kept only for a late reply that will not come */
 		else

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 
 #include "addr.h"
+#include "agent_conn.h"
 #include "agent_fork.h"
 #include "agent_internal.h"
 #include "base/log.h"
@@ -50,14 +51,11 @@ const char *const ftl_http_drop_strs[FTL_HTTP_DROP_MAX] = {"evicted", "timeout"}
 
 typedef struct http_conn {
 	ftl_admit_entry queued;          /* in srv->reading until the reply, then in srv->lingering */
-	uv_tcp_t tcp;
-	uv_timer_t timer;                /* request deadline, then the linger after the reply */
+	ftl_agent_conn conn;             /* its timer: the request deadline, then the linger after the reply */
 	uv_write_t write;
 	uv_shutdown_t shutdown;
 	struct ftl_metrics_http *srv;
-	int open_handles;                /* freed when both handles have closed */
 	bool is_replied;                 /* from then on, input is discarded */
-	bool is_closing;
 	char *reply;
 	size_t len;
 	char req[REQUEST_MAX];           /* the request head; after the reply, input to discard */
@@ -76,24 +74,17 @@ typedef struct ftl_metrics_http {
 
 /* ---- closing ---- */
 
-static void on_conn_closed(uv_handle_t *h)
+static void conn_free(ftl_agent_conn *conn)
 {
-	http_conn *c = h->data;
-	if (--c->open_handles > 0)
-		return;
+	http_conn *c = ftl_agent_conn_owner(conn, http_conn, conn);
 	free(c->reply);
 	free(c);
 }
 
 static void conn_close(http_conn *c)
 {
-	if (c->is_closing)
-		return;
-	c->is_closing = true;
 	ftl_admit_remove(c->is_replied ? &c->srv->lingering : &c->srv->reading, &c->queued);
-	uv_close((uv_handle_t *)&c->timer, on_conn_closed);
-	ftl_agent_fork_untrack((uv_handle_t *)&c->tcp);
-	uv_close((uv_handle_t *)&c->tcp, on_conn_closed);
+	ftl_agent_conn_close(&c->conn);
 }
 
 /* c goes before its request was complete. */
@@ -119,15 +110,15 @@ static void on_shutdown(uv_shutdown_t *req, int status) {}
 static void on_written(uv_write_t *req, int status)
 {
 	http_conn *c = req->data;
-	if (status != 0 || c->is_closing) {
+	if (status != 0 || c->conn.is_closing) {
 		conn_close(c);
 		return;
 	}
 	c->shutdown.data = c;
-	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->tcp, on_shutdown) != 0)
+	if (uv_shutdown(&c->shutdown, (uv_stream_t *)&c->conn.tcp, on_shutdown) != 0)
 		conn_close(c);
 	else
-		uv_timer_start(&c->timer, on_timeout, LINGER_MS, 0);
+		uv_timer_start(&c->conn.timer, on_timeout, LINGER_MS, 0);
 }
 
 /* c moves from the readers to the lingering, where the oldest over MAX_LINGERING goes. */
@@ -157,7 +148,7 @@ static void reply(http_conn *c, const char *status, const char *extra_headers, c
 	memcpy(c->reply + head, body, body_len);
 	uv_buf_t buf = uv_buf_init(c->reply, (unsigned)((size_t)head + body_len));
 	c->write.data = c;
-	if (uv_write(&c->write, (uv_stream_t *)&c->tcp, &buf, 1, on_written) != 0)
+	if (uv_write(&c->write, (uv_stream_t *)&c->conn.tcp, &buf, 1, on_written) != 0)
 		conn_close(c);
 }
 
@@ -248,7 +239,7 @@ static void admit(http_conn *c)
 	struct sockaddr_storage peer;
 	int len = sizeof(peer);
 	const struct sockaddr *from = NULL;
-	if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &len) == 0)
+	if (uv_tcp_getpeername(&c->conn.tcp, (struct sockaddr *)&peer, &len) == 0)
 		from = (const struct sockaddr *)&peer;
 	ftl_admit_entry *slowest;
 	while ((slowest = ftl_admit_victim(&srv->reading, from, &srv->reading_limits, turn)))
@@ -262,18 +253,15 @@ static void accept_one(ftl_metrics_http *srv)
 	if (!c)
 		return;
 	c->srv = srv;
-	uv_tcp_init(srv->listener.loop, &c->tcp);
-	uv_timer_init(srv->listener.loop, &c->timer);
-	c->tcp.data = c->timer.data = c;
-	c->open_handles = 2;
-	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->tcp) != 0) {
+	ftl_agent_conn_init(&c->conn, srv->listener.loop, NULL, c, conn_free);
+	if (uv_accept((uv_stream_t *)&srv->listener, (uv_stream_t *)&c->conn.tcp) != 0) {
 		conn_close(c);
 		return;
 	}
 	admit(c);
-	ftl_agent_fork_track((uv_handle_t *)&c->tcp);
-	uv_timer_start(&c->timer, on_timeout, HEAD_TIMEOUT_MS, 0);
-	if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) != 0)
+	ftl_agent_fork_track((uv_handle_t *)&c->conn.tcp);
+	uv_timer_start(&c->conn.timer, on_timeout, HEAD_TIMEOUT_MS, 0);
+	if (uv_read_start((uv_stream_t *)&c->conn.tcp, on_alloc, on_read) != 0)
 		conn_close(c);
 }
 

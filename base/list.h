@@ -1,0 +1,43 @@
+/* An intrusive doubly-linked list: the link sits inside its owner's struct (ftl_list_owner finds the owner
+ * again), an owner joins at the front and leaves from anywhere in O(1), and nothing is allocated. The
+ * agent keeps its connections, checks, peers and control clients on such lists, so that stopping can close
+ * every one; each leaves its list when its last libuv handle has closed. */
+#ifndef FTL_BASE_LIST_H
+#define FTL_BASE_LIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct ftl_list_link {
+	struct ftl_list_link *prev, *next;
+} ftl_list_link;
+
+typedef struct ftl_list {
+	ftl_list_link *first;
+} ftl_list;
+
+/* The owner (of type `type`) whose ftl_list_link member `field` is link. */
+#define ftl_list_owner(link, type, field) ((type *)((char *)(link) - offsetof(type, field)))
+
+static inline void ftl_list_push_front(ftl_list *l, ftl_list_link *link)
+{
+	link->prev = NULL;
+	link->next = l->first;
+	if (l->first)
+		l->first->prev = link;
+	l->first = link;
+}
+
+/* link leaves l; it must be on it. */
+static inline void ftl_list_unlink(ftl_list *l, ftl_list_link *link)
+{
+	if (link->prev)
+		link->prev->next = link->next;
+	else
+		l->first = link->next;
+	if (link->next)
+		link->next->prev = link->prev;
+	link->prev = link->next = NULL;
+}
+
+#endif
