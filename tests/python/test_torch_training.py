@@ -14,6 +14,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+sys.path.insert(0, os.path.join(HERE, "..", "train"))
 import test_compression  # noqa: E402
 import test_training as base  # noqa: E402
 from workers import TrainingJob  # noqa: E402

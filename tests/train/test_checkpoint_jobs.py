@@ -2,7 +2,7 @@
 Real ftl-train-example workers with FTL_CHECKPOINT_DIR, judged from their JSON lines, their logs and the
 checkpoint files themselves (read here independently of the C code, from the layout in train/checkpoint.h).
 Same runner as test_training.py (its helpers, its time limit, its seed printing):
-    python3 test_checkpoint.py --train PATH --ctl PATH [--limit S] SCENARIO"""
+    python3 test_checkpoint_jobs.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
 import ctypes
 import glob
@@ -17,8 +17,9 @@ import subprocess
 import sys
 import tempfile
 
-import test_training as tt
-from workers import digest_problems, final_groups
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))  # the job harness
+import test_training as tt  # noqa: E402
+from workers import digest_problems, final_groups  # noqa: E402
 
 class XXH128(ctypes.Structure):
     _fields_ = [("low64", ctypes.c_uint64), ("high64", ctypes.c_uint64)]

@@ -4,9 +4,11 @@ handful of connections while it sends many more frames; before persistent connec
 its own connection. Under test_training.py's harness (hard limit, logs on failure):
     python3 test_channel.py --train PATH --ctl PATH [--limit S] SCENARIO"""
 
+import os
 import sys
 
-import test_training as tt
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))  # the job harness
+import test_training as tt  # noqa: E402
 
 
 def scenario_rendezvous_reuses_one_connection_per_peer(train, ctl):

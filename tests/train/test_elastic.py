@@ -3,12 +3,14 @@ batch, and reproducible mode, through kill -9, joins and graceful leaves. One sc
     python3 test_elastic.py --train PATH --ctl PATH [--limit S] SCENARIO
 Judged from the workers' JSON lines, like test_training.py, whose helpers it uses."""
 
+import os
 import signal
 import sys
 
-import test_training
-from test_training import check_every_step, finish, main_of, new_job, start_job
-from workers import loss_by_samples
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))  # the job harness
+import test_training  # noqa: E402
+from test_training import check_every_step, finish, main_of, new_job, start_job  # noqa: E402
+from workers import loss_by_samples  # noqa: E402
 
 # Reproducible mode: 64 samples per step in 8 micro-shards of 8, summed exactly.
 REPRODUCIBLE = dict(FTL_GLOBAL_BATCH=64, FTL_MAX_BATCH_PER_RANK=8, FTL_REPRODUCIBLE=1, FTL_STEP_SLEEP_MS=20)

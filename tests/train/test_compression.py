@@ -31,10 +31,12 @@ accumulate, and its mean per-step loss gap must be smaller than bf16's without i
 0.0059 % with the C example, 0.154 % against 0.176 % with the PyTorch one).
 """
 
+import os
 import sys
 
-import test_training as tt
-from workers import loss_by_samples
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))  # the job harness
+import test_training as tt  # noqa: E402
+from workers import loss_by_samples  # noqa: E402
 
 STEPS = 200
 BIN = 20
