@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "base/list.h" /* ftl_owner_of: the connection an entry sits in */
+
 typedef struct ftl_admit_entry {
 	struct ftl_admit_entry *older, *newer;
 	uint8_t source[16]; /* the peer's IP address (IPv4 as v4-mapped IPv6), port left out */
@@ -48,8 +50,6 @@ typedef struct ftl_admit_limits {
  * peers along with the rest (libuv then closes every connection waiting), so the caps must bind first. */
 ftl_admit_limits ftl_admit_limits_fitted(size_t total, size_t per_source, size_t backlog, size_t share);
 
-/* The connection (of type `type`) whose ftl_admit_entry member `field` is entry. */
-#define ftl_admit_owner(entry, type, field) ((type *)((char *)(entry) - offsetof(type, field)))
 
 /* e joins as the newest, in loop turn `turn`; peer (may be NULL: no source cap) is where it comes from. */
 void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockaddr *peer, uint64_t turn);

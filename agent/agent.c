@@ -299,7 +299,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		FTL_F_STR("advertise", a->set.advertise), FTL_F_STR("cluster", a->cfg.cluster),
 		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control_path));
 	ftl_agent_seeds_start(a);
-	ftl_agent_update_counts(a);
+	ftl_agent_members_changed(a);
 	ftl_agent_flush(a);
 	if (uv_thread_create(&a->thread, run_loop, a) != 0)
 		return abandon_start(a, ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent thread"));

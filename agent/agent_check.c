@@ -24,7 +24,7 @@ typedef struct check {
 	int64_t started_us;
 } check;
 
-static void check_free(ftl_agent_conn *conn) { free(ftl_agent_conn_owner(conn, check, conn)); }
+static void check_free(ftl_agent_conn *conn) { free(ftl_owner_of(conn, check, conn)); }
 
 void ftl_agent_check_close_all(ftl_agent *a) { ftl_agent_conn_close_all(&a->checks); }
 

@@ -7,8 +7,8 @@
 
 static void on_closed(uv_handle_t *h)
 {
-	ftl_agent_conn *c = h->type == UV_TCP ? ftl_list_owner(h, ftl_agent_conn, tcp)
-					      : ftl_list_owner(h, ftl_agent_conn, timer);
+	ftl_agent_conn *c = h->type == UV_TCP ? ftl_owner_of(h, ftl_agent_conn, tcp)
+					      : ftl_owner_of(h, ftl_agent_conn, timer);
 	if (--c->open_handles == 0)
 		c->on_free(c);
 }
@@ -42,5 +42,5 @@ void ftl_agent_conn_close(ftl_agent_conn *c)
 void ftl_agent_conn_close_all(ftl_list *list)
 {
 	while (list->first)
-		ftl_agent_conn_close(ftl_list_owner(list->first, ftl_agent_conn, link));
+		ftl_agent_conn_close(ftl_owner_of(list->first, ftl_agent_conn, link));
 }

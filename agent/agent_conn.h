@@ -23,9 +23,6 @@ typedef struct ftl_agent_conn {
 	bool is_closing;
 } ftl_agent_conn;
 
-/* The owner (of type `type`) whose ftl_agent_conn member `field` is conn. */
-#define ftl_agent_conn_owner(conn, type, field) ((type *)((char *)(conn) - offsetof(type, field)))
-
 /* Both handles on loop with data = owner, and the connection on list (may be NULL). */
 void ftl_agent_conn_init(ftl_agent_conn *c, uv_loop_t *loop, ftl_list *list, void *owner,
 			 void (*on_free)(ftl_agent_conn *c));

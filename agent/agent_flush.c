@@ -60,7 +60,7 @@ static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
 
 /* ---- events ---- */
 
-void ftl_agent_update_counts(ftl_agent *a)
+void ftl_agent_members_changed(ftl_agent *a)
 {
 	ftl_node_snapshot snap;
 	ftl_node_read(a->node, &snap);
@@ -71,6 +71,8 @@ void ftl_agent_update_counts(ftl_agent *a)
 	a->counts.left = snap.count[FTL_MEMBER_LEFT];
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
+	if (a->witness)
+		ftl_witness_update(a->witness, snap.members);
 }
 
 /* A membership event: logged, published, and, when the node's abort rule says so, the end of the
@@ -157,13 +159,8 @@ void ftl_agent_flush(ftl_agent *a)
 			has_left(a);
 		}
 	}
-	if (is_changed) {
-		ftl_agent_update_counts(a);
-		ftl_node_snapshot snap;
-		ftl_node_read(a->node, &snap);
-		if (a->witness)
-			ftl_witness_update(a->witness, snap.members);
-	}
+	if (is_changed)
+		ftl_agent_members_changed(a);
 	ftl_agent_rdv_publish(a);
 	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_node_next_deadline(a->node), ftl_agent_now_us(a), 60000);
 	uv_timer_start(&a->timer, on_timer, wait_ms, 0);

@@ -99,8 +99,9 @@ struct ftl_agent {
 
 /* agent_flush.c: after any call into the core: send its outputs, hand out its events, re-arm the timer. */
 void ftl_agent_flush(ftl_agent *a);
-/* agent_flush.c: the member counts (ftl_agent_get_counts) from membership, waking whoever waits on them. */
-void ftl_agent_update_counts(ftl_agent *a);
+/* agent_flush.c: the members changed: the counts (ftl_agent_get_counts), waking whoever waits on them, and
+ * the witness's watch list. */
+void ftl_agent_members_changed(ftl_agent *a);
 
 /* agent_tcp.c */
 ftl_err ftl_agent_tcp_listen(ftl_agent *a);

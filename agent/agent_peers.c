@@ -47,9 +47,9 @@ typedef struct frame_write {
 	uint8_t *data;
 } frame_write;
 
-#define peer_of(l) ftl_list_owner(l, peer_conn, conn.link)
+#define peer_of(l) ftl_owner_of(l, peer_conn, conn.link)
 
-static void peer_free(ftl_agent_conn *conn) { free(ftl_agent_conn_owner(conn, peer_conn, conn)); }
+static void peer_free(ftl_agent_conn *conn) { free(ftl_owner_of(conn, peer_conn, conn)); }
 
 static void peer_close(peer_conn *p) { ftl_agent_conn_close(&p->conn); }
 

@@ -82,8 +82,8 @@ static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv
 void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 {
 	ftl_agent_views *t = &a->views;
-	ftl_node_snapshot snap;
-	ftl_node_read(a->node, &snap);
+	ftl_node_view_state snap;
+	ftl_node_read_view(a->node, &snap);
 	const ftl_rdv_view *v = snap.view;
 	ftl_rdv_view copy = {0}; /* made outside the lock, swapped in under it */
 	if (ftl_node_view_copy(&copy, v) != FTL_OK)
@@ -113,7 +113,7 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 
 /* Waiting for quorum: the members of the view that are gone, and what it takes to go on (for the log, the
  * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
-static void describe_missing(ftl_agent *a, const ftl_node_snapshot *snap)
+static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 {
 	ftl_agent_views *t = &a->views;
 	char text[sizeof(t->missing)] = "";
@@ -181,8 +181,8 @@ ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 void ftl_agent_rdv_publish(ftl_agent *a)
 {
 	ftl_agent_views *t = &a->views;
-	ftl_node_snapshot snap;
-	ftl_node_read(a->node, &snap);
+	ftl_node_view_state snap;
+	ftl_node_read_view(a->node, &snap);
 	if (!snap.view)
 		return;
 	ftl_rdv_phase phase = snap.phase;

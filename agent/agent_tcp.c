@@ -47,7 +47,7 @@ typedef struct pp_conn {
 	bool is_stream;        /* inbound rendezvous frames: idles quietly between them */
 } pp_conn;
 
-#define conn_of(entry) ftl_admit_owner(entry, pp_conn, stranger)
+#define conn_of(entry) ftl_owner_of(entry, pp_conn, stranger)
 
 /* c is proved (or closing): it leaves the strangers, and so does the buffer it holds. */
 static void leave_strangers(pp_conn *c)
@@ -60,7 +60,7 @@ static void leave_strangers(pp_conn *c)
 
 static void conn_free(ftl_agent_conn *conn)
 {
-	pp_conn *c = ftl_agent_conn_owner(conn, pp_conn, conn);
+	pp_conn *c = ftl_owner_of(conn, pp_conn, conn);
 	c->a->tcp_buffered -= c->in_cap;
 	free(c->out);
 	free(c->in);
@@ -381,7 +381,7 @@ static void on_connection(uv_stream_t *server, int status)
 void ftl_agent_tcp_close_all(ftl_agent *a)
 {
 	while (a->conns.first)
-		conn_close(ftl_list_owner(a->conns.first, pp_conn, conn.link));
+		conn_close(ftl_owner_of(a->conns.first, pp_conn, conn.link));
 }
 
 /* Before each poll for I/O: one more turn, and a connection that waited for one is accepted now if it may. */

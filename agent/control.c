@@ -87,7 +87,7 @@ struct ftl_control {
 
 static void client_continue(ftl_control_client *client);
 
-#define client_of(link) ftl_list_owner(link, ftl_control_client, in_control)
+#define client_of(link) ftl_owner_of(link, ftl_control_client, in_control)
 
 /* ---- lifetime ---- */
 

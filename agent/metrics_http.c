@@ -70,13 +70,13 @@ typedef struct ftl_metrics_http {
 	bool is_accept_waiting;          /* libuv holds a connection we accept at the next turn */
 } ftl_metrics_http;
 
-#define conn_of(entry) ftl_admit_owner(entry, http_conn, queued)
+#define conn_of(entry) ftl_owner_of(entry, http_conn, queued)
 
 /* ---- closing ---- */
 
 static void conn_free(ftl_agent_conn *conn)
 {
-	http_conn *c = ftl_agent_conn_owner(conn, http_conn, conn);
+	http_conn *c = ftl_owner_of(conn, http_conn, conn);
 	free(c->reply);
 	free(c);
 }

@@ -1,4 +1,4 @@
-/* An intrusive doubly-linked list: the link sits inside its owner's struct (ftl_list_owner finds the owner
+/* An intrusive doubly-linked list: the link sits inside its owner's struct (ftl_owner_of finds the owner
  * again), an owner joins at the front and leaves from anywhere in O(1), and nothing is allocated. The
  * agent keeps its connections, checks, peers and control clients on such lists, so that stopping can close
  * every one; each leaves its list when its last libuv handle has closed. */
@@ -16,8 +16,9 @@ typedef struct ftl_list {
 	ftl_list_link *first;
 } ftl_list;
 
-/* The owner (of type `type`) whose ftl_list_link member `field` is link. */
-#define ftl_list_owner(link, type, field) ((type *)((char *)(link) - offsetof(type, field)))
+/* The struct of type `type` whose member `field` is at ptr: the owner of an intrusive link, admission
+ * entry (agent/admission.h) or connection (agent/agent_conn.h). */
+#define ftl_owner_of(ptr, type, field) ((type *)((char *)(ptr) - offsetof(type, field)))
 
 static inline void ftl_list_push_front(ftl_list *l, ftl_list_link *link)
 {

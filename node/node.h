@@ -134,14 +134,17 @@ typedef struct ftl_node_snapshot {
 	int64_t suspicion_max_us;              /* the longest suspicion at today's size (alive + suspect) */
 	int64_t detection_bound_us;            /* the crash-detection bound at today's size (profile.h) */
 	bool is_leave_done;                    /* our graceful leave has been gossiped enough */
-	/* training only (else view is NULL): the rendezvous (rendezvous.h) */
-	const ftl_rdv_view *view;              /* the current view, maybe one we are not in */
+} ftl_node_snapshot;
+void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out);
+/* The rendezvous's side, which the shell publishes after every input: apart, so that it costs a few reads. */
+typedef struct ftl_node_view_state {
+	const ftl_rdv_view *view;              /* the current view, maybe one we are not in; NULL: not training */
 	int rank;                              /* ours in it; -1 when not in it */
 	ftl_rdv_phase phase;
 	uint64_t lineage_steps;                /* steps the view's lineage completed (ftl_rdv_steps) */
 	const char *coordinator;               /* who leads the next view ("" when unknown) */
-} ftl_node_snapshot;
-void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out);
+} ftl_node_view_state;
+void ftl_node_read_view(const ftl_node *n, ftl_node_view_state *out);
 /* A member by name (any state), or NULL. */
 const ftl_member *ftl_node_member(const ftl_node *n, const char *name);
 /* Waiting for quorum: the members of the view that are gone (at most cap names) and the quorum's figures

@@ -1,5 +1,6 @@
 /* What the shell reads from the node and the few things it reports that are counts, not decisions: the
- * agent builds its status, metrics and member counts from one snapshot instead of calling membership. */
+ * agent builds its status, metrics and member counts from one snapshot instead of calling membership, and
+ * publishes the view from the rendezvous's side. */
 #include "node_internal.h"
 
 void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out)
@@ -20,7 +21,11 @@ void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out)
 	int live = (int)(out->count[FTL_MEMBER_ALIVE] + out->count[FTL_MEMBER_SUSPECT]);
 	out->suspicion_max_us = ftl_swim_suspicion_max_us(out->config, live);
 	out->detection_bound_us = ftl_swim_detection_bound_us(out->config, live);
-	out->rank = -1;
+}
+
+void ftl_node_read_view(const ftl_node *n, ftl_node_view_state *out)
+{
+	*out = (ftl_node_view_state){.rank = -1};
 	if (!n->rdv)
 		return;
 	out->view = ftl_rdv_current(n->rdv);
