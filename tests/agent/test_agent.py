@@ -212,6 +212,20 @@ def scenario_converge(c):
     start_cluster(c)
 
 
+def scenario_started_before_its_seed(c):
+    """Workers started together race their seed's bind: one that found nobody at its first join asks again
+    soon while it is alone (250 ms, doubling), not a whole reseed interval (5 s) later."""
+    seed = c.add("w0", start=False)
+    early = c.add("w1")
+    wait_until("w1 answers", lambda: c.status(early) is not None, 10)
+    time.sleep(1.0)
+    seed.start()
+    took = wait_until("w0 and w1 see each other", converged(c, 2), 15)
+    print(f"started 1 s before its seed: joined {took:.2f} s after the seed started")
+    # The next lookup after the seed started is at most 0.75 s away; the default interval is 5 s.
+    assert took < 3.0, f"the early worker joined only after {took:.2f} s (the reseed interval is 5 s)"
+
+
 def scenario_kill9(c):
     start_cluster(c)
     bound = bound_s(c)
