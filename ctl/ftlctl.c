@@ -5,6 +5,7 @@
 #include "ctl_conn.h"
 #include "ctl_exit.h"
 #include "ctl_render.h"
+#include "keys_reach.h"
 #include "member_filter.h"
 #include "readiness.h"
 #include "socket_choice.h"
@@ -44,10 +45,12 @@ static const char usage_text[] =
 	"  keygen                       print a new random cluster key (32 bytes, base64); no agent needed\n"
 	"  keys list [--json]           the agent's keys, primary first, each with how many live members hold\n"
 	"                               it and seal with it (N/M, from gossiped key fingerprints)\n"
-	"  keys install KEY             add KEY on every member (the agent spreads it by gossip)\n"
-	"  keys use KEY                 make KEY the primary (encrypting) key on every member; refused unless\n"
+	"  keys install KEY [--wait S]  add KEY on every member (the agent spreads it by gossip)\n"
+	"  keys use KEY [--wait S]      make KEY the primary (encrypting) key on every member; refused unless\n"
 	"                               every live member holds it (`keys list` shows M/M)\n"
-	"  keys remove KEY              remove KEY from every member; refused while a member seals with it\n"
+	"  keys remove KEY [--wait S]   remove KEY from every member; refused while a member seals with it;\n"
+	"                               with --wait S, install, use and remove return once `keys list` shows\n"
+	"                               the step on every live member (exit 1 after S seconds if it does not)\n"
 	"  quorum reset                 waiting for quorum: go on with the survivors, treating the missing\n"
 	"                               members of the view as gone for good (on any one survivor; unsafe\n"
 	"                               if they may be alive on the other side of a partition)\n"
@@ -69,6 +72,7 @@ enum {
 	OPT_NAME_FILTER = 1u << 3,
 	OPT_ONCE = 1u << 4,
 	OPT_SPARES = 1u << 5,
+	OPT_WAIT = 1u << 6,
 };
 
 typedef struct ctl_options {
@@ -77,6 +81,7 @@ typedef struct ctl_options {
 	bool is_json;
 	bool is_help_shown; /* --help printed the usage: exit at once, successfully */
 	member_filter filter;
+	double wait_s; /* --wait */
 } ctl_options;
 
 typedef struct command {
@@ -361,15 +366,54 @@ static int keys_list(const ctl_options *opts)
 
 static const struct {
 	const char *op;
+	ctl_keys_step step;
 	const char *done;
 } key_changes[] = {
-	{"install", "installed the key here; the agent spreads it to the cluster by gossip"},
-	{"use", "the key is now primary here; the agent spreads the change to the cluster by gossip"},
-	{"remove", "removed the key here; the agent spreads the removal to the cluster by gossip"},
+	{"install", CTL_KEYS_INSTALL, "installed the key here; the agent spreads it to the cluster by gossip"},
+	{"use", CTL_KEYS_USE, "the key is now primary here; the agent spreads the change to the cluster by gossip"},
+	{"remove", CTL_KEYS_REMOVE, "removed the key here; the agent spreads the removal to the cluster by gossip"},
 };
+
+enum { KEYS_WAIT_POLL_MS = 100 };
+
+/* --wait: `keys list` every KEYS_WAIT_POLL_MS until the step shows on every live member (keys_reach.h),
+ * or the wait is over (exit 1, with where it stands). */
+static int wait_for_keys(const ctl_options *opts, ctl_keys_step step, const char *key)
+{
+	const struct timespec poll = {0, KEYS_WAIT_POLL_MS * 1000000L};
+	struct timespec start, now;
+	char how[512];
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		json_t *reply;
+		int rc = call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS,
+				   &reply);
+		if (rc != CTL_EXIT_OK)
+			return rc;
+		ctl_keys_progress progress = ctl_keys_reach(reply, step, key, how, sizeof how);
+		json_decref(reply);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		double waited_s = seconds_between(&start, &now);
+		if (progress == CTL_KEYS_REACHED) {
+			printf("on every live member after %.2f s: %s\n", waited_s, how);
+			return CTL_EXIT_OK;
+		}
+		if (progress == CTL_KEYS_UNKNOWABLE) {
+			fprintf(stderr, "ftlctl: cannot wait: %s\n", how);
+			return CTL_EXIT_FAILED;
+		}
+		if (waited_s >= opts->wait_s) {
+			fprintf(stderr, "ftlctl: not on every live member after %.1f s: %s\n", waited_s, how);
+			return CTL_EXIT_FAILED;
+		}
+		nanosleep(&poll, NULL);
+	}
+}
 
 static int run_keys(const ctl_options *opts, char **args, int nargs)
 {
+	if (strcmp(args[0], "list") == 0 && (opts->given & OPT_WAIT))
+		return usage_error("--wait goes with `keys install|use|remove`, not `keys list`");
 	if (strcmp(args[0], "list") == 0)
 		return nargs == 1 ? keys_list(opts) : usage_error("`keys list` takes no argument");
 	for (size_t i = 0; i < sizeof key_changes / sizeof key_changes[0]; i++) {
@@ -390,6 +434,8 @@ static int run_keys(const ctl_options *opts, char **args, int nargs)
 		if (rc == CTL_EXIT_OK)
 			printf("%s\n", key_changes[i].done);
 		json_decref(reply);
+		if (rc == CTL_EXIT_OK && (opts->given & OPT_WAIT))
+			rc = wait_for_keys(opts, key_changes[i].step, args[1]);
 		return rc;
 	}
 	return usage_error("unknown `keys` operation %s; use list, install, use or remove", args[0]);
@@ -404,20 +450,23 @@ static const command commands[] = {
 	{"events", run_events, 0, 0, OPT_JSON | OPT_FOLLOW, "events --follow [--json]"},
 	{"top", run_top, 0, 0, OPT_ONCE, "top [--once]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
-	{"keys", run_keys, 1, 2, OPT_JSON, "keys list [--json] | keys install|use|remove KEY"},
+	{"keys", run_keys, 1, 2, OPT_JSON | OPT_WAIT, "keys list [--json] | keys install|use|remove KEY [--wait S]"},
 	{"quorum", run_quorum, 1, 1, 0, "quorum reset"},
 };
 
 /* ---- command line ---- */
 
-enum { LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE, LONG_SPARES };
+enum {
+	LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE, LONG_SPARES,
+	LONG_WAIT
+};
 
 static const struct option long_options[] = {
 	{"socket", required_argument, NULL, LONG_SOCKET},  {"name", required_argument, NULL, LONG_NAME},
 	{"run-dir", required_argument, NULL, LONG_RUN_DIR}, {"json", no_argument, NULL, LONG_JSON},
 	{"status", required_argument, NULL, LONG_STATUS},   {"follow", no_argument, NULL, LONG_FOLLOW},
 	{"help", no_argument, NULL, LONG_HELP},             {"once", no_argument, NULL, LONG_ONCE},
-	{"spares", no_argument, NULL, LONG_SPARES},
+	{"spares", no_argument, NULL, LONG_SPARES},        {"wait", required_argument, NULL, LONG_WAIT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -462,6 +511,14 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 		case LONG_SPARES:
 			opts->given |= OPT_SPARES;
 			break;
+		case LONG_WAIT: {
+			char *end;
+			opts->wait_s = strtod(optarg, &end);
+			if (end == optarg || *end != '\0' || !(opts->wait_s > 0 && opts->wait_s <= 3600))
+				return usage_error("--wait takes seconds, more than 0 and at most 3600 (got %s)", optarg);
+			opts->given |= OPT_WAIT;
+			break;
+		}
 		case 'h':
 		case LONG_HELP:
 			fputs(usage_text, stdout);
@@ -474,8 +531,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
 		return usage_error("an option given does not apply to `%s`; usage: ftlctl %s", cmd->name,
 				   cmd->synopsis);
-	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE | OPT_SPARES)))
-		return usage_error("--status, --follow, --once and --spares go after the command");
+	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE | OPT_SPARES | OPT_WAIT)))
+		return usage_error("--status, --follow, --once, --spares and --wait go after the command");
 	return CTL_EXIT_OK;
 }
 

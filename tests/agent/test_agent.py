@@ -377,8 +377,10 @@ def scenario_key_rotation(c):
              ("use", lambda k: k is not None and k[0] == new, "primary_of"),
              ("remove", lambda k: k is not None and old not in k, None))
     for step, check, field in steps:
-        r = c.ctl(w0, "keys", step, old if step == "remove" else new)
+        r = c.ctl(w0, "keys", step, old if step == "remove" else new, "--wait", "10")
         assert r.returncode == 0, f"keys {step}: {r.stdout}{r.stderr}"
+        assert "on every live member after" in r.stdout, r.stdout  # as w0's census counts it
+        print(f"keys {step} --wait: {r.stdout.splitlines()[-1]}")
         took = wait_until(f"keys {step} reaches every agent",
                           lambda: all(check(keys_of(c, a)) for a in c.running()), 10)
         if field:

@@ -268,6 +268,15 @@ static void test_keys_list_install_and_refusal(void **state)
 	assert_contains(r.out, "gossip");
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY);
 	assert_exit(&r, 0);
+	/* This agent's `keys list` has no census (an agent from before key fingerprints): nothing to wait on. */
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY, "--wait", "5");
+	assert_exit(&r, 1);
+	assert_contains(r.err, "cannot wait: the agent reports no key census");
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "list", "--wait", "5");
+	assert_exit(&r, 2);
+	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY, "--wait", "0");
+	assert_exit(&r, 2);
+	assert_contains(r.err, "--wait takes seconds");
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "remove", FAKE_UNKNOWN_KEY);
 	assert_exit(&r, 1);
 	assert_contains(r.err, "the agent refused: that key is not installed");
