@@ -35,13 +35,7 @@ void ftl_admit_push(ftl_admit_queue *q, ftl_admit_entry *e, const struct sockadd
 {
 	source_of(peer, e->source);
 	e->turn = turn;
-	e->older = q->newest;
-	e->newer = NULL;
-	if (q->newest)
-		q->newest->newer = e;
-	else
-		q->oldest = e;
-	q->newest = e;
+	ftl_list_push_back(&q->entries, &e->link);
 	e->is_queued = true;
 	q->len++;
 }
@@ -50,15 +44,7 @@ void ftl_admit_remove(ftl_admit_queue *q, ftl_admit_entry *e)
 {
 	if (!e->is_queued)
 		return;
-	if (e->older)
-		e->older->newer = e->newer;
-	else
-		q->oldest = e->newer;
-	if (e->newer)
-		e->newer->older = e->older;
-	else
-		q->newest = e->older;
-	e->older = e->newer = NULL;
+	ftl_list_unlink(&q->entries, &e->link);
 	e->is_queued = false;
 	q->len--;
 }
@@ -68,7 +54,8 @@ static bool may_go(const ftl_admit_entry *e, uint64_t turn) { return e->turn + 2
 
 bool ftl_admit_must_wait(const ftl_admit_queue *q, const ftl_admit_limits *lim, uint64_t turn)
 {
-	return q->len >= lim->hard && !may_go(q->oldest, turn); /* queued first: if it is too young, so are all */
+	/* queued first: if it is too young, so are all */
+	return q->len >= lim->hard && !may_go(ftl_admit_oldest(q), turn);
 }
 
 ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockaddr *newcomer_peer,
@@ -79,7 +66,7 @@ ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockadd
 		source_of(newcomer_peer, source);
 		ftl_admit_entry *oldest_here = NULL;
 		size_t here = 0;
-		for (ftl_admit_entry *e = q->oldest; e; e = e->newer) {
+		for (ftl_admit_entry *e = ftl_admit_oldest(q); e; e = ftl_admit_newer(e)) {
 			if (memcmp(e->source, source, sizeof(source)) != 0)
 				continue;
 			if (!oldest_here)
@@ -89,5 +76,6 @@ ftl_admit_entry *ftl_admit_victim(const ftl_admit_queue *q, const struct sockadd
 		if (here >= lim->per_source && may_go(oldest_here, turn))
 			return oldest_here;
 	}
-	return q->len >= lim->total && may_go(q->oldest, turn) ? q->oldest : NULL;
+	ftl_admit_entry *oldest = ftl_admit_oldest(q);
+	return q->len >= lim->total && may_go(oldest, turn) ? oldest : NULL;
 }

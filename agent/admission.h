@@ -14,8 +14,8 @@
  * accepts the next connection (the kernel's listen backlog holds the rest meanwhile, costing us no
  * descriptor): nobody is turned away. The caller counts the turns (ftl_agent.loop_turns).
  *
- * The queue is intrusive (an ftl_admit_entry inside the caller's connection), oldest first; push and
- * remove are O(1), ftl_admit_victim O(queue length) when a per-source cap is set. */
+ * The queue is intrusive (an ftl_admit_entry inside the caller's connection, on a base/list.h list), oldest
+ * first; push and remove are O(1), ftl_admit_victim O(queue length) when a per-source cap is set. */
 #ifndef FTL_AGENT_ADMISSION_H
 #define FTL_AGENT_ADMISSION_H
 
@@ -24,19 +24,29 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "base/list.h" /* ftl_owner_of: the connection an entry sits in */
+#include "base/list.h" /* the queue; ftl_owner_of: the connection an entry sits in */
 
 typedef struct ftl_admit_entry {
-	struct ftl_admit_entry *older, *newer;
+	ftl_list_link link; /* in its queue */
 	uint8_t source[16]; /* the peer's IP address (IPv4 as v4-mapped IPv6), port left out */
 	uint64_t turn;      /* the loop turn it was queued in */
 	bool is_queued;
 } ftl_admit_entry;
 
 typedef struct ftl_admit_queue {
-	ftl_admit_entry *oldest, *newest;
+	ftl_list entries; /* oldest first */
 	size_t len;
 } ftl_admit_queue;
+
+static inline ftl_admit_entry *ftl_admit_entry_of(ftl_list_link *link)
+{
+	return link ? ftl_owner_of(link, ftl_admit_entry, link) : NULL;
+}
+
+/* The oldest entry of q, or NULL when it is empty. */
+static inline ftl_admit_entry *ftl_admit_oldest(const ftl_admit_queue *q) { return ftl_admit_entry_of(q->entries.first); }
+/* The entry queued after e, or NULL when e is the newest. */
+static inline ftl_admit_entry *ftl_admit_newer(const ftl_admit_entry *e) { return ftl_admit_entry_of(e->link.next); }
 
 typedef struct ftl_admit_limits {
 	size_t total;       /* entries queued at once */

@@ -183,9 +183,9 @@ static bool stranger_may_grow(pp_conn *c, size_t more)
 {
 	ftl_agent *a = c->a;
 	while (a->tcp_strangers_buffered + more > FTL_TCP_UNAUTH_BUFFERED_MAX) {
-		ftl_admit_entry *e = a->tcp_strangers.oldest;
+		ftl_admit_entry *e = ftl_admit_oldest(&a->tcp_strangers);
 		while (e && (e == &c->stranger || conn_of(e)->in_cap == 0))
-			e = e->newer;
+			e = ftl_admit_newer(e);
 		if (!e) {
 			drop(c, FTL_TCP_DROP_BUFFER_FULL);
 			return false;
@@ -367,8 +367,8 @@ static void on_connection(uv_stream_t *server, int status)
 	if (status < 0) {
 		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
 		 * that the next one is accepted. Accepting goes on either way. */
-		if (a->tcp_strangers.oldest)
-			drop(conn_of(a->tcp_strangers.oldest), FTL_TCP_DROP_TOO_MANY);
+		if (ftl_admit_oldest(&a->tcp_strangers))
+			drop(conn_of(ftl_admit_oldest(&a->tcp_strangers)), FTL_TCP_DROP_TOO_MANY);
 		return;
 	}
 	/* Too many strangers too young to push out: libuv holds this one and stops listening until on_turn

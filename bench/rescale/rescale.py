@@ -12,6 +12,8 @@
    view, comm build, state sync, first step).
 3. --only grow: 4 workers and a kept spare (FTL_SPARES=1); a fifth starts: from the moment rank 0 sees it
    to the spare's first step as a member (seen_to_spare_step_s), and the running workers' longest gap.
+4. --only cold: N workers launched at once in a random order, each seeded with the first one's address alone
+   (pods behind one Service name, machines pointed at the first): launch -> the first step in a view of all N.
 Prints one JSON line per figure (medians over --runs). Usage:
   python3 bench/rescale/rescale.py --train build/examples/ftl-train-example --ctl build/ctl/ftlctl [--nodes 4,8,32]
 --torch PYTHON runs examples/torch_digits.py under that interpreter instead of --train (set FTL_LIBRARY
@@ -183,6 +185,25 @@ def one_grow(args, n):
         job.close()
 
 
+def one_cold(args, n):
+    """--only cold: n workers launched together, in a random order (the seed often starts after the others
+    have tried it), all seeded with w0 alone, the job waiting for all n (FTL_MIN_WORKERS)."""
+    job = TrainingJob(program(args), args.ctl, FTL_STEPS=100000, FTL_STEP_SLEEP_MS=args.step_ms,
+                      FTL_MIN_WORKERS=n, FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info")
+    try:
+        workers = [job.add(f"w{i}", start=False) for i in range(n)]  # w1.. are seeded with w0's address
+        launched = time.time()
+        for w in random.sample(workers, n):
+            w.start()
+
+        def all_in_a_step():
+            return [s["t"] for w in workers for s in w.steps() if s.get("world") == n]
+        job.wait(f"a step in a view of all {n}", lambda: bool(all_in_a_step()), 120)
+        return {"launch_to_first_step_s": min(all_in_a_step()) - launched}
+    finally:
+        job.close()
+
+
 def pause_phases(running, epoch0, since):
     """Where the running workers' pause across a view change goes, each milestone the moment the LAST of them
     reached it: their last step in the old view -> the new view committed -> its communicator built -> the
@@ -242,7 +263,7 @@ def main():
     p.add_argument("--ctl", required=True)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--step-ms", type=int, default=20)
-    p.add_argument("--only", choices=["kill", "stop", "join", "grow"])
+    p.add_argument("--only", choices=["kill", "stop", "join", "grow", "cold"])
     p.add_argument("--nodes", default="4,8", help="cluster sizes for the kill figure, comma-separated")
     p.add_argument("--burst", type=int, default=1, help="workers killed at once in the kill figure")
     p.add_argument("--profile", default="train", help="the kill figure's FTL_PROFILE (train, lan, local)")
@@ -271,6 +292,9 @@ def main():
     if args.only in (None, "grow"):
         report("grow_by_kept_spare", [one_grow(args, 4) for _ in range(max(2, args.runs // 2))], nodes=4,
                spares=1, program=kind)
+    if args.only in (None, "cold"):
+        for n in (int(x) for x in args.nodes.split(",")):
+            report("cold_start_to_first_step", [one_cold(args, n) for _ in range(args.runs)], nodes=n, program=kind)
     if args.only in (None, "join"):
         for mb in (1, 100):
             report("join_to_first_step", [one_join(args, 4, mb) for _ in range(max(2, args.runs // 2))],
