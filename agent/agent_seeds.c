@@ -28,8 +28,14 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	seed_lookup *l = req->data;
 	ftl_agent *a = l->a;
 	if (status < 0) {
-		ftl_log(&a->set.log, FTL_LOG_WARN, "seeds", FTL_MSG("cannot resolve seed %s: %s", l->name, uv_strerror(status)),
-			FTL_F_STR("seed", l->name), FTL_F_STR("error", uv_strerror(status)));
+		/* A Service with no pod behind it yet fails every lookup of a lone node's quick retries: the 1st,
+		 * 2nd, 4th, 8th ... failure is logged. */
+		uint64_t n = ++a->seed_lookups_failed;
+		if ((n & (n - 1)) == 0)
+			ftl_log(&a->set.log, FTL_LOG_WARN, "seeds",
+				FTL_MSG("cannot resolve seed %s: %s (%llu failed lookups so far)", l->name,
+					uv_strerror(status), (unsigned long long)n),
+				FTL_F_STR("seed", l->name), FTL_F_STR("error", uv_strerror(status)), FTL_F_UINT("failed", n));
 		free(l);
 		return;
 	}
