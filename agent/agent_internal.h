@@ -40,7 +40,6 @@ struct ftl_agent {
 	uint64_t loop_turns;             /* loop thread: how young a stranger's connection is (admission.h) */
 	uv_timer_t timer;
 	uv_timer_t reseed_timer;
-	uint64_t reseed_alone_ms;        /* loop thread: the next wait while we see no one (agent_seeds.c) */
 	uint64_t seed_lookups_failed;    /* loop thread: DNS lookups of a seed that failed (logged 1, 2, 4, ...) */
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;

@@ -1,12 +1,7 @@
 /* Seeds: host:port names re-resolved through DNS every reseed interval (a Kubernetes headless Service
  * answers with every pod). Each answer goes to the node's seed rule (node/node_seeds.c), which decides whom
- * to join; this file only asks DNS, on the loop, without blocking it.
- *
- * While the node sees no one alive but itself, it asks sooner: 250 ms, then twice as long each time up to
- * the interval. Workers started together race their seed's bind (and a headless Service lists a pod only
- * once it runs), so the first join often finds nobody; waiting the whole interval for the second try cost
- * a cold start 5 s. Once the node sees a member, the wait is the interval again, and a node left alone
- * later (a partition, a cluster that left) starts over from 250 ms. */
+ * to join, and when to ask again (soon while it sees no one); this file only asks DNS, on the loop,
+ * without blocking it. */
 #include "agent_internal.h"
 
 #include <netdb.h>
@@ -87,34 +82,18 @@ static void resolve_all(ftl_agent *a)
 	}
 }
 
-enum { RESEED_ALONE_FIRST_MS = 250 };
-
-/* How long until the next lookup: short and doubling while we are alone, the interval otherwise. The count
- * is written on this thread (ftl_agent_members_changed), so it is read here without the lock. */
-static uint64_t next_wait_ms(ftl_agent *a)
-{
-	uint64_t interval = (uint64_t)a->cfg.reseed_interval_ms;
-	if (a->counts.alive > 1) {
-		a->reseed_alone_ms = RESEED_ALONE_FIRST_MS;
-		return interval;
-	}
-	uint64_t wait = a->reseed_alone_ms < interval ? a->reseed_alone_ms : interval;
-	a->reseed_alone_ms = wait * 2;
-	return wait;
-}
-
 static void on_reseed(uv_timer_t *t)
 {
 	ftl_agent *a = t->data;
 	resolve_all(a);
-	uv_timer_start(&a->reseed_timer, on_reseed, next_wait_ms(a), 0);
+	int64_t wait_us = ftl_node_seeds_next_wait_us(a->node, (int64_t)a->cfg.reseed_interval_ms * 1000);
+	uv_timer_start(&a->reseed_timer, on_reseed, (uint64_t)(wait_us / 1000), 0);
 }
 
 void ftl_agent_seeds_start(ftl_agent *a)
 {
 	uv_timer_init(&a->loop, &a->reseed_timer);
 	a->reseed_timer.data = a;
-	a->reseed_alone_ms = RESEED_ALONE_FIRST_MS;
 	if (!a->cfg.seeds[0])
 		return;
 	on_reseed(&a->reseed_timer);

@@ -3,7 +3,13 @@
  * address of the answer that is neither its own nor a member it sees alive: that is how a new node joins, how
  * the two sides of a healed partition find each other once gossip has given up on them, and how nodes that
  * started before their seed was up merge with it later (otherwise each side would form a cluster of its own
- * and train alone). A healthy cluster sends nothing. O(members x answers) per answer. */
+ * and train alone). A healthy cluster sends nothing. O(members x answers) per answer.
+ *
+ * And how often to ask. While the node sees no one alive but itself, soon: 250 ms, then twice as long each
+ * time up to the reseed interval. Workers started together race their seed's bind (and a Service lists a pod
+ * only once it runs), so a first join often finds nobody; waiting the whole interval (5 s by default) for the
+ * second try cost every such cold start that long. Once it sees a member, the interval; left alone later (a
+ * partition, a cluster that left), it starts over from 250 ms. */
 #include "node_internal.h"
 
 #include <string.h>
@@ -49,4 +55,19 @@ size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *a
 	}
 	ftl_node_settle(n, now_us);
 	return joins;
+}
+
+enum { SEEDS_ALONE_FIRST_WAIT_US = 250000 };
+
+int64_t ftl_node_seeds_next_wait_us(ftl_node *n, int64_t interval_us)
+{
+	if (ftl_swim_count(n->swim, FTL_MEMBER_ALIVE) > 1) { /* self included */
+		n->seeds_alone_wait_us = 0;
+		return interval_us;
+	}
+	int64_t wait = n->seeds_alone_wait_us > 0 ? n->seeds_alone_wait_us : SEEDS_ALONE_FIRST_WAIT_US;
+	if (wait > interval_us)
+		wait = interval_us;
+	n->seeds_alone_wait_us = wait * 2;
+	return wait;
 }

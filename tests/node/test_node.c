@@ -191,6 +191,24 @@ static void test_seed_rule_joins_only_what_it_does_not_see_alive(void **state)
 	stop(&w);
 }
 
+/* Seeds are asked again soon while the node sees no one (its seed may not have been up yet), at the reseed
+ * interval once it sees a member, and soon again once it is left alone. */
+static void test_seeds_are_asked_again_soon_only_while_the_node_is_alone(void **state)
+{
+	const int64_t interval = 2000 * MS;
+	wire w;
+	start(&w);
+	assert_int_equal(ftl_node_seeds_next_wait_us(w.nodes[0], interval), interval);
+	ftl_node_delete(w.nodes[1]);
+	ftl_node_delete(w.nodes[2]);
+	w.nodes[1] = w.nodes[2] = NULL;
+	run_for(&w, 5000 * MS); /* both declared dead: node 0 is alone */
+	const int64_t alone[] = {250 * MS, 500 * MS, 1000 * MS, 2000 * MS, 2000 * MS};
+	for (size_t k = 0; k < sizeof(alone) / sizeof(alone[0]); k++)
+		assert_int_equal(ftl_node_seeds_next_wait_us(w.nodes[0], interval), alone[k]);
+	stop(&w);
+}
+
 static void test_comm_hint_checks_the_peer_at_once_and_never_kills_alone(void **state)
 {
 	wire w;
@@ -223,6 +241,7 @@ int main(void)
 		cmocka_unit_test(test_member_feed_gives_the_rendezvous_only_training_members),
 		cmocka_unit_test(test_death_of_a_view_member_aborts_and_a_bystanders_does_not),
 		cmocka_unit_test(test_seed_rule_joins_only_what_it_does_not_see_alive),
+		cmocka_unit_test(test_seeds_are_asked_again_soon_only_while_the_node_is_alone),
 		cmocka_unit_test(test_comm_hint_checks_the_peer_at_once_and_never_kills_alone),
 		cmocka_unit_test(test_leave_ends_with_a_left_event),
 	};

@@ -480,7 +480,8 @@ static size_t dns_answer(ftl_sim *sim, int i, const char **answer)
 	return n;
 }
 
-/* Node i resolves its seeds and applies the node's seed rule; again after reseed_interval. */
+/* Node i resolves its seeds and applies the node's seed rule; again when the node says (reseed_interval, or
+ * sooner while it sees no one). */
 static void resolve_seeds(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
@@ -491,8 +492,8 @@ static void resolve_seeds(ftl_sim *sim, int i)
 		drain(sim, i);
 	}
 	if (sim->opt.reseed_interval_us > 0 && nd->node)
-		heap_push(sim, (sim_event){.at = sim->now + sim->opt.reseed_interval_us, .kind = EV_SEEDS, .node = i,
-					   .life = nd->life});
+		heap_push(sim, (sim_event){.at = sim->now + ftl_node_seeds_next_wait_us(nd->node, sim->opt.reseed_interval_us),
+					   .kind = EV_SEEDS, .node = i, .life = nd->life});
 }
 
 static void run_event(ftl_sim *sim, sim_event *ev)
