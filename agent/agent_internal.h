@@ -40,7 +40,7 @@ struct ftl_agent {
 	uint64_t loop_turns;             /* loop thread: how young a stranger's connection is (admission.h) */
 	uv_timer_t timer;
 	uv_timer_t reseed_timer;
-	uint64_t seed_lookups_failed;    /* loop thread: DNS lookups of a seed that failed (logged 1, 2, 4, ...) */
+	uint32_t seed_lookups_failed[8]; /* loop thread: each seed's failed DNS lookups in a row (logged 1, 2, 4, ...) */
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;
 	uint64_t tcp_timeouts;           /* loop thread: push-pull connections that timed out (status counter) */

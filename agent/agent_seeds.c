@@ -15,25 +15,34 @@ typedef struct seed_lookup {
 	uv_getaddrinfo_t req;
 	ftl_agent *a;
 	int port;
+	size_t index; /* the seed's place in FTL_SEEDS, for its count of failed lookups */
 	char name[128];
 } seed_lookup;
+
+/* The seed's run of failed lookups; seeds past the last slot share it. */
+static uint32_t *failures_of(ftl_agent *a, size_t index)
+{
+	size_t slots = sizeof(a->seed_lookups_failed) / sizeof(a->seed_lookups_failed[0]);
+	return &a->seed_lookups_failed[index < slots ? index : slots - 1];
+}
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	seed_lookup *l = req->data;
 	ftl_agent *a = l->a;
 	if (status < 0) {
-		/* A Service with no pod behind it yet fails every lookup of a lone node's quick retries: the 1st,
-		 * 2nd, 4th, 8th ... failure is logged. */
-		uint64_t n = ++a->seed_lookups_failed;
+		/* A Service with no pod behind it yet fails every lookup of a lone node's quick retries: of a run
+		 * of failures of one seed, the 1st, 2nd, 4th, 8th ... is logged. */
+		uint32_t n = ++*failures_of(a, l->index);
 		if ((n & (n - 1)) == 0)
 			ftl_log(&a->set.log, FTL_LOG_WARN, "seeds",
-				FTL_MSG("cannot resolve seed %s: %s (%llu failed lookups so far)", l->name,
-					uv_strerror(status), (unsigned long long)n),
+				FTL_MSG("cannot resolve seed %s: %s (%u failed lookups in a row)", l->name,
+					uv_strerror(status), n),
 				FTL_F_STR("seed", l->name), FTL_F_STR("error", uv_strerror(status)), FTL_F_UINT("failed", n));
 		free(l);
 		return;
 	}
+	*failures_of(a, l->index) = 0;
 	size_t answers = 0;
 	char addrs[32][FTL_ADDR_MAX];
 	const char *answer[32];
@@ -64,10 +73,12 @@ static void resolve_all(ftl_agent *a)
 	char list[sizeof(a->cfg.seeds)];
 	snprintf(list, sizeof(list), "%s", a->cfg.seeds);
 	char *save = NULL;
-	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+	size_t index = 0;
+	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), index++) {
 		seed_lookup *l = calloc(1, sizeof(*l));
 		if (!l)
 			return;
+		l->index = index;
 		if (ftl_addr_split(tok, l->name, sizeof(l->name), &l->port) != 0) {
 			ftl_log(&a->set.log, FTL_LOG_ERROR, "seeds", FTL_MSG("FTL_SEEDS: %s is not host:port", tok),
 				FTL_F_STR("seed", tok));

@@ -349,11 +349,15 @@ static bool is_valid_key(const char *text)
 	return rc == 0 && len == KEY_BYTES;
 }
 
+static int keys_list_reply(const ctl_options *opts, json_t **reply)
+{
+	return call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS, reply);
+}
+
 static int keys_list(const ctl_options *opts)
 {
 	json_t *reply;
-	int rc = call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS,
-			   &reply);
+	int rc = keys_list_reply(opts, &reply);
 	if (rc != CTL_EXIT_OK)
 		return rc;
 	if (opts->is_json)
@@ -376,21 +380,42 @@ static const struct {
 
 enum { KEYS_WAIT_POLL_MS = 100 };
 
-/* --wait: `keys list` every KEYS_WAIT_POLL_MS until the step shows on every live member (keys_reach.h),
- * or the wait is over (exit 1, with where it stands). */
-static int wait_for_keys(const ctl_options *opts, ctl_keys_step step, const char *key)
+/* --wait, before the step: the census can show it (an agent from before key fingerprints cannot), and, for a
+ * removal, the key's fingerprint while this agent still holds it. Nothing has changed if this fails. */
+static int prepare_wait(const ctl_options *opts, ctl_keys_target *t)
+{
+	json_t *reply;
+	char why[256];
+	int rc = keys_list_reply(opts, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	if (ctl_keys_census_usable(reply, why, sizeof why) == CTL_KEYS_UNKNOWABLE) {
+		fprintf(stderr, "ftlctl: cannot --wait, so nothing was changed: %s\n", why);
+		rc = CTL_EXIT_FAILED;
+	} else if (t->step == CTL_KEYS_REMOVE) {
+		ctl_keys_target_fingerprint(t, reply); /* none: the agent refuses to remove a key it does not hold */
+	}
+	json_decref(reply);
+	return rc;
+}
+
+/* --wait, after the step: `keys list` every KEYS_WAIT_POLL_MS until the step shows on every live member
+ * (keys_reach.h), or the wait is over (exit 1, with where it stands). A list the agent did not answer in
+ * time is asked again until then. */
+static int wait_for_keys(const ctl_options *opts, const ctl_keys_target *t)
 {
 	const struct timespec poll = {0, KEYS_WAIT_POLL_MS * 1000000L};
 	struct timespec start, now;
-	char how[512];
+	char how[512] = "the agent did not answer `keys list`";
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		json_t *reply;
-		int rc = call_once(opts, json_pack("{s:s, s:s}", "cmd", "keys", "op", "list"), CTL_REPLY_TIMEOUT_MS,
-				   &reply);
-		if (rc != CTL_EXIT_OK)
-			return rc;
-		ctl_keys_progress progress = ctl_keys_reach(reply, step, key, how, sizeof how);
+		ctl_keys_progress progress = CTL_KEYS_PENDING;
+		int rc = keys_list_reply(opts, &reply);
+		if (rc != CTL_EXIT_OK && rc != CTL_EXIT_FAILED)
+			return rc; /* gone, or not ours: asking again will not help */
+		if (rc == CTL_EXIT_OK)
+			progress = ctl_keys_reach(reply, t, how, sizeof how);
 		json_decref(reply);
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		double waited_s = seconds_between(&start, &now);
@@ -399,7 +424,7 @@ static int wait_for_keys(const ctl_options *opts, ctl_keys_step step, const char
 			return CTL_EXIT_OK;
 		}
 		if (progress == CTL_KEYS_UNKNOWABLE) {
-			fprintf(stderr, "ftlctl: cannot wait: %s\n", how);
+			fprintf(stderr, "ftlctl: cannot tell whether it reached every live member: %s\n", how);
 			return CTL_EXIT_FAILED;
 		}
 		if (waited_s >= opts->wait_s) {
@@ -429,13 +454,17 @@ static int run_keys(const ctl_options *opts, char **args, int nargs)
 			return usage_error("KEY must be %d bytes in standard base64 (44 characters), as printed by "
 					   "`ftlctl keygen`",
 					   KEY_BYTES);
+		ctl_keys_target target = {.step = key_changes[i].step, .key = args[1]};
+		bool is_waiting = (opts->given & OPT_WAIT) != 0;
+		if (is_waiting && (rc = prepare_wait(opts, &target)) != CTL_EXIT_OK)
+			return rc;
 		rc = call_once(opts, json_pack("{s:s, s:s, s:s}", "cmd", "keys", "op", key_changes[i].op, "key", args[1]),
 			       CTL_REPLY_TIMEOUT_MS, &reply);
 		if (rc == CTL_EXIT_OK)
 			printf("%s\n", key_changes[i].done);
 		json_decref(reply);
-		if (rc == CTL_EXIT_OK && (opts->given & OPT_WAIT))
-			rc = wait_for_keys(opts, key_changes[i].step, args[1]);
+		if (rc == CTL_EXIT_OK && is_waiting)
+			rc = wait_for_keys(opts, &target);
 		return rc;
 	}
 	return usage_error("unknown `keys` operation %s; use list, install, use or remove", args[0]);

@@ -4,19 +4,22 @@
 #include <stdio.h>
 #include <string.h>
 
-static const json_t *row_of(const json_t *census, const char *key)
+static json_int_t integer(const json_t *obj, const char *name) { return json_integer_value(json_object_get(obj, name)); }
+
+/* The census row whose field (key or fingerprint) is text, or NULL. */
+static const json_t *row_where(const json_t *census, const char *field, const char *text)
 {
 	size_t i;
 	const json_t *row;
 	json_array_foreach(census, i, row) {
-		const char *text = json_string_value(json_object_get(row, "key"));
-		if (text != NULL && strcmp(text, key) == 0)
+		const char *value = json_string_value(json_object_get(row, field));
+		if (value != NULL && strcmp(value, text) == 0)
 			return row;
 	}
 	return NULL;
 }
 
-/* ", lacking: a, b" from the row's names (up to 16, as the agent lists them), or nothing. */
+/* "; lacking: a, b" from the row's names (up to 16, as the agent lists them), or nothing. */
 static void append_lacking(char *how, size_t how_len, const json_t *row)
 {
 	size_t i, used = strlen(how);
@@ -29,52 +32,52 @@ static void append_lacking(char *how, size_t how_len, const json_t *row)
 	}
 }
 
-static json_int_t integer(const json_t *obj, const char *name) { return json_integer_value(json_object_get(obj, name)); }
-
-/* Live members that hold a key this agent does not (null rows), counted once per such key. */
-static json_int_t strangers(const json_t *census, size_t *keys)
+ctl_keys_progress ctl_keys_census_usable(const json_t *list_reply, char *why, size_t why_len)
 {
-	size_t i;
-	const json_t *row;
-	json_int_t most = 0;
-	*keys = 0;
-	json_array_foreach(census, i, row) {
-		if (json_is_string(json_object_get(row, "key")))
-			continue;
-		(*keys)++;
-		if (integer(row, "holders") > most)
-			most = integer(row, "holders");
-	}
-	return most;
+	json_int_t unreported = integer(list_reply, "unreported");
+	if (!json_is_array(json_object_get(list_reply, "census")))
+		snprintf(why, why_len, "the agent reports no key census (an agent from before key fingerprints)");
+	else if (unreported > 0)
+		snprintf(why, why_len, "%lld live member(s) report no keys (agents from before key fingerprints): "
+				       "finish the upgrade first", (long long)unreported);
+	else if (json_is_true(json_object_get(list_reply, "truncated")))
+		snprintf(why, why_len, "members hold more distinct keys than the agent counts");
+	else
+		return CTL_KEYS_PENDING;
+	return CTL_KEYS_UNKNOWABLE;
 }
 
-ctl_keys_progress ctl_keys_reach(const json_t *list_reply, ctl_keys_step step, const char *key, char *how,
-				 size_t how_len)
+bool ctl_keys_target_fingerprint(ctl_keys_target *t, const json_t *list_reply)
 {
-	const json_t *census = json_object_get(list_reply, "census");
-	json_int_t members = integer(list_reply, "members");
-	if (!json_is_array(census)) {
-		snprintf(how, how_len, "the agent reports no key census (an agent from before key fingerprints)");
+	const json_t *row = row_where(json_object_get(list_reply, "census"), "key", t->key);
+	const char *fingerprint = json_string_value(json_object_get(row, "fingerprint"));
+	t->fingerprint[0] = '\0';
+	if (fingerprint == NULL || strlen(fingerprint) >= sizeof t->fingerprint)
+		return false;
+	strcpy(t->fingerprint, fingerprint);
+	return true;
+}
+
+ctl_keys_progress ctl_keys_reach(const json_t *list_reply, const ctl_keys_target *t, char *how, size_t how_len)
+{
+	if (ctl_keys_census_usable(list_reply, how, how_len) == CTL_KEYS_UNKNOWABLE)
 		return CTL_KEYS_UNKNOWABLE;
+	const json_t *census = json_object_get(list_reply, "census");
+	long long members = (long long)integer(list_reply, "members");
+	if (t->step == CTL_KEYS_REMOVE) {
+		const json_t *row = t->fingerprint[0] ? row_where(census, "fingerprint", t->fingerprint) : NULL;
+		long long holders = row ? (long long)integer(row, "holders") : 0;
+		snprintf(how, how_len, "%lld/%lld live members hold it", holders, members);
+		return holders == 0 ? CTL_KEYS_REACHED : CTL_KEYS_PENDING;
 	}
-	if (step == CTL_KEYS_REMOVE) {
-		size_t keys;
-		json_int_t most = strangers(census, &keys);
-		if (keys == 0) {
-			snprintf(how, how_len, "no live member of %lld holds a key this agent does not", (long long)members);
-			return CTL_KEYS_REACHED;
-		}
-		snprintf(how, how_len, "%lld/%lld live members still hold a key this agent does not (%zu such key%s)",
-			 (long long)most, (long long)members, keys, keys == 1 ? "" : "s");
-		return CTL_KEYS_PENDING;
-	}
-	const json_t *row = row_of(census, key);
-	json_int_t holders = row ? integer(row, "holders") : 0, sealing = row ? integer(row, "primary_of") : 0;
-	if (step == CTL_KEYS_INSTALL) {
-		snprintf(how, how_len, "%lld/%lld live members hold it", (long long)holders, (long long)members);
+	const json_t *row = row_where(census, "key", t->key);
+	long long holders = row ? (long long)integer(row, "holders") : 0;
+	long long sealing = row ? (long long)integer(row, "primary_of") : 0;
+	if (t->step == CTL_KEYS_INSTALL) {
+		snprintf(how, how_len, "%lld/%lld live members hold it", holders, members);
 		append_lacking(how, how_len, row);
 		return row && holders == members ? CTL_KEYS_REACHED : CTL_KEYS_PENDING;
 	}
-	snprintf(how, how_len, "%lld/%lld live members seal with it", (long long)sealing, (long long)members);
+	snprintf(how, how_len, "%lld/%lld live members seal with it", sealing, members);
 	return row && sealing == members ? CTL_KEYS_REACHED : CTL_KEYS_PENDING;
 }

@@ -95,8 +95,8 @@ ftl_err ftl_node_add_known(ftl_node *n, int64_t now_us, const ftl_msg_alive *a);
  * own address and not a member seen alive; returns how many joins it queued. */
 size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *addrs, size_t n_addrs);
 /* How long the shell waits before it resolves the seeds again; ask once per lookup. interval_us while this
- * node sees another member alive; while it sees no one, 250 ms, then twice as long each time up to
- * interval_us, starting over whenever it is left alone again. */
+ * node sees another member alive or suspect (or is leaving); while it sees no one, 250 ms, then twice as
+ * long each time up to interval_us, starting over whenever it is left alone again. */
 int64_t ftl_node_seeds_next_wait_us(ftl_node *n, int64_t interval_us);
 
 /* ---- user requests ---- */

@@ -59,9 +59,18 @@ size_t ftl_node_seeds_answered(ftl_node *n, int64_t now_us, const char *const *a
 
 enum { SEEDS_ALONE_FIRST_WAIT_US = 250000 };
 
+/* We are a member (not leaving) and see no other alive or suspect. */
+static bool is_alone(const ftl_swim *s)
+{
+	const ftl_member *self = ftl_swim_find(s, ftl_swim_name(s));
+	if (!self || (self->state != FTL_MEMBER_ALIVE && self->state != FTL_MEMBER_SUSPECT))
+		return false; /* leaving: nobody to hurry for */
+	return ftl_swim_count(s, FTL_MEMBER_ALIVE) + ftl_swim_count(s, FTL_MEMBER_SUSPECT) <= 1;
+}
+
 int64_t ftl_node_seeds_next_wait_us(ftl_node *n, int64_t interval_us)
 {
-	if (ftl_swim_count(n->swim, FTL_MEMBER_ALIVE) > 1) { /* self included */
+	if (!is_alone(n->swim)) {
 		n->seeds_alone_wait_us = 0;
 		return interval_us;
 	}

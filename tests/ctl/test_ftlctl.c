@@ -268,10 +268,13 @@ static void test_keys_list_install_and_refusal(void **state)
 	assert_contains(r.out, "gossip");
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY);
 	assert_exit(&r, 0);
-	/* This agent's `keys list` has no census (an agent from before key fingerprints): nothing to wait on. */
+	/* This agent's `keys list` has no census (an agent from before key fingerprints): nothing to wait on, so
+	 * ftlctl asks for the list alone and sends no `use`. */
+	int requests = fake_agent_requests(f->agent);
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY, "--wait", "5");
 	assert_exit(&r, 1);
-	assert_contains(r.err, "cannot wait: the agent reports no key census");
+	assert_contains(r.err, "cannot --wait, so nothing was changed: the agent reports no key census");
+	assert_int_equal(fake_agent_requests(f->agent), requests + 1);
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "list", "--wait", "5");
 	assert_exit(&r, 2);
 	run_ftlctl(f, &r, NULL, "--socket", f->path, "keys", "use", FAKE_PRIMARY_KEY, "--wait", "0");

@@ -192,7 +192,7 @@ static void test_seed_rule_joins_only_what_it_does_not_see_alive(void **state)
 }
 
 /* Seeds are asked again soon while the node sees no one (its seed may not have been up yet), at the reseed
- * interval once it sees a member, and soon again once it is left alone. */
+ * interval while it sees a member, soon again once it is left alone, and never in a hurry while leaving. */
 static void test_seeds_are_asked_again_soon_only_while_the_node_is_alone(void **state)
 {
 	const int64_t interval = 2000 * MS;
@@ -206,6 +206,8 @@ static void test_seeds_are_asked_again_soon_only_while_the_node_is_alone(void **
 	const int64_t alone[] = {250 * MS, 500 * MS, 1000 * MS, 2000 * MS, 2000 * MS};
 	for (size_t k = 0; k < sizeof(alone) / sizeof(alone[0]); k++)
 		assert_int_equal(ftl_node_seeds_next_wait_us(w.nodes[0], interval), alone[k]);
+	ftl_node_leave(w.nodes[0], w.now); /* leaving: nobody to hurry for */
+	assert_int_equal(ftl_node_seeds_next_wait_us(w.nodes[0], interval), interval);
 	stop(&w);
 }
 
