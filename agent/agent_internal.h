@@ -41,6 +41,7 @@ struct ftl_agent {
 	uv_timer_t timer;
 	uv_timer_t reseed_timer;
 	uint32_t seed_lookups_failed[8]; /* loop thread: each seed's failed DNS lookups in a row (logged 1, 2, 4, ...) */
+	uint32_t seed_lookups_in_flight; /* loop thread: asked and not answered; none more are asked meanwhile */
 	uv_async_t wake;          /* another thread asks the loop to look at the requests below */
 	ftl_control *control;
 	uint64_t tcp_timeouts;           /* loop thread: push-pull connections that timed out (status counter) */

@@ -30,6 +30,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	seed_lookup *l = req->data;
 	ftl_agent *a = l->a;
+	a->seed_lookups_in_flight--;
 	if (status < 0) {
 		/* A Service with no pod behind it yet fails every lookup of a lone node's quick retries: of a run
 		 * of failures of one seed, the 1st, 2nd, 4th, 8th ... is logged. */
@@ -90,13 +91,16 @@ static void resolve_all(ftl_agent *a)
 		struct addrinfo hints = {.ai_socktype = SOCK_DGRAM};
 		if (uv_getaddrinfo(&a->loop, &l->req, on_resolved, l->name, NULL, &hints) != 0)
 			free(l);
+		else
+			a->seed_lookups_in_flight++;
 	}
 }
 
 static void on_reseed(uv_timer_t *t)
 {
 	ftl_agent *a = t->data;
-	resolve_all(a);
+	if (a->seed_lookups_in_flight == 0) /* a resolver that hangs gets no pile of lookups (libuv's 4 threads) */
+		resolve_all(a);
 	int64_t wait_us = ftl_node_seeds_next_wait_us(a->node, (int64_t)a->cfg.reseed_interval_ms * 1000);
 	uv_timer_start(&a->reseed_timer, on_reseed, (uint64_t)(wait_us / 1000), 0);
 }
