@@ -105,11 +105,10 @@ static void on_written(uv_write_t *req, int status)
 static void close_least_recent(ftl_agent *a)
 {
 	int n = 0;
-	ftl_list_link *last = NULL;
-	for (ftl_list_link *l = a->peers.first; l; l = l->next, n++)
-		last = l;
-	if (n >= FTL_PEER_CONNS_MAX && last)
-		peer_close(peer_of(last));
+	for (ftl_list_link *l = a->peers.first; l; l = l->next)
+		n++;
+	if (n >= FTL_PEER_CONNS_MAX)
+		peer_close(peer_of(a->peers.last));
 }
 
 static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)

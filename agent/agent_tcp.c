@@ -367,8 +367,9 @@ static void on_connection(uv_stream_t *server, int status)
 	if (status < 0) {
 		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
 		 * that the next one is accepted. Accepting goes on either way. */
-		if (ftl_admit_oldest(&a->tcp_strangers))
-			drop(conn_of(ftl_admit_oldest(&a->tcp_strangers)), FTL_TCP_DROP_TOO_MANY);
+		ftl_admit_entry *oldest = ftl_admit_oldest(&a->tcp_strangers);
+		if (oldest)
+			drop(conn_of(oldest), FTL_TCP_DROP_TOO_MANY);
 		return;
 	}
 	/* Too many strangers too young to push out: libuv holds this one and stops listening until on_turn

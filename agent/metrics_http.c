@@ -276,8 +276,9 @@ static void on_connection(uv_stream_t *listener, int status)
 	if (status != 0) {
 		/* Out of descriptors (EMFILE): libuv has refused those waiting; the slowest reader makes room so
 		 * that the next one is accepted. Accepting goes on either way. */
-		if (ftl_admit_oldest(&srv->reading))
-			drop(conn_of(ftl_admit_oldest(&srv->reading)), FTL_HTTP_DROP_EVICTED);
+		ftl_admit_entry *oldest = ftl_admit_oldest(&srv->reading);
+		if (oldest)
+			drop(conn_of(oldest), FTL_HTTP_DROP_EVICTED);
 		return;
 	}
 	/* Too many readers too young to push out: libuv holds this one and stops listening until the next
@@ -351,10 +352,10 @@ void ftl_metrics_http_close(ftl_agent *a)
 	if (!srv)
 		return;
 	a->metrics_http = NULL;
-	while (ftl_admit_oldest(&srv->reading))
-		conn_close(conn_of(ftl_admit_oldest(&srv->reading)));
-	while (ftl_admit_oldest(&srv->lingering))
-		conn_close(conn_of(ftl_admit_oldest(&srv->lingering)));
+	for (ftl_admit_entry *e; (e = ftl_admit_oldest(&srv->reading));)
+		conn_close(conn_of(e));
+	for (ftl_admit_entry *e; (e = ftl_admit_oldest(&srv->lingering));)
+		conn_close(conn_of(e));
 	ftl_agent_fork_untrack((uv_handle_t *)&srv->listener);
 	uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
 }
