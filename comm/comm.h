@@ -63,6 +63,8 @@ struct ftl_comm_backend_ops {
 	/* Calls may run on the communicator's progress thread (asynchronous requests); else those are
 	 * refused with FTL_ERR_UNSUPPORTED. */
 	bool is_async;
+	/* The backend has no band, bor or bxor (nccl): comm.c refuses them with FTL_ERR_UNSUPPORTED. */
+	bool is_without_bitwise;
 };
 
 struct ftl_comm_async; /* comm_async.c */

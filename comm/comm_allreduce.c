@@ -55,6 +55,13 @@ static ftl_err check_buffers(struct ftl_comm *comm, const char *what, const void
 		return err;
 	if ((unsigned)op >= FTL_REDUCE_OP_MAX)
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: unknown op %d", what, (int)op);
+	if (!ftl_reduce_op_accepts(op, dtype))
+		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: the reduction %s is not defined on %s%s", what,
+				     ftl_reduce_op_strs[op], ftl_dtype_strs[dtype],
+				     op == FTL_AVG ? " (sum the values and divide)" : "; bitwise ops take integers or bool");
+	if (comm->ops->is_without_bitwise && (op == FTL_BAND || op == FTL_BOR || op == FTL_BXOR))
+		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false, "%s: the %s backend has no bitwise reduction "
+				     "(%s)", what, ftl_comm_backend_name(comm->backend), ftl_reduce_op_strs[op]);
 	if (count > 0 && (sendbuf == NULL || recvbuf == NULL))
 		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: NULL buffer with count %zu", what, count);
 	if (sendbuf != recvbuf && ftl_comm_overlaps(sendbuf, bytes, recvbuf, bytes))

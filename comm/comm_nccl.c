@@ -195,15 +195,21 @@ static ncclDataType_t nccl_dtype(ftl_dtype dtype)
 	static const ncclDataType_t map[FTL_DTYPE_MAX] = {
 		[FTL_F32] = ncclFloat32, [FTL_F64] = ncclFloat64, [FTL_F16] = ncclFloat16,
 		[FTL_BF16] = ncclBfloat16, [FTL_I32] = ncclInt32, [FTL_I64] = ncclInt64,
+		[FTL_U8] = ncclUint8, [FTL_I8] = ncclInt8, [FTL_BOOL] = ncclUint8,
 	};
 	return map[dtype];
 }
 
-static ncclRedOp_t nccl_op(ftl_reduce_op op)
+/* The bitwise ops never get here (is_without_bitwise). A bool travels as a u8 of 0 or 1, where max is "any"
+ * and min is "all": a sum or a product of bytes would not stay 0 or 1. */
+static ncclRedOp_t nccl_op(ftl_reduce_op op, ftl_dtype dtype)
 {
 	static const ncclRedOp_t map[FTL_REDUCE_OP_MAX] = {
 		[FTL_SUM] = ncclSum, [FTL_AVG] = ncclAvg, [FTL_MIN] = ncclMin, [FTL_MAX] = ncclMax,
+		[FTL_PROD] = ncclProd,
 	};
+	if (dtype == FTL_BOOL)
+		return op == FTL_SUM || op == FTL_MAX ? ncclMax : ncclMin;
 	return map[op];
 }
 
@@ -229,7 +235,7 @@ static ftl_err put_bf16(struct ftl_comm_nccl *c, const struct ftl_comm_call *cal
 	if (ce != cudaSuccess)
 		return ftl_comm_fail(&c->base, FTL_ERR_BACKEND, true, "allreduce_bf16 before the allreduce: %s",
 				     cudaGetErrorString(ce));
-	ncclRedOp_t op = call->op == FTL_AVG ? ncclSum : nccl_op(call->op);
+	ncclRedOp_t op = call->op == FTL_AVG ? ncclSum : nccl_op(call->op, FTL_BF16);
 	ftl_err e = enqueued(c, ncclAllReduce(c->wire, c->wire, call->count, ncclBfloat16, op, c->nccl, c->stream),
 			     "allreduce_bf16");
 	if (e != FTL_OK)
@@ -252,7 +258,7 @@ static ftl_err put(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
 	case FTL_COMM_CALL_ALLREDUCE:
 		if (call->count > 0) /* a zero-count request only marks its place in the order */
 			r = ncclAllReduce(call->sendbuf, call->recvbuf, call->count, nccl_dtype(call->dtype),
-					  nccl_op(call->op), c->nccl, c->stream);
+					  nccl_op(call->op, call->dtype), c->nccl, c->stream);
 		break;
 	case FTL_COMM_CALL_BROADCAST:
 		r = ncclBroadcast(call->recvbuf, call->recvbuf, call->count, nccl_dtype(call->dtype), call->root,
@@ -466,6 +472,7 @@ static const struct ftl_comm_backend_ops nccl_ops = {
 	.enqueue = nccl_enqueue,
 	.poll = nccl_poll,
 	.release_mark = nccl_release_mark,
+	.is_without_bitwise = true,
 };
 
 /* A communicator struct with its stream and scratch; the NCCL communicator comes later. */

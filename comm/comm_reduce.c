@@ -77,10 +77,13 @@ uint16_t ftl_comm_f32_to_bf16(float f)
 }
 
 #define FTL_SUM_OF(a, b) ((a) + (b))
+#define FTL_PROD_OF(a, b) ((a) * (b))
 #define FTL_MIN_OF(a, b) ((b) < (a) ? (b) : (a))
 #define FTL_MAX_OF(a, b) ((b) > (a) ? (b) : (a))
-/* Integer sums wrap: do them in the unsigned type of the same width. */
+/* Integer sums and products wrap: do them in the unsigned type of the same width (a u8 or i8 is promoted
+ * to int, where 255 * 255 cannot overflow, and cut back by the store). */
 #define FTL_USUM_OF(T, U) ((T)((U)a[i] + (U)b[i]))
+#define FTL_UPROD_OF(T, U) ((T)((U)a[i] * (U)b[i]))
 
 /* One kernel per (native type, op). */
 #define FTL_NATIVE_KERNEL(name, T, EXPR)                                                  \
@@ -92,18 +95,34 @@ uint16_t ftl_comm_f32_to_bf16(float f)
 			out[i] = EXPR;                                                     \
 	}
 
-FTL_NATIVE_KERNEL(sum_f32, float, FTL_SUM_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(min_f32, float, FTL_MIN_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(max_f32, float, FTL_MAX_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(sum_f64, double, FTL_SUM_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(min_f64, double, FTL_MIN_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(max_f64, double, FTL_MAX_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(sum_i32, int32_t, FTL_USUM_OF(int32_t, uint32_t))
-FTL_NATIVE_KERNEL(min_i32, int32_t, FTL_MIN_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(max_i32, int32_t, FTL_MAX_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(sum_i64, int64_t, FTL_USUM_OF(int64_t, uint64_t))
-FTL_NATIVE_KERNEL(min_i64, int64_t, FTL_MIN_OF(a[i], b[i]))
-FTL_NATIVE_KERNEL(max_i64, int64_t, FTL_MAX_OF(a[i], b[i]))
+/* The float types: sum, prod, min, max. */
+#define FTL_FLOAT_KERNELS(T, SUFFIX)                                                      \
+	FTL_NATIVE_KERNEL(sum_##SUFFIX, T, FTL_SUM_OF(a[i], b[i]))                         \
+	FTL_NATIVE_KERNEL(prod_##SUFFIX, T, FTL_PROD_OF(a[i], b[i]))                       \
+	FTL_NATIVE_KERNEL(min_##SUFFIX, T, FTL_MIN_OF(a[i], b[i]))                         \
+	FTL_NATIVE_KERNEL(max_##SUFFIX, T, FTL_MAX_OF(a[i], b[i]))
+
+/* The integer types: wrapping sum and prod, min, max and the bitwise three. */
+#define FTL_INT_KERNELS(T, U, SUFFIX)                                                     \
+	FTL_NATIVE_KERNEL(sum_##SUFFIX, T, FTL_USUM_OF(T, U))                              \
+	FTL_NATIVE_KERNEL(prod_##SUFFIX, T, FTL_UPROD_OF(T, U))                            \
+	FTL_NATIVE_KERNEL(min_##SUFFIX, T, FTL_MIN_OF(a[i], b[i]))                         \
+	FTL_NATIVE_KERNEL(max_##SUFFIX, T, FTL_MAX_OF(a[i], b[i]))                         \
+	FTL_NATIVE_KERNEL(band_##SUFFIX, T, (T)(a[i] & b[i]))                              \
+	FTL_NATIVE_KERNEL(bor_##SUFFIX, T, (T)(a[i] | b[i]))                               \
+	FTL_NATIVE_KERNEL(bxor_##SUFFIX, T, (T)(a[i] ^ b[i]))
+
+FTL_FLOAT_KERNELS(float, f32)
+FTL_FLOAT_KERNELS(double, f64)
+FTL_INT_KERNELS(int32_t, uint32_t, i32)
+FTL_INT_KERNELS(int64_t, uint64_t, i64)
+FTL_INT_KERNELS(uint8_t, uint8_t, u8)
+FTL_INT_KERNELS(int8_t, uint8_t, i8)
+/* bool is one byte holding 0 or 1: and, or and xor keep it so, and are torch's sum/max (any) and
+ * prod/min (all). */
+FTL_NATIVE_KERNEL(and_bool, uint8_t, (uint8_t)(a[i] & b[i]))
+FTL_NATIVE_KERNEL(or_bool, uint8_t, (uint8_t)(a[i] | b[i]))
+FTL_NATIVE_KERNEL(xor_bool, uint8_t, (uint8_t)(a[i] ^ b[i]))
 
 /* One kernel per (16-bit float type, op): widen, reduce in f32, round back. Min and max pick one of the
  * inputs, so they never round. */
@@ -127,36 +146,41 @@ FTL_NATIVE_KERNEL(max_i64, int64_t, FTL_MAX_OF(a[i], b[i]))
 	}
 
 FTL_HALF_KERNEL(sum_f16, ftl_comm_f16_to_f32, ftl_comm_f32_to_f16, x + y)
+FTL_HALF_KERNEL(prod_f16, ftl_comm_f16_to_f32, ftl_comm_f32_to_f16, x * y)
 FTL_HALF_PICK_KERNEL(min_f16, ftl_comm_f16_to_f32, <)
 FTL_HALF_PICK_KERNEL(max_f16, ftl_comm_f16_to_f32, >)
 FTL_HALF_KERNEL(sum_bf16, ftl_comm_bf16_widen, ftl_comm_bf16_round, x + y)
+FTL_HALF_KERNEL(prod_bf16, ftl_comm_bf16_widen, ftl_comm_bf16_round, x * y)
 FTL_HALF_PICK_KERNEL(min_bf16, ftl_comm_bf16_to_f32, <)
 FTL_HALF_PICK_KERNEL(max_bf16, ftl_comm_bf16_to_f32, >)
 
+/* A row of the table below: avg reduces with the sum kernel (and divides at the end). */
+#define FTL_FLOAT_ROW(SUFFIX)                                                             \
+	{[FTL_SUM] = sum_##SUFFIX, [FTL_AVG] = sum_##SUFFIX, [FTL_MIN] = min_##SUFFIX,      \
+	 [FTL_MAX] = max_##SUFFIX, [FTL_PROD] = prod_##SUFFIX}
+#define FTL_INT_ROW(SUFFIX)                                                               \
+	{[FTL_SUM] = sum_##SUFFIX, [FTL_AVG] = sum_##SUFFIX, [FTL_MIN] = min_##SUFFIX,      \
+	 [FTL_MAX] = max_##SUFFIX, [FTL_PROD] = prod_##SUFFIX, [FTL_BAND] = band_##SUFFIX,  \
+	 [FTL_BOR] = bor_##SUFFIX, [FTL_BXOR] = bxor_##SUFFIX}
+
 ftl_comm_reduce_fn ftl_comm_reduce_kernel(ftl_dtype dtype, ftl_reduce_op op)
 {
-	/* Indexed [dtype][sum, min, max]. */
-	static const ftl_comm_reduce_fn table[FTL_DTYPE_MAX][3] = {
-		[FTL_F32] = {sum_f32, min_f32, max_f32},
-		[FTL_F64] = {sum_f64, min_f64, max_f64},
-		[FTL_F16] = {sum_f16, min_f16, max_f16},
-		[FTL_BF16] = {sum_bf16, min_bf16, max_bf16},
-		[FTL_I32] = {sum_i32, min_i32, max_i32},
-		[FTL_I64] = {sum_i64, min_i64, max_i64},
+	/* NULL where ftl_reduce_op_accepts says no. */
+	static const ftl_comm_reduce_fn table[FTL_DTYPE_MAX][FTL_REDUCE_OP_MAX] = {
+		[FTL_F32] = FTL_FLOAT_ROW(f32),
+		[FTL_F64] = FTL_FLOAT_ROW(f64),
+		[FTL_F16] = FTL_FLOAT_ROW(f16),
+		[FTL_BF16] = FTL_FLOAT_ROW(bf16),
+		[FTL_I32] = FTL_INT_ROW(i32),
+		[FTL_I64] = FTL_INT_ROW(i64),
+		[FTL_U8] = FTL_INT_ROW(u8),
+		[FTL_I8] = FTL_INT_ROW(i8),
+		[FTL_BOOL] = {[FTL_SUM] = or_bool, [FTL_MIN] = and_bool, [FTL_MAX] = or_bool, [FTL_PROD] = and_bool,
+			      [FTL_BAND] = and_bool, [FTL_BOR] = or_bool, [FTL_BXOR] = xor_bool},
 	};
-	if ((unsigned)dtype >= FTL_DTYPE_MAX)
+	if ((unsigned)dtype >= FTL_DTYPE_MAX || (unsigned)op >= FTL_REDUCE_OP_MAX)
 		return NULL;
-	switch (op) {
-	case FTL_SUM:
-	case FTL_AVG:
-		return table[dtype][0];
-	case FTL_MIN:
-		return table[dtype][1];
-	case FTL_MAX:
-		return table[dtype][2];
-	default:
-		return NULL;
-	}
+	return table[dtype][op];
 }
 
 void ftl_comm_reduce_divide(void *buf, size_t n, ftl_dtype dtype, int divisor)
@@ -196,6 +220,18 @@ void ftl_comm_reduce_divide(void *buf, size_t n, ftl_dtype dtype, int divisor)
 		int64_t *p = buf;
 		for (size_t i = 0; i < n; i++)
 			p[i] /= divisor;
+		break;
+	}
+	case FTL_U8: {
+		uint8_t *p = buf;
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)(p[i] / divisor);
+		break;
+	}
+	case FTL_I8: {
+		int8_t *p = buf;
+		for (size_t i = 0; i < n; i++)
+			p[i] = (int8_t)(p[i] / divisor);
 		break;
 	}
 	default:

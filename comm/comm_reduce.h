@@ -21,10 +21,10 @@
 typedef void (*ftl_comm_reduce_fn)(void *out, const void *a, const void *b, size_t n);
 
 /* The kernel for (dtype, op); FTL_AVG uses the sum kernel and ftl_comm_reduce_divide at the end.
- * NULL for values out of range. */
+ * NULL for values out of range and for the pairs ftl_reduce_op_accepts refuses. */
 ftl_comm_reduce_fn ftl_comm_reduce_kernel(ftl_dtype dtype, ftl_reduce_op op);
 
-/* buf[i] /= divisor for i < n (integer division for i32/i64; f16/bf16 divided in f32). */
+/* buf[i] /= divisor for i < n (integer division for the integer types; f16/bf16 divided in f32). */
 void ftl_comm_reduce_divide(void *buf, size_t n, ftl_dtype dtype, int divisor);
 
 /* IEEE binary16 and bfloat16, round to nearest even; NaN stays NaN, overflow becomes infinity. */

@@ -18,10 +18,12 @@ const char *const ftl_err_strs[FTL_ERR_MAX] = {
 const char *const ftl_dtype_strs[FTL_DTYPE_MAX] = {
 	[FTL_F32] = "f32", [FTL_F64] = "f64", [FTL_F16] = "f16",
 	[FTL_BF16] = "bf16", [FTL_I32] = "i32", [FTL_I64] = "i64",
+	[FTL_U8] = "u8", [FTL_I8] = "i8", [FTL_BOOL] = "bool",
 };
 
 const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX] = {
 	[FTL_SUM] = "sum", [FTL_AVG] = "avg", [FTL_MIN] = "min", [FTL_MAX] = "max",
+	[FTL_PROD] = "prod", [FTL_BAND] = "band", [FTL_BOR] = "bor", [FTL_BXOR] = "bxor",
 };
 
 const char *const ftl_comm_backend_strs[FTL_COMM_BACKEND_MAX] = {
@@ -39,8 +41,23 @@ size_t ftl_dtype_size(ftl_dtype dtype)
 {
 	static const size_t sizes[FTL_DTYPE_MAX] = {
 		[FTL_F32] = 4, [FTL_F64] = 8, [FTL_F16] = 2, [FTL_BF16] = 2, [FTL_I32] = 4, [FTL_I64] = 8,
+		[FTL_U8] = 1, [FTL_I8] = 1, [FTL_BOOL] = 1,
 	};
 	if ((unsigned)dtype >= FTL_DTYPE_MAX)
 		return 0;
 	return sizes[dtype];
+}
+
+static bool is_float(ftl_dtype dtype)
+{
+	return dtype == FTL_F32 || dtype == FTL_F64 || dtype == FTL_F16 || dtype == FTL_BF16;
+}
+
+int ftl_reduce_op_accepts(ftl_reduce_op op, ftl_dtype dtype)
+{
+	if ((unsigned)op >= FTL_REDUCE_OP_MAX || (unsigned)dtype >= FTL_DTYPE_MAX)
+		return 0;
+	if (op == FTL_BAND || op == FTL_BOR || op == FTL_BXOR)
+		return !is_float(dtype);
+	return !(op == FTL_AVG && dtype == FTL_BOOL);
 }

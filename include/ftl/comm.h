@@ -27,7 +27,8 @@ extern "C" {
 #endif
 
 /* Element types. f16 is IEEE binary16, bf16 is bfloat16; both are reduced in f32 and rounded to nearest
- * even on the tcp backend. */
+ * even on the tcp backend. u8, i8 and bool (one byte, 0 or 1) came in 0.3: what torch's object
+ * collectives (pickled bytes) and masks travel as. */
 typedef enum ftl_dtype {
 	FTL_F32,
 	FTL_F64,
@@ -35,6 +36,9 @@ typedef enum ftl_dtype {
 	FTL_BF16,
 	FTL_I32,
 	FTL_I64,
+	FTL_U8,
+	FTL_I8,
+	FTL_BOOL,
 	FTL_DTYPE_MAX
 } ftl_dtype;
 
@@ -43,14 +47,27 @@ extern FTL_API const char *const ftl_dtype_strs[FTL_DTYPE_MAX];
 /* Bytes per element, or 0 for a value out of range. */
 FTL_API size_t ftl_dtype_size(ftl_dtype dtype);
 
-/* Reductions. FTL_AVG is the sum divided by the world size (integer division for i32/i64). */
+/* Reductions. FTL_AVG is the sum divided by the world size (integer division for the integer types, of
+ * the sum wrapped to the type's width). Integer sums and products wrap. FTL_PROD, FTL_BAND, FTL_BOR and
+ * FTL_BXOR came in 0.3; the bitwise three take integer and bool dtypes only. On bool, sum and max are
+ * "any" (or), product and min are "all" (and), xor is parity, avg is refused: the results torch's gloo
+ * gives, and always 0 or 1. A pair the build cannot reduce is FTL_ERR_INVALID (a float with a bitwise op,
+ * avg of bool) or FTL_ERR_UNSUPPORTED (nccl has no bitwise op), with the reason; see
+ * ftl_reduce_op_accepts. */
 typedef enum ftl_reduce_op {
 	FTL_SUM,
 	FTL_AVG,
 	FTL_MIN,
 	FTL_MAX,
+	FTL_PROD,
+	FTL_BAND,
+	FTL_BOR,
+	FTL_BXOR,
 	FTL_REDUCE_OP_MAX
 } ftl_reduce_op;
+
+/* 1 when op is defined on dtype (whatever the backend), else 0. */
+FTL_API int ftl_reduce_op_accepts(ftl_reduce_op op, ftl_dtype dtype);
 
 extern FTL_API const char *const ftl_reduce_op_strs[FTL_REDUCE_OP_MAX];
 

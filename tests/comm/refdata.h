@@ -5,6 +5,7 @@
 #ifndef FTL_TESTS_COMM_REFDATA_H
 #define FTL_TESTS_COMM_REFDATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,6 +18,16 @@ void ref_fill(void *buf, ftl_dtype dtype, uint64_t seed, int rank, size_t count)
  * described in why. f16/bf16 (and the division in avg) get a tolerance of (n+1) roundings of sum |x|. */
 int ref_check_allreduce(const void *out, ftl_dtype dtype, ftl_reduce_op op, uint64_t seed, int n, size_t count,
 			char *why, size_t why_len);
+
+/* Whether the reduction order cannot change the bits of (dtype, op) on ref_fill data: integers and bool
+ * always, min and max always, sums of f32 and f64 (exact on this data); not f16/bf16 sums, nor float
+ * products (they round). */
+bool ref_is_order_free(ftl_dtype dtype, ftl_reduce_op op);
+
+/* The pairs that the slow sweeps (every algorithm at every size boundary) take: the four first ops on the
+ * six first dtypes, and of the rest a sample that still covers each element size and kind of
+ * arithmetic (u8, i8 and bool sums; i32 prod and bxor; f32 prod). The quick suites take every pair. */
+bool ref_is_swept(ftl_dtype dtype, ftl_reduce_op op);
 
 /* 0 when buf holds exactly rank's ref_fill data; else -1 with why. */
 int ref_check_block(const void *buf, ftl_dtype dtype, uint64_t seed, int rank, size_t count, char *why,

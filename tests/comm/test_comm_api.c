@@ -120,6 +120,12 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, (ftl_dtype)42, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "unknown dtype"));
 	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, (ftl_reduce_op)9, NULL, NULL), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_BXOR, NULL, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "bxor is not defined on f32"));
+	unsigned char flags[4] = {0, 1, 1, 0};
+	assert_int_equal(ftl_comm_allreduce(comm, flags, flags, 4, FTL_BOOL, FTL_AVG, NULL, NULL), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "avg is not defined on bool"));
+	assert_int_equal(ftl_comm_allreduce(comm, flags, flags, 4, FTL_BOOL, FTL_BXOR, NULL, NULL), FTL_OK);
 	assert_int_equal(ftl_comm_allreduce(comm, NULL, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_allreduce(comm, a, a + 1, 2, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));

@@ -39,6 +39,10 @@ static void check_collectives(ftl_comm *comm)
 		host[i] = (float)(i % 1000) - 500.0f;
 	cudaMemcpy(dev, host, sizeof(host), cudaMemcpyHostToDevice);
 	for (int op = 0; op < FTL_REDUCE_OP_MAX; op++) {
+		if (!ftl_reduce_op_accepts((ftl_reduce_op)op, FTL_F32)) {
+			CHECK(ftl_comm_allreduce(comm, dev, dev2, N, FTL_F32, (ftl_reduce_op)op, NULL, NULL) == FTL_ERR_INVALID);
+			continue;
+		}
 		CHECK(ftl_comm_allreduce(comm, dev, dev2, N, FTL_F32, (ftl_reduce_op)op, NULL, NULL) == FTL_OK);
 		static float back[N];
 		cudaMemcpy(back, dev2, sizeof(back), cudaMemcpyDeviceToHost);
@@ -46,6 +50,8 @@ static void check_collectives(ftl_comm *comm)
 	}
 	for (int dt = 0; dt < FTL_DTYPE_MAX; dt++)
 		CHECK(ftl_comm_allreduce(comm, dev, dev, 1000, (ftl_dtype)dt, FTL_SUM, NULL, NULL) == FTL_OK);
+	/* nccl has no bitwise reduction: refused before anything is enqueued, and the comm stays usable */
+	CHECK(ftl_comm_allreduce(comm, dev, dev, 1000, FTL_I32, FTL_BXOR, NULL, NULL) == FTL_ERR_UNSUPPORTED);
 	CHECK(ftl_comm_broadcast(comm, dev, N, FTL_F32, 0) == FTL_OK);
 	CHECK(ftl_comm_allgather(comm, dev, dev2, N, FTL_F32) == FTL_OK);
 	CHECK(ftl_comm_barrier(comm) == FTL_OK);

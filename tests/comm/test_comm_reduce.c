@@ -153,6 +153,84 @@ static void test_kernel_lookup_rejects_bad_values(void **state)
 	assert_null(ftl_comm_reduce_kernel(FTL_DTYPE_MAX, FTL_SUM));
 	assert_null(ftl_comm_reduce_kernel(FTL_F32, FTL_REDUCE_OP_MAX));
 	assert_ptr_equal(ftl_comm_reduce_kernel(FTL_F16, FTL_AVG), ftl_comm_reduce_kernel(FTL_F16, FTL_SUM));
+	/* a kernel exactly where the public rule says the pair is defined */
+	for (int dt = 0; dt < FTL_DTYPE_MAX; dt++)
+		for (int op = 0; op < FTL_REDUCE_OP_MAX; op++)
+			assert_int_equal(ftl_comm_reduce_kernel((ftl_dtype)dt, (ftl_reduce_op)op) != NULL,
+					 ftl_reduce_op_accepts((ftl_reduce_op)op, (ftl_dtype)dt));
+	assert_false(ftl_reduce_op_accepts(FTL_BAND, FTL_F32));
+	assert_false(ftl_reduce_op_accepts(FTL_BXOR, FTL_BF16));
+	assert_false(ftl_reduce_op_accepts(FTL_AVG, FTL_BOOL));
+	assert_true(ftl_reduce_op_accepts(FTL_PROD, FTL_F16));
+	assert_true(ftl_reduce_op_accepts(FTL_BOR, FTL_U8));
+	assert_false(ftl_reduce_op_accepts(FTL_REDUCE_OP_MAX, FTL_I32));
+	assert_false(ftl_reduce_op_accepts(FTL_SUM, FTL_DTYPE_MAX));
+}
+
+static void test_byte_types_wrap_and_bitwise_ops_keep_the_bits(void **state)
+{
+	(void)state;
+	uint8_t a[3] = {250, 3, 0xf0}, b[3] = {10, 200, 0x3c}, out[3];
+	ftl_comm_reduce_kernel(FTL_U8, FTL_SUM)(out, a, b, 3);
+	assert_true(out[0] == 4 && out[1] == 203); /* 260 wraps to 4 */
+	ftl_comm_reduce_kernel(FTL_U8, FTL_PROD)(out, a, b, 3);
+	assert_true(out[0] == (uint8_t)2500 && out[1] == (uint8_t)600);
+	ftl_comm_reduce_kernel(FTL_U8, FTL_MIN)(out, a, b, 3);
+	assert_true(out[0] == 10 && out[1] == 3);
+	ftl_comm_reduce_kernel(FTL_U8, FTL_BAND)(out, a, b, 3);
+	assert_int_equal(out[2], 0x30);
+	ftl_comm_reduce_kernel(FTL_U8, FTL_BOR)(out, a, b, 3);
+	assert_int_equal(out[2], 0xfc);
+	ftl_comm_reduce_kernel(FTL_U8, FTL_BXOR)(out, a, b, 3);
+	assert_int_equal(out[2], 0xcc);
+	ftl_comm_reduce_divide(a, 1, FTL_U8, 4);
+	assert_int_equal(a[0], 62);
+
+	int8_t c[2] = {127, -128}, d[2] = {1, -1}, o8[2];
+	ftl_comm_reduce_kernel(FTL_I8, FTL_SUM)(o8, c, d, 2);
+	assert_true(o8[0] == -128 && o8[1] == 127);
+	ftl_comm_reduce_kernel(FTL_I8, FTL_MAX)(o8, c, d, 2);
+	assert_true(o8[0] == 127 && o8[1] == -1);
+	ftl_comm_reduce_kernel(FTL_I8, FTL_PROD)(o8, c, d, 2);
+	assert_true(o8[0] == 127 && o8[1] == -128); /* -128 * -1 wraps to -128 */
+	ftl_comm_reduce_divide(d, 2, FTL_I8, 2);
+	assert_true(d[0] == 0 && d[1] == 0); /* toward zero */
+
+	int64_t x[2] = {INT64_MIN, 6}, y[2] = {2, -3}, o[2];
+	ftl_comm_reduce_kernel(FTL_I64, FTL_PROD)(o, x, y, 2);
+	assert_true(o[0] == 0 && o[1] == -18);
+	ftl_comm_reduce_kernel(FTL_I64, FTL_BXOR)(o, x, y, 2);
+	assert_true(o[0] == (INT64_MIN ^ 2) && o[1] == (6 ^ -3));
+}
+
+static void test_bool_is_any_all_and_parity(void **state)
+{
+	(void)state;
+	uint8_t a[4] = {0, 0, 1, 1}, b[4] = {0, 1, 0, 1}, out[4];
+	const uint8_t any[4] = {0, 1, 1, 1}, all[4] = {0, 0, 0, 1}, parity[4] = {0, 1, 1, 0};
+	const struct {
+		ftl_reduce_op op;
+		const uint8_t *want;
+	} cases[] = {{FTL_SUM, any}, {FTL_MAX, any}, {FTL_BOR, any}, {FTL_PROD, all}, {FTL_MIN, all},
+		     {FTL_BAND, all}, {FTL_BXOR, parity}};
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		ftl_comm_reduce_kernel(FTL_BOOL, cases[k].op)(out, a, b, 4);
+		assert_memory_equal(out, cases[k].want, 4);
+	}
+}
+
+static void test_products_of_floats_round_once_per_product(void **state)
+{
+	(void)state;
+	float a[2] = {1.5f, -2}, b[2] = {4, 0.25f}, out[2];
+	ftl_comm_reduce_kernel(FTL_F32, FTL_PROD)(out, a, b, 2);
+	assert_true(out[0] == 6 && out[1] == -0.5f);
+	uint16_t h[1] = {ftl_comm_f32_to_f16(1.0009765625f)}, g[1] = {ftl_comm_f32_to_f16(1.0009765625f)}, ho[1];
+	ftl_comm_reduce_kernel(FTL_F16, FTL_PROD)(ho, h, g, 1);
+	assert_true(ftl_comm_f16_to_f32(ho[0]) == 1.001953125f); /* (1 + 2^-10)^2 rounded to f16 */
+	uint16_t c[1] = {ftl_comm_f32_to_bf16(3)}, d[1] = {ftl_comm_f32_to_bf16(-0.5f)}, co[1];
+	ftl_comm_reduce_kernel(FTL_BF16, FTL_PROD)(co, c, d, 1);
+	assert_true(ftl_comm_bf16_to_f32(co[0]) == -1.5f);
 }
 
 int main(void)
@@ -166,6 +244,9 @@ int main(void)
 		cmocka_unit_test(test_integer_sums_wrap_and_avg_truncates),
 		cmocka_unit_test(test_half_kernels_reduce_in_f32_and_round),
 		cmocka_unit_test(test_kernel_lookup_rejects_bad_values),
+		cmocka_unit_test(test_byte_types_wrap_and_bitwise_ops_keep_the_bits),
+		cmocka_unit_test(test_bool_is_any_all_and_parity),
+		cmocka_unit_test(test_products_of_floats_round_once_per_product),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
