@@ -95,11 +95,16 @@ def test_collectives_inside_a_step_reach_every_rank(pair):
         assert slab == (3.0 if r == 0 else 300.0)
 
 
-def test_an_unsupported_reduction_is_one_sentence(pair):
+def test_an_unsupported_reduction_is_one_sentence_that_names_it(pair):
     def body(agent, group, info):
-        with pytest.raises(ftl.Error, match="PRODUCT|not supported"):
-            dist.all_reduce(torch.ones(1), op=dist.ReduceOp.PRODUCT, group=group)
-    each(pair, body)
+        with pytest.raises(ftl.Error, match="ReduceOp.PREMUL_SUM is not supported"):
+            dist.all_reduce(torch.ones(1), op=dist._make_nccl_premul_sum(2.0), group=group)
+        with pytest.raises(ftl.Error, match="bxor is not defined on f32"):
+            dist.all_reduce(torch.ones(1), op=dist.ReduceOp.BXOR, group=group)
+        x = torch.tensor([info.rank + 2, 6], dtype=torch.int32)
+        dist.all_reduce(x, op=dist.ReduceOp.PRODUCT, group=group)
+        return x.tolist()
+    assert each(pair, body) == [[6, 36], [6, 36]]
 
 
 def test_ddp_averages_gradients_over_the_view(pair):

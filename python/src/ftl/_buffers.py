@@ -15,12 +15,16 @@ import numpy as np
 from .errors import Error, INVALID
 
 # ftl_dtype values (include/ftl/comm.h).
-F32, F64, F16, BF16, I32, I64 = range(6)
+F32, F64, F16, BF16, I32, I64, U8, I8, BOOL = range(9)
 _NUMPY = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.float16): F16,
-          np.dtype(np.int32): I32, np.dtype(np.int64): I64}
+          np.dtype(np.int32): I32, np.dtype(np.int64): I64, np.dtype(np.uint8): U8, np.dtype(np.int8): I8,
+          np.dtype(np.bool_): BOOL}
 _TORCH = {"torch.float32": F32, "torch.float64": F64, "torch.float16": F16, "torch.bfloat16": BF16,
-          "torch.int32": I32, "torch.int64": I64}
-OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3}
+          "torch.int32": I32, "torch.int64": I64, "torch.uint8": U8, "torch.int8": I8, "torch.bool": BOOL}
+TORCH_DTYPES = frozenset(_TORCH)  # the names of the torch dtypes ftl passes as they are
+_TORCH_NAMES = "float32, float64, float16, bfloat16, int64, int32, int8, uint8 or bool"
+# ftl_reduce_op values: the bitwise three take integers and bool only; avg is refused on bool.
+OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4, "band": 5, "bor": 6, "bxor": 7}
 
 
 @dataclass(frozen=True)
@@ -64,8 +68,8 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
     if is_tensor(x):
         dtype = _TORCH.get(str(x.dtype))
         if dtype is None:
-            raise Error(f"ftl: {what}: dtype {x.dtype} is not supported; use float32, float64, float16, "
-                        "bfloat16, int32 or int64", INVALID)
+            raise Error(f"ftl: {what}: dtype {x.dtype} is not supported; use {_TORCH_NAMES} (a complex tensor: "
+                        "torch.view_as_real(x))", INVALID)
         if not x.is_contiguous():
             raise Error(f"ftl: {what}: the tensor is not contiguous; pass x.contiguous() (and copy the "
                         "result back), since ftl works in place on the tensor's memory", INVALID)
@@ -77,7 +81,7 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
         dtype = _NUMPY.get(x.dtype)
         if dtype is None:
             raise Error(f"ftl: {what}: dtype {x.dtype} is not supported; use float32, float64, float16, "
-                        "int32 or int64", INVALID)
+                        "int64, int32, int8, uint8 or bool", INVALID)
         if not x.flags.c_contiguous:
             raise Error(f"ftl: {what}: the array is not C-contiguous; pass np.ascontiguousarray(x) (and "
                         "copy the result back), since ftl works in place on the array's memory", INVALID)

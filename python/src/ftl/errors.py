@@ -17,8 +17,10 @@ CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "sy
 PEER_CODES = frozenset((PEER_LOST, ABORTED, TIMEOUT))
 
 
-class Error(Exception):
-    """Something ftl could not do; str(e) says what and, where it can, what to do."""
+class Error(RuntimeError):
+    """Something ftl could not do; str(e) says what and, where it can, what to do. A RuntimeError, as
+    torch's own distributed errors are (torch code that tries a call and catches RuntimeError, such as
+    asking a group for a C++ backend, catches ftl's refusal too)."""
 
     def __init__(self, message: str, code: int = INVALID):
         super().__init__(message)

@@ -37,8 +37,9 @@ import torch.distributed as dist
 from .. import _buffers
 from .._lib import text
 from ..errors import INVALID, PEER_CODES, PEER_LOST, Error, from_code
+from ._rooted import RootedCollectives
+from ._tensor_args import movable, dense_all, op_code, real
 
-_OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "min", dist.ReduceOp.MAX: "max"}
 
 
 def process_group(agent: Any) -> "ElasticProcessGroup":
@@ -63,11 +64,30 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
                     "(dist.destroy_process_group() first)", INVALID)
     _default_group = process_group(agent)
     if "ftl" not in dist.Backend.backend_list:
-        dist.Backend.register_backend("ftl", lambda store, rank, size, timeout: _default_group,
-                                      devices=["cpu", "cuda"])
+        dist.Backend.register_backend("ftl", _make_group, devices=["cpu", "cuda"])
     # rank 0 of 1 is what torch records; rank() and size() are the live view's (the group follows the agent)
     dist.init_process_group("ftl", store=dist.HashStore(), rank=0, world_size=1)
+    _default_group._track_ranks()
     return _default_group
+
+
+def _make_group(store: Any, rank: int, size: int, timeout: Any) -> "ElasticProcessGroup":
+    """torch's call for a group on the "ftl" backend: the default group at init_process_group, then one per
+    dist.new_group. A group of the whole live world follows the agent as the default group does; a proper
+    subgroup is refused (see ElasticProcessGroup), so that no program runs a subgroup's collective on the
+    whole world's communicator."""
+    if _default_group is None:
+        raise Error("ftl: the \"ftl\" backend makes groups for ftl.torch.init_process_group(agent) only", INVALID)
+    if not dist.is_initialized():
+        return _default_group
+    world = _default_group.size()
+    if size != world:
+        raise Error(f"ftl: dist.new_group of {size} of the world's {world} ranks: subgroups of ftl's elastic "
+                    "world are not supported yet (which ranks they hold would change at every view change); "
+                    "use the whole world (the default group, or dist.new_group() with every rank)", INVALID)
+    group = ElasticProcessGroup(_default_group._agent)
+    group._tracks_ranks = True
+    return group
 
 
 _default_group: Optional["ElasticProcessGroup"] = None
@@ -157,7 +177,7 @@ class _Work(dist._Work):
         return True
 
 
-class ElasticProcessGroup(dist.ProcessGroup):
+class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
     Collectives: allreduce (sum, avg, min, max), broadcast, allgather (into a list or a tensor),
     reduce_scatter (into a list or a tensor; an allreduce whose share each rank keeps), barrier.
@@ -168,6 +188,7 @@ class ElasticProcessGroup(dist.ProcessGroup):
         super().__init__(rank, size)
         self._agent = agent
         self._view_epoch = view_epoch  # 0: follows the agent's views; else this view only
+        self._tracks_ranks = False     # keeps torch's record of its ranks at the live view (_sync_ranks)
         self._lock = threading.Lock()   # one submission at a time: every rank starts collectives in one order
         self._views: Dict[int, "ElasticProcessGroup"] = {}
         if not hasattr(agent, "_torch_works"):
@@ -183,7 +204,36 @@ class ElasticProcessGroup(dist.ProcessGroup):
         return self._status()["rank"] if self._view_epoch == 0 else super().rank()
 
     def size(self) -> int:
-        return max(self._status()["world_size"], 1) if self._view_epoch == 0 else super().size()
+        if self._view_epoch:
+            return super().size()
+        world = max(self._status()["world_size"], 1)
+        self._sync_ranks(world)
+        return world
+
+    @property
+    def _device_types(self) -> List[torch.device]:
+        """The devices torch may hand this group (monitored_barrier asks for the CPU). Empty while torch is
+        still making the group: then it would attach its flight recorder, which needs a C++ backend that a
+        Python group does not have."""
+        if dist.distributed_c10d._world.pg_group_ranks.get(self) is None:
+            return []
+        return [torch.device("cuda" if self._agent.backend == "nccl" else "cpu")]
+
+    def _track_ranks(self) -> None:
+        self._tracks_ranks = True
+        self._sync_ranks(self.size())
+
+    def _sync_ranks(self, world: int) -> None:
+        """torch's own record of a registered group's members (global rank -> group rank, what
+        dist.get_process_group_ranks, get_global_rank and DeviceMesh read), kept at the live view: rank i
+        of the view is global rank i. Refreshed wherever the group reads the view (size(), every
+        collective)."""
+        if not self._tracks_ranks:
+            return
+        ranks = dist.distributed_c10d._world.pg_group_ranks
+        entry = ranks.get(self)
+        if entry is not None and len(entry) != world:
+            ranks[self] = {i: i for i in range(world)}
 
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return "ftl"
@@ -206,6 +256,7 @@ class ElasticProcessGroup(dist.ProcessGroup):
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "
                                                   f"job is in view {status['view_epoch']} now")
+        self._sync_ranks(max(status["world_size"], 1))
         if status["world_size"] == 0:
             return None
         return self._agent._handle()
@@ -227,28 +278,34 @@ class ElasticProcessGroup(dist.ProcessGroup):
     # ---- the collectives torch calls ----
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
-        op = _op(opts, "allreduce")
+        op = op_code(opts, "allreduce")
+        if self._view_epoch == 0:
+            _refuse_unregistered_ddp()
+        dense, back = dense_all(tensors)
+        if back:  # a non-contiguous tensor: reduced in a contiguous copy, copied back when done (as gloo does)
+            return _copied_back(self.allreduce(dense, opts), tensors, back)
+        flat = [real(t, op) for t in tensors]
         with self._lock:
             handle = self._where("allreduce")
             if handle is None:
                 return _Work(tensors, done=True)
             is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
             if is_blocking or self._agent._step_thread is None:  # and between steps, on the view in hand
-                for t in tensors:
+                for t in flat:
                     b = self._buffer(t, "allreduce")
                     self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
                                                                None), handle)
                 return _Work(tensors, done=True)
-            return self._allreduce_async(handle, tensors, op)
+            return self._allreduce_async(handle, flat, op, tensors)
 
-    def _allreduce_async(self, handle: int, tensors: List[torch.Tensor], op: int) -> Any:
+    def _allreduce_async(self, handle: int, flat: List[torch.Tensor], op: int, tensors: List[torch.Tensor]) -> Any:
         work = _Work()
-        for i, t in enumerate(tensors):
+        for i, t in enumerate(flat):
             b = self._buffer(t, "allreduce")
             req = ctypes.c_void_p()
             self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
                                                        ctypes.byref(req)), handle)
-            last = i == len(tensors) - 1  # requests finish in order: the last one completes the Work
+            last = i == len(flat) - 1  # requests finish in order: the last one completes the Work
             self._agent._torch_works.add(req, [b], work if last else None, tensors)
         return work
 
@@ -257,20 +314,37 @@ class ElasticProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         root = opts.rootRank if opts is not None else 0
+        dense, back = dense_all(tensors)
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
-            for t in tensors if handle is not None else ():
-                b = self._buffer(t, "broadcast")
-                self._check(self._agent._lib.ftl_broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
+            for t in dense if handle is not None else ():
+                self._broadcast_one(movable(t), root, handle)
+            for orig, copy in back:
+                orig.copy_(copy)
             return tensors
         return self._run("broadcast", body)
+
+    def _broadcast_one(self, t: torch.Tensor, root: int, handle: int) -> None:
+        b = self._buffer(t, "broadcast")
+        self._check(self._agent._lib.ftl_broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
 
     def _gather_into(self, out: torch.Tensor, x: torch.Tensor, handle: Optional[int]) -> None:
         if handle is None:
             out.copy_(x.reshape(out.shape))
             return
+        if not out.is_contiguous():
+            dense = out.contiguous()
+            self._gather_into(dense, x, handle)
+            out.copy_(dense)
+            return
+        out, x = movable(out), movable(x)
         src, dst = self._buffer(x, "allgather (input)", writable=False), self._buffer(out, "allgather (output)")
         if dst.count != src.count * self.size():
+            if dst.count == src.count and self._view_epoch == 0:  # sized by torch's C++ size of the group: 1
+                raise Error("ftl: allgather: the output is sized for a group of 1, the size torch recorded for ftl's "
+                            f"group, and the job has {self.size()} ranks: a DistributedDataParallel made after the first "
+                            "view; make it before agent.start() and give it to ftl.torch.ElasticState(agent, "
+                            "ddp_model, optimizer), which puts it on each view's group", INVALID)
             raise Error(f"ftl: allgather: the output has {dst.count} elements, and needs {src.count} x world size "
                         f"{self.size()}", INVALID)
         self._check(self._agent._lib.ftl_allgather(handle, src.ptr, dst.ptr, src.count, src.dtype), handle)
@@ -296,7 +370,7 @@ class ElasticProcessGroup(dist.ProcessGroup):
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
                        opts: Any = None) -> Any:
-        op = _op(opts, "reduce_scatter")
+        op = op_code(opts, "reduce_scatter")
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             for out, parts in zip(output_tensors, input_tensors):
@@ -305,7 +379,7 @@ class ElasticProcessGroup(dist.ProcessGroup):
         return self._run("reduce_scatter", body)
 
     def _reduce_scatter_base(self, output: torch.Tensor, x: torch.Tensor, opts: Any = None) -> Any:
-        op = _op(opts, "reduce_scatter")
+        op = op_code(opts, "reduce_scatter")
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle)
@@ -315,11 +389,11 @@ class ElasticProcessGroup(dist.ProcessGroup):
 
     reduce_scatter_single = _reduce_scatter_base  # torch's newer name (reduce_scatter_tensor calls it)
 
-    def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int]) -> torch.Tensor:
+    def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int], what: str = "reduce_scatter") -> torch.Tensor:
         """x reduced over every rank, in a copy (the input stays as it was)."""
         y = x.contiguous().clone()
         if handle is not None:
-            b = self._buffer(y, "reduce_scatter")
+            b = self._buffer(real(y, op), what)
             self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None, None),
                         handle)
         return y
@@ -335,12 +409,33 @@ class ElasticProcessGroup(dist.ProcessGroup):
         return self._run("barrier", body)
 
 
-def _op(opts: Any, what: str) -> int:
-    reduce_op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-    for known, name in _OPS.items():
-        if reduce_op == known:
-            return _buffers.op_code(name)
-    raise Error(f"ftl: {what}: the reduction {reduce_op} is not supported; use SUM, AVG, MIN or MAX", INVALID)
+def _refuse_unregistered_ddp() -> None:
+    """A DistributedDataParallel built on the group that follows the agent divides its gradients by the
+    size that group had in torch's eyes when DDP was made (1, before the first view), so its allreduce
+    would sum the gradients instead of averaging them, and no joiner would receive its parameters. Its
+    allreduces are the ones made from a gradient accumulator's hook in backward(); they are refused here
+    (a parameter's post-accumulate-grad hook of the program's own is refused the same way: averaging it
+    with the live world size belongs in the step, or on process_group(agent).for_view(info))."""
+    node = torch._C._current_autograd_node()
+    if node is not None and "AccumulateGrad" in node.name():
+        raise Error("ftl: a DistributedDataParallel on ftl's group that is not given to ftl.torch.ElasticState: its "
+                    "gradients would be summed over the world, not averaged, and joiners would not get its "
+                    "parameters; pass the DDP module itself: ftl.torch.ElasticState(agent, ddp_model, optimizer)",
+                    INVALID)
+
+
+def _copied_back(inner: "_Work", tensors: List[torch.Tensor], back: List[tuple]) -> "_Work":
+    """A Work that completes when inner does, once its results are copied into the caller's tensors."""
+    outer = _Work()
+
+    def done(_: Any) -> None:
+        if inner.error is None:
+            for orig, dense in back:
+                orig.copy_(dense)
+        outer.error = inner.error
+        outer.future.set_result(tensors)
+    inner.future.add_done_callback(done)
+    return outer
 
 
 def follow_views(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel) -> None:

@@ -23,10 +23,22 @@ from typing import Any, Dict, List, Optional, Union
 
 import torch
 
+from ..errors import INVALID, Error
 from . import _formats
 from ._layout import Buffer, layout, named_tensors, plan
 from ._process_group import follow_views, guard_optimizer
 from ._rng import get_rng_state, set_rng_state
+
+
+def _refuse_zero(optimizer: Any) -> None:
+    """ZeroRedundancyOptimizer partitions the optimizer state by the world size and ranks it saw when it
+    was made, and its state_dict() needs a consolidation on every rank first: neither follows a view
+    change, so it is refused rather than synced wrong."""
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    if isinstance(optimizer, ZeroRedundancyOptimizer):
+        raise Error("ftl: ElasticState: ZeroRedundancyOptimizer shards its state over the world it was built "
+                    "in, which an elastic job does not keep; give ElasticState the plain optimizer (every rank "
+                    "holds the whole optimizer state)", INVALID)
 
 
 class ElasticState:
@@ -63,6 +75,7 @@ class ElasticState:
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                  scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
                  **extras: Any):
+        _refuse_zero(optimizer)
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             follow_views(agent, model)                                    # at each view's group
             model = model.module
