@@ -215,6 +215,7 @@ const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX] = {
 	[FTL_COMM_CALL_ALLGATHER] = "allgather",
 	[FTL_COMM_CALL_BARRIER] = "barrier",
 	[FTL_COMM_CALL_ALLREDUCE_BF16] = "allreduce_bf16",
+	[FTL_COMM_CALL_P2P] = "p2p",
 };
 
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
@@ -231,6 +232,8 @@ ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
 		return comm->ops->allgather(comm, c->sendbuf, c->recvbuf, c->count, c->dtype);
 	case FTL_COMM_CALL_ALLREDUCE_BF16:
 		return comm->ops->allreduce_bf16(comm, c->sendbuf, c->recvbuf, c->count, c->op, c->residual);
+	case FTL_COMM_CALL_P2P:
+		return comm->ops->p2p(comm, c->p2p_ops, (int)c->count);
 	default:
 		return comm->ops->barrier(comm);
 	}

@@ -60,6 +60,9 @@ struct ftl_comm_backend_ops {
 	ftl_err (*enqueue)(struct ftl_comm *comm, const struct ftl_comm_call *call, void **mark);
 	ftl_err (*poll)(struct ftl_comm *comm, void *mark, int64_t deadline_ms, bool is_blocking, bool *is_done);
 	void (*release_mark)(struct ftl_comm *comm, void *mark);
+	/* A batch of n_ops validated sends and receives, all progressing together (ftl_comm_p2p's rules);
+	 * NULL: the backend has none (FTL_ERR_UNSUPPORTED). */
+	ftl_err (*p2p)(struct ftl_comm *comm, const ftl_p2p_op *ops, int n_ops);
 	/* Calls may run on the communicator's progress thread (asynchronous requests); else those are
 	 * refused with FTL_ERR_UNSUPPORTED. */
 	bool is_async;
@@ -97,6 +100,7 @@ enum ftl_comm_call_kind {
 	FTL_COMM_CALL_ALLGATHER,
 	FTL_COMM_CALL_BARRIER,
 	FTL_COMM_CALL_ALLREDUCE_BF16, /* f32 in and out, bf16 on the wire (backends with allreduce_bf16) */
+	FTL_COMM_CALL_P2P,            /* a batch of sends and receives (comm_p2p.c); count is the number of ops */
 	FTL_COMM_CALL_KIND_MAX
 };
 
@@ -112,6 +116,7 @@ struct ftl_comm_call {
 	int root;
 	float *residual; /* allreduce_bf16: error feedback, or NULL */
 	bool held;       /* broadcast: this rank already holds the root's bytes */
+	const ftl_p2p_op *p2p_ops; /* p2p: count validated ops (the caller's, alive for the call) */
 };
 
 /* comm.c: ftl_comm_broadcast where some ranks already hold the root's bytes, each saying so in held: a

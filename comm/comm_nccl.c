@@ -249,6 +249,19 @@ static ftl_err put_bf16(struct ftl_comm_nccl *c, const struct ftl_comm_call *cal
 }
 #endif
 
+/* A p2p batch: every send and receive in one NCCL group, so they progress together. */
+static ncclResult_t put_p2p(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
+{
+	ncclResult_t r = ncclGroupStart();
+	for (size_t i = 0; i < call->count && r == ncclSuccess; i++) {
+		const ftl_p2p_op *o = &call->p2p_ops[i];
+		r = o->is_recv ? ncclRecv(o->buf, o->count, nccl_dtype(o->dtype), o->peer, c->nccl, c->stream)
+			       : ncclSend(o->buf, o->count, nccl_dtype(o->dtype), o->peer, c->nccl, c->stream);
+	}
+	ncclResult_t end = ncclGroupEnd();
+	return r != ncclSuccess ? r : end;
+}
+
 /* Puts one call on the stream without waiting for it. */
 static ftl_err put(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
 {
@@ -269,6 +282,9 @@ static ftl_err put(struct ftl_comm_nccl *c, const struct ftl_comm_call *call)
 		break;
 	case FTL_COMM_CALL_BARRIER:
 		r = ncclAllReduce(c->scratch, c->scratch, 1, ncclInt32, ncclSum, c->nccl, c->stream);
+		break;
+	case FTL_COMM_CALL_P2P:
+		r = put_p2p(c, call);
 		break;
 	default:
 #ifdef FTL_HAVE_NCCL_COMPRESS
@@ -294,6 +310,12 @@ static ftl_err nccl_allreduce(struct ftl_comm *comm, const void *sendbuf, void *
 {
 	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
 				    .count = count, .dtype = dtype, .op = op};
+	return run(comm, &call);
+}
+
+static ftl_err nccl_p2p(struct ftl_comm *comm, const ftl_p2p_op *ops, int n_ops)
+{
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_P2P, .p2p_ops = ops, .count = (size_t)n_ops};
 	return run(comm, &call);
 }
 
@@ -472,6 +494,7 @@ static const struct ftl_comm_backend_ops nccl_ops = {
 	.enqueue = nccl_enqueue,
 	.poll = nccl_poll,
 	.release_mark = nccl_release_mark,
+	.p2p = nccl_p2p,
 	.is_without_bitwise = true,
 };
 

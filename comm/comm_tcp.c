@@ -21,8 +21,18 @@ static void each_fd(const struct ftl_comm_tcp *t, void (*fn)(int fd))
 	fn(t->wake_fd);
 	for (int i = 0; i < t->n_links; i++)
 		fn(t->link_fd[i]);
+	for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+		if (t->pairs[q].fd >= 0 && t->pairs[q].is_fork_listed)
+			fn(t->pairs[q].fd);
 	if (t->shm != NULL)
 		ftl_comm_shm_each_fd(t->shm, fn);
+}
+
+/* The pair links that came in while the communicator was being made go on the fork list with the rest. */
+static void list_early_pairs(struct ftl_comm_tcp *t)
+{
+	for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+		t->pairs[q].is_fork_listed = t->pairs[q].fd >= 0;
 }
 
 static void tcp_abort(struct ftl_comm *comm)
@@ -47,6 +57,10 @@ static void tcp_destroy(struct ftl_comm *comm)
 	for (int i = 0; i < t->n_links; i++)
 		if (t->link_fd[i] >= 0)
 			close(t->link_fd[i]);
+	for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+		if (t->pairs[q].fd >= 0)
+			close(t->pairs[q].fd);
+	free(t->pairs);
 	free(t->addrs);
 	free(t->stage);
 	free(t->steps);
@@ -95,6 +109,7 @@ static const struct ftl_comm_backend_ops tcp_ops = {
 	.broadcast = ftl_comm_tcp_broadcast,
 	.allgather = ftl_comm_tcp_allgather,
 	.barrier = ftl_comm_tcp_barrier,
+	.p2p = ftl_comm_tcp_p2p,
 	.shrink = NULL,
 	.abort = tcp_abort,
 	.destroy = tcp_destroy,
@@ -107,7 +122,7 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	if (t == NULL)
 		return ftl_comm_fail_diag(FTL_ERR_SYSTEM, "out of memory");
 	ftl_comm_base_init(&t->base, &tcp_ops, cfg);
-	t->next_fd = t->prev_fd = -1;
+	t->next_fd = t->prev_fd = t->listen_fd = -1;
 	ftl_comm_tcp_spin_init(&t->spin, 1, 1); /* until we know who is on this host */
 	t->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	t->addrs = calloc((size_t)cfg->world_size, sizeof(*t->addrs));
@@ -137,6 +152,7 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 		tcp_destroy(&t->base);
 		return e;
 	}
+	list_early_pairs(t);
 	each_fd(t, ftl_fork_fds_add);
 	*out = &t->base;
 	return FTL_OK;

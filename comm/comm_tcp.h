@@ -77,6 +77,7 @@ enum ftl_comm_tcp_kind {
 	FTL_COMM_TCP_BROADCAST,
 	FTL_COMM_TCP_ALLGATHER,
 	FTL_COMM_TCP_BARRIER,
+	FTL_COMM_TCP_P2P,    /* one message of a point-to-point batch (comm_tcp_p2p.c) */
 	FTL_COMM_TCP_KIND_MAX
 };
 
@@ -133,6 +134,14 @@ int64_t ftl_comm_tcp_spin_budget(struct ftl_comm_tcp_spin *s);
 /* What the spin that ftl_comm_tcp_spin_budget allowed achieved. */
 void ftl_comm_tcp_spin_record(struct ftl_comm_tcp_spin *s, enum ftl_comm_tcp_spin_outcome outcome);
 
+/* A pair link of point-to-point (comm_tcp_p2p.c): one two-way connection to a peer, made on first use. */
+struct ftl_comm_tcp_pair {
+	int fd;            /* -1 until the pair first exchanges */
+	uint32_t send_seq; /* messages sent to the peer so far */
+	uint32_t recv_seq; /* messages received from it so far */
+	bool is_fork_listed; /* fd is in base/fork_fds.h's list (a forked child closes it) */
+};
+
 struct ftl_comm_tcp {
 	struct ftl_comm base;
 	int next_fd;                   /* data out, notices in; -1 when alone */
@@ -154,6 +163,10 @@ struct ftl_comm_tcp {
 	struct ftl_comm_shm *shm;      /* every rank is local: the collectives go through shared memory
 	                                * (comm_shm.h) and the sockets only tell who is alive; else NULL */
 	struct ftl_comm_shm_outcome shm_outcome; /* what choosing it found (why not, ranks on this host) */
+	int listen_fd;                 /* the caller's listener (cfg.listen_fd, not ours to close), or -1: where
+	                                * pair links from lower ranks come in after creation */
+	int user_timeout_ms;           /* TCP_USER_TIMEOUT of every connection */
+	struct ftl_comm_tcp_pair *pairs; /* world_size pair links, NULL until the first one */
 };
 
 static inline int ftl_comm_tcp_next(const struct ftl_comm_tcp *t)
@@ -182,6 +195,21 @@ int ftl_comm_tcp_shm_strangers(const struct ftl_comm *comm);
 /* comm_tcp_connect.c: parses cfg->bootstrap into t->addrs and connects the ring (next_fd, prev_fd),
  * within cfg->connect_timeout_ms. */
 ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg);
+
+/* comm_tcp_connect.c: the pair links to the n_peers peers that have none yet, within the deadline: dials
+ * the higher ranks and accepts the lower ones on t->listen_fd (filing any other lower rank's pair link that
+ * comes in meanwhile). FTL_ERR_UNSUPPORTED without a listener, when a lower rank is among them. */
+ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int n_peers, int64_t deadline_ms);
+
+/* comm_tcp_connect.c: t->pairs, allocated on first use; NULL when out of memory. */
+struct ftl_comm_tcp_pair *ftl_comm_tcp_pairs(struct ftl_comm_tcp *t);
+
+/* comm_tcp_p2p.c: the p2p op (ftl_comm_p2p's batch) of the tcp backend. */
+ftl_err ftl_comm_tcp_p2p(struct ftl_comm *comm, const ftl_p2p_op *ops, int n_ops);
+
+/* comm_tcp_engine.c: tells the ring of a failure seen here (a notice upstream) and, unless it is a timeout,
+ * shuts every sending side (ring, mesh and pair links), so whoever waits on this rank learns at once. */
+void ftl_comm_tcp_tell(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject);
 
 /* comm_tcp_engine.c: runs a plan to completion or to the first failure (reported by ftl_comm_fail and
  * passed on to the rest of the ring and the mesh links). */

@@ -19,6 +19,7 @@ const char *const ftl_comm_tcp_kind_strs[FTL_COMM_TCP_KIND_MAX] = {
 	[FTL_COMM_TCP_BROADCAST] = "broadcast",
 	[FTL_COMM_TCP_ALLGATHER] = "allgather",
 	[FTL_COMM_TCP_BARRIER] = "barrier",
+	[FTL_COMM_TCP_P2P] = "p2p",
 };
 
 static int mod(int a, int n)

@@ -21,6 +21,7 @@
 
 #include "comm_tcp.h"
 #include "base/diag.h"
+#include "base/fork_fds.h"
 
 #define HELLO_MAGIC 0x46544c48u /* "FTLH" */
 #define ACK_MAGIC 0x46544c41u   /* "FTLA" */
@@ -28,13 +29,16 @@
 
 enum ack_status { ACK_OK, ACK_WRONG_COMM, ACK_WRONG_PEER };
 
+#define LINK_RING (-1) /* hello.link: the ring (we are the acceptor's prev) */
+#define LINK_PAIR (-2) /* hello.link: a pair link of point-to-point; else the index of a mesh link */
+
 struct hello {
 	uint32_t magic;
 	uint32_t version;
 	uint64_t comm_id;
 	int32_t rank;
 	int32_t world_size;
-	int32_t link; /* -1: the ring (we are the acceptor's prev); else a mesh link */
+	int32_t link; /* LINK_RING, LINK_PAIR, or the index of a mesh link */
 	int32_t pad;
 };
 
@@ -320,13 +324,27 @@ int ftl_comm_tcp_link_fd(const struct ftl_comm_tcp *t, int peer)
 	return i >= 0 ? t->link_fd[i] : -1;
 }
 
-/* Is a hello from this rank on this link one we still wait for? */
-static bool is_expected(const struct ftl_comm_tcp *t, const struct hello *h)
+struct ftl_comm_tcp_pair *ftl_comm_tcp_pairs(struct ftl_comm_tcp *t)
+{
+	if (t->pairs == NULL) {
+		t->pairs = calloc((size_t)t->base.world_size, sizeof(*t->pairs));
+		for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+			t->pairs[q].fd = -1;
+	}
+	return t->pairs;
+}
+
+/* Is a hello from this rank on this link one we still wait for? A pair link from a lower rank is welcome at
+ * any time, also while this communicator is still being made: a peer that finished first may already be in
+ * its first exchange with us. */
+static bool is_expected(struct ftl_comm_tcp *t, const struct hello *h)
 {
 	if (h->world_size != t->base.world_size)
 		return false;
-	if (h->link < 0)
+	if (h->link == LINK_RING)
 		return h->rank == ftl_comm_tcp_prev(t) && t->prev_fd < 0;
+	if (h->link == LINK_PAIR)
+		return h->rank >= 0 && h->rank < t->base.rank && ftl_comm_tcp_pairs(t) != NULL && t->pairs[h->rank].fd < 0;
 	int i = link_index(t, h->rank);
 	return h->rank < t->base.rank && i >= 0 && t->link_fd[i] < 0;
 }
@@ -356,8 +374,10 @@ static int accept_one(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id, const s
 	else if (!is_expected(t, &h))
 		a.status = ACK_WRONG_PEER;
 	if (exchange_all(fd, &a, sizeof(a), true, u) == 0 && a.status == ACK_OK) {
-		if (h.link < 0)
+		if (h.link == LINK_RING)
 			t->prev_fd = fd;
+		else if (h.link == LINK_PAIR)
+			t->pairs[h.rank].fd = fd;
 		else
 			t->link_fd[link_index(t, h.rank)] = fd;
 		return fd;
@@ -382,6 +402,9 @@ static void answer_pending(struct ftl_comm_tcp *t, int lfd, uint64_t comm_id)
 		for (int k = 0; k < t->n_links; k++)
 			if (t->link_fd[k] == fd)
 				t->link_fd[k] = -1;
+		for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+			if (t->pairs[q].fd == fd)
+				t->pairs[q].fd = -1;
 	}
 }
 
@@ -405,15 +428,13 @@ static ftl_err refused(struct ftl_comm_tcp *t, int peer, enum ack_status status)
 							   : "it expects another rank or world size");
 }
 
-/* Connects to rank peer and says hello on the given link (-1: the ring); the socket in *fd, filed as next_fd
- * or the link's (-1 on failure). */
-static ftl_err dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, int peer, int link,
-		    const struct until *u, int *fd)
+/* Connects to rank peer and says hello on the given link; the socket in *fd (-1 on failure). */
+static ftl_err say_hello(struct ftl_comm_tcp *t, int peer, int link, const struct until *u, int *fd)
 {
 	ftl_err e = connect_to(t->addrs[peer], u, fd);
 	if (e == FTL_OK) {
-		struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = cfg->comm_id,
-				  .rank = t->base.rank, .world_size = cfg->world_size, .link = link};
+		struct hello h = {.magic = HELLO_MAGIC, .version = HELLO_VERSION, .comm_id = t->base.comm_id,
+				  .rank = t->base.rank, .world_size = t->base.world_size, .link = link};
 		if (exchange_all(*fd, &h, sizeof(h), true, u) < 0) {
 			int err = errno;
 			e = ftl_comm_fail_diag(broken_error(err), "rank %d (%s) lost during connect: %s", peer,
@@ -422,7 +443,14 @@ static ftl_err dial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg, i
 			*fd = -1;
 		}
 	}
-	if (link < 0)
+	return e;
+}
+
+/* say_hello on the ring (LINK_RING) or a mesh link, filed as next_fd or the link's. */
+static ftl_err dial(struct ftl_comm_tcp *t, int peer, int link, const struct until *u, int *fd)
+{
+	ftl_err e = say_hello(t, peer, link, u, fd);
+	if (link == LINK_RING)
 		t->next_fd = *fd;
 	else
 		t->link_fd[link] = *fd;
@@ -469,13 +497,13 @@ static ftl_err redial(struct ftl_comm_tcp *t, const struct ftl_comm_config *cfg,
 	nanosleep(&nap, NULL);
 	if (is_over(u)) {
 		*fd = -1;
-		if (link < 0)
+		if (link == LINK_RING)
 			t->next_fd = -1;
 		else
 			t->link_fd[link] = -1;
 		return not_connected(t, cfg, errno, true, peer);
 	}
-	ftl_err e = dial(t, cfg, peer, link, u, fd);
+	ftl_err e = dial(t, peer, link, u, fd);
 	return e == FTL_ERR_TIMEOUT ? not_connected(t, cfg, ETIMEDOUT, true, peer) : e;
 }
 
@@ -488,6 +516,8 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	int user_timeout = cfg->tcp_user_timeout_ms > 0 ? cfg->tcp_user_timeout_ms : 10000;
 	int rank = t->base.rank;
 	int lfd = cfg->listen_fd;
+	t->listen_fd = cfg->listen_fd;
+	t->user_timeout_ms = user_timeout;
 	if (lfd < 0 && (e = listen_on(t->addrs[rank], &lfd)) != FTL_OK)
 		return e;
 
@@ -495,11 +525,11 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	int out_fd[1 + FTL_COMM_TCP_LINKS_MAX], out_peer[1 + FTL_COMM_TCP_LINKS_MAX],
 		out_link[1 + FTL_COMM_TCP_LINKS_MAX], n_out = 0, n_acked = 0, refused_by = -1;
 	bool is_acked[1 + FTL_COMM_TCP_LINKS_MAX] = {false};
-	for (int i = -1; i < t->n_links; i++) {
-		int peer = i < 0 ? ftl_comm_tcp_next(t) : t->link_rank[i];
-		if (i >= 0 && peer < rank)
+	for (int i = LINK_RING; i < t->n_links; i++) {
+		int peer = i == LINK_RING ? ftl_comm_tcp_next(t) : t->link_rank[i];
+		if (i != LINK_RING && peer < rank)
 			continue;
-		if ((e = dial(t, cfg, peer, i, &u, &out_fd[n_out])) != FTL_OK)
+		if ((e = dial(t, peer, i, &u, &out_fd[n_out])) != FTL_OK)
 			goto out;
 		out_peer[n_out] = peer;
 		out_link[n_out++] = i;
@@ -547,11 +577,127 @@ ftl_err ftl_comm_tcp_connect(struct ftl_comm_tcp *t, const struct ftl_comm_confi
 	tune_socket(t->prev_fd, user_timeout);
 	for (int i = 0; i < t->n_links; i++)
 		tune_socket(t->link_fd[i], user_timeout);
+	for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++) /* pair links that came early */
+		if (t->pairs[q].fd >= 0)
+			tune_socket(t->pairs[q].fd, user_timeout);
 	e = FTL_OK;
 out:
 	if (lfd != cfg->listen_fd)
 		close(lfd); /* its queued connections are reset */
 	else if (e != FTL_OK)
 		answer_pending(t, lfd, cfg->comm_id);
+	return e;
+}
+
+/* A diagnostic without its "ftl: ", to go inside another. */
+static const char *unprefixed(const char *message)
+{
+	return strncmp(message, "ftl: ", 5) == 0 ? message + 5 : message;
+}
+
+/* The cancel check of a pair link's wait: ftl_comm_abort. */
+static int is_aborted(void *arg)
+{
+	return atomic_load(&((struct ftl_comm_tcp *)arg)->base.is_aborted);
+}
+
+/* Whether peer still lacks a pair link; the lower ones come to us, the higher ones we dial. */
+static bool is_pair_missing(const struct ftl_comm_tcp *t, int peer)
+{
+	return t->pairs[peer].fd < 0;
+}
+
+static ftl_err pair_failed(struct ftl_comm_tcp *t, ftl_err err, const char *fmt, int peer, const char *why)
+{
+	return ftl_comm_fail(&t->base, err, true, fmt, peer, t->addrs[peer], why);
+}
+
+ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int n_peers, int64_t deadline_ms)
+{
+	if (ftl_comm_tcp_pairs(t) == NULL)
+		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory for %d pair links",
+				     t->base.world_size);
+	int rank = t->base.rank;
+	for (int i = 0; i < n_peers; i++)
+		if (peers[i] < rank && is_pair_missing(t, peers[i]) && t->listen_fd < 0)
+			return ftl_comm_fail(&t->base, FTL_ERR_UNSUPPORTED, false,
+					     "p2p with rank %d: this communicator keeps no listener for the lower ranks' pair "
+					     "links (give ftl_comm_create a cfg.listen_fd that outlives it)", peers[i]);
+	struct until u = {deadline_ms, is_aborted, t};
+	int *out_fd = malloc((size_t)n_peers * 2 * sizeof(int)), *out_peer = out_fd + n_peers, n_out = 0;
+	if (out_fd == NULL)
+		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory");
+	ftl_err e = FTL_OK;
+	for (int i = 0; i < n_peers && e == FTL_OK; i++) {
+		int q = peers[i];
+		if (q < rank || !is_pair_missing(t, q))
+			continue;
+		if ((e = say_hello(t, q, LINK_PAIR, &u, &out_fd[n_out])) != FTL_OK)
+			e = ftl_comm_fail(&t->base, e, true, "p2p: %s", unprefixed(ftl_error_message()));
+		else
+			out_peer[n_out++] = q;
+	}
+	for (;;) {
+		int accepts = 0;
+		for (int i = 0; i < n_peers; i++)
+			accepts += peers[i] < rank && is_pair_missing(t, peers[i]);
+		int unanswered = 0;
+		for (int i = 0; i < n_out; i++)
+			unanswered += out_fd[i] >= 0;
+		if (e != FTL_OK || (accepts == 0 && unanswered == 0))
+			break;
+		struct pollfd *fds = calloc((size_t)n_out + 1, sizeof(*fds));
+		if (fds == NULL) {
+			e = ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory");
+			break;
+		}
+		fds[0] = (struct pollfd){.fd = accepts > 0 ? t->listen_fd : -1, .events = POLLIN};
+		for (int i = 0; i < n_out; i++)
+			fds[1 + i] = (struct pollfd){.fd = out_fd[i], .events = POLLIN};
+		int rc = poll(fds, (nfds_t)n_out + 1, slice_ms(&u));
+		if (rc < 0 && errno != EINTR)
+			e = ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, true, "p2p: poll while connecting: %s", strerror(errno));
+		else if (rc <= 0 && is_over(&u) && errno == ECANCELED)
+			e = ftl_comm_fail(&t->base, FTL_ERR_ABORTED, true, "p2p aborted while connecting");
+		else if (rc <= 0 && ftl_comm_now_ms() >= u.deadline)
+			e = ftl_comm_fail(&t->base, FTL_ERR_TIMEOUT, true, "p2p: %s within %d ms",
+					  accepts > 0 ? "a lower rank did not connect to us" : "a higher rank did not answer our hello",
+					  t->base.timeout_ms);
+		for (int i = 0; i < n_out && e == FTL_OK && rc > 0; i++) {
+			if (out_fd[i] < 0 || fds[1 + i].revents == 0)
+				continue;
+			enum ack_status status = ACK_WRONG_PEER;
+			int q = out_peer[i];
+			if (read_ack(t, out_fd[i], q, &u, &status) != FTL_OK)
+				e = pair_failed(t, FTL_ERR_PEER_LOST, "p2p: rank %d (%s) did not answer our hello: %s", q,
+						unprefixed(ftl_error_message()));
+			else if (status == ACK_WRONG_COMM) /* it builds another view's communicator: ours is stale */
+				e = pair_failed(t, FTL_ERR_PEER_LOST, "p2p: rank %d (%s) refused us: %s", q,
+						"it has moved on to another communicator (a view change)");
+			else if (status != ACK_OK)
+				e = pair_failed(t, FTL_ERR_INVALID, "p2p: rank %d (%s) refused us: %s", q,
+						"it expects another rank or world size, or has a link to us already");
+			else {
+				tune_socket(out_fd[i], t->user_timeout_ms);
+				t->pairs[q].fd = out_fd[i];
+				out_fd[i] = -1;
+			}
+		}
+		if (e == FTL_OK && rc > 0 && fds[0].revents != 0) {
+			int fd = accept_one(t, t->listen_fd, t->base.comm_id, &u);
+			if (fd >= 0)
+				tune_socket(fd, t->user_timeout_ms);
+		}
+		free(fds);
+	}
+	for (int i = 0; i < n_out; i++)
+		if (out_fd[i] >= 0)
+			close(out_fd[i]);
+	free(out_fd);
+	for (int q = 0; q < t->base.world_size; q++)
+		if (t->pairs[q].fd >= 0 && !t->pairs[q].is_fork_listed) {
+			ftl_fork_fds_add(t->pairs[q].fd);
+			t->pairs[q].is_fork_listed = true;
+		}
 	return e;
 }

@@ -87,14 +87,22 @@ static void shut_sending(struct ftl_comm_tcp *t)
 		shutdown(t->next_fd, SHUT_WR);
 	for (int i = 0; i < t->n_links; i++)
 		shutdown(t->link_fd[i], SHUT_WR);
+	for (int q = 0; t->pairs != NULL && q < t->base.world_size; q++)
+		if (t->pairs[q].fd >= 0)
+			shutdown(t->pairs[q].fd, SHUT_WR);
+}
+
+void ftl_comm_tcp_tell(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
+{
+	notify_upstream(t, err, origin, subject);
+	if (err != FTL_ERR_TIMEOUT)
+		shut_sending(t);
 }
 
 /* Tells the ring and returns err; the message is already recorded. */
 static ftl_err spread(struct engine *e, ftl_err err, int origin, int subject)
 {
-	notify_upstream(e->t, err, origin, subject);
-	if (err != FTL_ERR_TIMEOUT)
-		shut_sending(e->t);
+	ftl_comm_tcp_tell(e->t, err, origin, subject);
 	return err;
 }
 
@@ -135,8 +143,8 @@ static ftl_err on_notice(struct engine *e, const struct notice *n)
 				    t->addrs[n->origin], e->what);
 		break;
 	default:
-		err = ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) failed %s: mismatched collectives",
-				    n->origin, t->addrs[n->origin], e->what);
+		err = ftl_comm_fail(&t->base, FTL_ERR_INVALID, true, "rank %d (%s) failed %s: mismatched collectives (or the "
+				    "sizes of a send and its receive)", n->origin, t->addrs[n->origin], e->what);
 		break;
 	}
 	/* Pass it on unchanged: the origin and subject stay what they were. */

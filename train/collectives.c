@@ -78,6 +78,21 @@ ftl_err ftl_barrier(ftl_agent *a)
 	return check(a, ftl_comm_barrier(current(a)));
 }
 
+ftl_err ftl_p2p(ftl_agent *a, const ftl_p2p_op *ops, int n_ops)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_p2p: no communicator (call it inside ftl_execute)");
+	return check(a, ftl_comm_p2p(current(a), ops, n_ops));
+}
+
+ftl_err ftl_alltoall(ftl_agent *a, const void *sendbuf, const size_t *send_counts, void *recvbuf,
+		     const size_t *recv_counts, size_t count, ftl_dtype dtype)
+{
+	if (!current(a))
+		return fail(a, FTL_ERR_INVALID, "ftl_alltoall: no communicator (call collectives inside ftl_execute)");
+	return check(a, ftl_comm_alltoall(current(a), sendbuf, send_counts, recvbuf, recv_counts, count, dtype));
+}
+
 /* ---- asynchronous requests: a comm request tagged with the communicator it was made on ---- */
 
 struct ftl_request {

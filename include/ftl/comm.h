@@ -252,6 +252,41 @@ FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
 FTL_API ftl_err ftl_comm_wait(ftl_comm *comm, ftl_comm_request **req);
 FTL_API ftl_err ftl_comm_test(ftl_comm *comm, ftl_comm_request **req, int *done);
 
+/* ---- point-to-point and all-to-all (0.3) ----
+ *
+ * ftl_comm_p2p runs a batch of sends and receives between pairs of ranks, all at once: every op of the
+ * batch makes progress together, so a ring shift (send to rank + 1, receive from rank - 1, one batch) or an
+ * exchange with many peers cannot deadlock on the order of the ops. Only the ranks the ops name take part;
+ * the others need not call. Matching: per pair and direction, the k-th send from a to b meets the k-th
+ * receive of b from a, batch or not, and both give the same number of bytes (dtype may differ); a header
+ * with the pair's sequence number and the bytes checks it. A mismatch is FTL_ERR_INVALID for the receiver,
+ * with both sizes in the reason, and breaks the communicator: the sender, whose send may have completed
+ * (a send returns once the bytes are handed to the kernel or the peer), fails at its next call. A peer
+ * may not be this rank. Blocking, under the collectives' rules: the deadline
+ * (the whole batch), abort, and a peer that dies fails the batch with FTL_ERR_PEER_LOST, the communicator
+ * broken for good (every rank learns at its next call).
+ * tcp: one two-way connection per pair, made the first time the pair exchanges (the lower rank dials the
+ * higher one's listening socket), so the communicator needs cfg.listen_fd, a listener kept by the caller
+ * (the agent's): without one, FTL_ERR_UNSUPPORTED. nccl: ncclSend and ncclRecv in one group, device
+ * memory, on the communicator's stream. */
+typedef struct ftl_p2p_op {
+	int is_recv;     /* 0: send buf to peer; 1: receive from peer into buf */
+	int peer;        /* 0..world_size-1, not this rank */
+	void *buf;       /* count elements of dtype (a send only reads them) */
+	size_t count;
+	ftl_dtype dtype;
+} ftl_p2p_op;
+
+FTL_API ftl_err ftl_comm_p2p(ftl_comm *comm, const ftl_p2p_op *ops, int n_ops);
+
+/* All to all, a collective (every rank calls it): block q of rank r's sendbuf goes to rank q, where it is
+ * block r of recvbuf. Blocks lie one after the other in rank order; send_counts[q] and recv_counts[q] give
+ * their sizes in elements, or, NULL, count each. The counts must agree (what r sends q is what q receives
+ * from r), else FTL_ERR_INVALID on both. sendbuf and recvbuf may not overlap. One ftl_comm_p2p batch with
+ * every other rank (so the same links and rules); this rank's own block is copied. */
+FTL_API ftl_err ftl_comm_alltoall(ftl_comm *comm, const void *sendbuf, const size_t *send_counts, void *recvbuf,
+				  const size_t *recv_counts, size_t count, ftl_dtype dtype);
+
 /* A smaller communicator without the ranks in exclude (1 to world size - 1 of them, renumbered in order),
  * built from this one without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
  * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */

@@ -200,6 +200,10 @@ FTL_API ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
 FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_barrier(ftl_agent *a);
+/* ftl_comm_p2p and ftl_comm_alltoall (ftl/comm.h) on the current view's communicator: blocking. */
+FTL_API ftl_err ftl_p2p(ftl_agent *a, const ftl_p2p_op *ops, int n_ops);
+FTL_API ftl_err ftl_alltoall(ftl_agent *a, const void *sendbuf, const size_t *send_counts, void *recvbuf,
+			     const size_t *recv_counts, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_wait(ftl_agent *a, ftl_request **req);
 FTL_API ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done);
 
