@@ -126,6 +126,22 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	assert_int_equal(ftl_comm_allreduce(comm, flags, flags, 4, FTL_BOOL, FTL_AVG, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "avg is not defined on bool"));
 	assert_int_equal(ftl_comm_allreduce(comm, flags, flags, 4, FTL_BOOL, FTL_BXOR, NULL, NULL), FTL_OK);
+	/* Point-to-point: no other rank to talk to; an empty batch is nothing to do; the all-to-all of one
+	 * rank copies its own block. */
+	ftl_p2p_op self = {.is_recv = 0, .peer = 0, .buf = a, .count = 4, .dtype = FTL_F32};
+	assert_int_equal(ftl_comm_p2p(comm, &self, 1), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "not another rank"));
+	self.peer = 1;
+	assert_int_equal(ftl_comm_p2p(comm, &self, 1), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_p2p(comm, NULL, 0), FTL_OK);
+	assert_int_equal(ftl_comm_p2p(comm, NULL, 1), FTL_ERR_INVALID);
+	float from[3] = {7, 8, 9}, to[3] = {0};
+	assert_int_equal(ftl_comm_alltoall(comm, from, NULL, to, NULL, 3, FTL_F32), FTL_OK);
+	assert_memory_equal(from, to, sizeof(to));
+	size_t two = 2, three = 3;
+	assert_int_equal(ftl_comm_alltoall(comm, from, &two, to, &three, 0, FTL_F32), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_alltoall(comm, from, NULL, from + 1, NULL, 2, FTL_F32), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));
 	assert_int_equal(ftl_comm_allreduce(comm, NULL, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_int_equal(ftl_comm_allreduce(comm, a, a + 1, 2, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_comm_error(comm), "overlap"));

@@ -29,9 +29,6 @@ import torch.distributed as dist
 # What ftl refuses, with one of its sentences, where gloo answers. Each entry says why; closing one means
 # building it, and then this test insists it be taken off.
 GAPS = {
-    "send_recv": "point-to-point is not in ftl's communicator yet",
-    "isend_irecv": "point-to-point is not in ftl's communicator yet",
-    "batch_isend_irecv": "point-to-point is not in ftl's communicator yet",
     "new_group_subset": "subgroups of an elastic world are refused (their members would change with views); "
                         "on its members only: the last rank is not in it and answers as under gloo",
     "ddp_without_elastic_state": "refused: its gradients would be summed, not averaged",

@@ -58,7 +58,7 @@ def test_missing_key_is_refused_with_what_to_do(run_dir):
 def test_bad_buffers_get_one_sentence(run_dir):
     agent = ftl.Agent(insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}")
     cases = [
-        (np.zeros(4, dtype=np.uint8), "dtype uint8 is not supported"),
+        (np.zeros(4, dtype=np.uint16), "dtype uint16 is not supported"),
         (np.zeros((4, 4), dtype=np.float32)[:, 1], "not C-contiguous"),
         (torch.zeros(4, 4).t(), "not contiguous"),
         (torch.zeros(3, dtype=torch.complex64), "not supported"),

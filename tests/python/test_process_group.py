@@ -209,3 +209,36 @@ def test_work_before_the_step_runs_again_with_it_and_takes_no_step(run_dir):
     finally:
         for a in pair:
             a.close()
+
+
+def test_a_comm_hook_whose_callbacks_make_collectives_trains_in_one_order(pair):
+    """PowerSGD's hook chains callbacks (then) that run on the thread completing the allreduce and make
+    allreduces of their own, waited inside the callback: they run at once there (no deadlock), and the
+    training thread's next collective waits for them, so every rank makes them in one order (ranks end
+    with equal parameters, and the low-rank update moved them)."""
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powersgd
+    models = {}
+    for a in pair:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+        ddp = DistributedDataParallel(model, process_group=ftl.torch.process_group(a), bucket_cap_mb=0.004)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        ftl.torch.ElasticState(a, ddp, opt)
+        state = powersgd.PowerSGDState(process_group=ftl.torch.process_group(a), matrix_approximation_rank=2,
+                                       start_powerSGD_iter=2, min_compression_rate=0.5, random_seed=0)
+        ddp.register_comm_hook(state, powersgd.powerSGD_hook)
+        models[a] = (model, ddp, opt)
+    start = [p.detach().clone() for p in models[pair[0]][0].parameters()]
+
+    def step(agent, group, info):
+        model, ddp, opt = models[agent]
+        torch.manual_seed(100 + info.step * 2 + info.rank)
+        opt.zero_grad()
+        ddp(torch.randn(16, 32)).square().sum().backward()
+        opt.step()
+        return [p.detach().clone() for p in model.parameters()]
+
+    for _ in range(5):  # past start_powerSGD_iter: the compressed path with its chained callbacks
+        p0, p1 = each(pair, step)
+    assert all(torch.equal(a, b) for a, b in zip(p0, p1))
+    assert not all(torch.equal(a, b) for a, b in zip(p0, start))

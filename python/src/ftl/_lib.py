@@ -45,6 +45,12 @@ class AllreduceOptsC(ctypes.Structure):
         super().__init__(struct_size=ctypes.sizeof(AllreduceOptsC), **fields)
 
 
+class P2POpC(ctypes.Structure):
+    """ftl_p2p_op (include/ftl/comm.h): one send or receive of a point-to-point batch."""
+    _fields_ = [("is_recv", ctypes.c_int), ("peer", ctypes.c_int), ("buf", ctypes.c_void_p), ("count", c_size),
+                ("dtype", ctypes.c_int)]
+
+
 class JobStatusC(ctypes.Structure):
     """struct ftl_job_status (include/ftl/execute.h)."""
     _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
@@ -105,6 +111,9 @@ _PROTOTYPES = {
     "ftl_broadcast": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int]),
     "ftl_allgather": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int]),
     "ftl_barrier": (ctypes.c_int, [c_agent_p]),
+    "ftl_p2p": (ctypes.c_int, [c_agent_p, ctypes.POINTER(P2POpC), ctypes.c_int]),
+    "ftl_alltoall": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.POINTER(c_size), ctypes.c_void_p,
+                                    ctypes.POINTER(c_size), c_size, ctypes.c_int]),
     "ftl_wait": (ctypes.c_int, [c_agent_p, ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_test": (ctypes.c_int, [c_agent_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int)]),
     "ftl_grad_bucket_new": (ctypes.c_void_p, [c_agent_p, ctypes.c_int]),

@@ -13,7 +13,6 @@ from typing import Any, Dict, List, NamedTuple, Tuple
 
 import torch
 
-from .._buffers import _TORCH
 
 MAX_BY_NAME = 48  # of the agent's 64 buffers: registered one by one up to here, packed beyond
 IN_SAVED_BYTES = -1  # a layout offset: the tensor is in the save bytes' "tensors", under the buffer name
@@ -30,11 +29,17 @@ class Buffer(NamedTuple):
 Named = List[Tuple[str, torch.Tensor]]
 
 
+# The dtypes registered by reference. bool, int8 and uint8 tensors (masks, quantisation tables) travel in
+# the saved bytes instead, as they always have: checkpoints keep one layout whatever the library's dtypes.
+REGISTERED_DTYPES = frozenset(("torch.float32", "torch.float64", "torch.float16", "torch.bfloat16", "torch.int32",
+                               "torch.int64"))
+
+
 def named_tensors(model: torch.nn.Module) -> Tuple[Named, Named]:
     """(registrable, unregistrable): the model's parameters and buffers under their buffer names."""
     named = list(model.named_parameters()) + [(n, t) for n, t in model.named_buffers() if t is not None]
     named = [(_buffer_name(i, n), t) for i, (n, t) in enumerate(named)]
-    is_registrable = [str(t.dtype) in _TORCH for _, t in named]
+    is_registrable = [str(t.dtype) in REGISTERED_DTYPES for _, t in named]
     return ([x for x, ok in zip(named, is_registrable) if ok], [x for x, ok in zip(named, is_registrable) if not ok])
 
 

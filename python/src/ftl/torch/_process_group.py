@@ -27,7 +27,8 @@ hand (no joiner enters until the next execute), blocking, and a lost peer raises
 from __future__ import annotations
 
 import ctypes
-import queue
+import os
+import sys
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -36,9 +37,12 @@ import torch.distributed as dist
 
 from .. import _buffers
 from .._lib import text
-from ..errors import INVALID, PEER_CODES, PEER_LOST, Error, from_code
+from ..errors import INVALID, PEER_LOST, Error
+from ._completions import Completions
+from ._p2p import posted
 from ._rooted import RootedCollectives
-from ._tensor_args import movable, dense_all, op_code, real
+from ._tensor_args import dense_all, movable, op_code, real
+from ._work import _failed, _Work
 
 
 
@@ -93,90 +97,6 @@ def _make_group(store: Any, rank: int, size: int, timeout: Any) -> "ElasticProce
 _default_group: Optional["ElasticProcessGroup"] = None
 
 
-class _Completions:
-    """Waits, on its own thread and in order, for the asynchronous allreduces a step started, and completes
-    their futures. wait_all() returns once none is left (the step's end)."""
-
-    def __init__(self, agent: Any):
-        self._agent = agent
-        self._queue: "queue.Queue[tuple]" = queue.Queue()
-        self._pending = 0
-        self._idle = threading.Condition()
-        self._thread: Optional[threading.Thread] = None
-
-    def add(self, req: ctypes.c_void_p, keep: List[Any], work: Optional["_Work"], result: Any) -> None:
-        with self._idle:
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ftl-torch-works", daemon=True)
-                self._thread.start()
-        self._queue.put((req, keep, work, result))
-
-    def _run(self) -> None:
-        lib = self._agent._lib
-        while True:
-            req, keep, work, result = self._queue.get()
-            handle = self._agent._ptr
-            rc = lib.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
-            error = None
-            if rc != 0:  # every failed request fails the step, the Work's last one or not
-                error = _failed(self._agent, rc, (text(lib.ftl_last_error(handle)) if handle else "") or
-                                "ftl: the collective failed")
-            if work is not None:
-                work.error = error
-                work.future.set_result(result)  # a failure too: see _Work
-            del keep
-            with self._idle:
-                self._pending -= 1
-                self._idle.notify_all()
-
-    def wait_all(self) -> None:
-        with self._idle:
-            while self._pending:
-                self._idle.wait()
-
-
-def _failed(agent: Any, rc: int, why: str) -> Error:
-    """The error of a failed collective; a peer error also fails the running step (the first one is kept)."""
-    error = from_code(rc, why)
-    if rc in PEER_CODES and agent._step_thread is not None and agent._peer_failure is None:
-        agent._peer_failure = error
-    return error
-
-
-class _Work(dist._Work):
-    """A collective's handle. Its future always completes with the result tensors, also when the collective
-    failed: torch crashes (SIGSEGV, torch 2.15) when a Python-made future that DDP's reducer waits on in
-    backward() completes with an exception. A failure is reported instead by wait() (raises the
-    PeerLostError), by the step (execute() runs it again) and, before anything is changed, by the
-    optimizer of an ElasticState (its step() raises; see guard_optimizer)."""
-
-    def __init__(self, result: Any = None, done: bool = False):
-        super().__init__()
-        self.future = torch.futures.Future()
-        self.error: Optional[Error] = None
-        if done:
-            self.future.set_result(result)
-
-    def get_future(self) -> torch.futures.Future:
-        return self.future
-
-    def is_completed(self) -> bool:
-        return self.future.done()
-
-    def is_success(self) -> bool:
-        return self.future.done() and self.error is None
-
-    def exception(self) -> Optional[Error]:
-        return self.error
-
-    def wait(self, timeout: Any = None) -> bool:
-        self.future.wait()
-        if self.error is not None:
-            raise self.error
-        return True
-
-
 class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
     Collectives: allreduce (sum, avg, min, max), broadcast, allgather (into a list or a tensor),
@@ -192,7 +112,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         self._lock = threading.Lock()   # one submission at a time: every rank starts collectives in one order
         self._views: Dict[int, "ElasticProcessGroup"] = {}
         if not hasattr(agent, "_torch_works"):
-            agent._torch_works = _Completions(agent)
+            agent._torch_works = Completions(agent)
             agent._step_end.append(agent._torch_works.wait_all)
 
     # ---- who is in it ----
@@ -252,6 +172,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     def _where(self, what: str) -> Optional[int]:
         """The agent's handle when the collective has peers to run with; None when this worker is alone
         (before the first view); PeerLostError when this group's view is gone."""
+        posted(self._agent).flush()  # messages posted before this collective go first
         status = self._status()
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "
@@ -272,6 +193,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def _run(self, what: str, body: Any) -> Any:
         """A blocking collective, as a completed Work; its error is raised here, to the caller."""
+        self._agent._torch_works.wait_chained()
         with self._lock:
             return _Work(body(self._where(what)), done=True)
 
@@ -280,17 +202,20 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = op_code(opts, "allreduce")
         if self._view_epoch == 0:
-            _refuse_unregistered_ddp()
+            _refuse_unregistered_ddp(sys._getframe().f_back)
         dense, back = dense_all(tensors)
         if back:  # a non-contiguous tensor: reduced in a contiguous copy, copied back when done (as gloo does)
             return _copied_back(self.allreduce(dense, opts), tensors, back)
         flat = [real(t, op) for t in tensors]
+        works = self._agent._torch_works
+        in_callback = works.is_this_thread()  # a comm hook's callback: blocking, at once (_completions.py)
+        works.wait_chained()
         with self._lock:
             handle = self._where("allreduce")
             if handle is None:
                 return _Work(tensors, done=True)
             is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
-            if is_blocking or self._agent._step_thread is None:  # and between steps, on the view in hand
+            if is_blocking or in_callback or self._agent._step_thread is None:  # and between steps, on the view in hand
                 for t in flat:
                     b = self._buffer(t, "allreduce")
                     self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
@@ -409,15 +334,21 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._run("barrier", body)
 
 
-def _refuse_unregistered_ddp() -> None:
+_AUTOGRAD_DIR = os.sep + os.path.join("torch", "autograd") + os.sep
+
+
+def _refuse_unregistered_ddp(caller: Any) -> None:
     """A DistributedDataParallel built on the group that follows the agent divides its gradients by the
     size that group had in torch's eyes when DDP was made (1, before the first view), so its allreduce
     would sum the gradients instead of averaging them, and no joiner would receive its parameters. Its
-    allreduces are the ones made from a gradient accumulator's hook in backward(); they are refused here
-    (a parameter's post-accumulate-grad hook of the program's own is refused the same way: averaging it
-    with the live world size belongs in the step, or on process_group(agent).for_view(info))."""
+    reducer's own allreduce (no comm hook) is refused here: one made from a gradient accumulator's hook
+    in backward(), by C++ with no Python caller of its own (the frame that called into autograd, or none
+    on the engine's thread). A Python comm hook's collectives (PowerSGD's, on a state's process_group)
+    have a Python caller and go on."""
     node = torch._C._current_autograd_node()
-    if node is not None and "AccumulateGrad" in node.name():
+    if node is None or "AccumulateGrad" not in node.name():
+        return
+    if caller is None or _AUTOGRAD_DIR in caller.f_code.co_filename:
         raise Error("ftl: a DistributedDataParallel on ftl's group that is not given to ftl.torch.ElasticState: its "
                     "gradients would be summed over the world, not averaged, and joiners would not get its "
                     "parameters; pass the DDP module itself: ftl.torch.ElasticState(agent, ddp_model, optimizer)",

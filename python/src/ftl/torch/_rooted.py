@@ -1,25 +1,25 @@
-"""reduce, gather, scatter and all-to-all on ftl's process group, and what it refuses (send/recv).
+"""reduce, gather, scatter, all-to-all and point-to-point on ftl's process group.
 
-Why they are built here from the communicator's allreduce, allgather and broadcast: those are the calls
-every backend of the C library has, with its abort-on-death and deadline contract, so the new calls keep
-it unchanged (a lost peer fails them with PeerLostError within the timeout, on every rank). What it costs,
-against a rooted algorithm: reduce is an allreduce on a copy (non-roots keep their input unchanged, as
-under NCCL); gather an allgather that only the root keeps; scatter a broadcast of every part, which each
-rank cuts its own from; all-to-all an allgather of every rank's parts, padded to the longest, with the
-split sizes exchanged first. Each moves up to world-size times the bytes of a point-to-point exchange, so
-they are for control data and small tensors (torch.distributed.checkpoint's plans, metrics, MoE routing at
-small scale), not for bulk transfers.
+reduce, gather and scatter are built from the communicator's allreduce, allgather and broadcast: the calls
+every backend of the C library has, with its abort-on-death and deadline contract, so these keep it (a
+lost peer fails them with PeerLostError within the timeout, on every rank). What it costs, against a
+rooted algorithm: reduce is an allreduce on a copy (non-roots keep their input unchanged, as under NCCL);
+gather an allgather that only the root keeps; scatter a broadcast of every part, which each rank cuts its
+own from. They suit control data and small tensors (torch.distributed.checkpoint's plans, metrics).
 
-Point-to-point (send, recv, batch_isend_irecv) needs a link between two ranks that the others do not
-join, which the communicator does not have yet: those calls are refused with a sentence, never emulated.
+all-to-all (all_to_all_single, all_to_all) is the communicator's own (ftl_alltoall: each block straight
+to its rank), on the tensors' bytes; send, recv, isend, irecv and batch_isend_irecv are its point-to-point
+batches (_p2p.py says how posted ops become one batch).
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any, List, Optional
 
 import torch
 
-from ..errors import INVALID, UNSUPPORTED, Error
+from ..errors import INVALID, Error
+from ._p2p import posted
 from ._tensor_args import as_bytes, dense_all, movable, op_code
 
 _P2P_REFUSAL = ("ftl: {what}: point-to-point messages are not in ftl's communicator yet; use the collectives "
@@ -83,39 +83,17 @@ class RootedCollectives:
             return output_tensors
         return self._run("scatter", body)
 
-    # ---- all-to-all ----
+    # ---- all-to-all: one C call (ftl_alltoall), on bytes ----
 
-    def _exchange(self, parts: List[torch.Tensor], handle: Optional[int], what: str) -> List[torch.Tensor]:
-        """parts[q] (flat bytes) goes to rank q; returns the bytes each rank sent this one, in rank order."""
+    def _alltoall_bytes(self, send: torch.Tensor, send_counts: List[int], recv: torch.Tensor,
+                        recv_counts: List[int], handle: Optional[int]) -> None:
+        """send (flat bytes, blocks of send_counts) to the ranks, recv (blocks of recv_counts) from them."""
         if handle is None:
-            return parts
-        n, rank = len(parts), self._rank_in(handle)
-        device = parts[0].device
-        sizes = torch.tensor([p.numel() for p in parts], dtype=torch.int64, device=device)
-        table = torch.empty((n, n), dtype=torch.int64, device=device)
-        self._gather_into(table, sizes, handle)  # table[q][r]: bytes q sends r
-        table = table.cpu()
-        longest = int(table.sum(dim=1).max())
-        mine = torch.zeros(max(longest, 1), dtype=torch.uint8, device=device)
-        if parts:
-            joined = torch.cat(parts) if any(p.numel() for p in parts) else mine[:0]
-            mine[:joined.numel()] = joined
-        everything = torch.empty((n, mine.numel()), dtype=torch.uint8, device=device)
-        self._gather_into(everything, mine, handle)
-        starts = torch.cumsum(table, dim=1) - table
-        return [everything[q, int(starts[q, rank]):int(starts[q, rank] + table[q, rank])] for q in range(n)]
-
-    def _deliver(self, outs: List[torch.Tensor], got: List[torch.Tensor], what: str) -> None:
-        for q, (o, data) in enumerate(zip(outs, got)):
-            if o.numel() * o.element_size() != data.numel():
-                raise Error(f"ftl: {what}: rank {q} sends this rank {data.numel()} bytes, and the output "
-                            f"expects {o.numel() * o.element_size()}: the ranks' split sizes disagree", INVALID)
-            if o.numel() == 0:
-                continue
-            if o.is_contiguous():
-                as_bytes(o).copy_(data)
-            else:
-                o.copy_(data.view(o.dtype).view(o.shape))
+            recv.copy_(send)
+            return
+        src, dst = self._buffer(send, "all_to_all (input)", writable=False), self._buffer(recv, "all_to_all (output)")
+        sc, rc = (ctypes.c_size_t * len(send_counts))(*send_counts), (ctypes.c_size_t * len(recv_counts))(*recv_counts)
+        self._check(self._agent._lib.ftl_alltoall(handle, src.ptr, sc, dst.ptr, rc, 0, src.dtype), handle)
 
     def alltoall_base(self, output: torch.Tensor, x: torch.Tensor, output_split_sizes: List[int],
                       input_split_sizes: List[int], opts: Any = None) -> Any:
@@ -124,8 +102,8 @@ class RootedCollectives:
             ins = _split(x.contiguous(), input_split_sizes, n, "all_to_all_single (input)")
             dense, back = dense_all([output])
             outs = _split(dense[0], output_split_sizes, n, "all_to_all_single (output)")
-            got = self._exchange([as_bytes(p.contiguous()) for p in ins], handle, "all_to_all_single")
-            self._deliver(outs, got, "all_to_all_single")
+            self._alltoall_bytes(as_bytes(x.contiguous()), [_nbytes(p) for p in ins], as_bytes(dense[0]),
+                                 [_nbytes(p) for p in outs], handle)
             for orig, copy in back:
                 orig.copy_(copy)
             return [output]
@@ -138,31 +116,44 @@ class RootedCollectives:
             if len(input_tensors) != n or len(output_tensors) != n:
                 raise Error(f"ftl: all_to_all: {len(input_tensors)} inputs and {len(output_tensors)} outputs in "
                             f"a world of {n}: one of each per rank", INVALID)
-            got = self._exchange([as_bytes(t.contiguous()) for t in input_tensors], handle, "all_to_all")
-            self._deliver(output_tensors, got, "all_to_all")
+            send = torch.cat([as_bytes(t.contiguous()) for t in input_tensors])
+            recv = torch.empty(sum(_nbytes(t) for t in output_tensors), dtype=torch.uint8, device=send.device)
+            self._alltoall_bytes(send, [_nbytes(t) for t in input_tensors], recv,
+                                 [_nbytes(t) for t in output_tensors], handle)
+            at = 0
+            for o in output_tensors:
+                o.copy_(recv[at:at + _nbytes(o)].view(o.dtype).view(o.shape))
+                at += _nbytes(o)
             return output_tensors
         return self._run("all_to_all", body)
 
-    # ---- refused ----
+    # ---- point-to-point: posted, run as a batch (_p2p.py) ----
 
     def send(self, tensors: List[torch.Tensor], dst: int, tag: int = 0) -> Any:
-        raise Error(_P2P_REFUSAL.format(what="send"), INVALID)
+        return posted(self._agent).post(self, tensors[0], dst, False, tag, "send")
 
     def recv(self, tensors: List[torch.Tensor], src: int, tag: int = 0) -> Any:
-        raise Error(_P2P_REFUSAL.format(what="recv"), INVALID)
+        return posted(self._agent).post(self, tensors[0], src, True, tag, "recv")
+
+    # ---- refused ----
 
     def recv_anysource(self, tensors: List[torch.Tensor], tag: int = 0) -> Any:
-        raise Error(_P2P_REFUSAL.format(what="recv"), INVALID)
+        raise Error("ftl: recv from any source: messages on ftl's group match by order per pair of ranks; "
+                    "name the sender (dist.recv(tensor, src=...))", INVALID)
 
     def _get_backend(self, device: Any) -> Any:
-        raise Error(f"ftl: torch asked ftl's group for its C++ backend on {device}, and a group written in Python has "
-                    "none: the call that needs one (batch_isend_irecv, split_group, a coalescing manager) is not "
-                    "supported on ftl's group yet", UNSUPPORTED)
+        """None: a group written in Python has no C++ backend, which torch reads as "no coalescing, no
+        splitting" (batch_isend_irecv then posts its ops one by one, which _p2p.py runs as one batch)."""
+        return None
 
     def monitored_barrier(self, timeout: Any = None, wait_all_ranks: bool = False) -> None:
         """A barrier under the communicator's deadline: a rank that does not come fails it on every rank
         with the error that names the lost peer (not a list of every missing rank, as gloo's can)."""
         self.barrier().wait()
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
 
 
 def _split(t: torch.Tensor, sizes: List[int], n: int, what: str) -> List[torch.Tensor]:

@@ -1,0 +1,102 @@
+"""send, recv, isend, irecv and batch_isend_irecv on ftl's process group.
+
+Why the messages are queued: torch's isend and irecv return at once, and a program usually posts both
+halves of an exchange (send to the next rank, receive from the previous one) before it waits. ftl's
+communicator runs point-to-point as a batch whose messages are all in progress at once (ftl_comm_p2p), so
+the posted ops are kept and run together as one batch when the first of their Works is waited on, before
+the group's next collective (calls keep the order they were made in), and at the end of a step. dist.send
+and dist.recv wait at once: a batch of one. batch_isend_irecv posts its ops and waits: one batch.
+
+Messages match by order, per pair of ranks and direction (the k-th send from a to b is the k-th receive of
+b from a), and a send and its receive must have the same number of bytes: a mismatch fails the receiver
+(and the sender's next call) with the two sizes. Tags other than 0 and a receive from any source are
+refused: they would need matching that the communicator does not do.
+"""
+from __future__ import annotations
+
+import ctypes
+from typing import Any, List, Optional
+
+import torch
+
+from .. import _buffers
+from .._lib import P2POpC, text
+from ..errors import INVALID, Error
+from ._tensor_args import as_bytes
+from ._work import _failed, _Work
+
+
+class Message:
+    """One posted send or receive: its tensor as bytes (a contiguous copy of a strided one, copied back
+    after a receive), its peer, and the Work it completes."""
+
+    def __init__(self, tensor: torch.Tensor, peer: int, is_recv: bool, work: _Work):
+        self.tensor, self.peer, self.is_recv, self.work = tensor, peer, is_recv, work
+        self.dense = tensor if tensor.is_contiguous() else tensor.contiguous()
+
+
+class _MessageWork(_Work):
+    """A posted message's Work: the first wait on any of them runs the batch."""
+
+    def __init__(self, queue: "Posted"):
+        super().__init__()
+        self._queue = queue
+
+    def wait(self, timeout: Any = None) -> bool:
+        if not self.future.done():
+            self._queue.flush()
+        return super().wait(timeout)
+
+
+class Posted:
+    """The agent's posted messages, shared by its groups (they share the communicator)."""
+
+    def __init__(self, agent: Any):
+        self._agent = agent
+        self._messages: List[Message] = []
+
+    def post(self, group: Any, tensor: torch.Tensor, peer: int, is_recv: bool, tag: int, what: str) -> _Work:
+        if tag != 0:
+            raise Error(f"ftl: {what}: tag {tag}: messages on ftl's group match by order per pair of ranks, not "
+                        "by tag; send and receive them in the same order on both sides, with tag 0", INVALID)
+        world = group.size()
+        if not 0 <= peer < world or peer == group.rank():
+            raise Error(f"ftl: {what}: rank {peer} is not another rank of the group (rank {group.rank()} of "
+                        f"{world})", INVALID)
+        work = _MessageWork(self)
+        self._messages.append(Message(tensor, peer, is_recv, work))
+        return work
+
+    def flush(self) -> None:
+        """Runs every posted message as one batch (blocking); each Work completes, failed or not."""
+        messages, self._messages = self._messages, []
+        if not messages:
+            return
+        agent, error = self._agent, None
+        try:
+            handle = agent._handle()
+            keep = [_buffers.describe(as_bytes(m.dense), "p2p") for m in messages]
+            for b in keep:
+                agent._check_backend(b, "p2p")
+                _buffers.wait_for_producer(b)
+            ops = (P2POpC * len(messages))(*[P2POpC(int(m.is_recv), m.peer, b.ptr, b.count, b.dtype)
+                                              for m, b in zip(messages, keep)])
+            rc = agent._lib.ftl_p2p(handle, ops, len(messages))
+            if rc != 0:
+                error = _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or "ftl: p2p failed")
+        except Error as e:
+            error = e
+        for m in messages:
+            if error is None and m.is_recv and m.dense is not m.tensor:
+                m.tensor.copy_(m.dense)
+            m.work.error = error
+            m.work.future.set_result([m.tensor])
+
+
+def posted(agent: Any) -> Posted:
+    """The agent's queue of posted messages (made once; flushed at every step's end)."""
+    queue: Optional[Posted] = getattr(agent, "_torch_p2p", None)
+    if queue is None:
+        queue = agent._torch_p2p = Posted(agent)
+        agent._step_end.append(queue.flush)
+    return queue
