@@ -98,67 +98,53 @@ static ftl_err mismatched(struct batch *b, const struct move *m)
 	return FTL_ERR_INVALID;
 }
 
-/* Moves what the socket takes now of a ready send. */
-static ftl_err pump_send(struct batch *b, struct move *m, int fd, bool *progressed)
+/* What is left of a message in one call's buffers: the rest of its header (hdr: the one sent, or the one
+ * coming in) and of its bytes, together so that a small message is one call. 0 when all has moved. */
+static int rest_of(struct move *m, struct ftl_comm_tcp_hdr *hdr, struct iovec iov[2])
 {
+	int n_iov = 0;
+	if (m->hdr_done < sizeof(*hdr))
+		iov[n_iov++] = (struct iovec){(char *)hdr + m->hdr_done, sizeof(*hdr) - m->hdr_done};
+	size_t left = m->bytes - m->data_done;
+	if (left > 0) /* a receive's bytes land before its header is checked: bad data fails with it */
+		iov[n_iov++] = (struct iovec){(char *)m->op->buf + m->data_done, left < IO_MAX ? left : IO_MAX};
+	return n_iov;
+}
+
+/* n bytes moved: the header's first. Returns how many of them were the header's. */
+static size_t moved(struct move *m, size_t n)
+{
+	size_t to_hdr = sizeof(m->hdr) - m->hdr_done;
+	to_hdr = n < to_hdr ? n : to_hdr;
+	m->hdr_done += to_hdr;
+	m->data_done += n - to_hdr;
+	return to_hdr;
+}
+
+/* Moves what the socket takes now of a ready send, or what has come of a ready receive (whose header is
+ * checked as soon as it is whole). */
+static ftl_err pump_one(struct batch *b, struct move *m, int fd, bool *progressed)
+{
+	bool is_recv = m->op->is_recv != 0;
 	while (!m->is_done) {
 		struct iovec iov[2];
-		int n_iov = 0;
-		if (m->hdr_done < sizeof(m->hdr))
-			iov[n_iov++] = (struct iovec){(char *)&m->hdr + m->hdr_done, sizeof(m->hdr) - m->hdr_done};
-		size_t left = m->bytes - m->data_done;
-		if (left > 0)
-			iov[n_iov++] = (struct iovec){(char *)m->op->buf + m->data_done, left < IO_MAX ? left : IO_MAX};
+		int n_iov = rest_of(m, is_recv ? &m->got : &m->hdr, iov);
 		if (n_iov == 0) {
 			finish(b, m);
 			*progressed = true;
 			return FTL_OK;
 		}
 		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
-		ssize_t n = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t n = is_recv ? recvmsg(fd, &msg, MSG_DONTWAIT) : sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 			return FTL_OK;
+		if (n == 0 && is_recv)
+			return lost(b, m->op->peer, "connection closed (the rank died, or gave up after a failure)");
 		if (n <= 0)
 			return lost(b, m->op->peer, strerror(n < 0 ? errno : ECONNRESET));
 		*progressed = true;
-		size_t sent = (size_t)n, to_hdr = sizeof(m->hdr) - m->hdr_done;
-		to_hdr = sent < to_hdr ? sent : to_hdr;
-		m->hdr_done += to_hdr;
-		m->data_done += sent - to_hdr;
-	}
-	return FTL_OK;
-}
-
-/* Moves what has come of a ready receive; its header is checked as soon as it is whole. */
-static ftl_err pump_recv(struct batch *b, struct move *m, int fd, bool *progressed)
-{
-	while (!m->is_done) {
-		struct iovec iov[2];
-		int n_iov = 0;
-		if (m->hdr_done < sizeof(m->got))
-			iov[n_iov++] = (struct iovec){(char *)&m->got + m->hdr_done, sizeof(m->got) - m->hdr_done};
-		size_t left = m->bytes - m->data_done;
-		if (left > 0) /* with the header's rest: a small message is one call (bad data fails with it) */
-			iov[n_iov++] = (struct iovec){(char *)m->op->buf + m->data_done, left < IO_MAX ? left : IO_MAX};
-		if (n_iov == 0) {
-			finish(b, m);
-			*progressed = true;
-			return FTL_OK;
-		}
-		struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n_iov};
-		ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-			return FTL_OK;
-		if (n == 0)
-			return lost(b, m->op->peer, "connection closed (the rank died, or gave up after a failure)");
-		if (n < 0)
-			return lost(b, m->op->peer, strerror(errno));
-		*progressed = true;
-		size_t got = (size_t)n, to_hdr = sizeof(m->got) - m->hdr_done;
-		to_hdr = got < to_hdr ? got : to_hdr;
-		m->hdr_done += to_hdr;
-		m->data_done += got - to_hdr;
-		if (to_hdr > 0 && m->hdr_done == sizeof(m->got) && memcmp(&m->got, &m->hdr, sizeof(m->got)) != 0)
+		if (moved(m, (size_t)n) > 0 && is_recv && m->hdr_done == sizeof(m->got) &&
+		    memcmp(&m->got, &m->hdr, sizeof(m->got)) != 0)
 			return mismatched(b, m);
 	}
 	return FTL_OK;
@@ -180,7 +166,7 @@ static ftl_err pump(struct batch *b, bool *progressed, bool *is_all_done)
 		if (!m->is_started)
 			start(b, m);
 		int fd = b->t->pairs[m->op->peer].fd;
-		ftl_err e = m->op->is_recv ? pump_recv(b, m, fd, progressed) : pump_send(b, m, fd, progressed);
+		ftl_err e = pump_one(b, m, fd, progressed);
 		if (e != FTL_OK)
 			return e;
 		if (!m->is_done)

@@ -16,7 +16,6 @@ and round, then a ratio line (ftl busbw / gloo busbw, medians of rounds) per cal
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,13 +25,10 @@ from datetime import timedelta
 
 
 def free_ports(k):
-    socks = [socket.socket() for _ in range(k)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """k loopback ports, none handed out twice (tests/agent/cluster.py: below the ephemeral range)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "agent"))
+    from cluster import free_port
+    return [free_port() for _ in range(k)]
 
 
 def timed(fn, iters):

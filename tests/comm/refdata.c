@@ -134,25 +134,15 @@ void ref_fill(void *buf, ftl_dtype dtype, uint64_t seed, int rank, size_t count)
 		store(buf, dtype, i, raw(dtype, seed, rank, i));
 }
 
-/* The smallest positive value of a float dtype (a subnormal). */
-static double tiniest(ftl_dtype dtype)
-{
-	switch (dtype) {
-	case FTL_F16: return 0x1p-24;
-	case FTL_BF16: return 0x1p-133;
-	case FTL_F32: return 0x1p-149;
-	default: return 0x1p-1074;
-	}
-}
-
+/* A float dtype's unit roundoff, and its smallest positive value (a subnormal). */
 static double epsilon(ftl_dtype dtype)
 {
-	switch (dtype) {
-	case FTL_F16: return 0x1p-11;
-	case FTL_BF16: return 0x1p-8;
-	case FTL_F32: return 0x1p-24;
-	default: return 0x1p-53;
-	}
+	return dtype == FTL_F16 ? 0x1p-11 : dtype == FTL_BF16 ? 0x1p-8 : dtype == FTL_F32 ? 0x1p-24 : 0x1p-53;
+}
+
+static double tiniest(ftl_dtype dtype)
+{
+	return dtype == FTL_F16 ? 0x1p-24 : dtype == FTL_BF16 ? 0x1p-133 : dtype == FTL_F32 ? 0x1p-149 : 0x1p-1074;
 }
 
 int ref_check_allreduce(const void *out, ftl_dtype dtype, ftl_reduce_op op, uint64_t seed, int n, size_t count,

@@ -15,7 +15,6 @@ The parent prints each rank's report (one JSON line per case) and exits 1 if any
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -382,13 +381,10 @@ def rank_main(index, world, gloo_port, ftl_ports, run_dir):
 
 
 def free_ports(k):
-    socks = [socket.socket() for _ in range(k)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """k loopback ports, none handed out twice (tests/agent/cluster.py: below the ephemeral range)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+    from cluster import free_port
+    return [free_port() for _ in range(k)]
 
 
 def main():
