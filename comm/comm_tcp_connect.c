@@ -617,7 +617,11 @@ ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int
 	if (ftl_comm_tcp_pairs(t) == NULL)
 		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory for %d pair links",
 				     t->base.world_size);
-	int rank = t->base.rank;
+	int rank = t->base.rank, n_missing = 0;
+	for (int i = 0; i < n_peers; i++)
+		n_missing += is_pair_missing(t, peers[i]);
+	if (n_missing == 0)
+		return FTL_OK; /* every call after the pair's first */
 	for (int i = 0; i < n_peers; i++)
 		if (peers[i] < rank && is_pair_missing(t, peers[i]) && t->listen_fd < 0)
 			return ftl_comm_fail(&t->base, FTL_ERR_UNSUPPORTED, false,
