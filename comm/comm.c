@@ -349,6 +349,11 @@ void ftl_comm_abort(ftl_comm *comm)
 	comm->ops->abort(comm);
 }
 
+int ftl_comm_is_aborted(const ftl_comm *comm)
+{
+	return comm != NULL && (atomic_load(&comm->is_aborted) || comm->broken != FTL_OK);
+}
+
 void ftl_comm_destroy(ftl_comm *comm)
 {
 	if (comm == NULL)

@@ -60,6 +60,8 @@ struct ftl_comm_backend_ops {
 	ftl_err (*enqueue)(struct ftl_comm *comm, const struct ftl_comm_call *call, void **mark);
 	ftl_err (*poll)(struct ftl_comm *comm, void *mark, int64_t deadline_ms, bool is_blocking, bool *is_done);
 	void (*release_mark)(struct ftl_comm *comm, void *mark);
+	/* The bootstrap address of a rank (tcp), what a split builds its bootstrap from; NULL: no split. */
+	const char *(*peer_addr)(const struct ftl_comm *comm, int rank);
 	/* A batch of n_ops validated sends and receives, all progressing together (ftl_comm_p2p's rules);
 	 * NULL: the backend has none (FTL_ERR_UNSUPPORTED). */
 	ftl_err (*p2p)(struct ftl_comm *comm, const ftl_p2p_op *ops, int n_ops);

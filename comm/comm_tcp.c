@@ -104,12 +104,18 @@ static ftl_err choose_shm(struct ftl_comm_tcp *t, const struct ftl_comm_config *
 	return ftl_comm_shm_attach(&lender, cfg, &t->shm, &t->shm_outcome);
 }
 
+static const char *tcp_peer_addr(const struct ftl_comm *comm, int rank)
+{
+	return ((const struct ftl_comm_tcp *)comm)->addrs[rank];
+}
+
 static const struct ftl_comm_backend_ops tcp_ops = {
 	.allreduce = ftl_comm_tcp_allreduce,
 	.broadcast = ftl_comm_tcp_broadcast,
 	.allgather = ftl_comm_tcp_allgather,
 	.barrier = ftl_comm_tcp_barrier,
 	.p2p = ftl_comm_tcp_p2p,
+	.peer_addr = tcp_peer_addr,
 	.shrink = NULL,
 	.abort = tcp_abort,
 	.destroy = tcp_destroy,

@@ -99,6 +99,7 @@ static void training_free(ftl_agent *a)
 {
 	ftl_training *t = ftl_agent_training(a);
 	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
+	ftl_subgroups_free(t);
 	if (t->ctrl_comm != t->comm)
 		ftl_comm_destroy(t->ctrl_comm);
 	ftl_comm_destroy(t->comm);

@@ -266,6 +266,7 @@ void ftl_training_abort_comms_locked(ftl_training *t)
 		ftl_comm_abort(t->comm);
 	if (t->ctrl_comm)
 		ftl_comm_abort(t->ctrl_comm);
+	ftl_subgroups_abort_locked(t);
 }
 
 ftl_err ftl_training_fail(ftl_training *t, ftl_err e, const char *fmt, ...)

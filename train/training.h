@@ -25,6 +25,8 @@ typedef struct ftl_training {
 	uint64_t *comm_keys;             /* that view's members by rank (comm_members.h): nccl shrinks the */
 	uint32_t comm_n;                 /* next view's comm from them, and a tcp step outlives a join */
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
+	ftl_comm **subgroups;            /* the program's subgroups of the view in use (subgroups.c) */
+	int n_subgroups, subgroups_cap;
 
 	atomic_bool is_executing;        /* an ftl_execute is running: a second one, from any thread, is refused */
 
@@ -47,6 +49,10 @@ ftl_err ftl_agent_data_listen(struct ftl_agent *a);
 /* Under the lock (loop thread, or the training thread installing communicators): aborts the communicators
  * in use so a blocked collective returns now. */
 void ftl_training_abort_comms_locked(ftl_training *t);
+
+/* subgroups.c: under the lock, aborts the subgroups with the view's communicators; at the end, frees them. */
+void ftl_subgroups_abort_locked(ftl_training *t);
+void ftl_subgroups_free(ftl_training *t);
 
 /* train_hooks.c: what the agent calls (agent/agent_training.h) */
 extern const struct ftl_agent_training_ops ftl_training_hooks;

@@ -287,6 +287,15 @@ FTL_API ftl_err ftl_comm_p2p(ftl_comm *comm, const ftl_p2p_op *ops, int n_ops);
 FTL_API ftl_err ftl_comm_alltoall(ftl_comm *comm, const void *sendbuf, const size_t *send_counts, void *recvbuf,
 				  const size_t *recv_counts, size_t count, ftl_dtype dtype);
 
+/* A communicator over some of comm's ranks (0.3): ranks lists n of them (1..world size, ascending, this rank
+ * among them), and every rank listed calls this with the same list; in the new one, rank i is ranks[i].
+ * Its comm id is derived from comm's and the list (two splits of other ranks never meet); the rest of its
+ * config is cfg's (NULL: defaults): listen_fd, timeouts, shm, is_cancelled. The others take no part.
+ * Works on a healthy communicator; the new one lives apart (destroy both). tcp only (FTL_ERR_UNSUPPORTED
+ * on nccl), from the parent's bootstrap addresses. */
+FTL_API ftl_err ftl_comm_split(ftl_comm *comm, const int *ranks, int n, const struct ftl_comm_config *cfg,
+			       ftl_comm **out);
+
 /* A smaller communicator without the ranks in exclude (1 to world size - 1 of them, renumbered in order),
  * built from this one without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
  * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
@@ -294,6 +303,8 @@ FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_
 
 /* Any thread: the running call (if any) and every later one returns FTL_ERR_ABORTED. */
 FTL_API void ftl_comm_abort(ftl_comm *comm);
+/* Whether ftl_comm_abort was called on comm (any thread), or comm is broken for good (0.3). */
+FTL_API int ftl_comm_is_aborted(const ftl_comm *comm);
 
 /* Closes connections and frees the communicator; NULL is fine. Never blocks on the network: the nccl
  * backend tears the communicator down on a detached thread. */

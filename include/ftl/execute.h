@@ -200,6 +200,15 @@ FTL_API ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
 FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_barrier(ftl_agent *a);
+/* A subgroup: a communicator over some ranks of the view in use (ranks: ascending view ranks, this one
+ * among them), for the program's own collectives with ftl/comm.h's calls on *out (its rank i is
+ * ranks[i]). Every rank listed calls it with the same list; it connects within 10 s or fails. It belongs to
+ * the communicator in use: when a member dies or the view changes, the agent aborts it with that
+ * communicator (its calls then return FTL_ERR_ABORTED, a peer error: the step runs again), and the program
+ * makes a new one in the next view (ftl_subgroup_delete the old). FTL_ERR_PEER_LOST when that communicator
+ * was replaced while the subgroup was built; tcp only (FTL_ERR_UNSUPPORTED under nccl). */
+FTL_API ftl_err ftl_subgroup_new(ftl_agent *a, const int *ranks, int n, ftl_comm **out);
+FTL_API void ftl_subgroup_delete(ftl_agent *a, ftl_comm *sub);
 /* ftl_comm_p2p and ftl_comm_alltoall (ftl/comm.h) on the current view's communicator: blocking. */
 FTL_API ftl_err ftl_p2p(ftl_agent *a, const ftl_p2p_op *ops, int n_ops);
 FTL_API ftl_err ftl_alltoall(ftl_agent *a, const void *sendbuf, const size_t *send_counts, void *recvbuf,

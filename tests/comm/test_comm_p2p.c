@@ -11,6 +11,7 @@
  *   nolistener 2 a communicator made without a listener it keeps: the higher rank's p2p is refused at once
  *                (FTL_ERR_UNSUPPORTED, the communicator still usable) and the lower one's times out
  *   abort 2      ftl_comm_abort from another thread wakes a batch that waits for a message
+ *   split 3      ftl_comm_split: ranks 0 and 2 apart, rank 1 alone, the parent still right; bad lists refused
  * Ranks report through the harness; the parent checks and prints one JSON line per figure. */
 #include <pthread.h>
 #include <signal.h>
@@ -261,6 +262,41 @@ static int kill_test(int n)
 	return bad != 0;
 }
 
+/* --- split --- */
+
+/* Ranks 0 and 2 split off a communicator of their own, rank 1 one alone; their collectives and the
+ * parent's go on side by side; a list without this rank, or out of order, is refused with a reason. */
+static int split_child(struct harness_child *c)
+{
+	ftl_comm *comm = harness_comm_all(c, 1, 20000);
+	if (comm == NULL)
+		return 1;
+	int rc = 0;
+	const int pair[2] = {0, 2}, alone[1] = {1}, unsorted[2] = {2, 0};
+	ftl_comm *sub = NULL;
+	rc |= ftl_comm_split(comm, unsorted, 2, NULL, &sub) != FTL_ERR_INVALID || sub != NULL;
+	rc |= strstr(ftl_error_message(), "ascending") == NULL;
+	if (c->rank == 1)
+		rc |= ftl_comm_split(comm, pair, 2, NULL, &sub) != FTL_ERR_INVALID; /* not in it */
+	struct ftl_comm_config cfg;
+	ftl_comm_config_init(&cfg);
+	cfg.listen_fd = c->listen_fd;
+	cfg.timeout_ms = 20000;
+	ftl_err e = c->rank == 1 ? ftl_comm_split(comm, alone, 1, &cfg, &sub) : ftl_comm_split(comm, pair, 2, &cfg, &sub);
+	if (e != FTL_OK)
+		return complain(c->rank, "split", ftl_error_message());
+	float x = (float)(c->rank + 1);
+	rc |= ftl_comm_allreduce(sub, &x, &x, 1, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK;
+	rc |= x != (c->rank == 1 ? 2.0f : 4.0f); /* 1 + 3 for ranks 0 and 2 */
+	rc |= ftl_comm_rank(sub) != (c->rank == 2 ? 1 : 0);
+	rc |= allreduce_still_right(comm, 77); /* the parent, after its split */
+	if (rc)
+		fprintf(stderr, "rank %d: split: sum %g, %s / %s\n", c->rank, (double)x, ftl_comm_error(sub), ftl_comm_error(comm));
+	ftl_comm_destroy(sub);
+	ftl_comm_destroy(comm);
+	return rc;
+}
+
 /* --- no listener --- */
 
 static int nolistener_child(struct harness_child *c)
@@ -346,10 +382,12 @@ int main(int argc, char **argv)
 		return run_all(2, mismatch_child, 60);
 	if (strcmp(what, "kill") == 0)
 		return kill_test(n);
+	if (strcmp(what, "split") == 0)
+		return run_all(3, split_child, 60);
 	if (strcmp(what, "nolistener") == 0)
 		return run_all(2, nolistener_child, 60);
 	if (strcmp(what, "abort") == 0)
 		return run_all(2, abort_child, 60);
-	fprintf(stderr, "usage: test_comm_p2p exchange|mismatch|kill|nolistener|abort [world size]\n");
+	fprintf(stderr, "usage: test_comm_p2p exchange|mismatch|kill|nolistener|abort|split [world size]\n");
 	return 2;
 }

@@ -28,11 +28,9 @@ import torch.distributed as dist
 # What ftl refuses, with one of its sentences, where gloo answers. Each entry says why; closing one means
 # building it, and then this test insists it be taken off.
 GAPS = {
-    "new_group_subset": "subgroups of an elastic world are refused (their members would change with views); "
-                        "on its members only: the last rank is not in it and answers as under gloo",
     "ddp_without_elastic_state": "refused: its gradients would be summed, not averaged",
 }
-GAP_ON = {"new_group_subset": lambda rank, world: rank < world - 1}  # the ranks a gap is on (default: all)
+GAP_ON = {}  # the ranks a gap is on, where not all: name -> fn(rank, world)
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8,
           torch.int8, torch.bool]
@@ -244,12 +242,21 @@ def _(rank, world):
 
 @case("new_group_subset")
 def _(rank, world):
-    members = list(range(world - 1))
+    """The ranks after 0 (group rank = global rank - 1): collectives, objects and messages inside."""
+    members = list(range(1, world))
     group = dist.new_group(ranks=members)
-    x = values(rank, 4, torch.float32)
+    x, y = values(rank, 4, torch.float32), values(rank, 3, torch.int64, salt=5)
+    objs, got = [None] * len(members), torch.zeros(2)
     if rank in members:
         dist.all_reduce(x, group=group)
-    return x
+        dist.broadcast(y, group_src=len(members) - 1, group=group)
+        dist.all_gather_object(objs, {"from": rank}, group=group)
+        me, n = dist.get_group_rank(group, rank), len(members)
+        works = [dist.isend(torch.full((2,), float(rank)), group_dst=(me + 1) % n, group=group),
+                 dist.irecv(got, group_src=(me - 1) % n, group=group)] if n > 1 else []
+        for w in works:
+            w.wait()
+    return [x, y, objs, got, dist.get_process_group_ranks(group) if rank in members else None]
 
 
 @case("dcp_save_load")

@@ -88,6 +88,7 @@ class Agent:
         self._in_flight = InFlight()     # the running step's asynchronous requests
         self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
         self._step_thread: Optional[int] = None
+        self._step_view = 0
         self._step: Optional[Callable[[StepInfo], Any]] = None
         self._before_run: Optional[Callable[[StepInfo], Any]] = None  # execute(before=): runs ahead of the step
         self._outcome: Dict[str, Any] = {}
@@ -286,6 +287,7 @@ class Agent:
                         c.global_batch, c.micro_batch, c.first_micro)
         self._outcome["data_epoch"] = info.data_epoch  # the run that succeeds says which data epoch it drew from
         self._step_thread = threading.get_ident()
+        self._step_view = info.view_epoch  # the view the running step runs in (a subgroup's check)
         self._peer_failure = None
         try:
             try:

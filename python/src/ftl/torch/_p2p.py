@@ -30,8 +30,8 @@ class Message:
     """One posted send or receive: its tensor as bytes (a contiguous copy of a strided one, copied back
     after a receive), its peer, and the Work it completes."""
 
-    def __init__(self, tensor: torch.Tensor, peer: int, is_recv: bool, work: _Work):
-        self.tensor, self.peer, self.is_recv, self.work = tensor, peer, is_recv, work
+    def __init__(self, group: Any, tensor: torch.Tensor, peer: int, is_recv: bool, work: _Work):
+        self.group, self.tensor, self.peer, self.is_recv, self.work = group, tensor, peer, is_recv, work
         self.dense = tensor if tensor.is_contiguous() else tensor.contiguous()
 
 
@@ -64,26 +64,35 @@ class Posted:
             raise Error(f"ftl: {what}: rank {peer} is not another rank of the group (rank {group.rank()} of "
                         f"{world})", INVALID)
         work = _MessageWork(self)
-        self._messages.append(Message(tensor, peer, is_recv, work))
+        self._messages.append(Message(group, tensor, peer, is_recv, work))
         return work
 
     def flush(self) -> None:
-        """Runs every posted message as one batch (blocking); each Work completes, failed or not."""
+        """Runs every posted message, one batch per group's communicator (blocking); each Work completes,
+        failed or not."""
         messages, self._messages = self._messages, []
-        if not messages:
-            return
+        groups: List[Any] = []
+        for m in messages:
+            if not any(g is m.group for g in groups):
+                groups.append(m.group)
+        for g in groups:
+            self._run(g, [m for m in messages if m.group is g])
+
+    def _run(self, group: Any, messages: List[Message]) -> None:
         agent, error = self._agent, None
         try:
-            handle = agent._handle()
+            handle = group._handle_for("p2p")
             keep = [_buffers.describe(as_bytes(m.dense), "p2p") for m in messages]
             for b in keep:
                 agent._check_backend(b, "p2p")
                 _buffers.wait_for_producer(b)
             ops = (P2POpC * len(messages))(*[P2POpC(int(m.is_recv), m.peer, b.ptr, b.count, b.dtype)
                                               for m, b in zip(messages, keep)])
-            rc = agent._lib.ftl_p2p(handle, ops, len(messages))
+            if handle is None:
+                raise Error("ftl: p2p before the first view: there is no other rank yet", INVALID)
+            rc = group._calls.p2p(handle, ops, len(messages))
             if rc != 0:
-                error = _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or "ftl: p2p failed")
+                error = _failed(agent, rc, text(group._calls.last_error(handle)) or "ftl: p2p failed")
         except Error as e:
             error = e
         for m in messages:

@@ -68,36 +68,57 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
                     "(dist.destroy_process_group() first)", INVALID)
     _default_group = process_group(agent)
     if "ftl" not in dist.Backend.backend_list:
-        dist.Backend.register_backend("ftl", _make_group, devices=["cpu", "cuda"])
+        dist.Backend.register_backend("ftl", _make_group, extended_api=True, devices=["cpu", "cuda"])
     # rank 0 of 1 is what torch records; rank() and size() are the live view's (the group follows the agent)
     dist.init_process_group("ftl", store=dist.HashStore(), rank=0, world_size=1)
     _default_group._track_ranks()
     return _default_group
 
 
-def _make_group(store: Any, rank: int, size: int, timeout: Any) -> "ElasticProcessGroup":
-    """torch's call for a group on the "ftl" backend: the default group at init_process_group, then one per
-    dist.new_group. A group of the whole live world follows the agent as the default group does; a proper
-    subgroup is refused (see ElasticProcessGroup), so that no program runs a subgroup's collective on the
-    whole world's communicator."""
+def _make_group(opts: Any, backend_options: Any) -> "ElasticProcessGroup":
+    """torch's call for a group on the "ftl" backend (its extended form: opts says which ranks): the default
+    group at init_process_group, then one per dist.new_group on its members. A group of every rank of the
+    live view follows the agent as the default group does; a group of some ranks is a subgroup of view
+    ranks with a communicator of its own (_subgroup.py)."""
     if _default_group is None:
         raise Error("ftl: the \"ftl\" backend makes groups for ftl.torch.init_process_group(agent) only", INVALID)
     if not dist.is_initialized():
         return _default_group
-    world = _default_group.size()
-    if size != world:
-        raise Error(f"ftl: dist.new_group of {size} of the world's {world} ranks: subgroups of ftl's elastic "
-                    "world are not supported yet (which ranks they hold would change at every view change); "
-                    "use the whole world (the default group, or dist.new_group() with every rank)", INVALID)
-    group = ElasticProcessGroup(_default_group._agent)
-    group._tracks_ranks = True
-    return group
+    agent = _default_group._agent
+    ranks = list(opts.global_ranks_in_group) or list(range(opts.group_size))
+    if len(ranks) == _default_group.size():
+        group = ElasticProcessGroup(agent)
+        group._tracks_ranks = True
+        return group
+    from ._subgroup import ElasticSubgroup
+    return ElasticSubgroup(agent, ranks, opts.group_rank)
 
 
 _default_group: Optional["ElasticProcessGroup"] = None
 
 
+class Calls:
+    """The C calls a group runs its collectives with: the agent's (ftl_allreduce(agent, ...): the view's
+    communicator) or a subgroup communicator's (ftl_comm_allreduce(comm, ...)), whose arguments are the
+    same but for that first one."""
+
+    def __init__(self, lib: Any, prefix: str, last_error: str):
+        for name in ("allreduce", "broadcast", "allgather", "barrier", "p2p", "alltoall"):
+            setattr(self, name, getattr(lib, prefix + name))
+        self.last_error = getattr(lib, last_error)
+
+    @staticmethod
+    def of_agent(lib: Any) -> "Calls":
+        return Calls(lib, "ftl_", "ftl_last_error")
+
+    @staticmethod
+    def of_comm(lib: Any) -> "Calls":
+        return Calls(lib, "ftl_comm_", "ftl_comm_error")
+
+
 class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
+    _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
+
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
     Collectives: allreduce (sum, avg, min, max), broadcast, allgather (into a list or a tensor),
     reduce_scatter (into a list or a tensor; an allreduce whose share each rank keeps), barrier.
@@ -109,6 +130,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         self._agent = agent
         self._view_epoch = view_epoch  # 0: follows the agent's views; else this view only
         self._tracks_ranks = False     # keeps torch's record of its ranks at the live view (_sync_ranks)
+        self._calls = Calls.of_agent(agent._lib)
         self._lock = threading.Lock()   # one submission at a time: every rank starts collectives in one order
         self._views: Dict[int, "ElasticProcessGroup"] = {}
         if not hasattr(agent, "_torch_works"):
@@ -170,9 +192,12 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     # ---- running a collective ----
 
     def _where(self, what: str) -> Optional[int]:
-        """The agent's handle when the collective has peers to run with; None when this worker is alone
-        (before the first view); PeerLostError when this group's view is gone."""
+        """The handle of the calls (the agent's) when the collective has peers to run with; None when this
+        worker is alone (before the first view); PeerLostError when this group's view is gone."""
         posted(self._agent).flush()  # messages posted before this collective go first
+        return self._handle_for(what)
+
+    def _handle_for(self, what: str) -> Optional[int]:
         status = self._status()
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "
@@ -189,7 +214,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def _check(self, rc: int, handle: int) -> None:
         if rc != 0:
-            raise _failed(self._agent, rc, text(self._agent._lib.ftl_last_error(handle)))
+            raise _failed(self._agent, rc, text(self._calls.last_error(handle)))
 
     def _run(self, what: str, body: Any) -> Any:
         """A blocking collective, as a completed Work; its error is raised here, to the caller."""
@@ -201,7 +226,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def allreduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = op_code(opts, "allreduce")
-        if self._view_epoch == 0:
+        if self._view_epoch == 0 and not self._is_subgroup:
             _refuse_unregistered_ddp(sys._getframe().f_back)
         dense, back = dense_all(tensors)
         if back:  # a non-contiguous tensor: reduced in a contiguous copy, copied back when done (as gloo does)
@@ -215,10 +240,10 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
             if handle is None:
                 return _Work(tensors, done=True)
             is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
-            if is_blocking or in_callback or self._agent._step_thread is None:  # and between steps, on the view in hand
+            if is_blocking or in_callback or self._is_subgroup or self._agent._step_thread is None:  # between steps too
                 for t in flat:
                     b = self._buffer(t, "allreduce")
-                    self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
+                    self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
                                                                None), handle)
                 return _Work(tensors, done=True)
             return self._allreduce_async(handle, flat, op, tensors)
@@ -228,7 +253,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         for i, t in enumerate(flat):
             b = self._buffer(t, "allreduce")
             req = ctypes.c_void_p()
-            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
+            self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
                                                        ctypes.byref(req)), handle)
             last = i == len(flat) - 1  # requests finish in order: the last one completes the Work
             self._agent._torch_works.add(req, [b], work if last else None, tensors)
@@ -251,7 +276,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def _broadcast_one(self, t: torch.Tensor, root: int, handle: int) -> None:
         b = self._buffer(t, "broadcast")
-        self._check(self._agent._lib.ftl_broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
+        self._check(self._calls.broadcast(handle, b.ptr, b.count, b.dtype, root), handle)
 
     def _gather_into(self, out: torch.Tensor, x: torch.Tensor, handle: Optional[int]) -> None:
         if handle is None:
@@ -272,7 +297,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
                             "ddp_model, optimizer), which puts it on each view's group", INVALID)
             raise Error(f"ftl: allgather: the output has {dst.count} elements, and needs {src.count} x world size "
                         f"{self.size()}", INVALID)
-        self._check(self._agent._lib.ftl_allgather(handle, src.ptr, dst.ptr, src.count, src.dtype), handle)
+        self._check(self._calls.allgather(handle, src.ptr, dst.ptr, src.count, src.dtype), handle)
 
     def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor],
                   opts: Any = None) -> Any:
@@ -319,7 +344,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         y = x.contiguous().clone()
         if handle is not None:
             b = self._buffer(real(y, op), what)
-            self._check(self._agent._lib.ftl_allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None, None),
+            self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None, None),
                         handle)
         return y
 
@@ -329,7 +354,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     def barrier(self, opts: Any = None) -> Any:
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             if handle is not None:
-                self._check(self._agent._lib.ftl_barrier(handle), handle)
+                self._check(self._calls.barrier(handle), handle)
             return []
         return self._run("barrier", body)
 

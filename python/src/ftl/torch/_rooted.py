@@ -93,7 +93,7 @@ class RootedCollectives:
             return
         src, dst = self._buffer(send, "all_to_all (input)", writable=False), self._buffer(recv, "all_to_all (output)")
         sc, rc = (ctypes.c_size_t * len(send_counts))(*send_counts), (ctypes.c_size_t * len(recv_counts))(*recv_counts)
-        self._check(self._agent._lib.ftl_alltoall(handle, src.ptr, sc, dst.ptr, rc, 0, src.dtype), handle)
+        self._check(self._calls.alltoall(handle, src.ptr, sc, dst.ptr, rc, 0, src.dtype), handle)
 
     def alltoall_base(self, output: torch.Tensor, x: torch.Tensor, output_split_sizes: List[int],
                       input_split_sizes: List[int], opts: Any = None) -> Any:
