@@ -23,6 +23,11 @@ waits for all of them before ftl may replace the communicator. A collective that
 Work with PeerLostError and marks the step failed, however the program (or DDP) reported it: execute()
 then waits for the next view and runs the step again. Outside a step, collectives run on the view in
 hand (no joiner enters until the next execute), blocking, and a lost peer raises PeerLostError there.
+
+The group's other rooms: _tensor_args.py (what the group makes of torch's tensors and options), _rooted.py
+(reduce, gather, scatter, all-to-all, point-to-point), _p2p.py (posted messages run as batches),
+_completions.py (the futures' thread, and the order of comm hooks' collectives), _subgroup.py (groups of
+some ranks, for one view), _work.py (Work and its future).
 """
 from __future__ import annotations
 
@@ -120,10 +125,10 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
 
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
-    Collectives: allreduce (sum, avg, min, max), broadcast, allgather (into a list or a tensor),
-    reduce_scatter (into a list or a tensor; an allreduce whose share each rank keeps), barrier.
-    dtypes: float32, float64, float16, bfloat16, int32, int64; CPU tensors under FTL_COMM=tcp, CUDA
-    tensors under nccl."""
+    Here: allreduce (every ReduceOp but PREMUL_SUM), broadcast, allgather and reduce_scatter (lists or
+    tensors), barrier; in RootedCollectives (_rooted.py): reduce, gather, scatter, all-to-all, send/recv.
+    dtypes: float32, float64, float16, bfloat16, int64, int32, int8, uint8, bool (others moved as bytes);
+    CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all."""
 
     def __init__(self, agent: Any, rank: int = 0, size: int = 1, view_epoch: int = 0):
         super().__init__(rank, size)
