@@ -631,7 +631,8 @@ ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int
 	int *out_fd = malloc((size_t)n_peers * 2 * sizeof(int)), *out_peer = out_fd + n_peers, n_out = 0;
 	if (out_fd == NULL)
 		return ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory");
-	ftl_err e = FTL_OK;
+	struct pollfd *fds = calloc((size_t)n_peers + 1, sizeof(*fds)); /* the listener, then our dials */
+	ftl_err e = fds != NULL ? FTL_OK : ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory");
 	for (int i = 0; i < n_peers && e == FTL_OK; i++) {
 		int q = peers[i];
 		if (q < rank || !is_pair_missing(t, q))
@@ -650,11 +651,6 @@ ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int
 			unanswered += out_fd[i] >= 0;
 		if (e != FTL_OK || (accepts == 0 && unanswered == 0))
 			break;
-		struct pollfd *fds = calloc((size_t)n_out + 1, sizeof(*fds));
-		if (fds == NULL) {
-			e = ftl_comm_fail(&t->base, FTL_ERR_SYSTEM, false, "p2p: out of memory");
-			break;
-		}
 		fds[0] = (struct pollfd){.fd = accepts > 0 ? t->listen_fd : -1, .events = POLLIN};
 		for (int i = 0; i < n_out; i++)
 			fds[1 + i] = (struct pollfd){.fd = out_fd[i], .events = POLLIN};
@@ -692,8 +688,8 @@ ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int
 			if (fd >= 0)
 				tune_socket(fd, t->user_timeout_ms);
 		}
-		free(fds);
 	}
+	free(fds);
 	for (int i = 0; i < n_out; i++)
 		if (out_fd[i] >= 0)
 			close(out_fd[i]);

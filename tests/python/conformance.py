@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 from datetime import timedelta
 
@@ -404,22 +403,18 @@ def main():
             sys.exit(2)
     world = int(sys.argv[1])
     ports = free_ports(world + 1)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from ranks import outputs
     with tempfile.TemporaryDirectory() as run_dir:
         env = {**os.environ, "CONFORMANCE_DIR": run_dir}
         procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), str(world), str(ports[0]),
                                    ",".join(map(str, ports[1:])), run_dir], env=env,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for r in range(world)]
-        deadline, codes = time.monotonic() + 240, []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, _ = p.communicate()
-                out += "\nconformance: this rank did not finish in 240 s\n"
+        codes = []
+        for code, out in outputs(procs, 240):
             sys.stdout.write(out)
-            codes.append(p.returncode)
+            codes.append(code)
     bad = [r for r, c in enumerate(codes) if c != 0]
     print(f"conformance at {world} ranks: " + ("every case equal to gloo, or a listed gap" if not bad else
                                                f"ranks {bad} found mismatches (FAIL lines above)"))

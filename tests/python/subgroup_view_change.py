@@ -82,14 +82,9 @@ def main():
     with tempfile.TemporaryDirectory() as run_dir:
         procs = [subprocess.Popen([sys.executable, __file__, "--worker", str(i), ",".join(map(str, ports)), run_dir],
                                   stdout=subprocess.PIPE, text=True) for i in range(3)]
-        deadline, outs = time.monotonic() + 150, []
-        for p in procs:
-            try:
-                out, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, _ = p.communicate()
-            outs.append((p.returncode, out))
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from ranks import outputs
+        outs = outputs(procs, 150)
     reports = [json.loads(line) for code, out in outs for line in out.splitlines() if line.startswith("{")]
     for r in reports:
         print(json.dumps(r))
