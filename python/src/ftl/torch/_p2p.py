@@ -14,7 +14,6 @@ refused: they would need matching that the communicator does not do.
 """
 from __future__ import annotations
 
-import ctypes
 from typing import Any, List, Optional
 
 import torch
