@@ -25,9 +25,13 @@ static ftl_err check_ranks(struct ftl_comm *comm, const int *ranks, int n, int *
 	if (ranks == NULL || n < 1 || n > comm->world_size)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "split: %d ranks of a world of %d", n, comm->world_size);
 	for (int i = 0; i < n; i++) {
-		if (ranks[i] < 0 || ranks[i] >= comm->world_size || (i > 0 && ranks[i] <= ranks[i - 1]))
-			return ftl_comm_fail_diag(FTL_ERR_INVALID, "split: the ranks must be ascending ranks of 0..%d "
-						  "(rank %d at %d)", comm->world_size - 1, ranks[i], i);
+		if (ranks[i] < 0 || ranks[i] >= comm->world_size)
+			return ftl_comm_fail_diag(FTL_ERR_INVALID, "split: the ranks must be ranks of 0..%d (rank %d at %d)",
+						  comm->world_size - 1, ranks[i], i);
+		for (int j = 0; j < i; j++)
+			if (ranks[j] == ranks[i])
+				return ftl_comm_fail_diag(FTL_ERR_INVALID, "split: rank %d is listed twice (at %d and %d)",
+							  ranks[i], j, i);
 		if (ranks[i] == comm->rank)
 			*self = i;
 	}

@@ -301,7 +301,9 @@ FTL_API ftl_err ftl_comm_split(ftl_comm *comm, const int *ranks, int n, const st
  * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
 FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
 
-/* Any thread: the running call (if any) and every later one returns FTL_ERR_ABORTED. */
+/* Any thread: the running call (if any) returns FTL_ERR_ABORTED without waiting any more (tcp: it completes
+ * only where the rest of its data has arrived already, as from a peer that finished its part and left), and
+ * every later one returns FTL_ERR_ABORTED. */
 FTL_API void ftl_comm_abort(ftl_comm *comm);
 /* Whether ftl_comm_abort was called on comm (any thread), or comm is broken for good (0.3). */
 FTL_API int ftl_comm_is_aborted(const ftl_comm *comm);

@@ -200,8 +200,8 @@ FTL_API ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 FTL_API ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root);
 FTL_API ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype);
 FTL_API ftl_err ftl_barrier(ftl_agent *a);
-/* A subgroup: a communicator over some ranks of the view in use (ranks: ascending view ranks, this one
- * among them), for the program's own collectives with ftl/comm.h's calls on *out (its rank i is
+/* A subgroup: a communicator over some ranks of the view in use (ranks: distinct view ranks in any order,
+ * this one among them), for the program's own collectives with ftl/comm.h's calls on *out (its rank i is
  * ranks[i]). Every rank listed calls it with the same list; it connects within 10 s or fails. It belongs to
  * the communicator in use: when a member dies or the view changes, the agent aborts it with that
  * communicator (its calls then return FTL_ERR_ABORTED, a peer error: the step runs again), and the program
