@@ -2,9 +2,9 @@
  * the rendezvous (rendezvous/rendezvous.h) by the rules that used to live in the agent's glue:
  *  - the member feed: every membership change hands the rendezvous the alive (and suspect) members that can
  *    train (those whose metadata carries a data address, node_meta.h) and the names of those that left;
- *  - the abort rules: the death or leave of a member of the view in use, and every new view, end the
- *    communicator in use (the event says so, so the shell aborts it in the same breath as it publishes the
- *    change, and a step blocked in a collective returns at once);
+ *  - the abort rules: the death of a member of the view in use, and every new view, end the communicator
+ *    in use (the event says so, so the shell aborts it in the same breath as it publishes the change, and a
+ *    step blocked in a collective returns at once); a leave ends it with the view that follows (node_feed.c);
  *  - the seed rule: a seed's DNS answer is joined wherever it names an address not seen alive (that is how a
  *    node joins, how the two sides of a healed partition meet, and how nodes that started before their seed
  *    was up merge with it later); a healthy cluster sends nothing;

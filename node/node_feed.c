@@ -61,7 +61,11 @@ static void feed_rendezvous(ftl_node *n, int64_t now_us)
 	free(left);
 }
 
-static bool is_gone(ftl_swim_event_type t) { return t == FTL_EVENT_DEAD || t == FTL_EVENT_LEFT; }
+/* A dead member of the view ends the communicator in use at once. One that left does not: it left after its
+ * last call, and its sockets close after that, so a call still in flight elsewhere either has all it needs
+ * from it already and completes (the last collective of a job whose faster workers are gone) or fails by
+ * itself with the peer lost; the view committed without it ends the communicator then. */
+static bool is_abort_at_once(ftl_swim_event_type t) { return t == FTL_EVENT_DEAD; }
 
 static uint32_t count_alive(const ftl_swim *s)
 {
@@ -103,7 +107,7 @@ void ftl_node_settle(ftl_node *n, int64_t now_us)
 	bool is_changed = false;
 	while (ftl_swim_next_event(n->swim, &sev)) {
 		ftl_node_event ev = {.kind = FTL_NODE_EVENT_MEMBER, .member = sev};
-		if (is_gone(sev.type) && ftl_node_rank_in_view(n, sev.name) >= 0) {
+		if (is_abort_at_once(sev.type) && ftl_node_rank_in_view(n, sev.name) >= 0) {
 			ev.is_abort = true;
 			snprintf(ev.why, sizeof(ev.why), "member %s of the view is gone", sev.name);
 		}
