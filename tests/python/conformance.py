@@ -243,7 +243,21 @@ def _(rank, world):
 def _(rank, world):
     """The ranks after 0 (group rank = global rank - 1): collectives, objects and messages inside."""
     members = list(range(1, world))
-    group = dist.new_group(ranks=members)
+    return inside(dist.new_group(ranks=members), members, rank)
+
+
+@case("split_group")
+def _(rank, world):
+    """The world split into its even and its odd ranks, each in reverse order (group rank 0 is the
+    highest), and the same calls inside each."""
+    splits = [[r for r in reversed(range(world)) if r % 2 == parity] for parity in (0, 1)]
+    splits = [s for s in splits if s]
+    members = next(s for s in splits if rank in s)
+    return inside(dist.split_group(split_ranks=splits), members, rank)
+
+
+def inside(group, members, rank):
+    """Collectives, objects and messages on a group of some ranks (members, in group rank order)."""
     x, y = values(rank, 4, torch.float32), values(rank, 3, torch.int64, salt=5)
     objs, got = [None] * len(members), torch.zeros(2)
     if rank in members:
@@ -267,6 +281,52 @@ def _(rank, world):
     back = {"w": torch.zeros(6), "step": torch.tensor(-1)}
     dcp.load(back, checkpoint_id=where)
     return [back["w"], back["step"]]
+
+
+@case("dtensor")
+def _(rank, world):
+    """A DeviceMesh of the world and DTensors on it: sharded from one tensor (scatter), resharded on the
+    other dimension and gathered whole (all-gathers), and partial sums made whole (an allreduce)."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (world,))
+    d = distribute_tensor(values(0, 42, torch.float32).reshape(7, 6), mesh, [Shard(0)])
+    partial = DTensor.from_local(values(rank, 5, torch.float32), mesh, [Partial()])
+    return [d.to_local(), d.redistribute(mesh, [Shard(1)]).to_local(), d.full_tensor(), partial.full_tensor()]
+
+
+@case("dcp_sharded_save_load")
+def _(rank, world):
+    """A DTensor sharded over the world saved with DCP (each rank writes its shard) and loaded back."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+    mesh = init_device_mesh("cpu", (world,))
+    where = os.path.join(os.environ["CONFORMANCE_DIR"], f"dcp-sharded-{dist.get_backend()}")
+    dcp.save({"w": distribute_tensor(values(1, 21, torch.float32).reshape(7, 3), mesh, [Shard(0)])},
+             checkpoint_id=where)
+    back = {"w": distribute_tensor(torch.zeros(7, 3), mesh, [Shard(0)])}
+    dcp.load(back, checkpoint_id=where)
+    return [back["w"].to_local(), back["w"].full_tensor()]
+
+
+@case("fsdp2")
+def _(rank, world):
+    """FSDP2 (fully_shard on a DeviceMesh of the world): two training steps on rank-dependent inputs, the
+    parameters gathered whole afterwards."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    mesh = init_device_mesh("cpu", (world,))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+    for layer in (model[0], model[2], model):
+        fully_shard(layer, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        model(values(rank, 24, torch.float32, salt=step).reshape(4, 6)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    return [p.full_tensor() for p in model.parameters()]
 
 
 @case("send_recv")
@@ -365,7 +425,7 @@ def rank_main(index, world, gloo_port, ftl_ports, run_dir):
     import ftl.torch
     agent = ftl.Agent(name=f"c{index}", bind=f"127.0.0.1:{ftl_ports[index]}", seeds=f"127.0.0.1:{ftl_ports[0]}",
                       insecure=1, run_dir=os.path.join(run_dir, f"r{index}"), min_workers=world, settle_ms=100,
-                      log_level="warn", collective_timeout_ms=30000)
+                      log_level=os.environ.get("CONFORMANCE_LOG", "warn"), collective_timeout_ms=30000)
     ftl.torch.init_process_group(agent)
     with agent:
         agent.execute(lambda info: None)  # the first view: every rank

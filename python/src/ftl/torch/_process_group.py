@@ -27,7 +27,8 @@ hand (no joiner enters until the next execute), blocking, and a lost peer raises
 The group's other rooms: _tensor_args.py (what the group makes of torch's tensors and options), _rooted.py
 (reduce, gather, scatter, all-to-all, point-to-point), _p2p.py (posted messages run as batches),
 _completions.py (the futures' thread, and the order of comm hooks' collectives), _subgroup.py (groups of
-some ranks, for one view), _work.py (Work and its future).
+some ranks, for one view: new_group, split_group), _work.py (Work and its future), _backend.py (the backend
+object torch reads a group's name and abilities from), _registry.py (each view's group in torch's tables).
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ import torch.distributed as dist
 from .. import _buffers
 from .._lib import text
 from ..errors import INVALID, PEER_LOST, Error
+from . import _backend, _registry
 from ._completions import Completions
 from ._p2p import posted
 from ._rooted import RootedCollectives
@@ -132,6 +134,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def __init__(self, agent: Any, rank: int = 0, size: int = 1, view_epoch: int = 0):
         super().__init__(rank, size)
+        self._backend = _backend.attach(self, rank, size)  # its name and what torch asks of a backend
         self._agent = agent
         self._view_epoch = view_epoch  # 0: follows the agent's views; else this view only
         self._tracks_ranks = False     # keeps torch's record of its ranks at the live view (_sync_ranks)
@@ -159,11 +162,8 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     @property
     def _device_types(self) -> List[torch.device]:
-        """The devices torch may hand this group (monitored_barrier asks for the CPU). Empty while torch is
-        still making the group: then it would attach its flight recorder, which needs a C++ backend that a
-        Python group does not have."""
-        if dist.distributed_c10d._world.pg_group_ranks.get(self) is None:
-            return []
+        """The devices torch may hand this group (monitored_barrier asks for the CPU, split_group for
+        one)."""
         return [torch.device("cuda" if self._agent.backend == "nccl" else "cpu")]
 
     def _track_ranks(self) -> None:
@@ -191,8 +191,30 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         group = self._views.get(info.view_epoch)
         if group is None:
             group = ElasticProcessGroup(self._agent, info.rank, info.world_size, info.view_epoch)
-            self._views = {info.view_epoch: group}  # older views' groups are never used again
+            for old in self._views.values():  # older views' groups are never used again
+                _registry.leave(old)
+            self._views = {info.view_epoch: group}
+            if dist.is_initialized():  # torch's lookups (Join, get_rank, DeviceMesh) accept it (_registry.py)
+                _registry.enter(group, info.view_epoch, info.world_size)
         return group
+
+    def split_group(self, ranks: List[int], timeout: Any = None, opts: Any = None, group_name: str = "",
+                    group_desc: Optional[str] = None, device_types: Any = None) -> Any:
+        """dist.split_group's call on its parent (this group): the subgroup of this group's ranks that
+        holds this rank (None where it holds none: torch gives it GroupMember.NON_GROUP_MEMBER), in ranks'
+        order, a subgroup of the view like dist.new_group's (_subgroup.py: for this view only)."""
+        if self.rank() not in ranks:
+            return None
+        from ._subgroup import ElasticSubgroup
+        group = ElasticSubgroup(self._agent, self._view_ranks(list(ranks)), list(ranks).index(self.rank()))
+        group._set_group_name(group_name)
+        if group_desc:
+            group._set_group_desc(group_desc)
+        return group
+
+    def _view_ranks(self, ranks: List[int]) -> List[int]:
+        """The view ranks of some of this group's ranks: the same, for a group of the whole view."""
+        return ranks
 
     # ---- running a collective ----
 
@@ -316,12 +338,21 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._run("allgather", body)
 
     def _allgather_base(self, output: torch.Tensor, x: torch.Tensor, opts: Any = None) -> Any:
-        def body(handle: Optional[int]) -> List[torch.Tensor]:
-            self._gather_into(output, x.contiguous(), handle)
-            return [output]
-        return self._run("allgather", body)
+        return self.all_gather_single_coalesced([output], [x], opts)
 
     all_gather_single = _allgather_base  # torch's newer name (all_gather_into_tensor calls it)
+
+    def all_gather_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                    opts: Any = None) -> Any:
+        """Each input gathered into its output, one after the other (the functional collectives' call:
+        DTensor's redistribution, FSDP's unsharding)."""
+        def body(handle: Optional[int]) -> List[torch.Tensor]:
+            for output, x in zip(outputs, inputs):
+                self._gather_into(output, x.contiguous(), handle)
+            return outputs
+        return self._run("allgather", body)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # torch's older name
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
                        opts: Any = None) -> Any:
@@ -334,15 +365,24 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._run("reduce_scatter", body)
 
     def _reduce_scatter_base(self, output: torch.Tensor, x: torch.Tensor, opts: Any = None) -> Any:
+        return self.reduce_scatter_single_coalesced([output], [x], opts)
+
+    reduce_scatter_single = _reduce_scatter_base  # torch's newer name (reduce_scatter_tensor calls it)
+
+    def reduce_scatter_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor],
+                                        opts: Any = None) -> Any:
+        """Each input reduced over every rank, this rank's block of it into its output, one after the
+        other (the functional collectives' call)."""
         op = op_code(opts, "reduce_scatter")
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
-            whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle)
-            output.copy_(whole[self._rank_in(handle)])
-            return [output]
+            for output, x in zip(outputs, inputs):
+                whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle)
+                output.copy_(whole[self._rank_in(handle)])
+            return outputs
         return self._run("reduce_scatter", body)
 
-    reduce_scatter_single = _reduce_scatter_base  # torch's newer name (reduce_scatter_tensor calls it)
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # torch's older name
 
     def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int], what: str = "reduce_scatter") -> torch.Tensor:
         """x reduced over every rank, in a copy (the input stays as it was)."""

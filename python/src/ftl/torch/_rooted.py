@@ -142,9 +142,10 @@ class RootedCollectives:
                     "name the sender (dist.recv(tensor, src=...))", INVALID)
 
     def _get_backend(self, device: Any) -> Any:
-        """None: a group written in Python has no C++ backend, which torch reads as "no coalescing, no
-        splitting" (batch_isend_irecv then posts its ops one by one, which _p2p.py runs as one batch)."""
-        return None
+        """The group's FtlBackend (_backend.py) for any device: what torch asks of a backend (no coalescing:
+        batch_isend_irecv then posts its ops one by one, which _p2p.py runs as one batch; splitting:
+        dist.split_group calls ElasticProcessGroup.split_group)."""
+        return self._backend
 
     def monitored_barrier(self, timeout: Any = None, wait_all_ranks: bool = False) -> None:
         """A barrier under the communicator's deadline: a rank that does not come fails it on every rank

@@ -67,6 +67,9 @@ class ElasticSubgroup(ElasticProcessGroup):
             raise _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or "ftl: the subgroup was not made")
         self._comm = out.value
 
+    def _view_ranks(self, ranks: List[int]) -> List[int]:
+        return [self._ranks[r] for r in ranks]
+
     def for_view(self, info: Any) -> "ElasticSubgroup":
         return self  # it follows the views itself
 
