@@ -138,6 +138,26 @@ def _(rank, world):
     return out
 
 
+def premul_truth(n, factor, salt=0):
+    """The right answer of a PREMUL_SUM of every rank's values(rank, n) (gloo has no PREMUL_SUM)."""
+    return lambda rank, world: factor * sum(values(q, n, torch.float32, salt) for q in range(world))
+
+
+@case("all_reduce_premul_sum", truth=premul_truth(5, 0.25))
+def _(rank, world):
+    x = values(rank, 5, torch.float32)
+    dist.all_reduce(x, op=dist.ReduceOp.PREMUL_SUM(0.25))
+    return x
+
+
+@case("reduce_scatter_tensor_premul_sum",
+      truth=lambda rank, world: premul_truth(3 * world, 0.5)(rank, world)[3 * rank:3 * rank + 3])
+def _(rank, world):
+    out = torch.zeros(3)
+    dist.reduce_scatter_tensor(out, values(rank, 3 * world, torch.float32), op=dist.ReduceOp.PREMUL_SUM(0.5))
+    return out
+
+
 @case("reduce")
 def _(rank, world):
     x, y = values(rank, 6, torch.float32), values(rank, 6, torch.int64)

@@ -48,7 +48,7 @@ from . import _backend, _registry
 from ._completions import Completions
 from ._p2p import posted
 from ._rooted import RootedCollectives
-from ._tensor_args import dense_all, movable, op_code, real
+from ._tensor_args import dense_all, movable, op_code, premul_factor, real
 from ._work import _failed, _Work
 
 
@@ -127,7 +127,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
 
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
-    Here: allreduce (every ReduceOp but PREMUL_SUM), broadcast, allgather and reduce_scatter (lists or
+    Here: allreduce (every ReduceOp), broadcast, allgather and reduce_scatter (lists or
     tensors), barrier; in RootedCollectives (_rooted.py): reduce, gather, scatter, all-to-all, send/recv.
     dtypes: float32, float64, float16, bfloat16, int64, int32, int8, uint8, bool (others moved as bytes);
     CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all."""
@@ -258,6 +258,10 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         dense, back = dense_all(tensors)
         if back:  # a non-contiguous tensor: reduced in a contiguous copy, copied back when done (as gloo does)
             return _copied_back(self.allreduce(dense, opts), tensors, back)
+        factor = premul_factor(opts, tensors, "allreduce")
+        if factor is not None:
+            for t in tensors:
+                t.mul_(factor)
         flat = [real(t, op) for t in tensors]
         works = self._agent._torch_works
         in_callback = works.is_this_thread()  # a comm hook's callback: blocking, at once (_completions.py)
@@ -357,10 +361,11 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]],
                        opts: Any = None) -> Any:
         op = op_code(opts, "reduce_scatter")
+        factor = premul_factor(opts, output_tensors, "reduce_scatter")
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             for out, parts in zip(output_tensors, input_tensors):
-                out.copy_(self._reduced(torch.stack(list(parts)), op, handle)[self._rank_in(handle)])
+                out.copy_(self._reduced(torch.stack(list(parts)), op, handle, factor=factor)[self._rank_in(handle)])
             return output_tensors
         return self._run("reduce_scatter", body)
 
@@ -374,19 +379,23 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         """Each input reduced over every rank, this rank's block of it into its output, one after the
         other (the functional collectives' call)."""
         op = op_code(opts, "reduce_scatter")
+        factor = premul_factor(opts, outputs, "reduce_scatter")
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             for output, x in zip(outputs, inputs):
-                whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle)
+                whole = self._reduced(x.reshape((-1,) + tuple(output.shape)), op, handle, factor=factor)
                 output.copy_(whole[self._rank_in(handle)])
             return outputs
         return self._run("reduce_scatter", body)
 
     reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # torch's older name
 
-    def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int], what: str = "reduce_scatter") -> torch.Tensor:
-        """x reduced over every rank, in a copy (the input stays as it was)."""
+    def _reduced(self, x: torch.Tensor, op: int, handle: Optional[int], what: str = "reduce_scatter",
+                 factor: Any = None) -> torch.Tensor:
+        """x (times a PREMUL_SUM's factor) reduced over every rank, in a copy (the input stays as it was)."""
         y = x.contiguous().clone()
+        if factor is not None:
+            y.mul_(factor)
         if handle is not None:
             b = self._buffer(real(y, op), what)
             self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None, None),

@@ -20,7 +20,7 @@ import torch
 
 from ..errors import INVALID, Error
 from ._p2p import posted
-from ._tensor_args import as_bytes, dense_all, movable, op_code
+from ._tensor_args import as_bytes, dense_all, movable, op_code, premul_factor
 
 _P2P_REFUSAL = ("ftl: {what}: point-to-point messages are not in ftl's communicator yet; use the collectives "
                 "(all_to_all_single, scatter, gather, broadcast), or a gloo group for a fixed set of ranks")
@@ -35,11 +35,12 @@ class RootedCollectives:
 
     def reduce(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
         op = op_code(opts, "reduce")
+        factor = premul_factor(opts, tensors, "reduce")
         root = opts.rootRank if opts is not None else 0
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             for t in tensors:
-                whole = self._reduced(t, op, handle, "reduce")
+                whole = self._reduced(t, op, handle, "reduce", factor)
                 if self._rank_in(handle) == root or handle is None:
                     t.copy_(whole.reshape(t.shape))
             return tensors

@@ -17,12 +17,29 @@ _OPS = {dist.ReduceOp.SUM: "sum", dist.ReduceOp.AVG: "avg", dist.ReduceOp.MIN: "
 
 
 def op_code(opts: Any, what: str) -> int:
+    """The reduction's code for the C calls; PREMUL_SUM is a SUM of the inputs multiplied by its factor
+    (premul_factor) first."""
     reduce_op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+    if reduce_op == dist.ReduceOp.PREMUL_SUM:
+        return _buffers.op_code("sum")
     for known, name in _OPS.items():
         if reduce_op == known:
             return _buffers.op_code(name)
     raise Error(f"ftl: {what}: the reduction {op_name(reduce_op)} is not supported; use SUM, AVG, PRODUCT, MIN, "
-                "MAX, BAND, BOR or BXOR (PREMUL_SUM: multiply the tensor by the factor, then SUM)", INVALID)
+                "MAX, BAND, BOR, BXOR or PREMUL_SUM", INVALID)
+
+
+def premul_factor(opts: Any, tensors: List[torch.Tensor], what: str) -> Any:
+    """The factor of a PREMUL_SUM (ReduceOp.PREMUL_SUM(f): FSDP2's gradient divide factor, a number or a
+    one-element tensor), by which each input is multiplied before the sum; None for any other reduction.
+    Defined on floating-point tensors only, as under NCCL."""
+    reduce_op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+    if reduce_op != dist.ReduceOp.PREMUL_SUM:
+        return None
+    for t in tensors:
+        if not (t.is_floating_point() or t.is_complex()):
+            raise Error(f"ftl: {what}: PREMUL_SUM multiplies by a factor, and is not defined on {t.dtype}", INVALID)
+    return reduce_op.factor
 
 
 def op_name(reduce_op: Any) -> str:
