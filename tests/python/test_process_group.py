@@ -95,16 +95,18 @@ def test_collectives_inside_a_step_reach_every_rank(pair):
         assert slab == (3.0 if r == 0 else 300.0)
 
 
-def test_an_unsupported_reduction_is_one_sentence_that_names_it(pair):
+def test_an_undefined_reduction_is_one_sentence_that_names_it(pair):
     def body(agent, group, info):
-        with pytest.raises(ftl.Error, match="ReduceOp.PREMUL_SUM is not supported"):
-            dist.all_reduce(torch.ones(1), op=dist._make_nccl_premul_sum(2.0), group=group)
+        with pytest.raises(ftl.Error, match="PREMUL_SUM multiplies by a factor, and is not defined on torch.int64"):
+            dist.all_reduce(torch.ones(1, dtype=torch.int64), op=dist._make_nccl_premul_sum(2.0), group=group)
         with pytest.raises(ftl.Error, match="bxor is not defined on f32"):
             dist.all_reduce(torch.ones(1), op=dist.ReduceOp.BXOR, group=group)
         x = torch.tensor([info.rank + 2, 6], dtype=torch.int32)
         dist.all_reduce(x, op=dist.ReduceOp.PRODUCT, group=group)
-        return x.tolist()
-    assert each(pair, body) == [[6, 36], [6, 36]]
+        y = torch.ones(2)
+        dist.all_reduce(y, op=dist._make_nccl_premul_sum(0.5), group=group)  # the sum of the halves
+        return x.tolist(), y.tolist()
+    assert each(pair, body) == [([6, 36], [1.0, 1.0]), ([6, 36], [1.0, 1.0])]
 
 
 def test_ddp_averages_gradients_over_the_view(pair):
