@@ -6,9 +6,9 @@
 Why a launcher at all: every ftl worker needs a unique name, its own gossip address, seeds to find the
 others, and the job's gossip key. On Kubernetes the Deployment gives them (deploy/k8s); on a plain machine
 this fills them in, starts the workers, and stays in front of them as one job: it shows their output line
-by line, prefixed by the worker's name, forwards SIGINT and SIGTERM to every worker, and exits 0 only when
-every worker exited 0. A worker that dies (kill -9 is how elastic jobs are tested) does not stop the
-others: the job goes on without it, and the launcher names it at the end and exits 1.
+by line, prefixed by the worker's name, forwards SIGINT and SIGTERM to every worker, and exits 0 when the
+job finished. A worker that dies (kill -9 is how elastic jobs are tested) does not stop the others: the
+job goes on without it, and the launcher names it at the end.
 
 What each worker gets (the launcher owns these; values already in the environment are replaced):
   FTL_NAME         <--name-prefix>-<i>; the prefix defaults to the host name, so names stay unique
@@ -56,8 +56,17 @@ out. A spare has imported its program and joined the gossip already, so when a w
 new one joins (another launcher), the next view takes a spare in at once (rank 0 sends it the job's
 state), with no process start on the way; its RANK is -1 until then.
 
-Exit status: 0 when every worker exited 0; 1 otherwise (each failed worker is named, with its status or
-signal); 2 when the launcher refuses its arguments (one sentence saying why), before any worker starts.
+Exit status: 0 when the job finished, that is when a worker exited 0 (those that did not are named, each
+with its status or signal, as lost on the way: an elastic job survives them, so a Kubernetes Job or a CI
+step need not run it again); 1 when none did, or with --fail-on-lost-worker when any did not; 2 when the
+launcher refuses its arguments (one sentence saying why), before any worker starts.
+
+torchrun's other flags (_run_torchrun_flags.py): --standalone, --rdzv-backend, --rdzv-id, --rdzv-conf,
+--max-restarts, --monitor-interval, --start-method, --event-log-handler, --role, --run-path and
+--signals-to-handle are accepted and change nothing (a line says why for each); --rdzv-endpoint HOST[:PORT]
+is a seed (on HOST's machine the first worker takes PORT); --shutdown-timeout is --stop-timeout and
+--local-addr is --host; the log-file and filter flags, --numa-binding and --virtual-local-rank are refused,
+named.
 After a forwarded SIGINT or SIGTERM, workers still running --stop-timeout seconds later are killed, even
 when nobody reads the launcher's output (_run_output.py says how).
 
@@ -79,6 +88,7 @@ import time
 
 from ._run_key import Refusal, key_settings, new_key
 from ._run_output import Copier, Messenger
+from . import _run_torchrun_flags as torchrun_flags
 from ._run_torchrun import TORCH_NAMES, job_shape, master_address, omp_threads
 
 SEEDS_MAX = 1023          # FTL_SEEDS holds at most this many bytes (ftl_agent_config.seeds)
@@ -166,6 +176,16 @@ def resolves_beyond_loopback(seed):
     return any(not ipaddress.ip_address(i[4][0].split("%")[0]).is_loopback for i in infos)
 
 
+def is_this_address(host, reachable):
+    """True if host (a name or an address) resolves to the address this launcher's workers are reached at."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    found = {ipaddress.ip_address(i[4][0].split("%")[0]) for i in infos}
+    return reachable in found or (reachable.is_loopback and all(a.is_loopback for a in found))
+
+
 def seed_list(user_seeds, local_addrs):
     seeds = list(dict.fromkeys([s.strip() for s in user_seeds if s.strip()] + local_addrs[:LOCAL_SEEDS]))
     text = ",".join(seeds)
@@ -190,6 +210,12 @@ class Plan:
         reachable = advertise or host
         user_seeds = (args.seeds if args.seeds is not None else env.get("FTL_SEEDS", "")).split(",")
         user_seeds = [s.strip() for s in user_seeds if s.strip()]
+        base_port = args.base_port
+        if args.rdzv_endpoint:
+            rdzv_host, rdzv_port = torchrun_flags.rdzv_seed(args.rdzv_endpoint)
+            user_seeds.append(join_host_port(rdzv_host, rdzv_port))
+            if base_port is None and is_this_address(rdzv_host, reachable):
+                base_port = rdzv_port  # this machine is the endpoint: its first worker takes the port
         if reachable.is_loopback:
             remote = [s for s in user_seeds if resolves_beyond_loopback(s)]
             if remote:
@@ -199,7 +225,7 @@ class Plan:
         check_name_prefix(args.name_prefix, total)
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
         self.master = master_address(args, user_seeds, reachable)
-        ports = pick_ports(str(host), total, args.base_port, avoid=self.master[1])
+        ports = pick_ports(str(host), total, base_port, avoid=self.master[1])
         self.addrs = [join_host_port(reachable, p) for p in ports]
         counts = self.shape.worker_counts()
         self.omp = omp_threads(env, total)
@@ -419,17 +445,25 @@ def parse_args(argv):
                    help="MASTER_PORT likewise; nothing of ftl listens there (29500, as torchrun)")
     p.add_argument("--name-prefix", default=socket.gethostname(), metavar="PREFIX",
                    help="worker names are PREFIX-0, PREFIX-1, ... (the host name)")
-    p.add_argument("--host", default="127.0.0.1", help="IP address the workers bind (127.0.0.1)")
+    p.add_argument("--host", "--local-addr", "--local_addr", default="127.0.0.1",
+                   help="IP address the workers bind (127.0.0.1); torchrun's --local-addr is this")
     p.add_argument("--advertise-host", metavar="IP", help="IP address other machines reach them at (--host)")
     p.add_argument("--base-port", type=int, metavar="P", help="gossip ports P, P+1, ... (free ports picked)")
     p.add_argument("--seeds", metavar="HOST:PORT,...", help="workers of the job running elsewhere")
+    p.add_argument("--rdzv-endpoint", "--rdzv_endpoint", dest="rdzv_endpoint", metavar="HOST[:PORT]",
+                   help="torchrun's: a seed, HOST:PORT (29400), given alike on every machine; the machine at HOST "
+                        "starts its first worker on PORT (unless --base-port)")
     p.add_argument("--key-file", metavar="FILE", help="the job's gossip key (a fresh one unless set)")
     p.add_argument("--no-python", action="store_true", help="run PROGRAM itself, not a Python script")
     p.add_argument("-m", "--module", action="store_true", help="run PROGRAM as a module (python -m)")
     p.add_argument("--python", default=sys.executable, metavar="PATH", help="interpreter (this one)")
-    p.add_argument("--stop-timeout", type=float, default=30.0, metavar="S",
+    p.add_argument("--stop-timeout", "--shutdown-timeout", "--shutdown_timeout", dest="stop_timeout", type=float,
+                   default=30.0, metavar="S",
                    help="after forwarding SIGINT/SIGTERM, kill workers still running after S seconds (30)")
     p.add_argument("--keygen", action="store_true", help="print a new gossip key and exit")
+    p.add_argument("--fail-on-lost-worker", action="store_true",
+                   help="exit 1 when any worker did not exit 0, even if the job finished on the others")
+    torchrun_flags.add_to(p)
     p.add_argument("program", nargs="?", help="the Python script (or program, with --no-python)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = p.parse_args(argv)
@@ -445,6 +479,13 @@ def main(argv=None):
     if args.keygen:
         print(new_key())
         return 0
+    refused = torchrun_flags.refusal(args)
+    if refused:
+        say(refused)
+        _messages.flush(2.0)
+        return 2
+    for note in torchrun_flags.notes(args):
+        say(note)
     private_dir = tempfile.mkdtemp(prefix="ftlrun-")
     try:
         try:
@@ -482,11 +523,24 @@ def run(args, plan):
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return outcome(workers, failed, args.fail_on_lost_worker)
+
+
+def outcome(workers, failed, fail_on_lost_worker):
+    """The launcher's last line and exit status. The job finished when a worker finished it (exited 0): the
+    others were lost on the way (killed, crashed), which an elastic job survives, so the launch succeeded,
+    and each lost worker is named with how it ended. It failed when none exited 0 (or, with
+    --fail-on-lost-worker, when any did not)."""
     if not failed:
         say(f"all {len(workers)} workers exited 0")
         return 0
-    say(f"{len(failed)} of {len(workers)} workers failed: " +
-        "; ".join(w.describe() if w.proc else f"{w.name} did not start" for w in failed))
+    lost = "; ".join(w.describe() if w.proc else f"{w.name} did not start" for w in failed)
+    finished = len(workers) - len(failed)
+    if finished and not fail_on_lost_worker:
+        say(f"the job finished: {finished} of {len(workers)} workers exited 0, {len(failed)} lost on the way: {lost} "
+            f"(--fail-on-lost-worker makes this exit 1)")
+        return 0
+    say(f"{len(failed)} of {len(workers)} workers failed: {lost}")
     return 1
 
 
