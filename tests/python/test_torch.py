@@ -279,3 +279,25 @@ def test_compressed_average_stays_within_bf16s_bound_and_keeps_counts_exact(pair
         assert bool(((blocking_p.grad - exact_p.grad).abs() <= bound).all())
         differs = differs or not torch.equal(blocking_p.grad, exact_p.grad)
     assert differs, "the compressed average equals the exact one: nothing was compressed"
+
+
+def test_state_refuses_what_shards_over_the_world(agent):
+    """A model of DTensors (FSDP2's fully_shard) and ZeroRedundancyOptimizer: each rank holds a different
+    part, sized by the world it was made in; ElasticState would sync rank 0's part over everyone's, so it
+    refuses both with a sentence."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    ftl.torch.init_process_group(agent)
+    try:
+        sharded = torch.nn.Linear(3, 2)
+        fully_shard(sharded, mesh=init_device_mesh("cpu", (1,)))
+        with pytest.raises(ftl.Error, match="the model's weight is a DTensor"):
+            ftl.torch.ElasticState(agent, sharded, torch.optim.SGD(sharded.parameters(), lr=0.1))
+        plain = torch.nn.Linear(3, 2)
+        zero = ZeroRedundancyOptimizer(plain.parameters(), optimizer_class=torch.optim.SGD, lr=0.1)
+        with pytest.raises(ftl.Error, match="ZeroRedundancyOptimizer shards its state"):
+            ftl.torch.ElasticState(agent, plain, zero)
+    finally:
+        dist.destroy_process_group()

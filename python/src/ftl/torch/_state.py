@@ -41,6 +41,26 @@ def _refuse_zero(optimizer: Any) -> None:
                     "holds the whole optimizer state)", INVALID)
 
 
+def _refuse_sharded(model: torch.nn.Module) -> None:
+    """A model sharded over the ranks (FSDP2's fully_shard or tensor parallelism: DTensor parameters; FSDP1's
+    flat parameters) holds a different part of each tensor on each rank, sized by the world it was sharded
+    over. ElasticState syncs rank 0's tensors to the others and keeps their sizes, which would copy rank 0's
+    shards over everyone's, silently: refused until ftl re-shards at a view change."""
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.tensor import DTensor
+    if isinstance(model, FullyShardedDataParallel):
+        raise Error("ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, "
+                    "sized by the world it was sharded over, which ElasticState does not re-shard at a view "
+                    "change; give it an unsharded model (DDP), or save and resume with "
+                    "torch.distributed.checkpoint", INVALID)
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if isinstance(t, DTensor):
+            raise Error(f"ftl: ElasticState: the model's {name} is a DTensor (FSDP2's fully_shard or tensor "
+                        "parallelism): each rank holds a different shard, sized by the world it was sharded "
+                        "over, which ElasticState does not re-shard at a view change; give it an unsharded model "
+                        "(DDP), or save and resume with torch.distributed.checkpoint", INVALID)
+
+
 class ElasticState:
     """Registers `model` (parameters and buffers), `optimizer`, a torch.amp `scaler` (GradScaler), the
     random number generators (`rng=True`: torch's CPU and CUDA, NumPy's, Python's random) and `extras`
@@ -76,6 +96,7 @@ class ElasticState:
                  scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
                  **extras: Any):
         _refuse_zero(optimizer)
+        _refuse_sharded(model)
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             follow_views(agent, model)                                    # at each view's group
             model = model.module
