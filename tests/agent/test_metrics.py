@@ -154,8 +154,7 @@ def scenario_prometheus_server_sees_a_kill9(train, ctl):
     """A Prometheus server (Debian's `prometheus`) scrapes three workers every second; after a kill -9 its
     query API returns the world size dropping from 3 to 2, a view change by death and a recovery time."""
     if not shutil.which("prometheus"):
-        print("SKIP: prometheus is not installed (Debian: apt-get install prometheus)")
-        return
+        raise tt.Skip("prometheus is not installed (Debian: apt-get install prometheus)")
     job = tt.new_job(train, ctl, FTL_STEPS=STEPS, **tt.JOB)
     tt.start_job(job, 3, env_of=metrics_env)
     victim = job.workers()[tt.rng.randrange(1, 3)]

@@ -35,8 +35,7 @@ class Pane:
 
 def scenario_top_shows_a_kill_as_it_happens(train, ctl):
     if not shutil.which("tmux"):
-        print("SKIP: tmux is not installed")
-        return
+        raise tt.Skip("tmux is not installed (Debian: apt-get install tmux)")
     job = tt.new_job(train, ctl, FTL_STEPS=1000000, **tt.JOB)
     tt.start_job(job, 3)
     w0 = job.agents["w0"]

@@ -367,8 +367,16 @@ def show_logs():
             print(f"    last step line: {steps[-1] if steps else None}")
 
 
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these scenarios: a skip is reported as one, never as a pass
+
+
+class Skip(Exception):
+    """Raised by a scenario that cannot run here (a tool missing): run() returns SKIP with the reason."""
+
+
 def run(name, scenario, train, ctl, limit):
-    """Runs one scenario under a hard time limit; 0 if it passed (test_torch_training.py runs its own)."""
+    """Runs one scenario under a hard time limit; 0 if it passed, SKIP if it could not run here
+    (test_torch_training.py runs its own)."""
     seed = int(os.environ.get("FTL_TEST_SEED", random.randrange(1 << 32)))
     rng.seed(seed)
     print(f"seed {seed} (FTL_TEST_SEED={seed} replays the random choices)")
@@ -380,6 +388,9 @@ def run(name, scenario, train, ctl, limit):
     started = time.monotonic()
     try:
         scenario(train, ctl)
+    except Skip as e:
+        print(f"SKIP {name}: {e}")
+        return SKIP
     except Exception as e:
         print(f"FAIL {name} after {time.monotonic() - started:.1f} s: {e}")
         show_logs()

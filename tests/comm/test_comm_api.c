@@ -449,12 +449,14 @@ static void test_two_ranks_on_threads_allreduce(void **state)
 	two_ranks_with(r, prepare_same);
 	assert_int_equal(r[0].result, FTL_OK);
 	assert_int_equal(r[1].result, FTL_OK);
-	/* Rank 1 destroys its communicator: rank 0's next call sees the peer gone at once. */
+	/* Rank 1 destroys its communicator: rank 0's next call sees the peer gone from the closed socket, not by
+	 * waiting out the collective deadline (60 s): PEER_LOST, not TIMEOUT, says which. How fast is a benchmark's
+	 * business; the bound here only tells the two apart on a loaded machine. */
 	ftl_comm_destroy(r[1].comm);
 	float x = 1;
 	int64_t t0 = ftl_comm_now_ms();
 	assert_int_equal(ftl_comm_allreduce(r[0].comm, &x, &x, 1, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_PEER_LOST);
-	assert_true(ftl_comm_now_ms() - t0 < 1000);
+	assert_true(ftl_comm_now_ms() - t0 < 30000);
 	assert_non_null(strstr(ftl_comm_error(r[0].comm), "peer rank 1 (127.0.0.1:"));
 	assert_int_equal(ftl_comm_barrier(r[0].comm), FTL_ERR_PEER_LOST); /* sticky */
 	ftl_comm_destroy(r[0].comm);

@@ -141,6 +141,7 @@ def test_torchruns_command_line_runs_unchanged():
     (["--standalone", "--seeds", "127.0.0.1:7946"], "--standalone is a job of this machine alone"),
     (["--rdzv-endpoint", "host:99999"], "--rdzv-endpoint host:99999: expected HOST or HOST:PORT"),
     (["--rdzv-endpoint", "127.0.0.1:29400"], "--seeds (or --rdzv-endpoint) joins workers started elsewhere"),
+    (["--seeds", ",,,"], "--seeds ',,,' holds no seed"),
 ])
 def test_torchruns_flags_that_ftl_cannot_honour_are_refused_by_name(flags, says):
     result = run_ftlrun(*flags, HERE, "env")
@@ -394,8 +395,9 @@ def test_output_is_prefixed_by_worker_line_by_line():
         assert err[name] == [f"err {name} {i}" for i in range(5)]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_stop_signal_reaches_every_worker_and_the_launcher_exits_after_them(tmp_path, sig):
+@pytest.mark.parametrize("sig, passed", [(signal.SIGTERM, signal.SIGTERM), (signal.SIGINT, signal.SIGINT),
+                                         (signal.SIGHUP, signal.SIGTERM)])  # a closed terminal stops as SIGTERM
+def test_stop_signal_reaches_every_worker_and_the_launcher_exits_after_them(tmp_path, sig, passed):
     names = [f"s-{i}" for i in range(3)]
     launcher = start_ftlrun("--nproc", 3, "--name-prefix", "s", HERE, "wait", tmp_path)
     try:
@@ -406,10 +408,10 @@ def test_stop_signal_reaches_every_worker_and_the_launcher_exits_after_them(tmp_
         launcher.kill()
     assert launcher.returncode == 0, err
     for n in names:
-        assert (tmp_path / f"{n}.signal").read_text() == sig.name
+        assert (tmp_path / f"{n}.signal").read_text() == passed.name
         assert (tmp_path / f"{n}.exited").exists(), f"the launcher exited before {n}"
         assert not is_alive(int((tmp_path / f"{n}.pid").read_text()))
-    assert f"{sig.name}: passing it to every running worker" in err
+    assert f"{sig.name}: passing {'it' if sig == passed else passed.name} to every running worker" in err
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["finished", "fail_on_lost_worker"])

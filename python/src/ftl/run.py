@@ -6,7 +6,7 @@
 Why a launcher at all: every ftl worker needs a unique name, its own gossip address, seeds to find the
 others, and the job's gossip key. On Kubernetes the Deployment gives them (deploy/k8s); on a plain machine
 this fills them in, starts the workers, and stays in front of them as one job: it shows their output line
-by line, prefixed by the worker's name, forwards SIGINT and SIGTERM to every worker, and exits 0 when the
+by line, prefixed by the worker's name, forwards SIGINT and SIGTERM (SIGHUP as SIGTERM) to every worker, and exits 0 when the
 job finished. A worker that dies (kill -9 is how elastic jobs are tested) does not stop the others: the
 job goes on without it, and the launcher names it at the end.
 
@@ -94,7 +94,7 @@ from ._run_torchrun import TORCH_NAMES, job_shape, master_address, omp_threads
 SEEDS_MAX = 1023          # FTL_SEEDS holds at most this many bytes (ftl_agent_config.seeds)
 NAME_MAX = 63             # FTL_NAME likewise
 LOCAL_SEEDS = 8           # local workers named in FTL_SEEDS: one reachable member is enough to join
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # SIGHUP (a closed terminal) is passed on as SIGTERM
 OWNED = ("FTL_NAME", "FTL_BIND", "FTL_ADVERTISE", "FTL_CUDA_DEVICE")
 # The agent's rule for FTL_NAME (agent/config.c): a name is part of the control socket's path and of log lines.
 NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
@@ -208,8 +208,12 @@ class Plan:
                           f"also give --advertise-host <this machine's IP>")
         advertise = host_address(args.advertise_host, "--advertise-host") if args.advertise_host else None
         reachable = advertise or host
-        user_seeds = (args.seeds if args.seeds is not None else env.get("FTL_SEEDS", "")).split(",")
-        user_seeds = [s.strip() for s in user_seeds if s.strip()]
+        seeds_text = args.seeds if args.seeds is not None else env.get("FTL_SEEDS", "")
+        user_seeds = [s.strip() for s in seeds_text.split(",") if s.strip()]
+        if seeds_text.strip() and not user_seeds:  # the worker would refuse it; the local seeds would hide that
+            given = f"--seeds {seeds_text!r}" if args.seeds is not None else f"FTL_SEEDS={seeds_text!r}"
+            raise Refusal(f"{given} holds no seed: give host:port entries separated by commas, or leave it out "
+                          "for a job of this machine")
         base_port = args.base_port
         if args.rdzv_endpoint:
             rdzv_host, rdzv_port = torchrun_flags.rdzv_seed(args.rdzv_endpoint)
@@ -354,7 +358,11 @@ class Job:
     def forward(self, sig, frame=None):
         if self.stop_requested_at is None:
             self.stop_requested_at = time.monotonic()
-        say(f"{signal.Signals(sig).name}: passing it to every running worker")
+        if sig == signal.SIGHUP:  # a closed terminal: the workers stop as for SIGTERM (checkpoint, leave)
+            say("SIGHUP: passing SIGTERM to every running worker")
+            sig = signal.SIGTERM
+        else:
+            say(f"{signal.Signals(sig).name}: passing it to every running worker")
         for w in self.workers:
             w.signal(sig)
 
