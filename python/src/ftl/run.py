@@ -6,9 +6,9 @@
 Why a launcher at all: every ftl worker needs a unique name, its own gossip address, seeds to find the
 others, and the job's gossip key. On Kubernetes the Deployment gives them (deploy/k8s); on a plain machine
 this fills them in, starts the workers, and stays in front of them as one job: it shows their output line
-by line, prefixed by the worker's name, forwards SIGINT and SIGTERM (SIGHUP as SIGTERM) to every worker, and exits 0 when the
-job finished. A worker that dies (kill -9 is how elastic jobs are tested) does not stop the others: the
-job goes on without it, and the launcher names it at the end.
+by line, prefixed by the worker's name, forwards SIGINT and SIGTERM (SIGHUP as SIGTERM) to every worker,
+and exits 0 when the job finished. A worker that dies (kill -9 is how elastic jobs are tested) does not
+stop the others: the job goes on without it, and the launcher names it at the end.
 
 What each worker gets (the launcher owns these; values already in the environment are replaced):
   FTL_NAME         <--name-prefix>-<i>; the prefix defaults to the host name, so names stay unique
