@@ -7,8 +7,8 @@ program may hold the Join:
 - inside one step (the whole uneven loop is one agent.execute);
 - around the steps (one agent.execute per batch, the Join's end outside any step).
 One model trains both ways, one after the other; after each, every rank's parameters must equal (up to
-summation order) what two such loops give on gloo, run afterwards in the same process with the same rank. The parent prints one JSON line per rank and exits
-1 on any difference.
+summation order) what two such loops give on gloo, run afterwards in the same process with the same rank.
+The parent prints one JSON line per rank and exits 1 on any difference.
 
     join_uneven.py
 """

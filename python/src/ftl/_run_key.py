@@ -71,9 +71,9 @@ def key_settings(args, env, seeds):
     if env.get("FTL_GOSSIP_KEY") or env.get("FTL_GOSSIP_KEY_FILE") or env.get("FTL_INSECURE") == "1":
         return {}, None, ()
     if seeds:
-        raise Refusal("--seeds (or --rdzv-endpoint) joins workers started elsewhere, which must share this job's gossip key: make "
-                      "one with `ftlrun --keygen > key` (or `ftlctl keygen > key`), copy it to every machine, "
-                      "and pass --key-file key (or set FTL_GOSSIP_KEY_FILE) everywhere")
+        raise Refusal("--seeds (or --rdzv-endpoint) joins workers started elsewhere, which must share this job's "
+                      "gossip key: make one with `ftlrun --keygen > key` (or `ftlctl keygen > key`), copy it to every "
+                      "machine, and pass --key-file key (or set FTL_GOSSIP_KEY_FILE) everywhere")
     fd = fresh_key_descriptor()
     note = (f"a fresh gossip key, on no disk (gone with this launcher): --key-file /proc/{os.getpid()}/fd/{fd} "
             f"lets another launcher of yours add workers meanwhile")
