@@ -30,7 +30,8 @@ typedef struct ftl_member {
 	int64_t state_since_us;       /* when state last changed (for reaping and gossip to the dead) */
 	int64_t last_heard_us;        /* last direct ack or message from it (for ftlctl) */
 	ftl_suspicion *suspicion;     /* owned; set only while state is suspect */
-	uint16_t meta_len;            /* beside state: the two small fields share one word */
+	uint16_t meta_len;            /* beside state: the small fields share one word */
+	uint8_t death_proof;          /* dead: the proof of this life's death (FTL_DEATH_REFUSED, _WITNESSED), else 0 */
 	ftl_member_state state;
 } ftl_member;
 

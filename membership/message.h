@@ -99,12 +99,14 @@ typedef struct ftl_msg_alive {
 	ftl_key_fps key_fps;              /* the keys it holds, by fingerprint; optional (older agents send none) */
 } ftl_msg_alive;
 
-/* suspect, dead and left share one shape: who, which life, and who says so. */
+/* suspect, dead and left share one shape: who, which life, and who says so; a dead rumor also says whether
+ * the death was proven (swim_proof.c), which lets the rendezvous leave it out of the quorum. */
 typedef struct ftl_msg_rumor {
 	char name[FTL_NAME_MAX];
 	uint64_t generation;
 	uint64_t incarnation;
 	char from[FTL_NAME_MAX];
+	uint64_t proof; /* dead: FTL_DEATH_REFUSED or FTL_DEATH_WITNESSED when proven, else 0 (absent on the wire) */
 } ftl_msg_rumor;
 
 typedef enum ftl_key_op_kind {
@@ -152,6 +154,7 @@ typedef struct ftl_pp_member {
 	uint16_t meta_len;
 	uint8_t meta[FTL_META_MAX];
 	ftl_key_fps key_fps;     /* as in ftl_msg_alive */
+	uint64_t proof;          /* dead: as in ftl_msg_rumor */
 } ftl_pp_member;
 
 /* Push-pull header; the members travel in a caller-owned array. */

@@ -161,6 +161,7 @@ typedef struct ftl_swim_stats {
 	uint64_t checks_refused;              /* ... that ended in a refusal (a death declared at once) */
 	uint64_t witnessed;                   /* deaths a witness on the member's host reported to us */
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */
+	uint64_t deaths_proven_later;         /* dead members whose proof came after the death (a rumor, a push-pull) */
 } ftl_swim_stats;
 
 /* NULL with the reason in the diag when an option is bad (the message names it). */

@@ -71,6 +71,7 @@ ftl_err ftl_swim_push_pull_encode(ftl_swim *s, bool is_join, uint8_t **frame, si
 		arr[i].generation = m->generation;
 		arr[i].incarnation = m->incarnation;
 		arr[i].state = m->state;
+		arr[i].proof = m->state == FTL_MEMBER_DEAD ? m->death_proof : 0;
 		arr[i].meta_len = m->meta_len;
 		if (m->meta_len)
 			memcpy(arr[i].meta, m->meta, m->meta_len);
@@ -107,9 +108,14 @@ static void merge_member(ftl_swim *s, int64_t now_us, const ftl_pp_member *pm, c
 	strcpy(r->from, source);
 	r->generation = pm->generation;
 	r->incarnation = pm->incarnation;
+	bool is_proven = pm->state == FTL_MEMBER_DEAD &&
+			 (pm->proof == FTL_DEATH_REFUSED || pm->proof == FTL_DEATH_WITNESSED);
 	if (pm->state == FTL_MEMBER_LEFT)
 		ftl_swim_on_left(s, now_us, r);
-	else /* a peer's dead is only our suspect: the member gets its chance to refute (memberlist) */
+	else if (is_proven) { /* a proven death leaves nothing to refute: the process is gone */
+		r->proof = pm->proof;
+		ftl_swim_on_dead(s, now_us, r);
+	} else /* a peer's dead is only our suspect: the member gets its chance to refute (memberlist) */
 		ftl_swim_on_suspect(s, now_us, r);
 }
 

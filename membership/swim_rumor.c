@@ -19,6 +19,8 @@ void ftl_swim_fill_rumor(ftl_msg *msg, ftl_msg_type type, const ftl_member *m, c
 	msg->u.rumor.generation = m->generation;
 	msg->u.rumor.incarnation = m->incarnation;
 	ftl_copy_str(msg->u.rumor.from, from, FTL_NAME_MAX);
+	if (type == FTL_MSG_DEAD)
+		msg->u.rumor.proof = m->death_proof;
 }
 
 static void queue_msg(ftl_swim *s, const char *about, const ftl_msg *msg)
@@ -84,6 +86,7 @@ static ftl_err take_alive(ftl_member *m, const ftl_msg_alive *a)
 		return err;
 	m->generation = a->generation;
 	m->incarnation = a->incarnation;
+	m->death_proof = 0; /* alive: whatever proof there was is about a life that is over */
 	return FTL_OK;
 }
 
@@ -227,10 +230,27 @@ void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
 	ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
 }
 
+/* The proof a death rests on: ours (a refusal, a witness), or the one the rumor carries; 0 for none. */
+static uint8_t proof_of(ftl_death_reason reason, const ftl_msg_rumor *r)
+{
+	if (reason == FTL_DEATH_REFUSED || reason == FTL_DEATH_WITNESSED)
+		return (uint8_t)reason;
+	if (reason == FTL_DEATH_GOSSIP && (r->proof == FTL_DEATH_REFUSED || r->proof == FTL_DEATH_WITNESSED))
+		return (uint8_t)r->proof;
+	return 0;
+}
+
 static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_member_state state,
 		    ftl_death_reason reason)
 {
 	ftl_member *m = rumor_target(s, r);
+	uint8_t proof = state == FTL_MEMBER_DEAD ? proof_of(reason, r) : 0;
+	if (m && m->state == FTL_MEMBER_DEAD && state == FTL_MEMBER_DEAD && proof && !m->death_proof) {
+		m->death_proof = proof; /* dead already (a suspicion ran out, or news without the proof): now proven */
+		s->stats.deaths_proven_later++;
+		ftl_swim_broadcast_rumor(s, FTL_MSG_DEAD, m, r->from);
+		return;
+	}
 	if (!m || m->state == state || (state == FTL_MEMBER_DEAD && m->state == FTL_MEMBER_LEFT))
 		return;
 	if (m == ftl_swim_self(s)) {
@@ -239,6 +259,7 @@ static void declare(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r, ftl_mem
 	}
 	m->incarnation = r->incarnation;
 	if (state == FTL_MEMBER_DEAD) {
+		m->death_proof = proof; /* before the event: the member feed that follows reads it */
 		ftl_swim_set_state_quiet(s, m, state, now_us);
 		ftl_swim_emit_death(s, now_us, m, reason, r->from);
 	} else {

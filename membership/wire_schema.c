@@ -28,6 +28,9 @@
  *   20   key_version   uint64, optional (absent = 0)  key_op, push-pull header: the cluster's key state
  *   21   key_fps       bin, n * 8 bytes (n <= 8),     alive, push-pull member: fingerprints of the keys the
  *                      optional (absent = none)       member holds, primary first (key_fingerprint.h)
+ *   22   proof         uint64, optional (absent = 0)  dead, push-pull member: the death was proven, how
+ *                                                      (ftl_death_reason: refused or witnessed; any other
+ *                                                      value reads as unproven)
  *
  * A name is a non-empty string shorter than FTL_NAME_MAX with no NUL, an addr the same under FTL_ADDR_MAX.
  * Every field is required except meta (absent means empty; the encoder omits empty meta), key_fps (absent
@@ -93,6 +96,7 @@ static const wire_field rumor_fields[] = {
 	FIELD(8, WIRE_KIND_U64, ftl_msg_rumor, generation),
 	FIELD(9, WIRE_KIND_U64, ftl_msg_rumor, incarnation),
 	FIELD(12, WIRE_KIND_NAME, ftl_msg_rumor, from),
+	FIELD(22, WIRE_KIND_OPT_U64, ftl_msg_rumor, proof),
 };
 
 static const wire_field key_op_fields[] = {
@@ -117,6 +121,7 @@ static const wire_field pp_member_fields[] = {
 	META_FIELD(11, ftl_pp_member),
 	FIELD(13, WIRE_KIND_STATE, ftl_pp_member, state),
 	FIELD(21, WIRE_KIND_KEY_FPS, ftl_pp_member, key_fps),
+	FIELD(22, WIRE_KIND_OPT_U64, ftl_pp_member, proof),
 };
 
 const wire_schema wire_msg_schemas[FTL_MSG_TYPE_MAX] = {

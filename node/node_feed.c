@@ -2,7 +2,9 @@
  *
  * The rendezvous sees the alive and suspect members that can train (their metadata carries a data address:
  * a suspect may yet refute, and dropping it would cost a view change per false suspicion) and the names of
- * those that left gracefully (they do not count against the quorum). The feed follows every membership
+ * those that cannot be on the far side of a partition: that left gracefully, or whose death was proven (a
+ * refusal by its own address or a witness on its host, swim_proof.c; the proof travels with the dead
+ * rumor). Neither counts against the quorum (docs/concepts/quorum.md argues why that is safe). The feed follows every membership
  * change that matters to it within one feed window (node_internal.h: a burst costs one feed per window).
  *
  * The abort rules say when the communicator in use is finished: when a member of the view in use is
@@ -39,7 +41,7 @@ static void feed_rendezvous(ftl_node *n, int64_t now_us)
 	size_t n_alive = 0, n_left = 0;
 	for (uint32_t i = 0; alive && left && i < ms->len; i++) {
 		const ftl_member *m = &ms->arr[i];
-		if (m->state == FTL_MEMBER_LEFT) {
+		if (m->state == FTL_MEMBER_LEFT || (m->state == FTL_MEMBER_DEAD && m->death_proof)) {
 			left[n_left++] = m->name;
 			continue;
 		}
@@ -98,6 +100,7 @@ static void feed_when_due(ftl_node *n, int64_t now_us, bool is_changed)
 	n->fed_at_us = now_us;
 	n->fed_alive = count_alive(n->swim);
 	n->fed_left = ftl_swim_count(n->swim, FTL_MEMBER_LEFT);
+	n->fed_proven_later = ftl_swim_get_stats(n->swim)->deaths_proven_later;
 	n->feed_due_us = INT64_MAX;
 }
 
@@ -115,6 +118,7 @@ void ftl_node_settle(ftl_node *n, int64_t now_us)
 		is_changed |= changes_feed(n, sev.type);
 	}
 	if (n->rdv) {
+		is_changed |= ftl_swim_get_stats(n->swim)->deaths_proven_later != n->fed_proven_later;
 		feed_when_due(n, now_us, is_changed || !n->is_fed);
 		const ftl_rdv_view *v;
 		if (ftl_rdv_take_new_view(n->rdv, &v)) {

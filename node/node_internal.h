@@ -25,6 +25,7 @@ struct ftl_node {
 	int64_t fed_at_us;            /* the last feed (node_feed.c) */
 	int64_t feed_due_us;          /* a change waits for its feed until then; INT64_MAX when none waits */
 	uint32_t fed_alive, fed_left; /* alive+suspect and left members at the last feed */
+	uint64_t fed_proven_later;    /* the swim's deaths_proven_later then: a proof that came late feeds again */
 	int64_t seeds_alone_wait_us;  /* the next wait between seed lookups while alone (node_seeds.c) */
 };
 

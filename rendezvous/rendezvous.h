@@ -142,7 +142,8 @@ ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o);
 void ftl_rdv_delete(ftl_rdv *r);
 
 /* The membership snapshot: the alive (and suspect) members, self included, and the names of members
- * that left gracefully (they do not count against the quorum). Call on every membership change. */
+ * that cannot be training on the far side of a partition, having left gracefully or died with a proof
+ * (they do not count against the quorum). Call on every membership change. */
 void ftl_rdv_set_members(ftl_rdv *r, int64_t now_us, const ftl_rdv_member *alive, size_t n_alive,
 			 const char *const *left, size_t n_left);
 /* A message from a peer; malformed input is dropped and counted (ftl_rdv_dropped). */

@@ -53,7 +53,7 @@ static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 		return !strcmp(a->u.rumor.name, b->u.rumor.name) &&
 		       a->u.rumor.generation == b->u.rumor.generation &&
 		       a->u.rumor.incarnation == b->u.rumor.incarnation &&
-		       !strcmp(a->u.rumor.from, b->u.rumor.from);
+		       !strcmp(a->u.rumor.from, b->u.rumor.from) && a->u.rumor.proof == b->u.rumor.proof;
 	case FTL_MSG_KEY_OP:
 		return a->u.key_op.serial == b->u.key_op.serial && a->u.key_op.op == b->u.key_op.op &&
 		       !strcmp(a->u.key_op.from, b->u.key_op.from) &&
@@ -67,7 +67,7 @@ static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 static inline bool wire_pp_member_equal(const ftl_pp_member *a, const ftl_pp_member *b)
 {
 	return !strcmp(a->name, b->name) && a->generation == b->generation && a->incarnation == b->incarnation &&
-	       !strcmp(a->addr, b->addr) && a->state == b->state &&
+	       !strcmp(a->addr, b->addr) && a->state == b->state && a->proof == b->proof &&
 	       wire_meta_equal(a->meta_len, a->meta, b->meta_len, b->meta) &&
 	       wire_key_fps_equal(&a->key_fps, &b->key_fps);
 }

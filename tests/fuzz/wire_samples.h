@@ -64,6 +64,8 @@ static inline ftl_msg sample_msg(ftl_msg_type type, bool is_max)
 		m.u.rumor.generation = is_max ? UINT64_MAX : 3;
 		m.u.rumor.incarnation = is_max ? UINT64_MAX : 4;
 		sample_text(m.u.rumor.from, name_len, 'f');
+		if (type == FTL_MSG_DEAD)
+			m.u.rumor.proof = is_max ? UINT64_MAX : 2; /* 2: FTL_DEATH_REFUSED; the wire carries any u64 */
 		break;
 	case FTL_MSG_KEY_OP:
 		m.u.key_op.serial = is_max ? UINT64_MAX : 9;
@@ -94,6 +96,7 @@ static inline void sample_push_pull(ftl_push_pull *hdr, ftl_pp_member *m, uint32
 		m[i].generation = (uint64_t)i << 40;
 		m[i].incarnation = UINT64_MAX - i;
 		m[i].state = (ftl_member_state)(i % FTL_MEMBER_STATE_MAX);
+		m[i].proof = m[i].state == FTL_MEMBER_DEAD ? 4 : 0; /* 4: FTL_DEATH_WITNESSED */
 		m[i].meta_len = (uint16_t)(i == 0 ? FTL_META_MAX : (i * 3) % FTL_META_MAX);
 		memset(m[i].meta, 'm' + (int)(i % 8), m[i].meta_len);
 		m[i].key_fps.count = (uint8_t)(i % (FTL_KEY_FPS_MAX + 1)); /* none to a full keyring */

@@ -28,6 +28,7 @@ typedef struct wire {
 	int dead_seen[NODES];
 	int checks[NODES];        /* proof-of-death checks asked for */
 	int joins[NODES];         /* join push-pulls started */
+	bool is_host_lost[NODES]; /* crashed with its host: checks get no answer (no refusal proves the death) */
 } wire;
 
 static int index_of(const char *addr) { return addr[0] == 'n' && addr[1] - '0' < NODES ? addr[1] - '0' : -1; }
@@ -65,8 +66,9 @@ static void pump_one(wire *w, int i)
 			deliver_push_pull(w, i, &out);
 		else if (out.kind == FTL_OUTPUT_CHECK) {
 			w->checks[i]++;
-			ftl_node_check_done(n, w->now, out.to_name, out.generation, out.to_addr,
-					    to >= 0 && w->nodes[to] ? FTL_CHECK_ACCEPTED : FTL_CHECK_REFUSED);
+			if (to < 0 || !w->is_host_lost[to])
+				ftl_node_check_done(n, w->now, out.to_name, out.generation, out.to_addr,
+						    to >= 0 && w->nodes[to] ? FTL_CHECK_ACCEPTED : FTL_CHECK_REFUSED);
 		}
 	}
 	ftl_node_frame f;
@@ -166,8 +168,9 @@ static void test_death_of_a_view_member_aborts_and_a_bystanders_does_not(void **
 	assert_true(w.dead_seen[0] >= 1);
 	assert_int_equal(w.aborts[0], aborts);
 
-	ftl_node_delete(w.nodes[1]); /* a member of the view crashes */
+	ftl_node_delete(w.nodes[1]); /* a member of the view is lost with its host: nothing proves its death */
 	w.nodes[1] = NULL;
+	w.is_host_lost[1] = true;
 	int views = w.views[0];
 	run_for(&w, 5000 * MS);
 	assert_int_equal(w.aborts[0], aborts + 1);
@@ -175,6 +178,23 @@ static void test_death_of_a_view_member_aborts_and_a_bystanders_does_not(void **
 	/* One of two is no majority: no new view, the survivor waits for quorum. */
 	assert_int_equal(w.views[0], views);
 	assert_int_equal(ftl_rdv_get_phase(ftl_node_rdv(w.nodes[0])), FTL_RDV_WAITING_FOR_QUORUM);
+	stop(&w);
+}
+
+static void test_a_proven_death_leaves_the_quorum_count(void **state)
+{
+	wire w;
+	start(&w);
+	int aborts = w.aborts[0], views = w.views[0];
+	ftl_node_delete(w.nodes[1]); /* a member of the view crashes; its address refuses the check: proven */
+	w.nodes[1] = NULL;
+	run_for(&w, 5000 * MS);
+	/* The survivor is the whole of what can answer: a view of one, the communicator aborted for the death
+	 * and for the new view. */
+	assert_int_equal(w.aborts[0], aborts + 2);
+	assert_int_equal(w.views[0], views + 1);
+	assert_int_equal(ftl_rdv_current(ftl_node_rdv(w.nodes[0]))->n, 1);
+	assert_int_equal(ftl_rdv_get_phase(ftl_node_rdv(w.nodes[0])), FTL_RDV_TRAINING);
 	stop(&w);
 }
 
@@ -246,6 +266,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_member_feed_gives_the_rendezvous_only_training_members),
 		cmocka_unit_test(test_death_of_a_view_member_aborts_and_a_bystanders_does_not),
+		cmocka_unit_test(test_a_proven_death_leaves_the_quorum_count),
 		cmocka_unit_test(test_seed_rule_joins_only_what_it_does_not_see_alive),
 		cmocka_unit_test(test_seeds_are_asked_again_soon_only_while_the_node_is_alone),
 		cmocka_unit_test(test_comm_hint_checks_the_peer_at_once_and_never_kills_alone),

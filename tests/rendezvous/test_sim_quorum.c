@@ -213,12 +213,91 @@ static void test_healed_partition_converges_to_one_view(void **state)
 	ftl_sim_delete(sim);
 }
 
+/* Two workers and a hot spare (max 2): w00 and w01 in the view, w02 waiting. */
+static ftl_sim *two_and_a_spare(void)
+{
+	ftl_sim_options o;
+	rdv_options(&o, 3);
+	o.rdv.max_workers = 2;
+	ftl_sim *sim = ftl_sim_new(&o);
+	ftl_sim_run_for(sim, 5 * SEC);
+	const int pair[] = {0, 1};
+	assert_view_is(sim, 0, pair, 2);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 2)), FTL_RDV_SPARE);
+	return sim;
+}
+
+/* A crash is proven (the crashed node's own address refuses the check), so the dead member leaves the
+ * quorum's denominator: the survivor alone is a majority of what is left, and the spare fills the place. */
+static void test_a_job_of_two_survives_a_proven_death(void **state)
+{
+	ftl_sim *sim = two_and_a_spare();
+	uint64_t epoch = sim_view(sim, 0)->epoch;
+	ftl_sim_crash(sim, 1);
+	ftl_sim_run_for(sim, 5 * SEC);
+	const int promoted[] = {0, 2};
+	for (int i = 0; i < 3; i += 2) {
+		assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, i)), FTL_RDV_TRAINING);
+		assert_view_is(sim, i, promoted, 2);
+	}
+	printf("2 + spare, w01 crashed: epoch %llu -> %llu, view {w00, w02}\n", (unsigned long long)epoch,
+	       (unsigned long long)sim_view(sim, 0)->epoch);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
+}
+
+/* Cut 1 | 1 (the spare with w01): no check gets an answer across the cut, so no death is proven, and
+ * neither side is a majority of the two: both wait; healed, they go on in one view. */
+static void test_a_job_of_two_cut_in_half_stops_on_both_sides(void **state)
+{
+	ftl_sim *sim = two_and_a_spare();
+	uint64_t epoch = sim_view(sim, 0)->epoch;
+	const int group_of[] = {0, 1, 1};
+	split(sim, group_of, 3, 2, true);
+	ftl_sim_run_for(sim, 10 * SEC);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, i)), FTL_RDV_WAITING_FOR_QUORUM);
+		assert_int_equal(sim_view(sim, i)->epoch, epoch); /* neither side committed */
+	}
+	ftl_sim_heal(sim);
+	assert_true(ftl_sim_run_until_converged(sim, 30 * SEC) >= 0);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	printf("2 + spare cut 1|1: both sides waited at epoch %llu; healed to epoch %llu\n", (unsigned long long)epoch,
+	       (unsigned long long)sim_view(sim, 0)->epoch);
+	ftl_sim_delete(sim);
+}
+
+/* The spare's side of the cut: w01 crashes there and w02 proves it, but w00 is unreachable, not proven
+ * dead, so {w02} is no majority of {w00, w02}... and w00, alone with an unproven absence, waits too. */
+static void test_a_death_proven_on_one_side_of_a_cut_takes_no_quorum(void **state)
+{
+	ftl_sim *sim = two_and_a_spare();
+	uint64_t epoch = sim_view(sim, 0)->epoch;
+	const int group_of[] = {0, 1, 1};
+	split(sim, group_of, 3, 2, true);
+	ftl_sim_run_for(sim, 200 * MS);
+	ftl_sim_crash(sim, 1);
+	ftl_sim_run_for(sim, 10 * SEC);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 0)), FTL_RDV_WAITING_FOR_QUORUM);
+	assert_int_equal(sim_view(sim, 0)->epoch, epoch);
+	assert_true(ftl_rdv_get_phase(ftl_sim_rdv(sim, 2)) != FTL_RDV_TRAINING);
+	ftl_sim_heal(sim);
+	assert_true(ftl_sim_run_until_converged(sim, 30 * SEC) >= 0); /* w00 proves w01 dead once it can reach it */
+	const int promoted[] = {0, 2};
+	assert_view_is(sim, 0, promoted, 2);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_quorum_holds_under_every_partition_tried),
 		cmocka_unit_test(test_minority_side_pauses_and_says_so),
 		cmocka_unit_test(test_healed_partition_converges_to_one_view),
+		cmocka_unit_test(test_a_job_of_two_survives_a_proven_death),
+		cmocka_unit_test(test_a_job_of_two_cut_in_half_stops_on_both_sides),
+		cmocka_unit_test(test_a_death_proven_on_one_side_of_a_cut_takes_no_quorum),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

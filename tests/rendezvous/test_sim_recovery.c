@@ -39,6 +39,8 @@ static void test_rebuild_request_commits_the_same_members_under_the_next_epoch(v
 	ftl_sim_delete(sim);
 }
 
+/* Two of four hosts lost (crashed where nothing answers: no refusal proves the deaths, as when a machine or
+ * its link goes; a proven death would leave the quorum's count, test_sim_quorum.c). */
 static void test_quorum_loss_waits_and_says_what_is_missing(void **state)
 {
 	(void)state;
@@ -47,6 +49,10 @@ static void test_quorum_loss_waits_and_says_what_is_missing(void **state)
 	ftl_sim *sim = sim_start_converged(&o);
 	uint64_t epoch = sim_view(sim, 0)->epoch;
 
+	ftl_sim_set_group(sim, 1, 1);
+	ftl_sim_set_group(sim, 3, 1);
+	ftl_sim_block(sim, 0, 1, true);
+	ftl_sim_block(sim, 1, 0, true);
 	ftl_sim_crash(sim, 1);
 	ftl_sim_crash(sim, 3);
 	ftl_sim_run_for(sim, 20 * SEC);
