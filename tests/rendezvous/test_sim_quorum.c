@@ -227,6 +227,13 @@ static ftl_sim *two_and_a_spare(void)
 	return sim;
 }
 
+/* w00 on one side of a two-way cut, w01 and the spare on the other. */
+static void cut_w00_off(ftl_sim *sim)
+{
+	const int group_of[] = {0, 1, 1};
+	split(sim, group_of, 3, 2, true);
+}
+
 /* A crash is proven (the crashed node's own address refuses the check), so the dead member leaves the
  * quorum's denominator: the survivor alone is a majority of what is left, and the spare fills the place. */
 static void test_a_job_of_two_survives_a_proven_death(void **state)
@@ -252,8 +259,7 @@ static void test_a_job_of_two_cut_in_half_stops_on_both_sides(void **state)
 {
 	ftl_sim *sim = two_and_a_spare();
 	uint64_t epoch = sim_view(sim, 0)->epoch;
-	const int group_of[] = {0, 1, 1};
-	split(sim, group_of, 3, 2, true);
+	cut_w00_off(sim);
 	ftl_sim_run_for(sim, 10 * SEC);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, i)), FTL_RDV_WAITING_FOR_QUORUM);
@@ -267,14 +273,14 @@ static void test_a_job_of_two_cut_in_half_stops_on_both_sides(void **state)
 	ftl_sim_delete(sim);
 }
 
-/* The spare's side of the cut: w01 crashes there and w02 proves it, but w00 is unreachable, not proven
- * dead, so {w02} is no majority of {w00, w02}... and w00, alone with an unproven absence, waits too. */
+/* The spare's side of the cut: w01 crashes there and w02 proves it, but the view's other member, w00, is
+ * unreachable, not proven dead, and still counts: that side holds none of what is left of the view, and
+ * w00, alone with an absence nothing proves, waits too. */
 static void test_a_death_proven_on_one_side_of_a_cut_takes_no_quorum(void **state)
 {
 	ftl_sim *sim = two_and_a_spare();
 	uint64_t epoch = sim_view(sim, 0)->epoch;
-	const int group_of[] = {0, 1, 1};
-	split(sim, group_of, 3, 2, true);
+	cut_w00_off(sim);
 	ftl_sim_run_for(sim, 200 * MS);
 	ftl_sim_crash(sim, 1);
 	ftl_sim_run_for(sim, 10 * SEC);

@@ -28,19 +28,20 @@ IGNORED = [
     ("run-path", False, "ftlrun runs the script as `python SCRIPT`, which is what run_path does"),
     ("signals-to-handle", True, "ftlrun passes SIGINT and SIGTERM to every worker"),
 ]
+_PRINTS_EVERY_LINE = ("ftlrun prints every worker's stdout and stderr, prefixed by its name; redirect ftlrun's "
+                      "own output")
+_NO_LOG_FILES = "ftlrun writes no log files to copy lines to"
 REFUSED = [
     ("log-dir", True, "ftlrun writes no log files: it prints every worker's lines, prefixed by its name; "
                       "redirect ftlrun's own output"),
-    ("redirects", True, "ftlrun prints every worker's stdout and stderr, prefixed by its name; redirect ftlrun's "
-                        "own output", "r"),
-    ("tee", True, "ftlrun prints every worker's stdout and stderr, prefixed by its name; redirect ftlrun's own "
-                  "output", "t"),
+    ("redirects", True, _PRINTS_EVERY_LINE, "r"),
+    ("tee", True, _PRINTS_EVERY_LINE, "t"),
     ("logs-specs", True, "ftlrun writes no log files: redirect its own output"),
     ("log-line-prefix-template", True, "ftlrun prefixes each line with the worker's name"),
     ("local-ranks-filter", True, "ftlrun prints every worker's lines, prefixed by its name: filter them "
                                  "(grep '^\\[NAME-0\\]')"),
-    ("duplicate-stdout-filters", True, "ftlrun writes no log files to copy lines to"),
-    ("duplicate-stderr-filters", True, "ftlrun writes no log files to copy lines to"),
+    ("duplicate-stdout-filters", True, _NO_LOG_FILES),
+    ("duplicate-stderr-filters", True, _NO_LOG_FILES),
     ("numa-binding", True, "ftlrun binds no worker to a NUMA node: run the program under numactl "
                            "(--no-python numactl ... python script.py)"),
     ("virtual-local-rank", False, "each worker has its own LOCAL_RANK and FTL_CUDA_DEVICE (its GPU)"),

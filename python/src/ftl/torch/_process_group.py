@@ -365,7 +365,8 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
         def body(handle: Optional[int]) -> List[torch.Tensor]:
             for out, parts in zip(output_tensors, input_tensors):
-                out.copy_(self._reduced(torch.stack(list(parts)), op, handle, factor=factor)[self._rank_in(handle)])
+                whole = self._reduced(torch.stack(list(parts)), op, handle, factor=factor)
+                out.copy_(whole[self._rank_in(handle)])
             return output_tensors
         return self._run("reduce_scatter", body)
 

@@ -22,10 +22,6 @@ from ..errors import INVALID, Error
 from ._p2p import posted
 from ._tensor_args import as_bytes, dense_all, movable, op_code, premul_factor
 
-_P2P_REFUSAL = ("ftl: {what}: point-to-point messages are not in ftl's communicator yet; use the collectives "
-                "(all_to_all_single, scatter, gather, broadcast), or a gloo group for a fixed set of ranks")
-
-
 class RootedCollectives:
     """The mixin of ElasticProcessGroup that holds these calls; it relies on the group's _run, _where,
     _buffer, _check, _gather_into, _broadcast_one, _reduced and _rank_in."""

@@ -48,17 +48,15 @@ def _refuse_sharded(model: torch.nn.Module) -> None:
     shards over everyone's, silently: refused until ftl re-shards at a view change."""
     from torch.distributed.fsdp import FullyShardedDataParallel
     from torch.distributed.tensor import DTensor
+    why = ("sized by the world it was sharded over, which ElasticState does not re-shard at a view change; give it "
+           "an unsharded model (DDP), or save and resume with torch.distributed.checkpoint")
     if isinstance(model, FullyShardedDataParallel):
-        raise Error("ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, "
-                    "sized by the world it was sharded over, which ElasticState does not re-shard at a view "
-                    "change; give it an unsharded model (DDP), or save and resume with "
-                    "torch.distributed.checkpoint", INVALID)
+        raise Error(f"ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, {why}",
+                    INVALID)
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         if isinstance(t, DTensor):
             raise Error(f"ftl: ElasticState: the model's {name} is a DTensor (FSDP2's fully_shard or tensor "
-                        "parallelism): each rank holds a different shard, sized by the world it was sharded "
-                        "over, which ElasticState does not re-shard at a view change; give it an unsharded model "
-                        "(DDP), or save and resume with torch.distributed.checkpoint", INVALID)
+                        f"parallelism): each rank holds a different shard, {why}", INVALID)
 
 
 class ElasticState:
