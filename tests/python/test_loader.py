@@ -97,7 +97,13 @@ def elastic_pair(run_dir, order):
         a.set_sampler(60, 4, seed=5, order=order)
         if order == "contiguous":
             a.set_batch(8, 2)
-        loaders.append(ftl.torch.ElasticLoader(a, Indexed(60), num_workers=workers))
+        loaders.append(ftl.torch.ElasticLoader(a, Indexed(60), num_workers=workers, timeout=60 * workers))
+    # e0's worker processes are forked here, while this process runs one Python thread: forked inside a
+    # step, with e1's thread running torch code beside (both agents live in this process), a worker can
+    # inherit a lock that thread held and hang (once in CI). A worker of a real job forks from a process
+    # with one Python thread; the persistent workers started here serve every later iter(). The timeout
+    # makes a hung worker an error rather than a silent wait.
+    iter(loaders[0].loader)
     return agents, loaders
 
 
