@@ -25,6 +25,7 @@ import json
 import os
 import random
 import re
+import shlex
 import signal
 import statistics
 import sys
@@ -57,8 +58,8 @@ def first_after(events, t0, pred=lambda m: True):
 def program(args):
     """The training program: the C example, or the PyTorch one under --torch's interpreter."""
     if args.torch:
-        return [args.torch, args.torch_script
-                or os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")]
+        return [args.torch, *(shlex.split(args.torch_script) if args.torch_script else
+                              [os.path.join(os.path.dirname(__file__), "..", "..", "examples", "torch_digits.py")])]
     return args.train
 
 

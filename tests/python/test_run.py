@@ -354,6 +354,47 @@ def test_another_launcher_joins_with_the_key_path_the_first_prints(tmp_path):
     assert key_digest(s["key_file_text"].encode()) == (tmp_path / "a-0.key").read_text()
 
 
+def test_join_takes_the_running_jobs_seeds_key_settings_and_program_and_free_names(tmp_path):
+    """`ftlrun --join` (issue 43, item 3): a second launcher with no other argument runs the first's program
+    with its workers as seeds, its fresh key (the same bytes), its FTL_* settings and a name of its own."""
+    env = launcher_env(FTLRUN_JOBS_DIR=tmp_path / "jobs", FTL_MIN_WORKERS=3)
+    first = start_ftlrun("--nproc", 2, "--name-prefix", "a", HERE, "wait", tmp_path, env=env)
+    try:
+        wait_for("the workers are ready", lambda: (tmp_path / "a-1.pid").exists())
+        addrs = re.findall(r"a-\d at (127\.0\.0\.1:\d+)", first.stderr.readline())
+        joiner = run_ftlrun("--join", "--nproc", 1, HERE, "env", env=launcher_env(FTLRUN_JOBS_DIR=tmp_path / "jobs"))
+        (tmp_path / "stop").touch()
+        first.communicate(timeout=30)
+    finally:
+        first.kill()
+    assert "joining the job of ftlrun" in joiner.stderr
+    ((name, s),) = settings_of_workers(joiner).items()
+    assert re.fullmatch(rf"a-j\d+-0", name)
+    assert s["FTL_SEEDS"].split(",")[:2] == addrs and s["FTL_MIN_WORKERS"] == "3"
+    assert key_digest(s["key_file_text"].encode()) == (tmp_path / "a-0.key").read_text()
+    assert not list((tmp_path / "jobs").iterdir()), "a launcher that exited left its job record"
+
+
+def test_join_refuses_when_no_job_or_several_run(tmp_path):
+    env = launcher_env(FTLRUN_JOBS_DIR=tmp_path / "jobs")
+    none = run_ftlrun("--join", HERE, "env", env=env)
+    assert none.returncode == 2 and "no ftlrun of yours runs a job on this machine" in none.stderr
+    jobs = [start_ftlrun("--name-prefix", p, HERE, "wait", tmp_path, env=env) for p in ("a", "b")]
+    try:
+        wait_for("both jobs run", lambda: len(list((tmp_path / "jobs").glob("*.json"))) == 2)
+        both = run_ftlrun("--join", HERE, "env", env=env)
+        chosen = run_ftlrun("--join", "--job", jobs[1].pid, HERE, "env", env=env)
+        (tmp_path / "stop").touch()
+        for j in jobs:
+            j.communicate(timeout=30)
+    finally:
+        for j in jobs:
+            j.kill()
+    assert both.returncode == 2 and "2 ftlrun jobs of yours run here" in both.stderr and "--job PID" in both.stderr
+    ((name, _),) = settings_of_workers(chosen).items()
+    assert name.startswith("b-j")
+
+
 @pytest.mark.parametrize("unread", ["stdout", "stdout_and_stderr"])
 def test_stop_signal_and_escalation_work_when_nobody_reads_the_output(tmp_path, unread):
     """The launcher's output is a full pipe and its workers flood theirs and ignore SIGTERM: the signal

@@ -98,6 +98,7 @@ class Agent:
         # the communicator), and the first peer error any of them met, which fails the step whatever the
         # step made of it (DDP turns it into a RuntimeError out of backward()).
         self._before_step: List[Callable[[StepInfo], None]] = []
+        self._loop: Any = None  # loop mode's driver (ftl.torch.ElasticSampler)
         self._step_end: List[Callable[[], None]] = []
         self._peer_failure: Optional[Error] = None
         self._saved = b""
@@ -119,6 +120,8 @@ class Agent:
 
     def leave(self, timeout: float = 5.0) -> bool:
         """Leaves the cluster gracefully; True once the leave went out within timeout seconds."""
+        if self._loop is not None:
+            self._loop.stop()
         return self._lib.ftl_agent_leave(self._handle(), int(timeout * 1000)) == 0
 
     @property
@@ -130,6 +133,8 @@ class Agent:
         """Stops the agent (without a leave) and frees it; later calls raise Error. Refused while another
         thread is in execute()."""
         if self._ptr is not None:
+            if self._loop is not None:
+                self._loop.stop()
             if not self._executing.acquire(blocking=False):
                 raise Error("ftl: close() while execute() runs on another thread: let the step finish (or "
                             "leave() to make the job go on without this worker), then close", INVALID)

@@ -46,9 +46,12 @@ machine, and run on each
 (the first machine's ports: --base-port P makes them known in advance). --seeds without a shared key is
 refused: workers with different keys cannot read each other's packets.
 
-Elasticity: workers that die are dropped from the job; more workers join at any time by starting another
-launcher with --seeds pointing at a running worker, the job's key (--key-file; for a fresh key the
-launcher prints the path to give, /proc/<its pid>/fd/N) and another --name-prefix. The job waits for
+Elasticity: workers that die are dropped from the job; more workers join at any time: on this machine,
+`ftlrun --join [--nproc K]` from another shell (_run_join.py: it finds the running job's seeds, key,
+FTL_* settings and program in the record every launcher keeps, and names its workers apart; --job PID
+when several run); from elsewhere, a launcher with --seeds pointing at a running worker, the job's key
+(--key-file; for a fresh key the launcher prints the path to give, /proc/<its pid>/fd/N) and another
+--name-prefix. The job waits for
 FTL_MIN_WORKERS workers before its first step (1 by default: set it to N to start training with all N).
 --spares K starts K more workers that wait as kept spares (FTL_SPARES=K, counted in FTL_EXPECTED_WORKERS):
 they start once the others' agents answer, so that they are the youngest members, the ones the views keep
@@ -88,6 +91,7 @@ import time
 
 from ._run_key import Refusal, key_settings, new_key
 from ._run_output import Copier, Messenger
+from . import _run_join
 from . import _run_torchrun_flags as torchrun_flags
 from ._run_torchrun import TORCH_NAMES, job_shape, master_address, omp_threads
 
@@ -228,6 +232,10 @@ class Plan:
         total = self.shape.nproc + self.shape.spares
         check_name_prefix(args.name_prefix, total)
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
+        # where another launcher of this user reads the key (--join): never the key itself
+        self.key_for_others = (f"/proc/{os.getpid()}/fd/{self.pass_fds[0]}" if self.pass_fds else
+                               key.get("FTL_GOSSIP_KEY_FILE") or
+                               (os.path.abspath(env["FTL_GOSSIP_KEY_FILE"]) if env.get("FTL_GOSSIP_KEY_FILE") else None))
         self.master = master_address(args, user_seeds, reachable)
         ports = pick_ports(str(host), total, base_port, avoid=self.master[1])
         self.addrs = [join_host_port(reachable, p) for p in ports]
@@ -451,8 +459,13 @@ def parse_args(argv):
                         "host, else --advertise-host or --host)")
     p.add_argument("--master-port", "--master_port", dest="master_port", type=int, metavar="PORT",
                    help="MASTER_PORT likewise; nothing of ftl listens there (29500, as torchrun)")
-    p.add_argument("--name-prefix", default=socket.gethostname(), metavar="PREFIX",
+    p.add_argument("--name-prefix", metavar="PREFIX",
                    help="worker names are PREFIX-0, PREFIX-1, ... (the host name)")
+    p.add_argument("--join", action="store_true",
+                   help="add the workers to the job another ftlrun of yours runs on this machine: its seeds, gossip "
+                        "key, FTL_* settings and, if none is given, its program; names <its prefix>-j<this "
+                        "launcher's pid>-<i>")
+    p.add_argument("--job", metavar="PID", help="with --join, when several jobs run: the pid of one of its ftlruns")
     p.add_argument("--host", "--local-addr", "--local_addr", default="127.0.0.1",
                    help="IP address the workers bind (127.0.0.1); torchrun's --local-addr is this")
     p.add_argument("--advertise-host", metavar="IP", help="IP address other machines reach them at (--host)")
@@ -475,6 +488,9 @@ def parse_args(argv):
     p.add_argument("program", nargs="?", help="the Python script (or program, with --no-python)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = p.parse_args(argv)
+    args.name_prefix_given = args.name_prefix is not None
+    if args.name_prefix is None:
+        args.name_prefix = socket.gethostname()
     if args.no_python and args.module:
         p.error("--no-python and -m exclude each other")
     if not 0 <= args.stop_timeout < float("inf"):
@@ -495,15 +511,29 @@ def main(argv=None):
     for note in torchrun_flags.notes(args):
         say(note)
     private_dir = tempfile.mkdtemp(prefix="ftlrun-")
+    recorded = None
     try:
         try:
-            plan = Plan(args, dict(os.environ), private_dir)
+            env = dict(os.environ)
+            joined = _run_join.apply(args, env) if args.join else None
+            plan = Plan(args, env, private_dir)
         except Refusal as e:
             say(str(e))
             return 2
+        try:
+            recorded = _run_join.record(plan, joined["job"] if joined else os.getpid())
+        except (Refusal, OSError) as e:  # the job runs; only --join from another shell will not find it
+            say(f"not recorded for ftlrun --join: {e}")
+        if joined:
+            say(f"joining the job of ftlrun {joined['pid']} ({' '.join(joined['command'])})")
         return run(args, plan)
     finally:
         shutil.rmtree(private_dir, ignore_errors=True)
+        if recorded:
+            try:
+                os.unlink(recorded)
+            except OSError:
+                pass
         if _messages is not None:
             _messages.flush(2.0)  # bounded: a stderr nobody reads does not keep the launcher
 

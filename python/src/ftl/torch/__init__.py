@@ -42,12 +42,14 @@ program's own order of samples, fn(data_epoch) -> dataset indices (with order="s
 from ._buckets import GradientAverager
 from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
+from ._elastic_sampler import ElasticSampler
 from ._loader import ElasticLoader
+from ._loop import last_commit
 from ._lr import LRScaling, lr_scaling
-from ._process_group import ElasticProcessGroup, init_process_group, process_group
+from ._process_group import ElasticProcessGroup, agent, init_process_group, process_group
 from ._sampler import ElasticBatchSampler
 from ._state import ElasticState
 from ._streams import streams
 
 __all__ = ["ElasticState", "ElasticProcessGroup", "init_process_group", "process_group", "GradientAverager", "load_checkpoint", "batch",
-           "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams"]
+           "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams", "ElasticSampler", "agent", "last_commit"]

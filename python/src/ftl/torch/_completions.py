@@ -24,7 +24,7 @@ from typing import Any, List, Optional
 
 from .._lib import text
 from ..errors import PEER_LOST
-from ._work import ChainedFuture, _failed, _Work
+from ._work import ChainedFuture, _failed, _Work, absorbed
 
 
 class Completions:
@@ -87,6 +87,7 @@ class Completions:
                     work.future.is_completing = True  # a callback chained from now on waits, then runs at once
                     is_counted = work.future.is_counted
                 work.error = error
+                work.is_absorbed = error is not None and absorbed(self._agent, error)
                 work.future.set_result(result)  # a failure too: see _Work; chained callbacks run here
             del keep
             with self._idle:

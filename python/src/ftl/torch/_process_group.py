@@ -49,7 +49,7 @@ from ._completions import Completions
 from ._p2p import posted
 from ._rooted import RootedCollectives
 from ._tensor_args import dense_all, movable, op_code, premul_factor, real
-from ._work import _failed, _Work
+from ._work import _failed, _Work, absorbed
 
 
 
@@ -80,6 +80,14 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
     dist.init_process_group("ftl", store=dist.HashStore(), rank=0, world_size=1)
     _default_group._track_ranks()
     return _default_group
+
+
+def agent() -> Any:
+    """The agent of init_process_group, for a script that holds only torch's default group:
+    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer)."""
+    if _default_group is None:
+        raise Error("ftl: ftl.torch.agent(): call ftl.torch.init_process_group(agent) first", INVALID)
+    return _default_group._agent
 
 
 def _make_group(opts: Any, backend_options: Any) -> "ElasticProcessGroup":
@@ -225,6 +233,9 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._handle_for(what)
 
     def _handle_for(self, what: str) -> Optional[int]:
+        loop = getattr(self._agent, "_loop", None)
+        if loop is not None and (loop.discarding or (loop.running and self._agent._peer_failure is not None)):
+            return None  # loop mode's stale batch, or a step that lost a peer: trained alone, then dropped
         status = self._status()
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "
@@ -247,7 +258,12 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         """A blocking collective, as a completed Work; its error is raised here, to the caller."""
         self._agent._torch_works.wait_chained()
         with self._lock:
-            return _Work(body(self._where(what)), done=True)
+            try:
+                return _Work(body(self._where(what)), done=True)
+            except Error as e:
+                if not absorbed(self._agent, e):
+                    raise
+                return _Work(None, done=True)
 
     # ---- the collectives torch calls ----
 
@@ -267,17 +283,26 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         in_callback = works.is_this_thread()  # a comm hook's callback: blocking, at once (_completions.py)
         works.wait_chained()
         with self._lock:
-            handle = self._where("allreduce")
-            if handle is None:
+            try:
+                return self._allreduce_locked(flat, op, tensors, opts, in_callback)
+            except Error as e:
+                if not absorbed(self._agent, e):
+                    raise
                 return _Work(tensors, done=True)
-            is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
-            if is_blocking or in_callback or self._is_subgroup or self._agent._step_thread is None:  # between steps too
-                for t in flat:
-                    b = self._buffer(t, "allreduce")
-                    self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
-                                                               None), handle)
-                return _Work(tensors, done=True)
-            return self._allreduce_async(handle, flat, op, tensors)
+
+    def _allreduce_locked(self, flat: List[torch.Tensor], op: int, tensors: List[torch.Tensor], opts: Any,
+                          in_callback: bool) -> Any:
+        handle = self._where("allreduce")
+        if handle is None:
+            return _Work(tensors, done=True)
+        is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
+        if is_blocking or in_callback or self._is_subgroup or self._agent._step_thread is None:  # between steps too
+            for t in flat:
+                b = self._buffer(t, "allreduce")
+                self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
+                                                           None), handle)
+            return _Work(tensors, done=True)
+        return self._allreduce_async(handle, flat, op, tensors)
 
     def _allreduce_async(self, handle: int, flat: List[torch.Tensor], op: int, tensors: List[torch.Tensor]) -> Any:
         work = _Work()
@@ -455,14 +480,18 @@ def follow_views(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel) -> 
     seen = {"epoch": None}
 
     def before_step(info: Any) -> None:
-        group = ddp.process_group
-        if not isinstance(group, ElasticProcessGroup):
-            return
         if info.view_epoch != seen["epoch"] or info.attempt > 0:
-            root = group if group._view_epoch == 0 else process_group(agent)
-            _rebuild_reducer(ddp, root.for_view(info))
+            repoint(agent, ddp, info)
             seen["epoch"] = info.view_epoch
     agent._before_step.append(before_step)
+
+
+def repoint(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel, info: Any) -> None:
+    """DDP gets a new reducer on the group of info's view (when it is on an ftl group)."""
+    group = ddp.process_group
+    if isinstance(group, ElasticProcessGroup):
+        root = group if group._view_epoch == 0 else process_group(agent)
+        _rebuild_reducer(ddp, root.for_view(info))
 
 
 def _rebuild_reducer(ddp: torch.nn.parallel.DistributedDataParallel, group: ElasticProcessGroup) -> None:

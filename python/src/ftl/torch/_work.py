@@ -18,6 +18,15 @@ def _failed(agent: Any, rc: int, why: str) -> Error:
     return error
 
 
+def absorbed(agent: Any, error: Error) -> bool:
+    """Loop mode (ElasticSampler): a collective that lost a peer returns, its tensors as they were, instead
+    of raising into the program's own loop; the step's commit point (optimizer.step) then drops the step,
+    and the loop trains its samples again in the next view. Its results are not valid: the step that
+    made it never commits."""
+    loop = getattr(agent, "_loop", None)
+    return loop is not None and loop.running and error.code in PEER_CODES
+
+
 class ChainedFuture(torch.futures.Future):
     """A Work's future that says when Python code chains a callback to it (then(): a DDP comm hook such as
     PowerSGD's), since that callback runs on the thread that completes the future and may make collectives
@@ -48,6 +57,7 @@ class _Work(dist._Work):
         super().__init__()
         self.future = ChainedFuture()
         self.error: Optional[Error] = None
+        self.is_absorbed = False  # loop mode: wait() does not raise the error (absorbed)
         if done:
             self.future.set_result(result)
 
@@ -65,6 +75,6 @@ class _Work(dist._Work):
 
     def wait(self, timeout: Any = None) -> bool:
         self.future.wait()
-        if self.error is not None:
+        if self.error is not None and not self.is_absorbed:
             raise self.error
         return True

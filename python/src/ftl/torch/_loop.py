@@ -1,0 +1,212 @@
+"""Loop mode's driver: the program keeps its own `for x, y in loader: ... optimizer.step()` loop, and ftl
+still runs every step as agent.execute runs it (the state sync to joiners, a failed step run again in
+the next view, the job's step count).
+
+Why a thread: ftl_execute takes the step as a call, and a plain loop has no such call. The driver runs
+agent.execute on a thread of its own; its step hands the attempt (the StepInfo) to the loop's thread and
+waits for the verdict of the commit point, the optimizer.step() of the ElasticState: "commit" (execute
+returns, and the next execute begins the next step), "fail" (a collective of the step lost a peer:
+execute waits for the next view and makes a new attempt) or "stop" (the program leaves). The loop's
+thread makes the step's collectives, which the agent takes as the running step's. While the driver is
+between attempts the loop's thread waits, inside optimizer.step() or in the sampler before its first
+batch: ftl's work between steps (a view change, the state sync to a joiner) never runs beside the
+program's code.
+
+Which samples a step trained, and which prefetched batches a new view made stale, is _elastic_sampler.py's
+business; this module holds what the two share: the committed position, the attempt, the generation
+(bumped when the batches predicted before are stale), and whether the batch being trained is stale.
+"""
+from __future__ import annotations
+
+import atexit
+import threading
+import warnings
+from typing import Any, Callable, List, Optional
+
+from ..errors import INVALID, PEER_LOST, Error
+
+
+class _Stop(Exception):
+    """Raised in the driver's step when the program leaves: execute returns, the driver ends."""
+
+
+class Loop:
+    """One per agent (loop_of): made by the first ElasticSampler."""
+
+    def __init__(self, agent: Any):
+        self.agent = agent
+        self._cv = threading.Condition()
+        self._driver: Optional[threading.Thread] = None
+        self._loop_thread: Optional[int] = None
+        self._attempt: Optional[Any] = None  # the StepInfo waiting for a verdict
+        self._ticket = 0                     # attempts handed out so far
+        self._verdict: Optional[str] = None
+        self._error: Optional[BaseException] = None  # what ended the driver
+        self._stopping = False
+        self._view: Optional[int] = None
+        self.current: Optional[Any] = None   # the attempt the loop trains in (kept after its verdict)
+        self.generation = 0                  # bumped when the batches predicted so far are stale
+        self.position: List[int] = [0, 0]    # [data epoch, samples of it committed]: job state
+        self.discarding = False              # the step being trained is stale: no collectives, no update
+        self.stale_ran = False               # stale batches ran since the attempt began
+        self.plan: Optional[Any] = None      # the DataLoader iteration being trained (_elastic_sampler)
+        self.step_parts: List[Any] = []      # the fresh samples' parts delivered since the last commit
+        self.last_commit: Optional[Any] = None  # the StepInfo of the step committed last
+        atexit.register(self._at_exit)
+
+    @property
+    def running(self) -> bool:
+        return self._driver is not None and self._driver.is_alive()
+
+    def begin(self) -> Any:
+        """The attempt the loop trains now; the first call starts the driver (and the agent)."""
+        state = getattr(self.agent, "_elastic_state", None)
+        if state is None or state.optimizer is None:
+            raise Error("ftl: ElasticSampler trains the program's own loop, whose commit point is the "
+                        "optimizer.step() of an ElasticState: make ftl.torch.ElasticState(agent, model, "
+                        "optimizer) before iterating the DataLoader", INVALID)
+        with self._cv:
+            if self._driver is None:
+                self._loop_thread = threading.get_ident()
+                self._driver = threading.Thread(target=self._drive, name="ftl-loop", daemon=True)
+                self._driver.start()
+            elif threading.get_ident() != self._loop_thread:
+                raise Error("ftl: the training loop runs on one thread: ElasticSampler's DataLoader was "
+                            "iterated on another", INVALID)
+            self._cv.wait_for(lambda: self._attempt is not None or self._error is not None)
+            if self._attempt is None:
+                raise self._error
+            return self._attempt
+
+    def commit(self) -> None:
+        """The step's update is made: execute returns; waits for the next step's attempt."""
+        self._hand("commit")
+
+    def fail(self) -> None:
+        """A collective of the step lost a peer: waits for the attempt in the next view."""
+        self._hand("fail")
+
+    def stop(self) -> None:
+        """The program leaves (leave(), close(), its exit): the driver's execute returns, nothing commits. A
+        loop that ended before its data epoch's last batches committed says so (they are not trained)."""
+        with self._cv:
+            if self._driver is None or self._stopping:
+                return
+            self._stopping = True
+            self._verdict = "stop"
+            self._cv.notify_all()
+        self._driver.join(60)
+        plan = self.plan
+        if plan is not None and plan.untrained():
+            warnings.warn(f"ftl: the training loop ended with {plan.untrained()} samples of data epoch "
+                          f"{self.position[0]} not trained: a step among its last prefetched batches failed "
+                          "after the DataLoader had handed out the epoch (num_workers=0 prefetches none)",
+                          RuntimeWarning, stacklevel=2)
+
+    def _at_exit(self) -> None:
+        """The program ends: its loop is done, and the others hear a leave rather than find a death."""
+        if self._driver is None:
+            return
+        self.stop()
+        try:
+            if not self.agent.has_left:
+                self.agent.leave()
+        except Error:  # closed already
+            pass
+
+    # ---- the driver's thread ----
+
+    def _drive(self) -> None:
+        try:
+            while True:
+                self.agent.execute(self._step)
+        except _Stop:
+            pass
+        except BaseException as e:  # the job cannot go on: the loop's thread raises it
+            with self._cv:
+                self._error = e
+                self._cv.notify_all()
+
+    def _step(self, info: Any) -> None:
+        self.agent._step_thread = self._loop_thread  # the step's collectives come from the loop's thread
+        with self._cv:
+            if self._stopping:
+                raise _Stop()
+            if info.attempt > 0 or info.view_epoch != self._view:
+                self.generation += 1
+                self._view = info.view_epoch
+                self.stale_ran = False
+            self.current = self._attempt = info
+            self._verdict = None
+            self._ticket += 1
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._verdict is not None)
+            verdict, self._attempt = self._verdict, None
+        if verdict == "stop":
+            raise _Stop()
+        if verdict == "fail":
+            raise self.agent._peer_failure or Error("ftl: a collective of the step lost a peer", PEER_LOST)
+
+    def _hand(self, verdict: str) -> None:
+        with self._cv:
+            if self._attempt is None:
+                raise Error("ftl: optimizer.step() outside the training loop's step (iterate the "
+                            "ElasticSampler's DataLoader first)", INVALID)
+            ticket = self._ticket
+            self._verdict = verdict
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._ticket != ticket or self._error is not None)
+            if self._ticket == ticket:
+                raise self._error
+
+
+def last_commit(agent: Any = None) -> Optional[Any]:
+    """The StepInfo (step, rank, world_size, view_epoch, ...) of the step the program's own loop
+    (ElasticSampler) committed last in this process, None before its first. After optimizer.step(), the
+    same one as before says the step was dropped (a peer was lost, or its batch was stale) and its samples
+    come again: log a step's loss only when it changed. Read the step's rank and world size here, not from
+    dist.get_rank() then: a view change between steps shows there first."""
+    if agent is None:
+        from ._process_group import agent as default_agent
+        agent = default_agent()
+    loop = getattr(agent, "_loop", None)
+    return loop.last_commit if loop is not None else None
+
+
+def loop_of(agent: Any) -> Loop:
+    """The agent's loop driver, made at the first call."""
+    if getattr(agent, "_loop", None) is None:
+        agent._loop = Loop(agent)
+    return agent._loop
+
+
+def commit_point(agent: Any, optimizer: Any) -> None:
+    """optimizer.step() becomes loop mode's commit point (while the loop's driver runs; otherwise it is the
+    optimizer's own step): a step whose collectives all succeeded in one view is applied and committed; a
+    stale one (a prefetched batch of another view) or one that lost a peer is dropped: the gradients go,
+    nothing changes, and the loop's next batch is the step's own samples again, in the next view."""
+    step: Callable[..., Any] = optimizer.step
+
+    def step_or_discard(*args: Any, **kwargs: Any) -> Any:
+        loop = getattr(agent, "_loop", None)
+        if loop is None or not loop.running:
+            return step(*args, **kwargs)
+        lost = agent._peer_failure is not None
+        if loop.discarding or lost:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+            if lost:
+                loop.fail()
+            elif loop.step_parts:  # fresh samples in a dropped step: predict again from the committed position
+                loop.generation += 1
+            loop.step_parts, loop.discarding = [], False
+            return None
+        result = step(*args, **kwargs)
+        if loop.plan is not None:
+            loop.plan.commit(loop.step_parts)
+        loop.step_parts = []
+        loop.last_commit = loop.current
+        loop.commit()
+        return result
+    optimizer.step = step_or_discard

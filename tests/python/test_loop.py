@@ -1,0 +1,131 @@
+"""Loop mode in one process: the program's own epoch and batch loops over a DataLoader on
+ftl.torch.ElasticSampler, optimizer.step() of the ElasticState as the commit point (a worker alone: every
+step commits); the refusals that name what to change. The kill, join and leave: loop_mode.py (ctest
+torch_loop_mode).
+    FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python -m pytest tests/python/test_loop.py"""
+import collections
+import warnings
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+import ftl
+import ftl.torch
+from conftest import free_port
+
+torch.set_num_threads(1)
+
+
+class Numbered(Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return torch.full((3,), float(i)), i
+
+
+def solo(run_dir, name="solo"):
+    return ftl.Agent(name=name, bind=f"127.0.0.1:{free_port()}", run_dir=run_dir, insecure=True, log_level="warn")
+
+
+def trained(agent, loader, sampler, epochs, first=0):
+    """Runs the program's loop; {epoch: [indices of its committed batches]}, and the batches per epoch."""
+    model = torch.nn.Linear(3, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    ftl.torch.ElasticState(agent, model, optimizer)
+    used, lengths = collections.defaultdict(list), []
+    for epoch in range(first, epochs):
+        sampler.set_epoch(epoch)
+        lengths.append(len(loader))
+        for x, i in loader:
+            before = agent.job_status()["step"]
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+            assert agent.job_status()["step"] == before + 1, "a worker alone committed no step"
+            assert ftl.torch.last_commit(agent).step == before
+            used[epoch] += i.tolist()
+    return used, lengths
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_each_sample_once_an_epoch_in_the_programs_own_loop(run_dir, workers):
+    """25 samples in batches of 4 (the last one 1), 3 epochs, a DataLoader with 0 or 2 worker processes:
+    every epoch uses each sample once, in a new order each epoch; len(loader) is 7."""
+    agent = solo(run_dir)
+    data = Numbered(25)
+    sampler = ftl.torch.ElasticSampler(data, shuffle=True, seed=3, agent=agent)
+    loader = DataLoader(data, batch_size=4, sampler=sampler, num_workers=workers)
+    try:
+        used, lengths = trained(agent, loader, sampler, 3)
+        assert agent.job_status()["step"] == 21
+    finally:
+        agent.close()
+    assert lengths == [7, 7, 7]
+    for epoch in range(3):
+        assert sorted(used[epoch]) == list(range(25)), f"epoch {epoch} used {sorted(used[epoch])}"
+    assert used[0] != used[1] != used[2]
+
+
+def test_a_loop_resumed_from_its_own_snapshot_starts_at_its_epoch(run_dir):
+    """The tutorial's pattern: range(epochs_run, max_epochs) after loading the program's snapshot. A new job
+    whose loop starts at epoch 2 trains epoch 2's order, whole."""
+    agent = solo(run_dir)
+    data = Numbered(12)
+    sampler = ftl.torch.ElasticSampler(data, shuffle=True, seed=5, agent=agent)
+    loader = DataLoader(data, batch_size=5, sampler=sampler)
+    try:
+        used, _ = trained(agent, loader, sampler, 3, first=2)
+    finally:
+        agent.close()
+    expected = torch.randperm(12, generator=torch.Generator().manual_seed(5 + 2)).tolist()
+    assert used[2] == expected
+
+
+def test_drop_last_drops_the_batch_the_dataloader_drops(run_dir):
+    """DataLoader(drop_last=True): 10 samples in batches of 4 train 8; the epoch still ends (the next one
+    starts at its beginning)."""
+    agent = solo(run_dir)
+    data = Numbered(10)
+    sampler = ftl.torch.ElasticSampler(data, shuffle=False, agent=agent)
+    loader = DataLoader(data, batch_size=4, sampler=sampler, drop_last=True)
+    try:
+        used, _ = trained(agent, loader, sampler, 2)
+    finally:
+        agent.close()
+    assert used[0] == list(range(8)) and used[1] == list(range(8))
+
+
+def test_refusals_name_what_to_change(run_dir):
+    agent = solo(run_dir)
+    data = Numbered(8)
+    try:
+        with pytest.raises(ftl.Error, match="leave num_replicas and rank out"):
+            ftl.torch.ElasticSampler(data, num_replicas=2, rank=0, agent=agent)
+        sampler = ftl.torch.ElasticSampler(data, agent=agent)
+        with pytest.raises(ftl.Error, match="make ftl.torch.ElasticState"):
+            next(iter(DataLoader(data, batch_size=2, sampler=sampler)))
+        with pytest.raises(ftl.Error, match="a torch DataLoader's sampler, with a batch size"):
+            next(iter(sampler))
+        with pytest.raises(ftl.Error, match="a torch DataLoader's sampler, with a batch size"):
+            next(iter(DataLoader(data, batch_size=None, sampler=sampler)))
+    finally:
+        agent.close()
+
+
+def test_close_ends_the_loop_and_nothing_is_left_untrained(run_dir):
+    """close() after the loop stops the driver (its pending step commits nothing) and says nothing: every
+    epoch was trained whole."""
+    agent = solo(run_dir)
+    data = Numbered(6)
+    sampler = ftl.torch.ElasticSampler(data, agent=agent)
+    loader = DataLoader(data, batch_size=3, sampler=sampler)
+    trained(agent, loader, sampler, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.close()
+    assert not agent._loop.running
