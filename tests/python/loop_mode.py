@@ -1,7 +1,8 @@
 """Loop mode: the program's own `for epoch: set_epoch; for x, y in loader: ... optimizer.step()` loop, made
 elastic by ElasticSampler (DistributedSampler's place) and the ElasticState's optimizer (the commit point),
 through a kill -9, a join and a leave, with a DataLoader of two worker processes (so prefetched batches
-go stale at every view change).
+go stale at every view change), and a StepLR scheduler (its learning rate, in the digest, must count
+committed steps only: a dropped step must not move it on one rank and not on another).
 
 Three workers train 3 data epochs of 720 samples, 6 a rank a step (720 and every committed position are
 multiples of 6, so no epoch's tail is padded: each sample must be used exactly once per epoch). The
@@ -50,7 +51,8 @@ def train(index, ports, run_dir, log_path):
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(4, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    state = ftl.torch.ElasticState(agent, model, optimizer)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 7, gamma=0.9)  # its lr is in the digest
+    state = ftl.torch.ElasticState(agent, model, optimizer, scheduler=scheduler)
     log = open(log_path, "a", buffering=1)
     worlds = []  # of the steps this worker committed
     for epoch in range(EPOCHS):
@@ -61,12 +63,14 @@ def train(index, ports, run_dir, log_path):
             optimizer.zero_grad()
             model(x).square().mean().backward()
             optimizer.step()
+            scheduler.step()  # after a dropped step, nothing (the schedule counts committed steps)
             info = ftl.torch.last_commit(agent)
             committed = info is not before
             log.write(json.dumps({"worker": name, "epoch": epoch, "indices": i.tolist(), "committed": committed,
                                   "step": info.step if committed else None,
                                   "world": info.world_size if committed else None,
-                                  "digest": state.digest() if committed else None}) + "\n")
+                                  "digest": state.digest() if committed else None,
+                                  "scheduler_epoch": scheduler.last_epoch}) + "\n")
             batches += 1
             # slow until w3 is in (its import of torch takes seconds, more on a loaded machine), then quick
             time.sleep(0.03 if 2 in worlds and 3 in worlds[worlds.index(2):] else 0.15)
@@ -95,7 +99,7 @@ def wait_for(what, check, seconds):
     deadline = time.monotonic() + seconds
     while not check():
         if time.monotonic() > deadline:
-            raise SystemExit(f"loop_mode: timed out waiting for {what}")
+            raise TimeoutError(f"timed out waiting for {what}")
         time.sleep(0.1)
 
 
@@ -148,17 +152,21 @@ def main():
 
         def committed_by(name):
             return sum(1 for r in records(run_dir) if r.get("worker") == name and r.get("committed"))
+        bad = []
         try:
             wait_for("w1's 15 committed steps", lambda: committed_by("w1") >= 15, 120)
             procs[1].send_signal(signal.SIGKILL)
             procs[3] = start(3)
             wait_for("the end", lambda: all(p.poll() is not None for i, p in procs.items() if i != 1), 240)
+        except TimeoutError as e:
+            bad.append(str(e))
         finally:
             for p in procs.values():
                 if p.poll() is None:
                     p.kill()
         rows = records(run_dir)
-        bad, dropped, last = judge(rows)
+        found, dropped, last = judge(rows)
+        bad += found
         codes = {f"w{i}": p.returncode for i, p in procs.items()}
         if any(codes[w] != 0 for w in ("w0", "w2", "w3")):
             bad.append(f"exit codes {codes}")

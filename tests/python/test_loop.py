@@ -6,6 +6,8 @@ torch_loop_mode).
 import collections
 import warnings
 
+import numpy as np
+
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -42,12 +44,12 @@ def trained(agent, loader, sampler, epochs, first=0):
         sampler.set_epoch(epoch)
         lengths.append(len(loader))
         for x, i in loader:
-            before = agent.job_status()["step"]
+            before = ftl.torch.last_commit(agent)
             optimizer.zero_grad()
             model(x).sum().backward()
             optimizer.step()
-            assert agent.job_status()["step"] == before + 1, "a worker alone committed no step"
-            assert ftl.torch.last_commit(agent).step == before
+            after = ftl.torch.last_commit(agent)
+            assert after is not before and after.step == (before.step + 1 if before else 0), "no step committed"
             used[epoch] += i.tolist()
     return used, lengths
 
@@ -129,3 +131,28 @@ def test_close_ends_the_loop_and_nothing_is_left_untrained(run_dir):
         warnings.simplefilter("error")
         agent.close()
     assert not agent._loop.running
+
+
+def test_in_the_loop_agent_collectives_and_other_optimizers_are_refused(run_dir):
+    """Loop mode drops a step by dropping torch.distributed's collectives on ftl's group and the ElasticState
+    optimizer's update: an agent-level collective, or another optimizer's step, would not be dropped with it."""
+    agent = solo(run_dir)
+    data = Numbered(8)
+    sampler = ftl.torch.ElasticSampler(data, agent=agent)
+    loader = DataLoader(data, batch_size=4, sampler=sampler)
+    model, other = torch.nn.Linear(3, 1), torch.nn.Linear(3, 1)
+    optimizer, stray = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(other.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)
+    ftl.torch.ElasticState(agent, model, optimizer, scheduler=scheduler)
+    try:
+        for x, _ in loader:
+            with pytest.raises(ftl.Error, match="in loop mode"):
+                agent.allreduce(np.zeros(1))
+            (model(x).sum() + other(x).sum()).backward()
+            with pytest.raises(ftl.Error, match="commits the step of the ElasticState's optimizer only"):
+                stray.step()
+            optimizer.step()
+            scheduler.step()
+    finally:
+        agent.close()
+    assert scheduler.last_epoch == 2  # both steps committed: the schedule moved twice

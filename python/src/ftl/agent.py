@@ -327,6 +327,10 @@ class Agent:
     # ---- collectives (inside a step) ----
 
     def _collective(self, what: str) -> int:
+        if self._loop is not None and self._loop.running:
+            raise Error(f"ftl: agent.{what} in loop mode (ftl.torch.ElasticSampler): the step's collectives are "
+                        "torch.distributed's on ftl's group (DDP's, dist.all_reduce), which loop mode drops with "
+                        "a step that does not commit; call those instead", INVALID)
         if self._step_thread != threading.get_ident():
             raise Error(f"ftl: {what} called outside a step: call collectives inside agent.execute(step), "
                         "on the thread that runs it", INVALID)

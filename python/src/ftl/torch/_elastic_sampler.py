@@ -104,6 +104,7 @@ class _Plan:
 
     def deliver(self, loop: Loop) -> None:
         """The loop got the next batch: its samples' parts; stale ones make the step discard."""
+        loop.dropped = False
         n = len(self.yielded) if self.ended and len(self.yielded) < self.batch_size else self.batch_size
         parts = [self.yielded.popleft() for _ in range(min(n, len(self.yielded)))]
         if any(p.generation != loop.generation for p in parts):
@@ -187,7 +188,7 @@ class ElasticSampler(Sampler):
 
     def __len__(self) -> int:
         if getattr(self.loop.agent, "_elastic_state", None) is not None:
-            self.loop.begin()  # the first view (and a joiner's position) first: len() is the live view's
+            self.loop.begin(settle=False)  # the first view (and a joiner's position) first: the live view's
         epoch, start = self.loop.position
         if self.epoch is not None and self.epoch < epoch:
             return 0  # an epoch the job has finished: a joiner's loop passes it empty
@@ -234,6 +235,7 @@ def _watch(iterator: Any, plan: _Plan) -> None:
     if not getattr(cls, "_ftl_watched", False):
         if cls not in _WATCHED:
             def next_batch(self: Any, base: type = cls) -> Any:
+                self._ftl_plan.sampler.loop.settle()  # the step before ends here
                 batch = base.__next__(self)
                 if self._ftl_plan is self._ftl_plan.sampler.loop.plan:
                     self._ftl_plan.deliver(self._ftl_plan.sampler.loop)

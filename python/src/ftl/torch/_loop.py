@@ -21,7 +21,8 @@ from __future__ import annotations
 import atexit
 import threading
 import warnings
-from typing import Any, Callable, List, Optional
+import weakref
+from typing import Any, Callable, Dict, List, Optional
 
 from ..errors import INVALID, PEER_LOST, Error
 
@@ -52,14 +53,17 @@ class Loop:
         self.plan: Optional[Any] = None      # the DataLoader iteration being trained (_elastic_sampler)
         self.step_parts: List[Any] = []      # the fresh samples' parts delivered since the last commit
         self.last_commit: Optional[Any] = None  # the StepInfo of the step committed last
+        self.dropped = False                 # the commit point dropped the step in progress (until the next batch)
+        self.pending: Optional[str] = None   # the commit point's verdict, handed over at the step's end (settle)
         atexit.register(self._at_exit)
 
     @property
     def running(self) -> bool:
         return self._driver is not None and self._driver.is_alive()
 
-    def begin(self) -> Any:
-        """The attempt the loop trains now; the first call starts the driver (and the agent)."""
+    def begin(self, settle: bool = True) -> Any:
+        """The attempt the loop trains now (after handing the driver a verdict the step left, unless not
+        settle); the first call starts the driver (and the agent)."""
         state = getattr(self.agent, "_elastic_state", None)
         if state is None or state.optimizer is None:
             raise Error("ftl: ElasticSampler trains the program's own loop, whose commit point is the "
@@ -73,18 +77,34 @@ class Loop:
             elif threading.get_ident() != self._loop_thread:
                 raise Error("ftl: the training loop runs on one thread: ElasticSampler's DataLoader was "
                             "iterated on another", INVALID)
+            if settle:
+                self._settle_locked()
             self._cv.wait_for(lambda: self._attempt is not None or self._error is not None)
             if self._attempt is None:
                 raise self._error
             return self._attempt
 
-    def commit(self) -> None:
-        """The step's update is made: execute returns; waits for the next step's attempt."""
-        self._hand("commit")
+    def settle(self) -> None:
+        """At the loop's step boundary (it asks for its next batch): the verdict the commit point gave, to
+        the driver (commit: execute returns; fail: execute makes a new attempt in the next view), and the
+        next attempt, waited for. Why not in optimizer.step(): the program's code after it (a scheduler's
+        step, its own counters) is part of the step, and a joiner must receive the state it leaves."""
+        with self._cv:
+            self._settle_locked()
 
-    def fail(self) -> None:
-        """A collective of the step lost a peer: waits for the attempt in the next view."""
-        self._hand("fail")
+    def _settle_locked(self) -> None:
+        if self.pending is None:
+            return
+        if self._attempt is None:
+            raise Error("ftl: optimizer.step() outside the training loop's step (iterate the "
+                        "ElasticSampler's DataLoader first)", INVALID)
+        verdict, self.pending = self.pending, None
+        ticket = self._ticket
+        self._verdict = verdict
+        self._cv.notify_all()
+        self._cv.wait_for(lambda: self._ticket != ticket or self._error is not None)
+        if self._ticket == ticket:
+            raise self._error
 
     def stop(self) -> None:
         """The program leaves (leave(), close(), its exit): the driver's execute returns, nothing commits. A
@@ -93,7 +113,8 @@ class Loop:
             if self._driver is None or self._stopping:
                 return
             self._stopping = True
-            self._verdict = "stop"
+            self._verdict = "commit" if self.pending == "commit" else "stop"  # the last step's own
+            self.pending = None
             self._cv.notify_all()
         self._driver.join(60)
         plan = self.plan
@@ -118,7 +139,7 @@ class Loop:
 
     def _drive(self) -> None:
         try:
-            while True:
+            while not self._stopping:
                 self.agent.execute(self._step)
         except _Stop:
             pass
@@ -147,18 +168,6 @@ class Loop:
         if verdict == "fail":
             raise self.agent._peer_failure or Error("ftl: a collective of the step lost a peer", PEER_LOST)
 
-    def _hand(self, verdict: str) -> None:
-        with self._cv:
-            if self._attempt is None:
-                raise Error("ftl: optimizer.step() outside the training loop's step (iterate the "
-                            "ElasticSampler's DataLoader first)", INVALID)
-            ticket = self._ticket
-            self._verdict = verdict
-            self._cv.notify_all()
-            self._cv.wait_for(lambda: self._ticket != ticket or self._error is not None)
-            if self._ticket == ticket:
-                raise self._error
-
 
 def last_commit(agent: Any = None) -> Optional[Any]:
     """The StepInfo (step, rank, world_size, view_epoch, ...) of the step the program's own loop
@@ -186,27 +195,79 @@ def commit_point(agent: Any, optimizer: Any) -> None:
     stale one (a prefetched batch of another view) or one that lost a peer is dropped: the gradients go,
     nothing changes, and the loop's next batch is the step's own samples again, in the next view."""
     step: Callable[..., Any] = optimizer.step
+    _refuse_other_optimizers(agent, optimizer)
 
     def step_or_discard(*args: Any, **kwargs: Any) -> Any:
         loop = getattr(agent, "_loop", None)
         if loop is None or not loop.running:
             return step(*args, **kwargs)
+        works = getattr(agent, "_torch_works", None)
+        if works is not None:
+            works.wait_all()  # a collective still running could yet lose a peer
         lost = agent._peer_failure is not None
         if loop.discarding or lost:
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     p.grad = None
             if lost:
-                loop.fail()
+                loop.pending = "fail"
             elif loop.step_parts:  # fresh samples in a dropped step: predict again from the committed position
                 loop.generation += 1
-            loop.step_parts, loop.discarding = [], False
+            loop.step_parts, loop.discarding, loop.dropped = [], False, True
             return None
         result = step(*args, **kwargs)
+        loop.dropped = False
         if loop.plan is not None:
             loop.plan.commit(loop.step_parts)
         loop.step_parts = []
         loop.last_commit = loop.current
-        loop.commit()
+        loop.pending = "commit"
         return result
+    if hasattr(step, "_wrapped_by_lr_sched"):  # a scheduler made before wrapped step(): keep its mark
+        step_or_discard._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
     optimizer.step = step_or_discard
+
+
+def is_dropping(agent: Any) -> bool:
+    """Loop mode is dropping the step in progress (stale, lost a peer, or the commit point dropped it)."""
+    loop = getattr(agent, "_loop", None)
+    return loop is not None and loop.running and (loop.dropped or loop.discarding or agent._peer_failure is not None)
+
+
+_SKIPPING: Dict[tuple, type] = {}
+_AGENT_OF: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def skip_when_dropped(agent: Any, obj: Any, method: str) -> None:
+    """obj.method() does nothing after a step loop mode drops: a scheduler's step() (the schedule counts
+    committed steps) and a GradScaler's update() (its inf check read a dropped step's local gradients, which
+    differ between ranks: each rank would scale its next gradients by a scale of its own). Through a
+    subclass, not an attribute: a scheduler's state_dict() holds its instance attributes."""
+    cls = type(obj)
+    key = (cls, method)
+    if key not in _SKIPPING:
+        original = getattr(cls, method)
+
+        def unless_dropped(self: Any, *args: Any, **kwargs: Any) -> Any:
+            owner = _AGENT_OF.get(self)
+            if owner is not None and is_dropping(owner):
+                return None
+            return original(self, *args, **kwargs)
+        _SKIPPING[key] = type(cls.__name__, (cls,), {method: unless_dropped, "__module__": cls.__module__})
+    _AGENT_OF[obj] = agent
+    obj.__class__ = _SKIPPING[key]
+
+
+def _refuse_other_optimizers(agent: Any, committed: Any) -> None:
+    """In loop mode another optimizer's step() would apply a dropped step's gradients: refused, named."""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    def only_the_committed(optimizer: Any, *_: Any) -> None:
+        loop = getattr(agent, "_loop", None)
+        if optimizer is not committed and loop is not None and loop.running and \
+                getattr(agent, "_elastic_state", None) is not None and agent._elastic_state.optimizer is committed:
+            raise Error(f"ftl: loop mode commits the step of the ElasticState's optimizer only; this "
+                        f"{type(optimizer).__name__} would apply the gradients of steps that loop mode drops: give "
+                        "ElasticState the one optimizer (one with several param_groups serves several models)",
+                        INVALID)
+    register_optimizer_step_pre_hook(only_the_committed)

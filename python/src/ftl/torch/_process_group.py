@@ -82,6 +82,13 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
     return _default_group
 
 
+def loop_drops(agent: Any) -> bool:
+    """Loop mode's stale batch, or a step that lost a peer: its collectives run alone (their tensors as
+    they are), and the commit point drops the step."""
+    loop = getattr(agent, "_loop", None)
+    return loop is not None and (loop.discarding or (loop.running and agent._peer_failure is not None))
+
+
 def agent() -> Any:
     """The agent of init_process_group, for a script that holds only torch's default group:
     ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer)."""
@@ -233,9 +240,8 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._handle_for(what)
 
     def _handle_for(self, what: str) -> Optional[int]:
-        loop = getattr(self._agent, "_loop", None)
-        if loop is not None and (loop.discarding or (loop.running and self._agent._peer_failure is not None)):
-            return None  # loop mode's stale batch, or a step that lost a peer: trained alone, then dropped
+        if loop_drops(self._agent):
+            return None
         status = self._status()
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "

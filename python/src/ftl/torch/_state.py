@@ -26,7 +26,7 @@ import torch
 from ..errors import INVALID, Error
 from . import _formats
 from ._layout import Buffer, layout, named_tensors, plan
-from ._loop import commit_point
+from ._loop import commit_point, skip_when_dropped
 from ._process_group import follow_views, guard_optimizer, repoint
 from ._rng import get_rng_state, set_rng_state
 
@@ -106,6 +106,11 @@ class ElasticState:
             commit_point(agent, optimizer)  # loop mode's (ElasticSampler); the optimizer's own step otherwise
         agent._elastic_state = self
         self.scaler, self.rng = scaler, rng
+        if scaler is not None:
+            skip_when_dropped(agent, scaler, "update")
+        for extra in self.extras.values():
+            if isinstance(extra, torch.optim.lr_scheduler.LRScheduler):
+                skip_when_dropped(agent, extra, "step")
         tensors, self._unregistered = named_tensors(model)  # unregistered: bool buffers etc.
         buffers = plan(tensors)
         self.registered = self._register(buffers)
