@@ -1,4 +1,19 @@
-"""ftl.torch: PyTorch on ftl. A DDP training loop becomes elastic in about three places, DDP kept:
+"""ftl.torch: PyTorch on ftl. A DDP script becomes elastic with its training loop as written (loop mode):
+
+    ftl.torch.init_process_group(ftl.Agent())                            # was: dist.init_process_group
+    model = DDP(model)
+    sampler = ftl.torch.ElasticSampler(dataset, shuffle=True, seed=0)    # was: DistributedSampler
+    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer)          # a joiner's state; the commit point
+    loader = DataLoader(dataset, batch_size=B, sampler=sampler, num_workers=2)
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:                     # the live view's share of the job's position
+            optimizer.zero_grad()
+            loss_fn(model(x), y).backward()     # a lost peer's collectives return; nothing raises
+            optimizer.step()                    # commits the step, or drops it: its samples come again
+
+ftl.torch.last_commit() is the StepInfo of the step committed last (docs/concepts/step-contract.md, "Loop
+mode", says what is dropped and when). Or, in about three places, with a step function (step mode):
 
     agent = ftl.Agent()                                                   # an elastic world (FTL_*)
     ftl.torch.init_process_group(agent)                                   # was: dist.init_process_group

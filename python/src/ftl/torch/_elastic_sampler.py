@@ -167,6 +167,11 @@ class ElasticSampler(Sampler):
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.epoch: Optional[int] = None
         self.loop = loop_of(agent)
+        plan = self.loop.plan
+        if plan is not None and plan.sampler is not self and not plan.ended:
+            raise Error("ftl: a second ElasticSampler on this agent while the first one's DataLoader is in an "
+                        "epoch: one ElasticSampler per job, the training data's (its commits are the job's "
+                        "steps); give an evaluation DataLoader a sampler of its own (SequentialSampler)", INVALID)
         self._order: Dict[int, torch.Tensor] = {}
 
     def set_epoch(self, epoch: int) -> None:
