@@ -93,9 +93,14 @@ def main():
         first = subprocess.Popen(ftlrun + ["--standalone", "--nproc_per_node", "3", EXAMPLE, str(EPOCHS), "2",
                                            "--batch_size", "6", "--samples", str(SAMPLES), "--snapshot", snapshot],
                                  env=env, cwd=tmp, stdout=open(first_log, "w"), stderr=subprocess.STDOUT)
-        joiner = None
+        joiner, victim = None, None
         try:
-            wait_for("10 committed steps", lambda: len(step_lines(first_log)) >= 30, 120)
+            try:
+                wait_for("10 committed steps", lambda: len(step_lines(first_log)) >= 30, 120)
+            except SystemExit:
+                with open(first_log) as f:
+                    sys.stdout.write(f.read()[-6000:])
+                raise
             pids = worker_pids(first)
             victim = sorted(pids)[1]
             os.kill(pids[victim], signal.SIGKILL)

@@ -11,10 +11,10 @@ from the view's first ones, as DistributedSampler pads) or dropped (drop_last=Tr
 has as many batches as the others.
 
 What a DataLoader prefetched for the old view is stale once the view changes: the sampler records what
-it yielded, the DataLoader's iterator says when it hands a batch to the loop (its class is swapped for
-a subclass that does), and a stale batch is trained without collectives and dropped by the commit
-point. That costs its forward and backward (num_workers * prefetch_factor batches at most; none with
-num_workers=0, whose DataLoader asks for a batch's indices only when the loop wants the batch).
+it yielded, and the DataLoader's iterator (its class swapped for a subclass that does this) skips a stale
+batch and hands the loop the next one, so the loop never sees it; a stale batch costs its fetch only (at
+most num_workers * prefetch_factor of them a view change; none with num_workers=0, whose DataLoader asks
+for a batch's indices only when the loop wants the batch).
 """
 from __future__ import annotations
 
@@ -58,10 +58,12 @@ class _Plan:
         loop = self.sampler.loop
         loop.begin()  # a joiner waits here for its first view, and rank 0's position
         epoch, start = loop.position
-        wanted = self.sampler.epoch if self.sampler.epoch is not None else epoch
-        if wanted < epoch:  # the job is past this epoch: a joiner's loop catching up
+        wanted = self.sampler.epoch if self.sampler.epoch is not None else max(epoch, loop.loop_epoch)
+        loop.catching_up = wanted < loop.loop_epoch
+        if loop.catching_up:  # the job's loop is past this epoch: a joiner's loop passes it, empty
             self.ended = True
             return
+        loop.loop_epoch = wanted
         if wanted > epoch and loop.current.step == 0:  # a new job resumed from the program's own snapshot
             epoch = loop.position[0] = wanted
         total = 0
@@ -81,6 +83,7 @@ class _Plan:
                 if self.delivers_first and total == self.batch_size:
                     self._deliver_first(loop)
                 yield self.sampler.index(part, i)
+            restarted = restarted or loop.generation != generation  # its last step dropped, asked again
             if restarted:
                 epoch, start = loop.position
                 if epoch > wanted:
@@ -95,27 +98,23 @@ class _Plan:
 
     def _deliver_first(self, loop: Loop) -> None:
         self.delivers_first = False
-        self.deliver(loop)
+        self.deliver(loop)  # fresh: this plan's first batch, asked for in this attempt
 
     def _part(self, epoch: int, start: int, world: int, rank: int, generation: int) -> _Part:
         remaining = self.sampler.size - start
         length = remaining // world if self.sampler.drop_last else -(-remaining // world)
         return _Part(epoch, start, world, rank, length, generation)
 
-    def deliver(self, loop: Loop) -> None:
-        """The loop got the next batch: its samples' parts; stale ones make the step discard."""
-        loop.dropped = False
+    def deliver(self, loop: Loop) -> bool:
+        """The DataLoader handed out its next batch: its samples' parts go to the step; False (and nothing
+        kept) when it was prefetched for a view or an attempt that is gone (stale)."""
         n = len(self.yielded) if self.ended and len(self.yielded) < self.batch_size else self.batch_size
         parts = [self.yielded.popleft() for _ in range(min(n, len(self.yielded)))]
         if any(p.generation != loop.generation for p in parts):
-            loop.discarding = loop.stale_ran = True
-            return
-        if loop.stale_ran:  # the first fresh batch after stale ones: start the view's DDP reducer afresh
-            loop.stale_ran = False
-            state = getattr(loop.agent, "_elastic_state", None)
-            if state is not None:
-                state._restart_reducer(loop.current)
+            loop.stale += 1
+            return False
         loop.step_parts.extend(parts)
+        return True
 
     def commit(self, parts: List[_Part]) -> None:
         """The step's samples committed: the job's position moves past them."""
@@ -198,7 +197,8 @@ class ElasticSampler(Sampler):
         if self.epoch is not None and self.epoch < epoch:
             return 0  # an epoch the job has finished: a joiner's loop passes it empty
         remaining = self.size - start if self.epoch in (None, epoch) else self.size
-        world = max(self.loop.agent.job_status().get("world_size", 0) or 1, 1)
+        current = self.loop.current
+        world = current.world_size if current is not None else 1
         return remaining // world if self.drop_last else -(-remaining // world)
 
     def __iter__(self) -> Iterator[int]:
@@ -240,11 +240,12 @@ def _watch(iterator: Any, plan: _Plan) -> None:
     if not getattr(cls, "_ftl_watched", False):
         if cls not in _WATCHED:
             def next_batch(self: Any, base: type = cls) -> Any:
-                self._ftl_plan.sampler.loop.settle()  # the step before ends here
-                batch = base.__next__(self)
-                if self._ftl_plan is self._ftl_plan.sampler.loop.plan:
-                    self._ftl_plan.deliver(self._ftl_plan.sampler.loop)
-                return batch
+                loop = self._ftl_plan.sampler.loop
+                loop.settle()  # the step before ends here
+                while True:  # a batch prefetched for a view or an attempt that is gone is skipped, unseen
+                    batch = base.__next__(self)
+                    if self._ftl_plan is not loop.plan or self._ftl_plan.deliver(loop):
+                        return batch
             _WATCHED[cls] = type(cls.__name__, (cls,), {"__next__": next_batch, "_ftl_watched": True})
         iterator.__class__ = _WATCHED[cls]
     iterator._ftl_plan = plan

@@ -13,8 +13,8 @@ batch: ftl's work between steps (a view change, the state sync to a joiner) neve
 program's code.
 
 Which samples a step trained, and which prefetched batches a new view made stale, is _elastic_sampler.py's
-business; this module holds what the two share: the committed position, the attempt, the generation
-(bumped when the batches predicted before are stale), and whether the batch being trained is stale.
+business; this module holds what the two share: the committed position and the program's epoch (job
+state), the attempt, and the generation (bumped when the batches predicted before are stale).
 """
 from __future__ import annotations
 
@@ -48,8 +48,9 @@ class Loop:
         self.current: Optional[Any] = None   # the attempt the loop trains in (kept after its verdict)
         self.generation = 0                  # bumped when the batches predicted so far are stale
         self.position: List[int] = [0, 0]    # [data epoch, samples of it committed]: job state
-        self.discarding = False              # the step being trained is stale: no collectives, no update
-        self.stale_ran = False               # stale batches ran since the attempt began
+        self.loop_epoch = 0                  # the program's epoch (set_epoch) of the iteration: job state
+        self.catching_up = False             # a joiner passes an epoch the job has finished (empty)
+        self.stale = 0                       # prefetched batches found stale and skipped
         self.plan: Optional[Any] = None      # the DataLoader iteration being trained (_elastic_sampler)
         self.step_parts: List[Any] = []      # the fresh samples' parts delivered since the last commit
         self.last_commit: Optional[Any] = None  # the StepInfo of the step committed last
@@ -93,6 +94,7 @@ class Loop:
             self._settle_locked()
 
     def _settle_locked(self) -> None:
+        self.dropped = False
         if self.pending is None:
             return
         if self._attempt is None:
@@ -121,7 +123,8 @@ class Loop:
         if plan is not None and plan.untrained():
             warnings.warn(f"ftl: the training loop ended with {plan.untrained()} samples of data epoch "
                           f"{self.position[0]} not trained: a step among its last prefetched batches failed "
-                          "after the DataLoader had handed out the epoch (num_workers=0 prefetches none)",
+                          "after the DataLoader had handed out the epoch (with num_workers=0 it hands out a batch "
+                          "only when the loop asks for it)",
                           RuntimeWarning, stacklevel=2)
 
     def _at_exit(self) -> None:
@@ -138,14 +141,18 @@ class Loop:
     # ---- the driver's thread ----
 
     def _drive(self) -> None:
+        error: BaseException = Error("ftl: the training loop's driver stopped: this worker left the job "
+                                     "(leave(), close(), ftlctl leave)", INVALID)
         try:
             while not self._stopping:
                 self.agent.execute(self._step)
         except _Stop:
             pass
         except BaseException as e:  # the job cannot go on: the loop's thread raises it
-            with self._cv:
-                self._error = e
+            error = e
+        finally:
+            with self._cv:  # a loop that goes on asks an attempt of no driver: it raises this, never waits
+                self._error = error
                 self._cv.notify_all()
 
     def _step(self, info: Any) -> None:
@@ -156,7 +163,6 @@ class Loop:
             if info.attempt > 0 or info.view_epoch != self._view:
                 self.generation += 1
                 self._view = info.view_epoch
-                self.stale_ran = False
             self.current = self._attempt = info
             self._verdict = None
             self._ticket += 1
@@ -165,6 +171,12 @@ class Loop:
             verdict, self._attempt = self._verdict, None
         if verdict == "stop":
             raise _Stop()
+        if verdict == "commit":  # final: the update is made, whatever a later collective of it met
+            works = getattr(self.agent, "_torch_works", None)
+            if works is not None:
+                works.wait_all()
+            self.agent._peer_failure = None
+            return
         if verdict == "fail":
             raise self.agent._peer_failure or Error("ftl: a collective of the step lost a peer", PEER_LOST)
 
@@ -191,9 +203,9 @@ def loop_of(agent: Any) -> Loop:
 
 def commit_point(agent: Any, optimizer: Any) -> None:
     """optimizer.step() becomes loop mode's commit point (while the loop's driver runs; otherwise it is the
-    optimizer's own step): a step whose collectives all succeeded in one view is applied and committed; a
-    stale one (a prefetched batch of another view) or one that lost a peer is dropped: the gradients go,
-    nothing changes, and the loop's next batch is the step's own samples again, in the next view."""
+    optimizer's own step): a step whose collectives all succeeded in one view is applied and committed;
+    one that lost a peer is dropped: the gradients go, nothing changes, and the loop's next batch is the
+    step's own samples again, in the next view. The verdict reaches the driver at settle()."""
     step: Callable[..., Any] = optimizer.step
     _refuse_other_optimizers(agent, optimizer)
 
@@ -204,16 +216,13 @@ def commit_point(agent: Any, optimizer: Any) -> None:
         works = getattr(agent, "_torch_works", None)
         if works is not None:
             works.wait_all()  # a collective still running could yet lose a peer
-        lost = agent._peer_failure is not None
-        if loop.discarding or lost:
+        if agent._peer_failure is not None or loop.catching_up:
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     p.grad = None
-            if lost:
+            if agent._peer_failure is not None:
                 loop.pending = "fail"
-            elif loop.step_parts:  # fresh samples in a dropped step: predict again from the committed position
-                loop.generation += 1
-            loop.step_parts, loop.discarding, loop.dropped = [], False, True
+            loop.step_parts, loop.dropped = [], True
             return None
         result = step(*args, **kwargs)
         loop.dropped = False
@@ -229,9 +238,10 @@ def commit_point(agent: Any, optimizer: Any) -> None:
 
 
 def is_dropping(agent: Any) -> bool:
-    """Loop mode is dropping the step in progress (stale, lost a peer, or the commit point dropped it)."""
+    """Loop mode is dropping the step in progress (it lost a peer, or the commit point dropped it), or a
+    joiner passes an epoch the job has finished (a per-epoch scheduler step there is rank 0's already)."""
     loop = getattr(agent, "_loop", None)
-    return loop is not None and loop.running and (loop.dropped or loop.discarding or agent._peer_failure is not None)
+    return loop is not None and loop.running and (loop.dropped or loop.catching_up or agent._peer_failure is not None)
 
 
 _SKIPPING: Dict[tuple, type] = {}

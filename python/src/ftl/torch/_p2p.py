@@ -22,7 +22,7 @@ from .. import _buffers
 from .._lib import P2POpC, text
 from ..errors import INVALID, Error
 from ._tensor_args import as_bytes
-from ._work import _failed, _Work
+from ._work import _failed, _Work, absorbed
 
 
 class Message:
@@ -98,6 +98,7 @@ class Posted:
             if error is None and m.is_recv and m.dense is not m.tensor:
                 m.tensor.copy_(m.dense)
             m.work.error = error
+            m.work.is_absorbed = error is not None and absorbed(agent, error)
             m.work.future.set_result([m.tensor])
 
 

@@ -82,11 +82,13 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
     return _default_group
 
 
-def loop_drops(agent: Any) -> bool:
-    """Loop mode's stale batch, or a step that lost a peer: its collectives run alone (their tensors as
-    they are), and the commit point drops the step."""
+def check_not_dropped(agent: Any, what: str) -> None:
+    """Loop mode, in a step that lost a peer or in a joiner's pass over epochs the job has finished: the
+    collective makes no call (its peers are gone, or are in another step) and returns at once, absorbed
+    (_work.absorbed: its tensors as they were), and the commit point drops the step."""
     loop = getattr(agent, "_loop", None)
-    return loop is not None and (loop.discarding or (loop.running and agent._peer_failure is not None))
+    if loop is not None and loop.running and (agent._peer_failure is not None or loop.catching_up):
+        raise Error(f"ftl: {what} in a step that loop mode drops", PEER_LOST)
 
 
 def agent() -> Any:
@@ -240,8 +242,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         return self._handle_for(what)
 
     def _handle_for(self, what: str) -> Optional[int]:
-        if loop_drops(self._agent):
-            return None
+        check_not_dropped(self._agent, what)
         status = self._status()
         if self._view_epoch and status["view_epoch"] != self._view_epoch:
             raise _failed(self._agent, PEER_LOST, f"ftl: {what} on the group of view {self._view_epoch}, and the "

@@ -26,8 +26,8 @@ import torch
 from ..errors import INVALID, Error
 from . import _formats
 from ._layout import Buffer, layout, named_tensors, plan
-from ._loop import commit_point, skip_when_dropped
-from ._process_group import follow_views, guard_optimizer, repoint
+from ._loop import commit_point, loop_of, skip_when_dropped
+from ._process_group import follow_views, guard_optimizer
 from ._rng import get_rng_state, set_rng_state
 
 
@@ -96,15 +96,15 @@ class ElasticState:
                  **extras: Any):
         _refuse_zero(optimizer)
         _refuse_sharded(model)
-        self._ddp = None
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             follow_views(agent, model)                                    # at each view's group
-            self._ddp, model = model, model.module
+            model = model.module
         self.agent, self.model, self.optimizer, self.extras = agent, model, optimizer, dict(extras)
         if optimizer is not None:
             guard_optimizer(agent, optimizer)
             commit_point(agent, optimizer)  # loop mode's (ElasticSampler); the optimizer's own step otherwise
         agent._elastic_state = self
+        loop_of(agent)  # loop mode's position travels with this state (a checkpoint's too) from now on
         self.scaler, self.rng = scaler, rng
         if scaler is not None:
             skip_when_dropped(agent, scaler, "update")
@@ -128,15 +128,10 @@ class ElasticState:
 
     # ---- what travels besides the registered tensors ----
 
-    def _restart_reducer(self, info: Any) -> None:
-        """Loop mode, after stale batches trained alone: DDP starts the view afresh, as every rank does."""
-        if self._ddp is not None:
-            repoint(self.agent, self._ddp, info)
-
     def _extra_state(self) -> Dict[str, Any]:
-        loop = getattr(self.agent, "_loop", None)
+        loop = loop_of(self.agent)
         return {"optimizer": self.optimizer.state_dict() if self.optimizer else None,
-                "loop": list(loop.position) if loop is not None else None,
+                "loop": [*loop.position, loop.loop_epoch],
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                 "extras": {k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in self.extras.items()},
                 "rng": get_rng_state() if self.rng else None}
@@ -150,9 +145,9 @@ class ElasticState:
             self._apply_extra(k, v)
         if self.rng and saved.get("rng"):
             set_rng_state(saved["rng"])
-        loop = getattr(self.agent, "_loop", None)
-        if loop is not None and saved.get("loop") is not None:  # loop mode's position in the data
-            loop.position = list(saved["loop"])
+        if saved.get("loop") is not None:  # loop mode's position in the data, and the program's epoch
+            loop = loop_of(self.agent)
+            loop.position, loop.loop_epoch = list(saved["loop"][:2]), saved["loop"][2]
 
     def _apply_extra(self, key: str, value: Any) -> None:
         """In place where the receiver's object allows it (the rule in the class docstring)."""

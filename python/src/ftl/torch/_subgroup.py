@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 
 from .._lib import text
 from ..errors import INVALID, PEER_LOST, Error
-from ._process_group import Calls, ElasticProcessGroup, loop_drops
+from ._process_group import Calls, ElasticProcessGroup, check_not_dropped
 from ._work import _failed
 
 
@@ -45,8 +45,7 @@ class ElasticSubgroup(ElasticProcessGroup):
         return len(self._ranks)
 
     def _handle_for(self, what: str) -> Optional[int]:
-        if loop_drops(self._agent):
-            return None
+        check_not_dropped(self._agent, what)
         running = self._running_view()
         if running != self._view:
             raise Error(f"ftl: {what} on a subgroup (view ranks {self._ranks}) made in view {self._view}, and this "
