@@ -10,11 +10,11 @@ parent kills w1 (SIGKILL) after some steps of epoch 0, then starts w3, which joi
 (agent.leave() inside its loop) after 10 steps with w3. Each worker logs every batch its loop got, and whether the
 step committed (the job's step count moved). Judged from the logs: for every data epoch, the committed
 batches of all workers hold each sample exactly once; every committed step (ftl.torch.last_commit) was
-committed by every rank of its view, with one digest; the joiner trained in a view of three; some steps
-were dropped and some prefetched batches skipped as stale (the loop never sees those); the survivors and
-the joiner finished the 3 epochs.
+committed by every rank of its view, with one digest; the joiner trained in a view of three; some
+prefetched batches were skipped as stale (the loop never sees those; a step is dropped too when the kill
+lands inside one); the survivors and the joiner finished the 3 epochs.
 
-    loop_mode.py
+    loop_mode.py [kill_join_leave | joins0 | joins2]
 """
 import json
 import os
@@ -25,30 +25,36 @@ import tempfile
 import time
 
 SAMPLES, BATCH, EPOCHS = 720, 6, 3
+# joins0, joins2: w0 trains alone and w1 joins, with epochs of 2 steps (12 samples), so that the join meets
+# an epoch's boundary; 0 or 2 DataLoader worker processes.
+JOINS = {"samples": 12, "epochs": 30, "min_workers": 1, "expected_workers": 1}
 
 
-def train(index, ports, run_dir, log_path):
+def train(index, ports, run_dir, log_path, scenario):
     import torch
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader, Dataset
     import ftl
     import ftl.torch
 
+    joins = scenario.startswith("joins")
+    samples, epochs = (JOINS["samples"], JOINS["epochs"]) if joins else (SAMPLES, EPOCHS)
+
     class Numbered(Dataset):
         def __len__(self):
-            return SAMPLES
+            return samples
 
         def __getitem__(self, i):
             return torch.full((4,), float(i % 7)), i
 
     name = f"w{index}"
     agent = ftl.Agent(name=name, bind=f"127.0.0.1:{ports[index]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
-                      run_dir=os.path.join(run_dir, name), min_workers=2, expected_workers=3, settle_ms=100,
-                      log_level="warn", collective_timeout_ms=20000)
+                      run_dir=os.path.join(run_dir, name), min_workers=1 if joins else 2,
+                      expected_workers=1 if joins else 3, settle_ms=100, log_level="warn", collective_timeout_ms=20000)
     ftl.torch.init_process_group(agent)
     dataset = Numbered()
     sampler = ftl.torch.ElasticSampler(dataset, shuffle=True, seed=11)
-    loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler, num_workers=2)
+    loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler, num_workers=0 if scenario == "joins0" else 2)
     torch.manual_seed(0)
     model = DistributedDataParallel(torch.nn.Linear(4, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -56,7 +62,7 @@ def train(index, ports, run_dir, log_path):
     state = ftl.torch.ElasticState(agent, model, optimizer, scheduler=scheduler)
     log = open(log_path, "a", buffering=1)
     worlds = []  # of the steps this worker committed
-    for epoch in range(EPOCHS):
+    for epoch in range(epochs):
         sampler.set_epoch(epoch)
         batches = 0
         for x, i in loader:
@@ -73,8 +79,9 @@ def train(index, ports, run_dir, log_path):
                                   "digest": state.digest() if committed else None,
                                   "scheduler_epoch": scheduler.last_epoch}) + "\n")
             batches += 1
-            # slow until w3 is in (its import of torch takes seconds, more on a loaded machine), then quick
-            time.sleep(0.03 if 2 in worlds and 3 in worlds[worlds.index(2):] else 0.15)
+            # slow until the joiner is in (its import of torch takes seconds, more on a loaded machine)
+            joined = (2 in worlds) if joins else (2 in worlds and 3 in worlds[worlds.index(2):])
+            time.sleep(0.03 if joined else 0.15)
             if committed:
                 worlds.append(info.world_size)
             if name == "w2" and 2 in worlds and worlds[worlds.index(2):].count(3) == 10:  # 10 steps with w3
@@ -104,8 +111,10 @@ def wait_for(what, check, seconds):
         time.sleep(0.1)
 
 
-def judge(rows):
+def judge(rows, scenario):
     """The failures found in the logs (empty when none)."""
+    joins = scenario.startswith("joins")
+    samples, epochs = (JOINS["samples"], JOINS["epochs"]) if joins else (SAMPLES, EPOCHS)
     bad = []
     committed = [r for r in rows if r.get("committed")]
     by_step = {}
@@ -121,17 +130,22 @@ def judge(rows):
     for r in committed:
         for i in r["indices"]:
             counts[i] = counts.get(i, 0) + 1
-    wrong = {i: c for i, c in counts.items() if c != EPOCHS}
-    missing = [i for i in range(SAMPLES) if i not in counts]
+    wrong = {i: c for i, c in counts.items() if c != epochs}
+    missing = [i for i in range(samples) if i not in counts]
     if wrong or missing:
+        where = {i: [(r["worker"], r["step"], r["epoch"], r["world"]) for r in committed if i in r["indices"]]
+                 for i in list(wrong)[:3] + missing[:3]}
         bad.append(f"samples not used once per epoch: {len(wrong)} with other counts (e.g. "
-                   f"{list(wrong.items())[:5]}), {len(missing)} never")
+                   f"{list(wrong.items())[:5]}), {len(missing)} never; (worker, step, loop epoch, world) "
+                   f"where some were: {where}")
     dropped = [r for r in rows if "committed" in r and not r["committed"]]
-    if not dropped:
-        bad.append("no step was dropped, though a peer was killed and another left")
+    finals = sorted(r["worker"] for r in rows if r.get("final"))
+    if joins:
+        if finals != ["w0", "w1"] or not any(r.get("worker") == "w1" and r.get("committed") for r in rows):
+            bad.append(f"w1 did not join and finish: finished {finals}")
+        return bad, len(dropped), max((r["step"] for r in committed), default=None)
     if not sum(r["stale"] for r in rows if r.get("final")):
         bad.append("no prefetched batch was skipped as stale, though the view changed with batches prefetched")
-    finals = sorted(r["worker"] for r in rows if r.get("final"))
     if finals != ["w0", "w3"]:
         bad.append(f"the workers that finished the 3 epochs: {finals} (expected w0 and w3)")
     if not any(r.get("worker") == "w3" and r.get("committed") and r["world"] == 3 for r in rows):
@@ -141,26 +155,33 @@ def judge(rows):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        index, ports, run_dir = int(sys.argv[2]), [int(p) for p in sys.argv[3].split(",")], sys.argv[4]
-        sys.exit(train(index, ports, run_dir, os.path.join(run_dir, f"w{index}.jsonl")))
+        index, ports, run_dir, scenario = int(sys.argv[2]), [int(p) for p in sys.argv[3].split(",")], sys.argv[4], sys.argv[5]
+        sys.exit(train(index, ports, run_dir, os.path.join(run_dir, f"w{index}.jsonl"), scenario))
+    scenario = sys.argv[1] if len(sys.argv) > 1 else "kill_join_leave"
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [os.path.join(here, "..", "agent")]
     from cluster import free_port
     ports = [free_port() for _ in range(4)]
     with tempfile.TemporaryDirectory() as run_dir:
         def start(i):
-            return subprocess.Popen([sys.executable, __file__, "--worker", str(i), ",".join(map(str, ports)), run_dir],
+            return subprocess.Popen([sys.executable, __file__, "--worker", str(i), ",".join(map(str, ports)), run_dir,
+                                     scenario],
                                     stdout=open(os.path.join(run_dir, f"w{i}.out"), "w"), stderr=subprocess.STDOUT)
-        procs = {i: start(i) for i in range(3)}
+        procs = {i: start(i) for i in ((0,) if scenario.startswith("joins") else range(3))}
 
         def committed_by(name):
             return sum(1 for r in records(run_dir) if r.get("worker") == name and r.get("committed"))
         bad = []
         try:
-            wait_for("w1's 15 committed steps", lambda: committed_by("w1") >= 15, 120)
-            procs[1].send_signal(signal.SIGKILL)
-            procs[3] = start(3)
-            wait_for("the end", lambda: all(p.poll() is not None for i, p in procs.items() if i != 1), 240)
+            if scenario.startswith("joins"):
+                wait_for("w0's 6 committed steps", lambda: committed_by("w0") >= 6, 120)
+                procs[1] = start(1)
+                wait_for("the end", lambda: all(p.poll() is not None for p in procs.values()), 240)
+            else:
+                wait_for("w1's 15 committed steps", lambda: committed_by("w1") >= 15, 120)
+                procs[1].send_signal(signal.SIGKILL)
+                procs[3] = start(3)
+                wait_for("the end", lambda: all(p.poll() is not None for i, p in procs.items() if i != 1), 240)
         except TimeoutError as e:
             bad.append(str(e))
         finally:
@@ -168,10 +189,10 @@ def main():
                 if p.poll() is None:
                     p.kill()
         rows = records(run_dir)
-        found, dropped, last = judge(rows)
+        found, dropped, last = judge(rows, scenario)
         bad += found
         codes = {f"w{i}": p.returncode for i, p in procs.items()}
-        if any(codes[w] != 0 for w in ("w0", "w2", "w3")):
+        if any(c != 0 for w, c in codes.items() if w != "w1" or scenario.startswith("joins")):
             bad.append(f"exit codes {codes}")
         if bad:
             for i in procs:
@@ -179,7 +200,7 @@ def main():
                     sys.stdout.write(f"--- w{i}'s output\n" + fh.read()[-6000:])
     for b in bad:
         print("FAIL: " + b)
-    print(f"loop mode through a kill -9, a join and a leave: {last} steps, {dropped} steps dropped; "
+    print(f"loop mode, {scenario}: {last} steps, {dropped} steps dropped; "
           + ("every sample once per epoch, digests equal" if not bad else f"{len(bad)} failures"))
     sys.exit(1 if bad else 0)
 

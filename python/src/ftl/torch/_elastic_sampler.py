@@ -59,8 +59,11 @@ class _Plan:
         loop.begin()  # a joiner waits here for its first view, and rank 0's position
         epoch, start = loop.position
         wanted = self.sampler.epoch if self.sampler.epoch is not None else max(epoch, loop.loop_epoch)
-        loop.catching_up = wanted < loop.loop_epoch
-        if loop.catching_up:  # the job's loop is past this epoch: a joiner's loop passes it, empty
+        # The job's loop is past this epoch (it iterates a later one, or has handed this one out whole, or
+        # its data is all committed): a joiner's loop passes it, empty. The rule sees what a survivor's own
+        # iteration does after the same state sync, so both take the same samples next.
+        loop.catching_up = wanted < loop.loop_epoch or wanted < epoch
+        if loop.catching_up:
             self.ended = True
             return
         loop.loop_epoch = wanted
@@ -93,6 +96,7 @@ class _Plan:
                 break
             epoch, start = wanted, 0  # the tail of an unfinished earlier epoch came first: now the wanted one
         self.ended = True
+        loop.loop_epoch = wanted + 1  # handed out whole: the job's loop goes on to the next epoch
         if self.delivers_first and total and not self.loader_drops_last:
             self._deliver_first(loop)
 
