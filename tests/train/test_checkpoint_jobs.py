@@ -124,6 +124,9 @@ def scenario_resume(train, ctl):
     tt.start_job(first, n)
     at = tt.rng.randint(70, 130)
     first.wait_step(at, 40)
+    # rank 0 writes a checkpoint on a thread of its own: the one of step 60 may still be on its way at step
+    # 70 on a slow machine (TSan, once in CI), and a kill then would find two
+    first.wait(f"{keep} durable checkpoints", lambda: len(checkpoints(d)) >= keep, 40)
     kill_all(first)
     print(f"kill -9 of all {n} workers after step {first.progress()}")
     files = checkpoints(d)
