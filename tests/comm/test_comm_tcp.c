@@ -213,7 +213,12 @@ static int algos_child(struct harness_child *c)
 	for (int i = 0; i < n_bounds && rc == 0; i++)
 		for (int dt = 0; dt < FTL_DTYPE_MAX && rc == 0; dt++) {
 			size_t at = bounds[i] / ftl_dtype_size((ftl_dtype)dt);
-			/* Every op below 1 MB; above, the ops that exercise the two kinds of agreement. */
+			/* Every dtype and op below 1 MB; above, where only the element size changes how a buffer is
+			 * staged and segmented, one dtype of each size (f32, f64, f16, u8) and the ops that exercise
+			 * the two kinds of agreement. The dtypes' arithmetic is checked below 1 MB; this keeps the
+			 * 8-rank sweep within a minute on two cores. */
+			if (bounds[i] > (1u << 20) && dt != FTL_F32 && dt != FTL_F64 && dt != FTL_F16 && dt != FTL_U8)
+				continue;
 			for (int op = 0; op < FTL_REDUCE_OP_MAX && rc == 0; op++) {
 				if ((bounds[i] > (1u << 20) && op != FTL_SUM && op != FTL_MAX) ||
 				    !ref_is_swept((ftl_dtype)dt, (ftl_reduce_op)op))
