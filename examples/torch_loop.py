@@ -20,26 +20,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import ftl.torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models.random_pairs import RandomPairs  # noqa: E402
 from models.step_lines import StepLines  # noqa: E402
-
-
-class RandomPairs(Dataset):
-    """size (input, target) pairs of random numbers, the same on every worker."""
-
-    def __init__(self, size):
-        g = torch.Generator().manual_seed(0)
-        self.x, self.y = torch.rand(size, 20, generator=g), torch.rand(size, 1, generator=g)
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        return self.x[i], self.y[i]
 
 
 class Trainer:

@@ -1,8 +1,9 @@
-"""How many lines a port to ftl changes: each example against its plain DDP twin (examples/torch_*.py and
-torch_*_ddp.py), counting the non-blank code lines below the module docstring that a unified diff removes
+"""How many lines a port to ftl changes: each example against its plain DDP twin (examples/X.py and
+X_ddp.py), counting the non-blank code lines below the module docstring that a unified diff removes
 and adds. One JSON line per example. Targets: at most 15 changed lines for the real-model examples in step
 mode (issue 25); at most 6 removed and 6 added for torch_loop, the torchrun tutorial's kind of program in
-loop mode, its loop untouched (issue 43).
+loop mode, its loop untouched (issue 43); lightning_loop, a Lightning program on ElasticStrategy, against the
+same program on Lightning's own DDP strategy.
 
     python3 bench/torch/count_port.py"""
 import difflib
@@ -19,8 +20,8 @@ def code_lines(path):
 
 
 def main():
-    for name in ("loop", "char_gpt", "resnet_digits"):
-        ddp, ftl = code_lines(EXAMPLES / f"torch_{name}_ddp.py"), code_lines(EXAMPLES / f"torch_{name}.py")
+    for name in ("torch_loop", "torch_char_gpt", "torch_resnet_digits", "lightning_loop"):
+        ddp, ftl = code_lines(EXAMPLES / f"{name}_ddp.py"), code_lines(EXAMPLES / f"{name}.py")
         diff = list(difflib.unified_diff(ddp, ftl, lineterm="", n=0))
         removed = sum(1 for line in diff if line.startswith("-") and not line.startswith("---"))
         added = sum(1 for line in diff if line.startswith("+") and not line.startswith("+++"))

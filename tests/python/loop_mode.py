@@ -14,7 +14,9 @@ committed by every rank of its view, with one digest; the joiner trained in a vi
 prefetched batches were skipped as stale (the loop never sees those; a step is dropped too when the kill
 lands inside one); the survivors and the joiner finished the 3 epochs.
 
-    loop_mode.py [kill_join_leave | joins0 | joins2]
+    loop_mode.py [kill_join_leave | joins0 | joins2 | lightning | lightning_joins]
+
+lightning, lightning_joins: the same with PyTorch Lightning's Trainer running the loop (loop_lightning.py).
 """
 import json
 import os
@@ -30,15 +32,14 @@ SAMPLES, BATCH, EPOCHS = 720, 6, 3
 JOINS = {"samples": 12, "epochs": 30, "min_workers": 1, "expected_workers": 1}
 
 
-def train(index, ports, run_dir, log_path, scenario):
-    import torch
-    from torch.nn.parallel import DistributedDataParallel
-    from torch.utils.data import DataLoader, Dataset
-    import ftl
-    import ftl.torch
+def is_joins(scenario):
+    return scenario.startswith("joins") or scenario.startswith("lightning_joins")
 
-    joins = scenario.startswith("joins")
-    samples, epochs = (JOINS["samples"], JOINS["epochs"]) if joins else (SAMPLES, EPOCHS)
+
+def numbered(samples):
+    """A dataset of samples (input, its index) pairs: the index says which samples a batch held."""
+    import torch
+    from torch.utils.data import Dataset
 
     class Numbered(Dataset):
         def __len__(self):
@@ -46,13 +47,48 @@ def train(index, ports, run_dir, log_path, scenario):
 
         def __getitem__(self, i):
             return torch.full((4,), float(i % 7)), i
+    return Numbered()
 
+
+def worker_agent(index, ports, run_dir, joins=False):
+    import ftl
+    return ftl.Agent(name=f"w{index}", bind=f"127.0.0.1:{ports[index]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
+                     run_dir=os.path.join(run_dir, f"w{index}"), min_workers=1 if joins else 2,
+                     expected_workers=1 if joins else 3, settle_ms=100, log_level=os.environ.get("LOOP_MODE_LOG", "warn"), collective_timeout_ms=20000)
+
+
+def batch_row(name, epoch, indices, before, info, state, scheduler):
+    """The log line of one batch of the loop: committed when the job's last commit moved (its step, world
+    and digest then)."""
+    committed = info is not before
+    return {"worker": name, "epoch": epoch, "indices": indices, "committed": committed,
+            "step": info.step if committed else None, "world": info.world_size if committed else None,
+            "digest": state.digest() if committed else None, "scheduler_epoch": scheduler.last_epoch}
+
+
+def pause(name, worlds, joins):
+    """Slow until the joiner is in (its import of torch takes seconds, more on a loaded machine); True when
+    w2 leaves now (after 10 steps with w3)."""
+    joined = (2 in worlds) if joins else (2 in worlds and 3 in worlds[worlds.index(2):])
+    time.sleep(0.03 if joined else 0.15)
+    return name == "w2" and 2 in worlds and worlds[worlds.index(2):].count(3) == 10
+
+
+def train(index, ports, run_dir, log_path, scenario):
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader
+    import ftl.torch
+
+    if scenario.startswith("lightning"):
+        from loop_lightning import train_lightning
+        return train_lightning(index, ports, run_dir, log_path, scenario)
+    joins = scenario.startswith("joins")
+    samples, epochs = (JOINS["samples"], JOINS["epochs"]) if joins else (SAMPLES, EPOCHS)
     name = f"w{index}"
-    agent = ftl.Agent(name=name, bind=f"127.0.0.1:{ports[index]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
-                      run_dir=os.path.join(run_dir, name), min_workers=1 if joins else 2,
-                      expected_workers=1 if joins else 3, settle_ms=100, log_level="warn", collective_timeout_ms=20000)
+    agent = worker_agent(index, ports, run_dir, joins)
     ftl.torch.init_process_group(agent)
-    dataset = Numbered()
+    dataset = numbered(samples)
     sampler = ftl.torch.ElasticSampler(dataset, shuffle=True, seed=11)
     loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler, num_workers=0 if scenario == "joins0" else 2)
     torch.manual_seed(0)
@@ -72,19 +108,12 @@ def train(index, ports, run_dir, log_path, scenario):
             optimizer.step()
             scheduler.step()  # after a dropped step, nothing (the schedule counts committed steps)
             info = ftl.torch.last_commit(agent)
-            committed = info is not before
-            log.write(json.dumps({"worker": name, "epoch": epoch, "indices": i.tolist(), "committed": committed,
-                                  "step": info.step if committed else None,
-                                  "world": info.world_size if committed else None,
-                                  "digest": state.digest() if committed else None,
-                                  "scheduler_epoch": scheduler.last_epoch}) + "\n")
+            row = batch_row(name, epoch, i.tolist(), before, info, state, scheduler)
+            log.write(json.dumps(row) + "\n")
             batches += 1
-            # slow until the joiner is in (its import of torch takes seconds, more on a loaded machine)
-            joined = (2 in worlds) if joins else (2 in worlds and 3 in worlds[worlds.index(2):])
-            time.sleep(0.03 if joined else 0.15)
-            if committed:
+            if row["committed"]:
                 worlds.append(info.world_size)
-            if name == "w2" and 2 in worlds and worlds[worlds.index(2):].count(3) == 10:  # 10 steps with w3
+            if pause(name, worlds, joins):
                 log.write(json.dumps({"worker": name, "left": True}) + "\n")
                 agent.leave()
                 return 0
@@ -113,7 +142,7 @@ def wait_for(what, check, seconds):
 
 def judge(rows, scenario):
     """The failures found in the logs (empty when none)."""
-    joins = scenario.startswith("joins")
+    joins = is_joins(scenario)
     samples, epochs = (JOINS["samples"], JOINS["epochs"]) if joins else (SAMPLES, EPOCHS)
     bad = []
     committed = [r for r in rows if r.get("committed")]
@@ -158,6 +187,12 @@ def main():
         index, ports, run_dir, scenario = int(sys.argv[2]), [int(p) for p in sys.argv[3].split(",")], sys.argv[4], sys.argv[5]
         sys.exit(train(index, ports, run_dir, os.path.join(run_dir, f"w{index}.jsonl"), scenario))
     scenario = sys.argv[1] if len(sys.argv) > 1 else "kill_join_leave"
+    if scenario.startswith("lightning"):
+        try:
+            import pytorch_lightning  # noqa: F401
+        except ImportError:
+            print("SKIP: pytorch_lightning is not installed (scripts/install-python-deps.sh installs it)")
+            sys.exit(77)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [os.path.join(here, "..", "agent")]
     from cluster import free_port
@@ -167,13 +202,13 @@ def main():
             return subprocess.Popen([sys.executable, __file__, "--worker", str(i), ",".join(map(str, ports)), run_dir,
                                      scenario],
                                     stdout=open(os.path.join(run_dir, f"w{i}.out"), "w"), stderr=subprocess.STDOUT)
-        procs = {i: start(i) for i in ((0,) if scenario.startswith("joins") else range(3))}
+        procs = {i: start(i) for i in ((0,) if is_joins(scenario) else range(3))}
 
         def committed_by(name):
             return sum(1 for r in records(run_dir) if r.get("worker") == name and r.get("committed"))
         bad = []
         try:
-            if scenario.startswith("joins"):
+            if is_joins(scenario):
                 wait_for("w0's 6 committed steps", lambda: committed_by("w0") >= 6, 120)
                 procs[1] = start(1)
                 wait_for("the end", lambda: all(p.poll() is not None for p in procs.values()), 240)
@@ -189,10 +224,13 @@ def main():
                 if p.poll() is None:
                     p.kill()
         rows = records(run_dir)
+        if os.environ.get("LOOP_MODE_ROWS"):  # every worker's rows, for a look after a failure
+            with open(os.environ["LOOP_MODE_ROWS"], "w") as fh:
+                fh.writelines(json.dumps(r) + "\n" for r in rows)
         found, dropped, last = judge(rows, scenario)
         bad += found
         codes = {f"w{i}": p.returncode for i, p in procs.items()}
-        if any(c != 0 for w, c in codes.items() if w != "w1" or scenario.startswith("joins")):
+        if any(c != 0 for w, c in codes.items() if w != "w1" or is_joins(scenario)):
             bad.append(f"exit codes {codes}")
         if bad:
             for i in procs:

@@ -39,7 +39,7 @@ class _Part:
         self.epoch, self.start, self.world, self.rank = epoch, start, world, rank
         self.length = self.usable = length
         self.generation = generation
-        self.committed = 0
+        self.committed = self.delivered = 0
 
 
 class _Plan:
@@ -50,6 +50,7 @@ class _Plan:
         self.yielded: collections.deque = collections.deque()  # the _Part of each sample yielded
         self.ended = False
         self.last: Optional[_Part] = None
+        self.wanted: Optional[int] = None  # the data epoch this iteration trains
         # The DataLoader asked for the first batch's indices inside the __next__ that hands it over (no
         # worker processes): that __next__ was not yet watched, so the batch is delivered as it is complete.
         self.delivers_first = False
@@ -58,15 +59,12 @@ class _Plan:
         loop = self.sampler.loop
         loop.begin()  # a joiner waits here for its first view, and rank 0's position
         epoch, start = loop.position
-        wanted = self.sampler.epoch if self.sampler.epoch is not None else max(epoch, loop.loop_epoch)
-        # The job's loop is past this epoch (it iterates a later one, or has handed this one out whole, or
-        # its data is all committed): a joiner's loop passes it, empty. The rule sees what a survivor's own
-        # iteration does after the same state sync, so both take the same samples next.
-        loop.catching_up = wanted < loop.loop_epoch or wanted < epoch
+        wanted = self.sampler.wanted_epoch()
+        loop.catching_up = self.sampler.passes_epoch()
         if loop.catching_up:
             self.ended = True
             return
-        loop.loop_epoch = wanted
+        loop.loop_epoch = self.wanted = wanted
         if wanted > epoch and loop.current.step == 0:  # a new job resumed from the program's own snapshot
             epoch = loop.position[0] = wanted
         total = 0
@@ -117,8 +115,21 @@ class _Plan:
         if any(p.generation != loop.generation for p in parts):
             loop.stale += 1
             return False
+        for p in parts:
+            p.delivered += 1
         loop.step_parts.extend(parts)
         return True
+
+    def batches_left(self) -> int:
+        """The batches this iteration still hands out after the last one delivered, if the view stays (a
+        trainer that counts an epoch's batches is told, since len() was the view's at the epoch's start)."""
+        last = self.sampler.loop.step_parts[-1] if self.sampler.loop.step_parts else self.last
+        if last is None:
+            return 0
+        left = last.length - last.delivered
+        if self.wanted is not None and last.epoch < self.wanted:  # an earlier epoch's tail: the wanted one follows
+            left += self._part(self.wanted, 0, last.world, last.rank, last.generation).length
+        return left // self.batch_size if self.loader_drops_last else -(-left // self.batch_size)
 
     def commit(self, parts: List[_Part]) -> None:
         """The step's samples committed: the job's position moves past them."""
@@ -177,6 +188,18 @@ class ElasticSampler(Sampler):
                         "steps); give an evaluation DataLoader a sampler of its own (SequentialSampler)", INVALID)
         self._order: Dict[int, torch.Tensor] = {}
 
+    def wanted_epoch(self) -> int:
+        """The data epoch an iteration starting now trains: set_epoch's, or the job's."""
+        return self.epoch if self.epoch is not None else max(self.loop.position[0], self.loop.loop_epoch)
+
+    def passes_epoch(self) -> bool:
+        """An iteration starting now passes its epoch, empty: the job's loop is past it (it iterates a later
+        one, or has handed this one out whole, or its data is all committed), and this is a joiner's loop.
+        The rule sees what a survivor's own iteration does after the same state sync, so both take the same
+        samples next."""
+        wanted = self.wanted_epoch()
+        return wanted < self.loop.loop_epoch or wanted < self.loop.position[0]
+
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 
@@ -195,11 +218,12 @@ class ElasticSampler(Sampler):
         return self._order[epoch]
 
     def __len__(self) -> int:
-        if getattr(self.loop.agent, "_elastic_state", None) is not None:
+        trainer = self.loop.trainer is not None  # see Loop.trainer: no wait, and never 0
+        if getattr(self.loop.agent, "_elastic_state", None) is not None and not trainer:
             self.loop.begin(settle=False)  # the first view (and a joiner's position) first: the live view's
         epoch, start = self.loop.position
         if self.epoch is not None and self.epoch < epoch:
-            return 0  # an epoch the job has finished: a joiner's loop passes it empty
+            return int(trainer)  # an epoch the job has finished: a joiner's loop passes it empty
         remaining = self.size - start if self.epoch in (None, epoch) else self.size
         current = self.loop.current
         world = current.world_size if current is not None else 1
@@ -248,7 +272,12 @@ def _watch(iterator: Any, plan: _Plan) -> None:
                 loop.settle()  # the step before ends here
                 while True:  # a batch prefetched for a view or an attempt that is gone is skipped, unseen
                     batch = base.__next__(self)
-                    if self._ftl_plan is not loop.plan or self._ftl_plan.deliver(loop):
+                    plan = self._ftl_plan
+                    if plan is not loop.plan:
+                        return batch
+                    if plan.deliver(loop):
+                        if loop.trainer is not None:
+                            loop.trainer.batches_left(plan.batches_left())
                         return batch
             _WATCHED[cls] = type(cls.__name__, (cls,), {"__next__": next_batch, "_ftl_watched": True})
         iterator.__class__ = _WATCHED[cls]

@@ -24,6 +24,8 @@ import warnings
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
+import torch
+
 from ..errors import INVALID, PEER_LOST, Error
 
 
@@ -56,6 +58,14 @@ class Loop:
         self.last_commit: Optional[Any] = None  # the StepInfo of the step committed last
         self.dropped = False                 # the commit point dropped the step in progress (until the next batch)
         self.pending: Optional[str] = None   # the commit point's verdict, handed over at the step's end (settle)
+        # A trainer that runs the loop for the program (ftl.lightning's strategy), told after each batch how
+        # many this iteration has left (batches_left(n)): it counts an epoch's batches from len() at the
+        # epoch's start. With one, len() neither waits for the first view (the trainer's own collectives
+        # before its loop must not meet the job's steps on a joiner) nor says 0 (a trainer ends an epoch of
+        # no batches without iterating it: a finished epoch's iteration ends at once instead).
+        self.trainer: Optional[Any] = None
+        self.looping = False  # the trainer's loop has begun: before it, the trainer's own collectives (its has-
+                              # every-rank-data reduce, its barriers) are absorbed: a joiner makes them while the job trains
         atexit.register(self._at_exit)
 
     @property
@@ -205,7 +215,10 @@ def commit_point(agent: Any, optimizer: Any) -> None:
     """optimizer.step() becomes loop mode's commit point (while the loop's driver runs; otherwise it is the
     optimizer's own step): a step whose collectives all succeeded in one view is applied and committed;
     one that lost a peer is dropped: the gradients go, nothing changes, and the loop's next batch is the
-    step's own samples again, in the next view. The verdict reaches the driver at settle()."""
+    step's own samples again, in the next view. The verdict reaches the driver at settle(). A closure
+    (step(closure), as Lightning calls it: the forward and backward run inside) runs first, once; the
+    update then steps without it, and the closure's loss is returned either way (an optimizer that must
+    call its closure again, LBFGS, refuses a step without one: loop mode does not serve it)."""
     step: Callable[..., Any] = optimizer.step
     _refuse_other_optimizers(agent, optimizer)
 
@@ -213,6 +226,12 @@ def commit_point(agent: Any, optimizer: Any) -> None:
         loop = getattr(agent, "_loop", None)
         if loop is None or not loop.running:
             return step(*args, **kwargs)
+        loss = None
+        closure = kwargs.pop("closure", None) if "closure" in kwargs else (args[0] if args else None)
+        args = args[1:] if args and closure is args[0] else args
+        if closure is not None:  # optimizer.step(closure), a trainer's form: the step's forward and backward
+            with torch.enable_grad():
+                loss = closure()
         works = getattr(agent, "_torch_works", None)
         if works is not None:
             works.wait_all()  # a collective still running could yet lose a peer
@@ -223,8 +242,9 @@ def commit_point(agent: Any, optimizer: Any) -> None:
             if agent._peer_failure is not None:
                 loop.pending = "fail"
             loop.step_parts, loop.dropped = [], True
-            return None
+            return loss
         result = step(*args, **kwargs)
+        result = loss if closure is not None else result
         loop.dropped = False
         if loop.plan is not None:
             loop.plan.commit(loop.step_parts)

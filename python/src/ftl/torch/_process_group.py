@@ -85,9 +85,11 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
 def check_not_dropped(agent: Any, what: str) -> None:
     """Loop mode, in a step that lost a peer or in a joiner's pass over epochs the job has finished: the
     collective makes no call (its peers are gone, or are in another step) and returns at once, absorbed
-    (_work.absorbed: its tensors as they were), and the commit point drops the step."""
+    (_work.absorbed: its tensors as they were), and the commit point drops the step. So is a trainer's own
+    collective before its loop begins (Loop.looping): a joiner makes it while the job trains."""
     loop = getattr(agent, "_loop", None)
-    if loop is not None and loop.running and (agent._peer_failure is not None or loop.catching_up):
+    if loop is not None and loop.running and (agent._peer_failure is not None or loop.catching_up or
+                                              (loop.trainer is not None and not loop.looping)):
         raise Error(f"ftl: {what} in a step that loop mode drops", PEER_LOST)
 
 
