@@ -278,6 +278,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent's event loop: %s", uv_strerror(rc));
 	a->is_started = true;
 	a->is_closing = false;
+	ftl_kept_error_clear(&a->stop_error);
 	uv_timer_init(&a->loop, &a->timer);
 	a->timer.data = a;
 	uv_async_init(&a->loop, &a->wake, on_wake);
@@ -364,6 +365,24 @@ ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 	if (a->is_started)
 		uv_async_send(&a->wake);
 	return FTL_OK;
+}
+
+void ftl_agent_fail(ftl_agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	if (!a->stop_error.code)
+		ftl_kept_error_from_diag(&a->stop_error);
+	a->want_stop = true;
+	pthread_mutex_unlock(&a->lock);
+	uv_async_send(&a->wake);
+}
+
+ftl_err ftl_agent_error(ftl_agent *a)
+{
+	pthread_mutex_lock(&a->lock);
+	ftl_err err = ftl_kept_error_to_diag(&a->stop_error);
+	pthread_mutex_unlock(&a->lock);
+	return err;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)

@@ -71,6 +71,7 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 	json_object_set_new(j, "alive_of_reaped", json_integer((json_int_t)st->alive_of_reaped));
 	json_object_set_new(j, "revivals", json_integer((json_int_t)st->revivals));
 	json_object_set_new(j, "key_ops_stale", json_integer((json_int_t)st->key_ops_stale));
+	json_object_set_new(j, "names_refused", json_integer((json_int_t)st->names_refused));
 	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
 	json_object_set_new(j, "control_followers_dropped",
 			    json_integer((json_int_t)ftl_control_followers_dropped(a->control)));
@@ -214,6 +215,10 @@ void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 			      (json_int_t)ev->incarnation, "time", when);
 	if (ev->type == FTL_EVENT_DEAD) { /* which path declared it; readers ignore keys they do not know */
 		json_object_set_new(j, "reason", json_string(ftl_death_reason_strs[ev->reason]));
+		json_object_set_new(j, "from", json_string(ev->from));
+	}
+	if (ev->type == FTL_EVENT_NAME_REFUSED || ev->type == FTL_EVENT_NAME_TAKEN) { /* who holds the name, who said so */
+		json_object_set_new(j, "holder_addr", json_string(ev->holder_addr));
 		json_object_set_new(j, "from", json_string(ev->from));
 	}
 	ftl_control_publish(a->control, j);

@@ -30,6 +30,10 @@ void ftl_agent_lock(ftl_agent *a) { pthread_mutex_lock(&a->lock); }
 void ftl_agent_unlock(ftl_agent *a) { pthread_mutex_unlock(&a->lock); }
 ftl_agent_views *ftl_agent_views_locked(ftl_agent *a) { return &a->views; }
 bool ftl_agent_is_gone_locked(const ftl_agent *a) { return a->is_stopped || a->has_left; }
+ftl_err ftl_agent_stop_error_locked(const ftl_agent *a)
+{
+	return a->stop_error.code ? ftl_kept_error_to_diag(&a->stop_error) : FTL_OK;
+}
 
 void ftl_agent_sleep_locked(ftl_agent *a, int64_t deadline_us)
 {

@@ -80,7 +80,9 @@ void ftl_agent_members_changed(ftl_agent *a)
 static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 {
 	const ftl_swim_event *ev = &nev->member;
-	if (ev->type == FTL_EVENT_DEAD)
+	if (ev->type == FTL_EVENT_NAME_REFUSED || ev->type == FTL_EVENT_NAME_TAKEN)
+		ftl_agent_name_event(a, ev);
+	else if (ev->type == FTL_EVENT_DEAD)
 		ftl_log(&a->set.log, FTL_LOG_WARN, "membership", "member dead", FTL_F_STR("member", ev->name),
 			FTL_F_STR("addr", ev->addr), FTL_F_UINT("generation", ev->generation),
 			FTL_F_UINT("incarnation", ev->incarnation), FTL_F_STR("reason", ftl_death_reason_strs[ev->reason]),
@@ -105,6 +107,7 @@ static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 			.incarnation = ev->incarnation,
 			.reason = ftl_death_reason_strs[ev->reason],
 			.from = ev->from,
+			.holder_addr = ev->holder_addr,
 		};
 		a->event_cb(a->event_ctx, &out);
 	}

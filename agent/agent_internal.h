@@ -12,6 +12,7 @@
 #include "config.h"
 #include "control.h"
 #include "base/deadline.h"
+#include "base/kept_error.h"
 #include "base/list.h"
 #include "node/node.h"
 #include "admission.h"
@@ -88,6 +89,7 @@ struct ftl_agent {
 	bool want_stop;
 	bool has_left;
 	bool is_stopped;
+	ftl_kept_error stop_error; /* why the agent stopped by itself (ftl_agent_fail); FTL_OK: it did not */
 	ftl_agent_counts counts;
 	ftl_agent_views views;    /* the rendezvous's decisions for the training thread (agent_training.h) */
 
@@ -104,6 +106,13 @@ void ftl_agent_flush(ftl_agent *a);
 /* agent_flush.c: the members changed: the counts (ftl_agent_get_counts), waking whoever waits on them, and
  * the witness's watch list. */
 void ftl_agent_members_changed(ftl_agent *a);
+
+/* agent.c: loop thread: the agent cannot go on (the reason in the diag): keeps it for ftl_agent_error and
+ * stops the loop, as ftl_agent_stop would (the training thread sees the agent gone). */
+void ftl_agent_fail(ftl_agent *a);
+
+/* agent_name.c: a name event (FTL_EVENT_NAME_REFUSED, _TAKEN): its sentence, and for ours the stop. */
+void ftl_agent_name_event(ftl_agent *a, const ftl_swim_event *ev);
 
 /* agent_tcp.c */
 ftl_err ftl_agent_tcp_listen(ftl_agent *a);

@@ -63,6 +63,9 @@ void ftl_agent_unlock(struct ftl_agent *a);
 ftl_agent_views *ftl_agent_views_locked(struct ftl_agent *a);
 /* Under the lock: the agent stopped or this member left (it takes no more steps). */
 bool ftl_agent_is_gone_locked(const struct ftl_agent *a);
+/* Under the lock: the error the agent stopped with by itself (its name taken, say), put in the diagnostic
+ * and returned; FTL_OK (and the diagnostic untouched) when it did not stop so. */
+ftl_err ftl_agent_stop_error_locked(const struct ftl_agent *a);
 /* Under the lock: sleeps until the loop thread says something changed (a view, a phase, a stop, a leave)
  * or deadline_us (ftl_agent_now_us's clock; INT64_MAX: no deadline), whichever is first. */
 void ftl_agent_sleep_locked(struct ftl_agent *a, int64_t deadline_us);

@@ -1,6 +1,7 @@
 /* ftl-agent: a standalone membership agent (like `serf agent`), for sidecars, tests and benchmarks.
  * Configured from the FTL_* environment (see include/ftl/agent.h). SIGTERM or SIGINT: graceful leave,
- * then exit 0; `ftlctl leave` does the same. Exit 2 for a bad setting, with a message naming it. */
+ * then exit 0; `ftlctl leave` does the same. Exit 2 for a bad setting, with a message naming it; exit 1 when
+ * it cannot start, or stops by itself (its name is held by a live member elsewhere), with the reason. */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,11 @@ int main(int argc, char **argv)
 		}
 		if (ftl_agent_has_left(a))
 			break;
+		if (ftl_agent_error(a)) { /* it stopped by itself: its name is taken */
+			fprintf(stderr, "ftl-agent: %s\n", ftl_error_message());
+			ftl_agent_delete(a);
+			return 1;
+		}
 	}
 	ftl_agent_stop(a);
 	ftl_agent_delete(a);

@@ -113,6 +113,9 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 			      "type", ftl_swim_event_type_strs, s->events, FTL_EVENT_TYPE_MAX);
 	ftl_metrics_per_label(t, "ftl_membership_deaths_total", "counter", "Deaths declared or accepted here, by path.",
 			      "reason", ftl_death_reason_strs, s->swim.deaths_declared, FTL_DEATH_REASON_MAX);
+	ftl_metrics_single(t, "ftl_membership_names_refused_total", "counter",
+			   "Claims of a live member's name by a second process at another address, refused.",
+			   (double)s->swim.names_refused);
 	ftl_metrics_single(t, "ftl_membership_checks_total", "counter", "Proof-of-death connects tried.",
 			   (double)s->swim.checks);
 	ftl_metrics_single(t, "ftl_membership_checks_refused_total", "counter",

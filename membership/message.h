@@ -58,6 +58,7 @@ typedef enum ftl_msg_type {
 	FTL_MSG_DEAD,     /* rumor: from declared node dead */
 	FTL_MSG_LEFT,     /* rumor: node left gracefully */
 	FTL_MSG_KEY_OP,   /* cluster-wide keyring change (install/use/remove), gossiped like a rumor */
+	FTL_MSG_NAME_TAKEN, /* to a newcomer: the name it claims is held by a live member at another address */
 	FTL_MSG_TYPE_MAX
 } ftl_msg_type;
 
@@ -131,6 +132,15 @@ typedef struct ftl_msg_key_op {
 	uint8_t key[FTL_META_MAX];
 } ftl_msg_key_op;
 
+/* The answer to an alive for a live member's name from another address (swim_name.c): sent straight to the
+ * claimant, never gossiped. The claimant stops when it names its own life. */
+typedef struct ftl_msg_name_taken {
+	char name[FTL_NAME_MAX];          /* the name claimed */
+	uint64_t generation;              /* the claimant's life that is refused */
+	char addr[FTL_ADDR_MAX];          /* where the live member that holds the name is */
+	char from[FTL_NAME_MAX];          /* who refused */
+} ftl_msg_name_taken;
+
 typedef struct ftl_msg {
 	ftl_msg_type type;
 	union {
@@ -141,6 +151,7 @@ typedef struct ftl_msg {
 		ftl_msg_alive alive;
 		ftl_msg_rumor rumor; /* FTL_MSG_SUSPECT, FTL_MSG_DEAD, FTL_MSG_LEFT */
 		ftl_msg_key_op key_op;
+		ftl_msg_name_taken name_taken;
 	} u;
 } ftl_msg;
 

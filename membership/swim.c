@@ -8,7 +8,7 @@
 #include <string.h>
 
 const char *const ftl_swim_event_type_strs[FTL_EVENT_TYPE_MAX] = {
-	"join", "update", "suspect", "alive", "dead", "left", "reap",
+	"join", "update", "suspect", "alive", "dead", "left", "reap", "name_refused", "name_taken",
 };
 
 const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX] = {
@@ -135,6 +135,8 @@ static int64_t next_push_pull(const ftl_swim *s)
 
 void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 {
+	if (s->is_name_taken)
+		return; /* we have stopped taking part (swim_name.c) */
 	ftl_swim_sync_key_fps(s);
 	ftl_swim_probe_tick(s, now_us);
 	ftl_swim_relay_tick(s, now_us);
@@ -155,6 +157,8 @@ void ftl_swim_tick(ftl_swim *s, int64_t now_us)
 
 int64_t ftl_swim_next_deadline(const ftl_swim *s)
 {
+	if (s->is_name_taken)
+		return INT64_MAX;
 	int64_t t = ftl_swim_probe_deadline(s);
 	t = ftl_deadline_min(t, ftl_swim_relay_deadline(s));
 	t = ftl_deadline_min(t, ftl_swim_next_suspicion_deadline(s));

@@ -27,8 +27,10 @@
  *    paused or partitioned answers with a refusal (its kernel still accepts, or nothing answers), so
  *    those keep the full suspicion path; a restart on the same address accepts, and joins with its new
  *    generation through its own join.
- *  - Identity is (name, generation); a larger generation replaces an entry whatever its state. Dead and
- *    left members are reaped after reap_after. A graceful leave is gossiped as `left`, never `dead`.
+ *  - Identity is (name, generation); a larger generation replaces an entry whatever its state, except that
+ *    a name held by a live member is refused to a new life at another address (swim_name.c): the live
+ *    member is never displaced by a second process given its name, and the claimant is told and stops.
+ *    Dead and left members are reaped after reap_after. A graceful leave is gossiped as `left`, never `dead`.
  * Packets and push-pull frames are plaintext here: the caller's peer channel seals every one on its way
  * out and opens it on arrival (agent/seal.h), and counts what does not open with ftl_swim_count_drop. The
  * keyring is the one key state of the cluster; the core changes it by key operations (swim_keys.c).
@@ -91,6 +93,10 @@ typedef enum ftl_swim_event_type {
 	FTL_EVENT_DEAD,
 	FTL_EVENT_LEFT,
 	FTL_EVENT_REAP,     /* forgotten after reap_after */
+	FTL_EVENT_NAME_REFUSED, /* a second process claimed a live member's name from another address: refused
+				 * (name, addr, generation: the claimant; holder_addr: the live member; swim_name.c) */
+	FTL_EVENT_NAME_TAKEN,   /* our own name is held by a live member at holder_addr (from refused us): this
+				 * node has stopped taking part (ftl_swim_name_taken) */
 	FTL_EVENT_TYPE_MAX
 } ftl_swim_event_type;
 
@@ -113,7 +119,9 @@ extern const char *const ftl_death_reason_strs[FTL_DEATH_REASON_MAX];
 typedef struct ftl_swim_event {
 	ftl_swim_event_type type;
 	ftl_death_reason reason;       /* FTL_EVENT_DEAD: which path declared it */
-	char from[FTL_NAME_MAX];       /* FTL_EVENT_DEAD: who declared it (us, or the rumor's origin) */
+	char from[FTL_NAME_MAX];       /* FTL_EVENT_DEAD: who declared it (us, or the rumor's origin); name events:
+					* who refused */
+	char holder_addr[FTL_ADDR_MAX]; /* name events: where the live member that holds the name is */
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
 	uint64_t generation;
@@ -162,6 +170,8 @@ typedef struct ftl_swim_stats {
 	uint64_t witnessed;                   /* deaths a witness on the member's host reported to us */
 	uint64_t deaths_declared[FTL_DEATH_REASON_MAX]; /* deaths we declared or accepted, by path */
 	uint64_t deaths_proven_later;         /* dead members whose proof came after the death (a rumor, a push-pull) */
+	uint64_t names_refused;               /* alive messages of a new life for a live member's name from another
+					       * address: refused, the live member kept (swim_name.c) */
 } ftl_swim_stats;
 
 /* NULL with the reason in the diag when an option is bad (the message names it). */
@@ -233,6 +243,11 @@ ftl_err ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *fra
 /* Outputs; each returns false when there is nothing more. */
 bool ftl_swim_next_output(ftl_swim *s, ftl_swim_output *out);
 bool ftl_swim_next_event(ftl_swim *s, ftl_swim_event *ev);
+
+/* Whether a live member at another address holds our name (a refusal naming our life arrived): the
+ * refusal (who holds it where, who said so), or NULL. Once refused the node has stopped: it probes,
+ * gossips and takes in nothing more, and the caller should stop with the refusal's sentence. */
+const ftl_msg_name_taken *ftl_swim_name_taken(const ftl_swim *s);
 
 /* Reading state. */
 const char *ftl_swim_name(const ftl_swim *s);

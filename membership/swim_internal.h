@@ -17,6 +17,7 @@
 #define FTL_SWIM_CHECK_SEQS 16   /* recent check pings, whose acks are expected */
 #define FTL_SWIM_MAX_PROOFS 16   /* proof-of-death checks outstanding at once; more are not asked */
 #define FTL_SWIM_REVIVALS 8      /* reaped lives asked to prove they are alive, at once */
+#define FTL_SWIM_REFUSALS 8      /* claimants of a live member's name told so, once per probe interval each */
 
 /* An alive for a reaped life, held until that life acks our ping (swim_revive.c). */
 typedef struct ftl_revival {
@@ -24,6 +25,13 @@ typedef struct ftl_revival {
 	uint32_t seq;
 	int64_t expires_us;        /* free once past */
 } ftl_revival;
+
+/* A claimant of a live member's name we told so: not told again until expires_us (swim_name.c). */
+typedef struct ftl_refusal {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;       /* the claimant's life */
+	int64_t expires_us;
+} ftl_refusal;
 
 /* A proof-of-death check the caller is doing for us: whose life, at which address, until when. */
 typedef struct ftl_proof {
@@ -69,6 +77,9 @@ struct ftl_swim {
 	ftl_members members;
 	ftl_tombstones tombstones; /* reaped lives: their alive rumors must prove themselves */
 	ftl_revival revivals[FTL_SWIM_REVIVALS];
+	ftl_refusal refusals[FTL_SWIM_REFUSALS];
+	bool is_name_taken;        /* a live member elsewhere holds our name: we have stopped (swim_name.c) */
+	ftl_msg_name_taken name_taken; /* ... who, where, and who told us */
 	uint32_t count[FTL_MEMBER_STATE_MAX];
 	char (*suspects)[FTL_NAME_MAX]; /* names of the members in state suspect: their timers */
 	int64_t *suspect_due_us;   /* [n_suspects]: when each suspect's timer next needs us (a check or its
@@ -106,6 +117,10 @@ struct ftl_swim {
 ftl_member *ftl_swim_self(ftl_swim *s);
 int ftl_swim_live_count(const ftl_swim *s); /* alive + suspect, self included: N of the formulas */
 void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m);
+/* A name event (FTL_EVENT_NAME_REFUSED, _TAKEN; about our own name too): the claimant's name, address and
+ * life, where the live holder is, and who refused. */
+void ftl_swim_emit_name(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const char *name, const char *addr,
+			uint64_t generation, const char *holder_addr, const char *from);
 /* A dead event that says which path declared it and who did. */
 void ftl_swim_emit_death(ftl_swim *s, int64_t now_us, const ftl_member *m, ftl_death_reason reason,
 			 const char *from);
@@ -151,6 +166,13 @@ void ftl_swim_proof_request(ftl_swim *s, int64_t now_us, const ftl_member *m);
 /* swim_revive.c: an alive for a reaped life pings it; its ack (true when it was one) lets it back. */
 void ftl_swim_revive_ask(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a);
 bool ftl_swim_revive_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack);
+
+/* swim_name.c: one name, one live process. True when a claims the name of holder (a member we hold, or
+ * ourselves) for a new life at another address while holder is alive: refused (counted, an event, the
+ * claimant told), and the caller ignores a. */
+bool ftl_swim_name_refuse(ftl_swim *s, int64_t now_us, const ftl_member *holder, const ftl_msg_alive *a);
+/* A refusal of our name: when it names our life, we stop taking part (ftl_swim_name_taken). */
+void ftl_swim_on_name_taken(ftl_swim *s, int64_t now_us, const ftl_msg_name_taken *t);
 
 /* swim_keys.c */
 void ftl_swim_on_key_op(ftl_swim *s, int64_t now_us, const ftl_msg_key_op *k);

@@ -14,6 +14,8 @@
 
 static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
 {
+	if (s->is_name_taken)
+		return; /* refused by a message earlier in this packet: we take in nothing more */
 	switch (m->type) {
 	case FTL_MSG_PING: ftl_swim_on_ping(s, now_us, &m->u.ping); break;
 	case FTL_MSG_PING_REQ: ftl_swim_on_ping_req(s, now_us, &m->u.ping_req); break;
@@ -24,6 +26,7 @@ static void dispatch(ftl_swim *s, int64_t now_us, const ftl_msg *m)
 	case FTL_MSG_DEAD: ftl_swim_on_dead(s, now_us, &m->u.rumor); break;
 	case FTL_MSG_LEFT: ftl_swim_on_left(s, now_us, &m->u.rumor); break;
 	case FTL_MSG_KEY_OP: ftl_swim_on_key_op(s, now_us, &m->u.key_op); break;
+	case FTL_MSG_NAME_TAKEN: ftl_swim_on_name_taken(s, now_us, &m->u.name_taken); break;
 	default: break;
 	}
 }
@@ -38,6 +41,8 @@ void ftl_swim_count_drop(ftl_swim *s, ftl_swim_drop why)
 
 void ftl_swim_receive(ftl_swim *s, int64_t now_us, const uint8_t *data, size_t len)
 {
+	if (s->is_name_taken)
+		return; /* we have stopped taking part (swim_name.c) */
 	s->stats.packets_received++;
 	s->stats.bytes_received += len + FTL_KEYRING_OVERHEAD;
 	ftl_msg msgs[FTL_WIRE_MAX_MSGS];
@@ -137,7 +142,7 @@ ftl_err ftl_swim_push_pull_merge(ftl_swim *s, int64_t now_us, const uint8_t *fra
 		return err;
 	}
 	ftl_swim_learn_key_version(s, hdr.key_version);
-	for (uint32_t i = 0; i < hdr.count; i++)
+	for (uint32_t i = 0; i < hdr.count && !s->is_name_taken; i++)
 		merge_member(s, now_us, &arr[i], hdr.source);
 	if (is_join)
 		*is_join = hdr.is_join;

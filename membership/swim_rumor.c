@@ -1,7 +1,8 @@
 /* What each rumor does to the member table (memberlist's aliveNode/suspectNode/deadNode are the model).
  *
  * Ordering: a rumor about another life (generation) than the one we hold is ignored unless it is an
- * alive with a larger generation, which replaces the entry whatever its state (a restart). Within one
+ * alive with a larger generation, which replaces the entry whatever its state (a restart), unless the entry
+ * is alive at another address (a second process given its name: refused, swim_name.c). Within one
  * life, a rumor with a smaller incarnation is stale; alive needs a strictly larger incarnation to
  * override suspect/dead/left, while suspect/dead/left apply at an equal one. A rumor about ourselves
  * that says we are not alive is refuted by raising our incarnation above it. Whatever changed our
@@ -90,9 +91,11 @@ static ftl_err take_alive(ftl_member *m, const ftl_msg_alive *a)
 	return FTL_OK;
 }
 
-static void alive_about_self(ftl_swim *s, const ftl_msg_alive *a)
+static void alive_about_self(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 {
 	ftl_member *self = ftl_swim_self(s);
+	if (ftl_swim_name_refuse(s, now_us, self, a))
+		return; /* a second process given our name */
 	if (a->generation != self->generation || a->incarnation < self->incarnation)
 		return; /* an older life of ours, or old news */
 	if (a->incarnation > self->incarnation || strcmp(a->addr, self->addr) != 0)
@@ -106,7 +109,7 @@ void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 		return;
 	}
 	if (strcmp(a->name, s->name) == 0) {
-		alive_about_self(s, a);
+		alive_about_self(s, now_us, a);
 		return;
 	}
 	ftl_member *m = ftl_members_find(&s->members, a->name);
@@ -125,6 +128,8 @@ void ftl_swim_on_alive(ftl_swim *s, int64_t now_us, const ftl_msg_alive *a)
 	}
 	if (a->generation < m->generation)
 		return;
+	if (ftl_swim_name_refuse(s, now_us, m, a))
+		return; /* a second process given a live member's name: m stays */
 	if (a->generation > m->generation) { /* a restart: the new life replaces the old whatever its state */
 		if (take_alive(m, a) != 0)
 			return;

@@ -13,27 +13,46 @@ int ftl_swim_live_count(const ftl_swim *s)
 	return (int)(s->count[FTL_MEMBER_ALIVE] + s->count[FTL_MEMBER_SUSPECT]);
 }
 
-static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+/* A zeroed event of that type, queued; NULL (counted) when the caller has not drained the queue. */
+static ftl_swim_event *queue_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type)
 {
-	if (strcmp(m->name, s->name) == 0)
-		return NULL;
-	if (ftl_fifo_len(&s->events) >= FTL_SWIM_MAX_EVENTS) {
-		s->stats.events_lost++;
-		return NULL;
-	}
-	ftl_swim_event *ev = ftl_fifo_push(&s->events);
+	ftl_swim_event *ev = ftl_fifo_len(&s->events) < FTL_SWIM_MAX_EVENTS ? ftl_fifo_push(&s->events) : NULL;
 	if (!ev) {
 		s->stats.events_lost++;
 		return NULL;
 	}
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
-	strcpy(ev->name, m->name);
-	strcpy(ev->addr, m->addr);
-	ev->generation = m->generation;
-	ev->incarnation = m->incarnation;
 	ev->at_us = now_us;
 	return ev;
+}
+
+/* Changes of other members only: ours are not news to the caller. */
+static ftl_swim_event *push_event(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)
+{
+	if (strcmp(m->name, s->name) == 0)
+		return NULL;
+	ftl_swim_event *ev = queue_event(s, now_us, type);
+	if (ev) {
+		strcpy(ev->name, m->name);
+		strcpy(ev->addr, m->addr);
+		ev->generation = m->generation;
+		ev->incarnation = m->incarnation;
+	}
+	return ev;
+}
+
+void ftl_swim_emit_name(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const char *name, const char *addr,
+			uint64_t generation, const char *holder_addr, const char *from)
+{
+	ftl_swim_event *ev = queue_event(s, now_us, type);
+	if (!ev)
+		return;
+	strcpy(ev->name, name);
+	strcpy(ev->addr, addr);
+	ev->generation = generation;
+	strcpy(ev->holder_addr, holder_addr);
+	strcpy(ev->from, from);
 }
 
 void ftl_swim_emit(ftl_swim *s, int64_t now_us, ftl_swim_event_type type, const ftl_member *m)

@@ -12,12 +12,13 @@
  *    4   source        name                           ping, ping_req, ack, nack, push-pull header
  *    5   source_addr   addr                           ping, ping_req
  *    6   want_nack     bool                           ping_req
- *    7   name          name                           alive, suspect, dead, left, push-pull member
- *    8   generation    uint64                         alive, suspect, dead, left, push-pull member
+ *    7   name          name                           alive, suspect, dead, left, push-pull member, name_taken
+ *    8   generation    uint64                         alive, suspect, dead, left, push-pull member, name_taken
+ *                                                      (the claimant's refused life)
  *    9   incarnation   uint64                         alive, suspect, dead, left, push-pull member
- *   10   addr          addr                           alive, push-pull member
+ *   10   addr          addr                           alive, push-pull member, name_taken (the live holder's)
  *   11   meta          bin <= 256, optional           alive, push-pull member
- *   12   from          name                           suspect, dead, left
+ *   12   from          name                           suspect, dead, left, key_op, name_taken
  *   13   state         uint, ftl_member_state         push-pull member
  *   14   is_join       bool                           push-pull header
  *   15   (reserved)
@@ -45,7 +46,7 @@
 
 _Static_assert(FTL_MSG_PING == 0 && FTL_MSG_PING_REQ == 1 && FTL_MSG_ACK == 2 && FTL_MSG_NACK == 3 &&
 		       FTL_MSG_ALIVE == 4 && FTL_MSG_SUSPECT == 5 && FTL_MSG_DEAD == 6 && FTL_MSG_LEFT == 7 &&
-		       FTL_MSG_KEY_OP == 8,
+		       FTL_MSG_KEY_OP == 8 && FTL_MSG_NAME_TAKEN == 9,
 	       "message type numbers are the protocol: append new types, never reorder");
 _Static_assert(FTL_MEMBER_ALIVE == 0 && FTL_MEMBER_SUSPECT == 1 && FTL_MEMBER_DEAD == 2 &&
 		       FTL_MEMBER_LEFT == 3,
@@ -107,6 +108,13 @@ static const wire_field key_op_fields[] = {
 	FIELD(20, WIRE_KIND_OPT_U64, ftl_msg_key_op, version),
 };
 
+static const wire_field name_taken_fields[] = {
+	FIELD(7, WIRE_KIND_NAME, ftl_msg_name_taken, name),
+	FIELD(8, WIRE_KIND_U64, ftl_msg_name_taken, generation),
+	FIELD(10, WIRE_KIND_ADDR, ftl_msg_name_taken, addr),
+	FIELD(12, WIRE_KIND_NAME, ftl_msg_name_taken, from),
+};
+
 static const wire_field pp_header_fields[] = {
 	FIELD(4, WIRE_KIND_NAME, ftl_push_pull, source),
 	FIELD(14, WIRE_KIND_BOOL, ftl_push_pull, is_join),
@@ -134,6 +142,7 @@ const wire_schema wire_msg_schemas[FTL_MSG_TYPE_MAX] = {
 	[FTL_MSG_DEAD] = SCHEMA(rumor_fields),
 	[FTL_MSG_LEFT] = SCHEMA(rumor_fields),
 	[FTL_MSG_KEY_OP] = SCHEMA(key_op_fields),
+	[FTL_MSG_NAME_TAKEN] = SCHEMA(name_taken_fields),
 };
 
 const wire_schema wire_pp_header_schema = SCHEMA(pp_header_fields);

@@ -104,7 +104,9 @@ static ftl_err feed_wait(void *ctx, ftl_abandoned_view *ab, ftl_rdv_view *w)
 		/* First: a member that left takes no more steps, even in a view it still holds (when every
 		 * member leaves at once, each may commit a view of those it has not yet heard leave). */
 		if (ftl_agent_is_gone_locked(a)) {
-			e = ftl_diag_set(FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
+			e = ftl_agent_stop_error_locked(a); /* why it stopped, when it stopped by itself */
+			if (e == FTL_OK)
+				e = ftl_diag_set(FTL_ERR_INVALID, "the agent has stopped or left: no more steps");
 			break;
 		}
 		if (is_usable(a, ab)) {

@@ -116,7 +116,11 @@ typedef struct ftl_agent_config {
 
 typedef enum ftl_agent_event_type {
 	FTL_AGENT_JOIN, FTL_AGENT_UPDATE, FTL_AGENT_SUSPECT, FTL_AGENT_ALIVE,
-	FTL_AGENT_DEAD, FTL_AGENT_LEFT, FTL_AGENT_REAP
+	FTL_AGENT_DEAD, FTL_AGENT_LEFT, FTL_AGENT_REAP,
+	FTL_AGENT_NAME_REFUSED,   /* a second process at addr claimed the name of the live member at holder_addr:
+				     refused, the live member keeps it */
+	FTL_AGENT_NAME_TAKEN      /* this agent's name is held by the live member at holder_addr (from refused
+				     it): the agent stops (ftl_agent_error) */
 } ftl_agent_event_type;
 
 typedef struct ftl_agent_event {
@@ -128,7 +132,9 @@ typedef struct ftl_agent_event {
 	uint64_t incarnation;
 	const char *reason;       /* dead: "refused by its own address", "witnessed on its host", "suspicion timed
 				     out" or "gossip"; else "" */
-	const char *from;         /* dead: who declared it (this node, or the rumor's origin); else "" */
+	const char *from;         /* dead: who declared it (this node, or the rumor's origin); name events: who
+				     refused; else "" */
+	const char *holder_addr;  /* name events: where the live member that holds the name is; else "" */
 } ftl_agent_event;
 
 typedef void (*ftl_agent_event_cb)(void *ctx, const ftl_agent_event *ev);
@@ -158,6 +164,10 @@ FTL_API void ftl_agent_on_event(ftl_agent *a, ftl_agent_event_cb cb, void *ctx);
  * does not bound that write). FTL_ERR_TIMEOUT when it did not go out in time, FTL_ERR_INVALID before
  * ftl_agent_start. */
 FTL_API ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms);
+/* FTL_OK while the agent runs, and after a stop or leave that was asked for; once the agent stopped by
+ * itself, why, with ftl_error_message() saying it: FTL_ERR_REFUSED when a live member at another address holds
+ * its name (the message names the name, both addresses and what to do). Any thread. */
+FTL_API ftl_err ftl_agent_error(ftl_agent *a);
 /* True once a leave (from ftl_agent_leave or `ftlctl leave`) has gone out. */
 FTL_API bool ftl_agent_has_left(ftl_agent *a);
 /* Stops the loop and closes every socket (without a leave: others will detect it as dead). */

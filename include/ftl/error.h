@@ -39,7 +39,8 @@ typedef enum ftl_err {
 	FTL_ERR_BACKEND,     /* the backend library (CUDA, NCCL) reported an error of its own */
 	FTL_ERR_UNSUPPORTED, /* not built in, or not offered by this backend or by the library found at run time */
 	FTL_ERR_REFUSED,     /* the job refused this worker: its registered state or job-wide settings differ from
-			      * the job's (the message names the difference); it has left the cluster */
+			      * the job's (the message names the difference), or a live member at another address
+			      * holds its name (ftl_agent_error); it has left the cluster */
 	FTL_ERR_STATE_LOST,  /* the job's trained state is gone: it has done steps, no worker of this view holds
 			      * them and there is no checkpoint to resume (the workers that held them left or
 			      * died); this worker does not start the job again from step 0, it has left the

@@ -208,6 +208,57 @@ def scenario_restart_on_same_port_is_a_join_not_a_death(c):
     assert joins == N - 1, f"only {joins} agents logged w6's new life as a join"
 
 
+def start_twin(c, name, seeds):
+    """A second process given a live member's name, with a port and run directory of its own (as two pods
+    given one name would be), joining through seeds. Kept in c.agents under name + "-twin" so the cluster
+    kills it and a failure prints its log."""
+    import tempfile
+    from cluster import free_port
+    port = free_port()
+    run_dir = tempfile.mkdtemp(prefix="ftl-agent-test-twin-")
+    env = dict(c.agents[name].env, FTL_BIND=f"127.0.0.1:{port}", FTL_RUN_DIR=run_dir, FTL_SEEDS=seeds)
+    twin = Agent(c, name, port, env)
+    twin.log = os.path.join(run_dir, f"{name}.log")
+    twin.socket = os.path.join(run_dir, f"{name}.sock")
+    c.agents[name + "-twin"] = twin
+    twin.start()
+    return twin
+
+
+def scenario_live_members_name_is_refused_to_a_second_process(c):
+    """A second process started with a live member's name (its own port and run directory) is refused: it
+    exits 1 saying the name is taken, by whom at which address; the members that refused it, the live holder
+    included, warn naming both addresses and the fix; the live member is never displaced."""
+    start_cluster(c, n=3)
+    holder = c.agents["w1"]
+    gen = c.view(c.agents["w0"])["w1"][1]
+    twin = start_twin(c, "w1", seeds=f"{c.agents['w0'].addr},{holder.addr}")
+    took = wait_until("the second w1 exits", lambda: not twin.is_running(), 30)
+    print(f"the second w1 exited {twin.proc.returncode} after {took:.2f} s")
+    assert twin.proc.returncode == 1, f"the second w1 exited {twin.proc.returncode}, not 1"
+    said = [line for line in twin.log_text().splitlines() if line.startswith("ftl-agent: ")]
+    assert said and "the name w1 is taken" in said[-1] and holder.addr in said[-1] and "FTL_NAME" in said[-1], \
+        f"the second w1 did not say its name is taken by {holder.addr}: {said}"
+    print(said[-1])
+    refused = f"refused the name w1 to a second process at {twin.addr}: the live member w1 at {holder.addr}"
+    warned = [a.name for a in c.running() if refused in a.log_text()]
+    assert "w1" in warned, f"the live w1 did not warn about the second process (warned: {warned})"
+    assert "FTL_NAME" in next(line for line in holder.log_text().splitlines() if refused in line)
+    counted = sum(c.status(a)["counters"]["names_refused"] for a in c.running())
+    print(f"warned by {warned}; {counted} claims counted (counters.names_refused)")
+    assert counted >= len(warned)
+    def holder_alive_everywhere():
+        for a in c.running():
+            v = c.view(a)
+            if v is None or v.get("w1") != ("alive", gen) or c.status(a)["counts"]["alive"] != 3:
+                return False
+        return True
+    assert holder_alive_everywhere(), "the live w1 was displaced"
+    time.sleep(bound_s(c))
+    assert holder_alive_everywhere(), "the live w1 did not stay alive with its own life everywhere"
+    assert not death_lines(c, "w1"), f"w1 was declared dead: {death_lines(c, 'w1')}"
+
+
 def scenario_converge(c):
     start_cluster(c)
 

@@ -49,7 +49,7 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 		for (uint32_t i = 0; i < n; i++) {
 			memset(&members[i], 0, sizeof members[i]);
 			if (is_max)
-				snprintf(members[i].name, sizeof members[i].name, "%.58s-%04u", m.from, i);
+				snprintf(members[i].name, sizeof members[i].name, "%.58s-%04u", m.from, i % 10000u);
 			else
 				snprintf(members[i].name, sizeof members[i].name, "w%u", i);
 			members[i].generation = 1000 + i;

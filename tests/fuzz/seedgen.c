@@ -26,7 +26,7 @@ typedef struct seed {
 	size_t len;
 } seed;
 
-enum { PACKET_SEEDS = 5 };
+enum { PACKET_SEEDS = 6 };
 
 static int make_dir(const char *path)
 {
@@ -213,6 +213,7 @@ int main(int argc, char **argv)
 	packet_of_types(&packets[2], FTL_MSG_SUSPECT, FTL_MSG_LEFT, true);
 	packet_of_types(&packets[3], FTL_MSG_PING, FTL_MSG_PING - 1, false); /* empty */
 	packet_from_the_future(&packets[4]);
+	packet_of_types(&packets[5], FTL_MSG_KEY_OP, FTL_MSG_NAME_TAKEN, true);
 	for (size_t i = 0; i < PACKET_SEEDS; i++) {
 		char name[32];
 		snprintf(name, sizeof name, "packet-%zu", i);

@@ -58,6 +58,11 @@ static inline bool wire_msg_equal(const ftl_msg *a, const ftl_msg *b)
 		return a->u.key_op.serial == b->u.key_op.serial && a->u.key_op.op == b->u.key_op.op &&
 		       !strcmp(a->u.key_op.from, b->u.key_op.from) &&
 		       wire_meta_equal(a->u.key_op.key_len, a->u.key_op.key, b->u.key_op.key_len, b->u.key_op.key);
+	case FTL_MSG_NAME_TAKEN:
+		return !strcmp(a->u.name_taken.name, b->u.name_taken.name) &&
+		       a->u.name_taken.generation == b->u.name_taken.generation &&
+		       !strcmp(a->u.name_taken.addr, b->u.name_taken.addr) &&
+		       !strcmp(a->u.name_taken.from, b->u.name_taken.from);
 	case FTL_MSG_TYPE_MAX:
 		break;
 	}

@@ -75,6 +75,12 @@ static inline ftl_msg sample_msg(ftl_msg_type type, bool is_max)
 		for (size_t i = 0; i < 32; i++)
 			m.u.key_op.key[i] = (uint8_t)(i * 7);
 		break;
+	case FTL_MSG_NAME_TAKEN:
+		sample_text(m.u.name_taken.name, name_len, 'n');
+		m.u.name_taken.generation = is_max ? UINT64_MAX : 5;
+		sample_text(m.u.name_taken.addr, addr_len, 'a');
+		sample_text(m.u.name_taken.from, name_len, 'f');
+		break;
 	case FTL_MSG_TYPE_MAX: /* left invalid: the encoder refuses it */
 		break;
 	}

@@ -321,6 +321,42 @@ static void test_missing_required_key_is_rejected(void **state)
 	assert_rejected(&r, "missing type");
 }
 
+/* A name_taken map as a peer builds it (keys 7 name, 8 generation, 10 addr, 12 from), without `skip`. */
+static void raw_name_taken(raw *r, int skip)
+{
+	raw_begin(r, FTL_WIRE_VERSION, 1);
+	msgpack_pack_map(&r->pk, skip ? 4 : 5);
+	raw_uint(r, 0, FTL_MSG_NAME_TAKEN);
+	if (skip != 7)
+		raw_str(r, 7, "w1", 2);
+	if (skip != 8)
+		raw_uint(r, 8, 1234);
+	if (skip != 10)
+		raw_str(r, 10, "10.0.0.1:7946", 13);
+	if (skip != 12)
+		raw_str(r, 12, "w0", 2);
+}
+
+static void test_name_taken_decodes_from_its_keys_and_needs_each_one(void **state)
+{
+	raw r;
+	ftl_msg out[1];
+	size_t n;
+	raw_name_taken(&r, 0);
+	assert_int_equal(raw_decode(&r, out, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].type, FTL_MSG_NAME_TAKEN);
+	assert_string_equal(out[0].u.name_taken.name, "w1");
+	assert_int_equal(out[0].u.name_taken.generation, 1234);
+	assert_string_equal(out[0].u.name_taken.addr, "10.0.0.1:7946");
+	assert_string_equal(out[0].u.name_taken.from, "w0");
+	static const int keys[] = {7, 8, 10, 12};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		raw_name_taken(&r, keys[i]);
+		assert_rejected(&r, "missing field");
+	}
+}
+
 static void test_duplicate_key_is_rejected(void **state)
 {
 	raw r;
@@ -719,6 +755,7 @@ int main(void)
 		cmocka_unit_test(test_encoder_refuses_more_key_fingerprints_than_a_keyring_holds),
 		cmocka_unit_test(test_unknown_message_type_is_skipped_and_the_rest_delivered),
 		cmocka_unit_test(test_missing_required_key_is_rejected),
+		cmocka_unit_test(test_name_taken_decodes_from_its_keys_and_needs_each_one),
 		cmocka_unit_test(test_duplicate_key_is_rejected),
 		cmocka_unit_test(test_key_that_is_not_an_unsigned_integer_is_rejected),
 		cmocka_unit_test(test_oversized_strings_and_meta_are_rejected),

@@ -644,16 +644,20 @@ ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i)
 	return err;
 }
 
-int ftl_sim_add_node(ftl_sim *sim)
+int ftl_sim_add_node_named(ftl_sim *sim, const char *name)
 {
 	if (sim->n_nodes == sim->opt.capacity)
 		return -1;
 	int i = sim->n_nodes++;
 	init_slot(sim, i);
+	if (name)
+		snprintf(sim->nodes[i].name, sizeof(sim->nodes[i].name), "%s", name);
 	start_node(sim, i);
 	drain(sim, i);
 	return i;
 }
+
+int ftl_sim_add_node(ftl_sim *sim) { return ftl_sim_add_node_named(sim, NULL); }
 
 /* ---- network ---- */
 

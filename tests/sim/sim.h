@@ -95,6 +95,9 @@ void ftl_sim_hint(ftl_sim *sim, int observer, int subject);
 void ftl_sim_restart(ftl_sim *sim, int i);
 /* Adds a node that joins through its seeds; returns its index or -1 when at capacity. */
 int ftl_sim_add_node(ftl_sim *sim);
+/* The same with a name of our choosing (a second process given another's name, at an address of its own);
+ * NULL: the slot's own. Rendezvous frames sent to a name held twice reach the first node of that name. */
+int ftl_sim_add_node_named(ftl_sim *sim, const char *name);
 /* Crashes node i right after it has sent its k-th rendezvous frame of the given type (an rdv_msg_type), so
  * that it dies in the middle of a broadcast: the rest of that batch is never sent. */
 void ftl_sim_crash_after_sends(ftl_sim *sim, int i, int msg_type, int k);
