@@ -42,6 +42,8 @@ from .errors import INVALID, Error
 from .torch import ElasticSampler, ElasticState, init_process_group
 from .torch import agent as default_agent
 
+__all__ = ["ElasticStrategy"]
+
 
 def _lightning() -> Any:
     """The Lightning package the program uses: its Trainer takes strategies of its own classes only."""
@@ -54,8 +56,8 @@ def _lightning() -> Any:
         try:
             return importlib.import_module("pytorch_lightning")
         except ImportError:
-            raise Error("ftl.lightning needs PyTorch Lightning: pip install lightning (or pytorch-lightning)",
-                        INVALID) from None
+            raise ImportError("ftl.lightning needs PyTorch Lightning: pip install \"ftl[lightning]\" (or "
+                              "pytorch-lightning, or lightning)") from None
 
 
 _pl = _lightning()
