@@ -131,8 +131,12 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
 
     @property
     def root_device(self) -> torch.device:
+        """This worker's device: on GPUs, ftl's (FTL_CUDA_DEVICE, which ftlrun gives each worker), else
+        Lightning's device of this local rank (devices=1: the one)."""
         devices = self.parallel_devices or [torch.device("cpu")]
-        return devices[min(self.local_rank, len(devices) - 1)]  # devices=1 on a node of one GPU per worker
+        if devices[0].type == "cuda" and os.environ.get("FTL_CUDA_DEVICE"):
+            return torch.device("cuda", int(os.environ["FTL_CUDA_DEVICE"]))
+        return devices[min(self.local_rank, len(devices) - 1)]
 
     def setup_distributed(self) -> None:
         if not dist.is_initialized():
