@@ -14,7 +14,8 @@ from models import stop  # first: SIGTERM and SIGINT blocked before torch starts
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
 
 from models import resnet_digits, run
 
@@ -31,7 +32,7 @@ def main():
     sampler = DistributedSampler(train, seed=s["seed"])
     batches = run.forever(DataLoader(train, batch_size=s["batch"], sampler=sampler), sampler)
 
-    def train_step(step):
+    def train_step():
         x, y = next(batches)
         optimizer.zero_grad(set_to_none=True)
         loss, stats = run.loss_and_stats(model(x), y)
@@ -40,15 +41,15 @@ def main():
         dist.all_reduce(stats)  # the step's loss over every rank, for the output
         optimizer.step()
         schedule.step()
-        return (step, dist.get_rank(), dist.get_world_size(), 1), stats
+        return stats
 
     for step in range(s["steps"]):
         if stop.requested():
             print(f"torch_resnet_digits: {name}: stopping after step {step}", file=sys.stderr)
             dist.destroy_process_group()
             return 0
-        where, stats = train_step(step)
-        run.print_step(name, *where, stats, run.digest(model.module, optimizer))
+        stats = train_step()
+        run.print_step(name, step, stats, run.digest(model.module, optimizer))
     dist.barrier()  # every rank has finished training
     run.print_final(name, s["steps"], model.module, val, run.digest(model.module, optimizer))
     dist.destroy_process_group()
@@ -56,4 +57,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run.exit_status(main))

@@ -1,8 +1,11 @@
-"""The parts of a training program that do not depend on the model or on ftl: settings from FTL_* names,
-the per-step loss statistics, the JSON lines tests/agent/workers.py reads, and a state digest.
+"""The parts of a training program that do not depend on the model: settings from FTL_* names, the
+per-step loss statistics, the JSON lines tests/agent/workers.py reads, a state digest, the data stream of a
+loop that counts steps, and the exit status.
 
 Why shared: the ftl programs and their DDP twins must print the same lines and compute the same loss,
-so that tests and bench/torch/example_convergence.py judge them alike, and the twins' diff shows ftl only."""
+so that tests and bench/torch/example_convergence.py judge them alike, and the twins' diff shows ftl only.
+Where ftl's group and plain torch.distributed differ (which step counts; ftl's errors as exit statuses)
+these functions ask which one the program runs on, so that both twins call them alike."""
 import hashlib
 import io
 import json
@@ -12,6 +15,7 @@ import sys
 import time
 
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 
 
@@ -48,8 +52,32 @@ def emit(record):
     print(json.dumps(record, separators=(",", ":")), flush=True)
 
 
-def print_step(name, step, rank, world, epoch, stats, digest):
-    """A completed step's line; stats: the step's [loss sum, correct, targets] over every rank."""
+_printed = None  # on ftl's group: the committed step printed last (ftl.torch.last_commit())
+
+
+def committed(step):
+    """(step, rank, world size, view) of the step the loop just trained, or None when it does not count. On
+    plain torch.distributed: the loop's own step, in the one world (view 1). On ftl's group (loop mode): the
+    step that committed last, numbered, ranked and sized in the view it committed in; None when it is the
+    one printed before, since loop mode dropped this step (it lost a peer) and its batch comes again."""
+    global _printed
+    if dist.get_backend() != "ftl":
+        return step, dist.get_rank(), dist.get_world_size(), 1
+    import ftl.torch
+    info = ftl.torch.last_commit()
+    if info is None or info is _printed:
+        return None
+    _printed = info
+    return info.step, info.rank, info.world_size, info.view_epoch
+
+
+def print_step(name, step, stats, digest):
+    """The line of a step that counts (committed(step)); stats: the step's [loss sum, correct, targets] over
+    every rank."""
+    where = committed(step)
+    if where is None:
+        return
+    step, rank, world, epoch = where
     n = stats[2].item()
     emit({"worker": name, "step": step, "rank": rank, "world": world, "epoch": epoch, "samples": int(n),
           "loss": round(stats[0].item() / max(n, 1), 6), "accuracy": round(stats[1].item() / max(n, 1), 6),
@@ -77,9 +105,38 @@ def digest(model, optimizer):
     return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
 
 
+def exit_status(main):
+    """main()'s return value, and ftl's errors as exit statuses: 2 for a bad FTL_* setting, 1 when training
+    cannot go on (the reason on stderr), 0 when this worker left the job (`ftlctl leave`: a Kubernetes
+    preStop hook; or a spare whose job's state is gone, its workers having left at the end). The plain DDP
+    twins raise none of them; any other exception is raised on."""
+    program = os.path.basename(sys.argv[0])
+    try:
+        return main()
+    except Exception as e:
+        ftl = sys.modules.get("ftl")
+        if ftl is None or not isinstance(e, ftl.Error):
+            raise
+        if isinstance(e, ftl.ConfigError):
+            print(f"{program}: {e}", file=sys.stderr)
+            return 2
+        import ftl.torch
+        try:
+            left = ftl.torch.agent().has_left
+        except ftl.Error:  # before init_process_group
+            left = False
+        if left:
+            why = e if e.code == ftl.errors.STATE_LOST else "ftlctl leave"
+            print(f"{program}: left the job ({why})", file=sys.stderr)
+            return 0
+        print(f"{program}: {e}", file=sys.stderr)
+        return 1
+
+
 def forever(loader, sampler):
-    """The loader's batches, epoch after epoch, each epoch in a new order (DistributedSampler.set_epoch):
-    the plain DDP programs' data stream. The ftl programs get each step's samples from ftl's sampler."""
+    """The loader's batches, epoch after epoch, each epoch in a new order (set_epoch): the data stream of a
+    loop that counts steps. With ftl's ElasticSampler a joiner's stream passes the data epochs the job has
+    finished (their iterations are empty) and starts at the job's position."""
     epoch = 0
     while True:
         sampler.set_epoch(epoch)

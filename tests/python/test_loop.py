@@ -119,6 +119,43 @@ def test_refusals_name_what_to_change(run_dir):
         agent.close()
 
 
+def test_a_loop_that_counts_steps_counts_the_jobs_committed_steps(run_dir):
+    """for step in ftl.torch.steps(7) over an endless stream of the DataLoader's epochs (10 samples, batches
+    of 4: 3 a data epoch): the numbers are 0..6, each one committed before the next, the loop ends when the
+    job has committed 7 (no eighth batch taken), and the epochs it passed were each trained whole.
+    Without an ElasticState, steps() names it."""
+    agent = solo(run_dir)
+    data = Numbered(10)
+    sampler = ftl.torch.ElasticSampler(data, shuffle=False, agent=agent)
+    loader = DataLoader(data, batch_size=4, sampler=sampler)
+    try:
+        with pytest.raises(ftl.Error, match="make ftl.torch.ElasticState"):
+            next(iter(ftl.torch.steps(3, agent=agent)))
+        model = torch.nn.Linear(3, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        ftl.torch.ElasticState(agent, model, optimizer)
+
+        def stream():
+            for epoch in range(100):
+                sampler.set_epoch(epoch)
+                yield from ((epoch, i) for _, i in loader)
+        batches, numbers, used = stream(), [], collections.defaultdict(list)
+        for step in ftl.torch.steps(7, agent=agent):
+            epoch, i = next(batches)
+            optimizer.zero_grad()
+            model(torch.zeros(len(i), 3)).sum().backward()
+            optimizer.step()
+            assert ftl.torch.last_commit(agent).step == step
+            numbers.append(step)
+            used[epoch] += i.tolist()
+        assert numbers == list(range(7))
+        assert list(ftl.torch.steps(7, agent=agent)) == [], "a finished loop ran again"
+        assert agent.job_status()["step"] == 7
+    finally:
+        agent.close()
+    assert sorted(used[0]) == sorted(used[1]) == list(range(10)) and used[2] == [0, 1, 2, 3], dict(used)
+
+
 def test_close_ends_the_loop_and_nothing_is_left_untrained(run_dir):
     """close() after the loop stops the driver (its pending step commits nothing) and says nothing: every
     epoch was trained whole."""

@@ -13,7 +13,8 @@
             optimizer.step()                    # commits the step, or drops it: its samples come again
 
 ftl.torch.last_commit() is the StepInfo of the step committed last (docs/concepts/step-contract.md, "Loop
-mode", says what is dropped and when). Or, in about three places, with a step function (step mode):
+mode", says what is dropped and when); a loop that counts steps, not epochs, counts the job's with
+`for step in ftl.torch.steps(n)` (was: range(n)). Or, in about three places, with a step function (step mode):
 
     agent = ftl.Agent()                                                   # an elastic world (FTL_*)
     ftl.torch.init_process_group(agent)                                   # was: dist.init_process_group
@@ -59,7 +60,7 @@ from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
 from ._elastic_sampler import ElasticSampler
 from ._loader import ElasticLoader
-from ._loop import last_commit
+from ._loop import last_commit, steps
 from ._lr import LRScaling, lr_scaling
 from ._process_group import ElasticProcessGroup, agent, init_process_group, process_group
 from ._sampler import ElasticBatchSampler
@@ -67,4 +68,5 @@ from ._state import ElasticState
 from ._streams import streams
 
 __all__ = ["ElasticState", "ElasticProcessGroup", "init_process_group", "process_group", "GradientAverager", "load_checkpoint", "batch",
-           "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams", "ElasticSampler", "agent", "last_commit"]
+           "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams", "ElasticSampler", "agent", "last_commit",
+           "steps"]

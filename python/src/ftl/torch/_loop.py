@@ -22,7 +22,7 @@ import atexit
 import threading
 import warnings
 import weakref
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
 
@@ -202,6 +202,27 @@ def last_commit(agent: Any = None) -> Optional[Any]:
         agent = default_agent()
     loop = getattr(agent, "_loop", None)
     return loop.last_commit if loop is not None else None
+
+
+def steps(total: int, agent: Any = None) -> Iterator[int]:
+    """range(total) for a program's own loop that counts steps rather than epochs (`for step in
+    ftl.torch.steps(n): x, y = next(batches); ... optimizer.step()`, the batches from an ElasticSampler's
+    DataLoader): the numbers are the job's steps. A joiner's loop starts at the job's step; a step that loop
+    mode dropped (a peer was lost in it) comes again with its number, in the next view; every worker's loop
+    ends once the job has committed `total` steps. Each next() ends the step before (the commit point's
+    verdict, as the sampler's next batch does) and waits for the next attempt, so make the ElasticState
+    first. After the last step the program's own code (a final barrier, an evaluation) runs in the job's
+    next step, which never commits: a collective there that loses a peer returns, failed, and nothing
+    raises. agent: the agent of ftl.torch.init_process_group by default."""
+    if agent is None:
+        from ._process_group import agent as default_agent
+        agent = default_agent()
+    loop = loop_of(agent)
+    while True:
+        info = loop.begin()
+        if info.step >= total:
+            return
+        yield info.step
 
 
 def loop_of(agent: Any) -> Loop:
