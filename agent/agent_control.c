@@ -86,6 +86,7 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));
 	json_object_set_new(j, "witnessed", json_integer((json_int_t)st->witnessed));
 	json_object_set_new(j, "witness_watching", json_integer(a->witness ? ftl_witness_watching(a->witness) : 0));
+	json_object_set_new(j, "witness_lookups", json_integer(a->witness ? (json_int_t)ftl_witness_lookups(a->witness) : 0));
 	json_t *deaths = json_object();
 	for (int r = FTL_DEATH_NONE + 1; r < FTL_DEATH_REASON_MAX; r++)
 		json_object_set_new(deaths, ftl_death_reason_strs[r], json_integer((json_int_t)st->deaths_declared[r]));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/diag.h"
+#include "witness_absent.h"
 #include "witness_life.h"
 
 #ifndef SYS_futex_waitv
@@ -42,6 +43,8 @@ struct ftl_witness {
 	pthread_mutex_t mu; /* guards what follows */
 	watched *entries[MAX_ENTRIES];
 	int n_entries;
+	ftl_absent_lives absent; /* the loop thread's: lives whose file was not here, not opened again */
+	_Atomic uint64_t lookups; /* life files looked for (ftl_life_open), for status and tests */
 	bool is_stopping;
 	bool has_thread;
 	pthread_t thread;
@@ -234,11 +237,16 @@ void ftl_witness_update(ftl_witness *w, const ftl_members *members)
 	const ftl_member **ring = ring_after_us(w, members, &n);
 	watched *chosen[FTL_WITNESS_WATCH];
 	int n_chosen = 0;
+	ftl_absent_trim(&w->absent, members->len);
 	pthread_mutex_lock(&w->mu);
 	for (uint32_t k = 0; k < n && n_chosen < FTL_WITNESS_WATCH; k++) {
 		watched *e = find_entry(w, ring[k]->name, ring[k]->generation);
-		if (!e && w->n_entries < MAX_ENTRIES) {
+		if (!e && w->n_entries < MAX_ENTRIES && !ftl_absent_has(&w->absent, ring[k]->name, ring[k]->generation)) {
+			errno = 0;
+			atomic_fetch_add(&w->lookups, 1);
 			ftl_life *life = ftl_life_open(ring[k]->name, ring[k]->generation);
+			if (!life && errno != EMFILE && errno != ENFILE && errno != ENOMEM) /* not out of descriptors: absent */
+				ftl_absent_add(&w->absent, ring[k]->name, ring[k]->generation);
 			if (life && (e = calloc(1, sizeof(*e)))) {
 				e->life = life;
 				strcpy(e->name, ring[k]->name);
@@ -275,6 +283,11 @@ int ftl_witness_watching(ftl_witness *w)
 	return n;
 }
 
+uint64_t ftl_witness_lookups(ftl_witness *w)
+{
+	return atomic_load(&w->lookups);
+}
+
 void ftl_witness_stop(ftl_witness *w)
 {
 	if (!w)
@@ -299,6 +312,7 @@ void ftl_witness_delete(ftl_witness *w)
 		ftl_life_unmap(w->entries[i]->life);
 		free(w->entries[i]);
 	}
+	ftl_absent_free(&w->absent);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }

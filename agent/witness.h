@@ -47,10 +47,12 @@ ftl_err ftl_witness_hold(ftl_witness *w);
 /* On the same thread, as it ends: marks the file leaving, unlocks, wakes the watchers, removes the file. */
 void ftl_witness_release(ftl_witness *w);
 /* After any membership change: which local members to watch, from the live ones in `members` (self
- * included, skipped). Opens at most the members not yet known to be local. */
+ * included, skipped). Opens the life files only of members not tried before (witness_absent.h). */
 void ftl_witness_update(ftl_witness *w, const ftl_members *members);
 /* How many members are watched now (for status and tests). */
 int ftl_witness_watching(ftl_witness *w);
+/* How many life files it has looked for since it started: once per life not on this host (status, tests). */
+uint64_t ftl_witness_lookups(ftl_witness *w);
 /* Stops the watching thread (no report after it returns); idempotent. */
 void ftl_witness_stop(ftl_witness *w);
 /* Stops and frees; after ftl_witness_release, on any thread. */

@@ -190,6 +190,37 @@ static void a_file_not_ours_or_of_another_life_is_not_watched(void **state)
 	unlink(stranger);
 }
 
+/* Members not on this host (no life file) are looked for once per life, not at every membership change:
+ * a flood of names would otherwise cost O(members) failed opens per change (issue 41 item 7). A restart
+ * (a new generation) is looked for again, and a local member learned after them is still found. */
+static void a_member_not_on_this_host_is_looked_for_once_per_life(void **state)
+{
+	fixture *f = *state;
+	uint64_t gen = fresh_generation();
+	for (int i = 0; i < 200; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "elsewhere-%03d", i);
+		ftl_member *m = ftl_members_add(&f->members, &f->rng, name, "10.9.9.9:1", FTL_MEMBER_ALIVE, 0);
+		assert_non_null(m);
+		m->generation = gen;
+		ftl_witness_update(f->w, &f->members); /* one change per member, as a flood brings them */
+	}
+	for (int i = 0; i < 5; i++)
+		ftl_witness_update(f->w, &f->members);
+	assert_int_equal(ftl_witness_lookups(f->w), 200);
+	assert_int_equal(ftl_witness_watching(f->w), 0);
+	ftl_members_find(&f->members, "elsewhere-007")->generation = gen + 1; /* it restarted */
+	ftl_witness_update(f->w, &f->members);
+	assert_int_equal(ftl_witness_lookups(f->w), 201);
+	int release[2];
+	pid_t pid = holder("here", gen, release);
+	watch_member(f, "here", gen);
+	assert_int_equal(ftl_witness_watching(f->w), 1);
+	assert_int_equal(ftl_witness_lookups(f->w), 202);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
 static void an_unwatched_death_is_swept(void **state)
 {
 	(void)state;
@@ -216,6 +247,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(a_kill9_is_reported_with_its_life, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_clean_release_or_a_pause_is_never_reported, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_file_not_ours_or_of_another_life_is_not_watched, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_member_not_on_this_host_is_looked_for_once_per_life, setup, teardown),
 		cmocka_unit_test(an_unwatched_death_is_swept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
