@@ -1,6 +1,6 @@
 /* The candidate view and the quorum rule, as pure functions of (current view, alive members, left names).
  *
- * Ordering (DESIGN.md, Ranks): the view's survivors first, in their order in the view (so rank 0 is the
+ * Ordering (docs/concepts/views.md, Ranks): the view's survivors first, in their order in the view (so rank 0 is the
  * oldest survivor and survivors keep their relative order), then joiners in join order: smaller
  * generation first (started earlier), ties by name. A member is a survivor when the alive list has its
  * name with the same generation; a restarted member (same name, new generation) is a joiner. At most

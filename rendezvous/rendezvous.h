@@ -2,7 +2,7 @@
  * membership/swim.h: the caller passes `now`, hands in the alive members and peers' messages, and takes
  * out messages to send and views committed; no I/O, no clock).
  *
- * The protocol (DESIGN.md, Rendezvous):
+ * The protocol (docs/concepts/views.md and quorum.md):
  *  - A view is an epoch and an ordered member list; it changes only by a commit.
  *  - Candidate: the alive members, ordered so that the current view's survivors keep their relative order
  *    and joiners follow in join order (smaller generation = started earlier = joined first; ties by name).

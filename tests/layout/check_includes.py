@@ -1,4 +1,4 @@
-"""The tree's dependency rule (../shared/DESIGN.md, "Layout"), checked on every #include of the C sources:
+"""The tree's dependency rule (docs/concepts/architecture.md, "The dependency rule"), checked on every #include of the C sources:
 a folder includes only the folders below it, and no folder includes another folder's *_internal.h; inside
 comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS); and the agent and
 train/ call no membership or rendezvous function (ftl_swim_*, ftl_rdv_*): what they need of either is the
@@ -12,7 +12,7 @@ import pathlib
 import re
 import sys
 
-# folder -> the folders its sources may include (DESIGN's table; base/ holds what every layer may take, and
+# folder -> the folders its sources may include (the architecture page's table; base/ holds what every layer may take, and
 # channel/ is the sealed peer channel the agent owns, over membership's keyring)
 ALLOWED = {
     "base": {"ftl"},
@@ -102,10 +102,10 @@ def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parents[2])
     failed = False
     for rel, header, why in violations(root):
-        print(f"{rel}: #include \"{header}\": {why} (../shared/DESIGN.md, Layout)")
+        print(f"{rel}: #include \"{header}\": {why} (docs/concepts/architecture.md, The dependency rule)")
         failed = True
     for rel, call, why in call_violations(root):
-        print(f"{rel}: calls {call}: {why} (../shared/DESIGN.md, Layout)")
+        print(f"{rel}: calls {call}: {why} (docs/concepts/architecture.md, The dependency rule)")
         failed = True
     print("FAILED" if failed else "the layout holds: no upward include or call")
     return 1 if failed else 0
