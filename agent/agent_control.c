@@ -1,6 +1,7 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
  * events and keys (agent_keys.c), built on the loop thread from the node's snapshot (node.h). */
 #include "agent_internal.h"
+#include "gossip_counters.h"
 #include "witness.h"
 
 #include <string.h>
@@ -58,20 +59,11 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 {
 	const ftl_swim_stats *st = snap->stats;
 	const ftl_keyring_stats *ks = ftl_keyring_get_stats(a->keyring);
-	json_t *j = json_pack("{s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "sent",
-			 counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "received",
-			 counts_by(st->received, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "dropped",
-			 counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
-			 counts_by(ks->dropped, ftl_keyring_drop_strs, FTL_KEYRING_DROP_MAX), "packets_sent",
-			 (json_int_t)st->packets_sent, "bytes_sent", (json_int_t)st->bytes_sent, "packets_received",
-			 (json_int_t)st->packets_received, "bytes_received", (json_int_t)st->bytes_received, "probes",
-			 (json_int_t)st->probes, "probes_failed", (json_int_t)st->probes_failed, "refutations",
-			 (json_int_t)st->refutations, "push_pulls", (json_int_t)st->push_pulls, "key_ops_applied",
-			 (json_int_t)st->key_ops_applied, "key_ops_failed", (json_int_t)st->key_ops_failed);
-	json_object_set_new(j, "alive_of_reaped", json_integer((json_int_t)st->alive_of_reaped));
-	json_object_set_new(j, "revivals", json_integer((json_int_t)st->revivals));
-	json_object_set_new(j, "key_ops_stale", json_integer((json_int_t)st->key_ops_stale));
-	json_object_set_new(j, "names_refused", json_integer((json_int_t)st->names_refused));
+	json_t *j = json_pack("{s:o, s:o, s:o, s:o}", "sent", counts_by(st->sent, ftl_msg_type_strs, FTL_MSG_TYPE_MAX),
+			      "received", counts_by(st->received, ftl_msg_type_strs, FTL_MSG_TYPE_MAX), "dropped",
+			      counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
+			      counts_by(ks->dropped, ftl_keyring_drop_strs, FTL_KEYRING_DROP_MAX));
+	ftl_gossip_counters_json(j, st);
 	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
 	json_object_set_new(j, "control_followers_dropped",
 			    json_integer((json_int_t)ftl_control_followers_dropped(a->control)));
@@ -81,12 +73,9 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
 	json_object_set_new(j, "metrics_http_dropped",
 			    counts_by(a->metrics_http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
-	/* Proof of death: checks asked, refusals, and deaths by the path that declared them. */
-	json_object_set_new(j, "checks", json_integer((json_int_t)st->checks));
-	json_object_set_new(j, "checks_refused", json_integer((json_int_t)st->checks_refused));
-	json_object_set_new(j, "witnessed", json_integer((json_int_t)st->witnessed));
 	json_object_set_new(j, "witness_watching", json_integer(a->witness ? ftl_witness_watching(a->witness) : 0));
 	json_object_set_new(j, "witness_lookups", json_integer(a->witness ? (json_int_t)ftl_witness_lookups(a->witness) : 0));
+	/* Deaths by the path that declared them (the proof-of-death checks and the witness: the table's). */
 	json_t *deaths = json_object();
 	for (int r = FTL_DEATH_NONE + 1; r < FTL_DEATH_REASON_MAX; r++)
 		json_object_set_new(deaths, ftl_death_reason_strs[r], json_integer((json_int_t)st->deaths_declared[r]));

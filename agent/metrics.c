@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent_internal.h"
+#include "gossip_counters.h"
 
 /* ---- the snapshot (loop thread) ---- */
 
@@ -58,11 +59,7 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 	ftl_metrics_put(t, "} 1\n");
 	ftl_metrics_per_label(t, "ftl_members", "gauge", "Members by state, as this agent sees them (itself included).",
 			      "state", ftl_member_state_strs, s->members, FTL_MEMBER_STATE_MAX);
-	static const char *const directions[] = {"sent", "received"};
-	ftl_metrics_per_label(t, "ftl_gossip_packets_total", "counter", "Gossip UDP packets by direction.", "direction",
-			      directions, (uint64_t[]){s->swim.packets_sent, s->swim.packets_received}, 2);
-	ftl_metrics_per_label(t, "ftl_gossip_bytes_total", "counter", "Gossip UDP bytes by direction.", "direction",
-			      directions, (uint64_t[]){s->swim.bytes_sent, s->swim.bytes_received}, 2);
+	ftl_gossip_counters_metrics(t, &s->swim);
 	ftl_metrics_per_label(t, "ftl_gossip_messages_sent_total", "counter", "Primary gossip messages sent, by type.",
 			      "type", ftl_msg_type_strs, s->swim.sent, FTL_MSG_TYPE_MAX);
 	ftl_metrics_per_label(t, "ftl_gossip_messages_received_total", "counter",
@@ -73,27 +70,6 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 	ftl_metrics_per_label(t, "ftl_gossip_undecryptable_total", "counter",
 			      "Packets the keyring could not open, by reason (wrong key, tampered, plaintext).",
 			      "reason", ftl_keyring_drop_strs, s->keyring.dropped, FTL_KEYRING_DROP_MAX);
-	ftl_metrics_single(t, "ftl_gossip_probes_total", "counter", "Probes (pings) this agent sent.",
-			   (double)s->swim.probes);
-	ftl_metrics_single(t, "ftl_gossip_probes_failed_total", "counter", "Probes that got no ack in time.",
-			   (double)s->swim.probes_failed);
-	/* Two counters rather than a summary: rate(rtt) / rate(acks) is the mean round trip over any window. */
-	ftl_metrics_single(t, "ftl_gossip_probe_rtt_seconds_total", "counter",
-			   "Round trips of this agent's direct probes (ping to ack), summed.",
-			   (double)s->swim.probe_rtt_sum_us / 1e6);
-	ftl_metrics_single(t, "ftl_gossip_probe_acks_total", "counter", "Direct acks of this agent's probes.",
-			   (double)s->swim.probe_acks);
-	ftl_metrics_single(t, "ftl_membership_suspicions_total", "counter",
-			   "Members that became suspect here (this agent's probes or others' rumors).",
-			   (double)s->swim.suspicions);
-	ftl_metrics_single(t, "ftl_membership_suspicions_refuted_total", "counter",
-			   "Suspected members that came back alive instead of dying.",
-			   (double)s->swim.suspicions_refuted);
-	ftl_metrics_single(t, "ftl_gossip_refutations_total", "counter",
-			   "Suspicions of this agent it refuted (its incarnation raised).",
-			   (double)s->swim.refutations);
-	ftl_metrics_single(t, "ftl_gossip_push_pulls_total", "counter", "Full-state push-pull merges.",
-			   (double)s->swim.push_pulls);
 	ftl_metrics_single(t, "ftl_gossip_tcp_timeouts_total", "counter", "Push-pull TCP exchanges that timed out.",
 			   (double)s->tcp_timeouts);
 	ftl_metrics_single(t, "ftl_control_followers_dropped_total", "counter",
@@ -113,15 +89,6 @@ static void membership(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
 			      "type", ftl_swim_event_type_strs, s->events, FTL_EVENT_TYPE_MAX);
 	ftl_metrics_per_label(t, "ftl_membership_deaths_total", "counter", "Deaths declared or accepted here, by path.",
 			      "reason", ftl_death_reason_strs, s->swim.deaths_declared, FTL_DEATH_REASON_MAX);
-	ftl_metrics_single(t, "ftl_membership_names_refused_total", "counter",
-			   "Claims of a live member's name by a second process at another address, refused.",
-			   (double)s->swim.names_refused);
-	ftl_metrics_single(t, "ftl_membership_checks_total", "counter", "Proof-of-death connects tried.",
-			   (double)s->swim.checks);
-	ftl_metrics_single(t, "ftl_membership_checks_refused_total", "counter",
-			   "Proof-of-death connects refused (dead at once).", (double)s->swim.checks_refused);
-	ftl_metrics_single(t, "ftl_membership_deaths_witnessed_total", "counter",
-			   "Deaths a witness on the member's host reported (agent/witness.h).", (double)s->swim.witnessed);
 }
 
 static void view(ftl_metrics_text *t, const ftl_metrics_snapshot *s)
