@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "metrics.h"
 #include "base/run_dir.h"
+#include "base/sized.h"
 #include "base/diag.h"
 #include "witness.h"
 #include "channel/seal.h"
@@ -424,11 +425,12 @@ void ftl_agent_delete(ftl_agent *a)
 	free(a);
 }
 
-void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out)
+ftl_err ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out)
 {
 	pthread_mutex_lock(&a->lock);
-	*out = a->counts;
+	ftl_agent_counts full = a->counts;
 	pthread_mutex_unlock(&a->lock);
+	return ftl_sized_out(&full, out, sizeof(full), sizeof(full), "ftl_agent_counts");
 }
 
 const char *ftl_agent_control_path(const ftl_agent *a) { return a->control_path; }

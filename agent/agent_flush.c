@@ -97,6 +97,9 @@ static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 		ftl_agent_rdv_member_gone(a, nev->why);
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT || ev->type == FTL_EVENT_JOIN)
 		ftl_agent_peer_forget(a, ev->name);
+	_Static_assert((int)FTL_AGENT_EVENT_TYPE_MAX == (int)FTL_EVENT_TYPE_MAX && (int)FTL_AGENT_NAME_TAKEN ==
+			       (int)FTL_EVENT_NAME_TAKEN && (int)FTL_AGENT_JOIN == (int)FTL_EVENT_JOIN,
+		       "ftl_agent_event_type (ftl/agent.h) is cast from ftl_swim_event_type: the two lists must match");
 	if (a->event_cb) {
 		ftl_agent_event out = {
 			.type = (ftl_agent_event_type)ev->type,

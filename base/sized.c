@@ -27,6 +27,21 @@ void ftl_sized_narrow(const void *full, void *out)
 	memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t), n - sizeof(size_t));
 }
 
+ftl_err ftl_sized_out(const void *full, void *out, size_t full_size, size_t oldest, const char *type)
+{
+	if (!out)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s is NULL: pass a struct whose struct_size is sizeof(%s)", type, type);
+	size_t n = size_of(out);
+	if (n < oldest || n > full_size)
+		return ftl_diag_set(FTL_ERR_INVALID,
+				    "%s has struct_size %zu, which this libftl does not know (it writes %zu to %zu): set "
+				    "struct_size = sizeof(%s) before the call (%s x = {.struct_size = sizeof x}), and build "
+				    "against the headers of the libftl you run with",
+				    type, n, oldest, full_size, type, type);
+	ftl_sized_narrow(full, out);
+	return FTL_OK;
+}
+
 void ftl_sized_fill(void *out, size_t size, const void *full, size_t full_size)
 {
 	size_t n = size < full_size ? size : full_size;

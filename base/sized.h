@@ -20,6 +20,12 @@ ftl_err ftl_sized_widen(const void *in, void *full, size_t full_size, size_t old
 /* Copies full back into out, only out's struct_size bytes (the size field aside). */
 void ftl_sized_narrow(const void *full, void *out);
 
+/* An output struct (the library fills it): full, this library's whole struct, copied into out, only out's
+ * struct_size bytes (the size field aside). FTL_ERR_INVALID, with the diag naming the type and the fix,
+ * and nothing written, when out is NULL or its struct_size is under oldest (unset, most often) or over
+ * full_size (a newer header than this library's). */
+ftl_err ftl_sized_out(const void *full, void *out, size_t full_size, size_t oldest, const char *type);
+
 /* A defaulted struct of this library's size full_size into out, a struct of the caller's size: the first
  * min(size, full_size) bytes, with struct_size = size (widen judges it later). */
 void ftl_sized_fill(void *out, size_t size, const void *full, size_t full_size);

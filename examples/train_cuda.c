@@ -248,7 +248,7 @@ static void make_agent(gpu_job *j)
 /* Steps until the job has done j->steps; 0 when done, 1 when training cannot go on. */
 static int train(gpu_job *j)
 {
-	ftl_job_status job;
+	ftl_job_status job = {.struct_size = sizeof job};
 	for (ftl_get_job_status(j->agent, &job); job.step < j->steps; ftl_get_job_status(j->agent, &job)) {
 		if (ftl_execute(j->agent, train_step, j) != FTL_OK) {
 			fprintf(stderr, "train_cuda: %s: %s\n", j->name, ftl_last_error(j->agent));

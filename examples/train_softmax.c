@@ -434,7 +434,7 @@ static void block_stop_signals(sigset_t *set)
  * left, but not by choice). */
 static int train(trainer *t)
 {
-	ftl_job_status job;
+	ftl_job_status job = {.struct_size = sizeof job};
 	for (ftl_get_job_status(t->agent, &job); job.step < t->cfg.steps; ftl_get_job_status(t->agent, &job)) {
 		ftl_err e = ftl_execute(t->agent, train_step, t);
 		if (e != FTL_OK) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/sized.h"
 #include "checkpoint.h"
 
 struct ftl_checkpoint_reader {
@@ -83,9 +84,9 @@ void ftl_checkpoint_reader_close(ftl_checkpoint_reader *r)
 
 const char *ftl_checkpoint_reader_file(const ftl_checkpoint_reader *r) { return r->file; }
 
-void ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_info *out)
+ftl_err ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_info *out)
 {
-	*out = (ftl_checkpoint_info){.step = r->h.step,
+	ftl_checkpoint_info full = {.step = r->h.step,
 				     .data_epoch = r->h.data_epoch,
 				     .sample_pos = r->h.sample_pos,
 				     .view_epoch = r->h.view_epoch,
@@ -93,6 +94,7 @@ void ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_i
 				     .n_buffers = r->h.n_buffers,
 				     .job_id = r->h.job_id,
 				     .state_bytes = r->h.save_len};
+	return ftl_sized_out(&full, out, sizeof(full), sizeof(full), "ftl_checkpoint_info");
 }
 
 ftl_err ftl_checkpoint_reader_buffer(const ftl_checkpoint_reader *r, uint32_t i, const char **name, const void **data,

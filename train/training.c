@@ -338,11 +338,12 @@ ftl_err ftl_set_batch_from_settings(ftl_agent *a, const ftl_settings *s)
 	return err ? err : ftl_set_batch(a, &b);
 }
 
-void ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
+ftl_err ftl_get_job_status(ftl_agent *a, ftl_job_status *out)
 {
 	ftl_agent_lock(a);
-	*out = ftl_agent_views_locked(a)->status;
+	ftl_job_status full = ftl_agent_views_locked(a)->status;
 	ftl_agent_unlock(a);
+	return ftl_sized_out(&full, out, sizeof(full), sizeof(full), "ftl_job_status");
 }
 
 const char *ftl_last_error(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->exec.last_error.message : ""; }

@@ -119,8 +119,9 @@ typedef enum ftl_agent_event_type {
 	FTL_AGENT_DEAD, FTL_AGENT_LEFT, FTL_AGENT_REAP,
 	FTL_AGENT_NAME_REFUSED,   /* a second process at addr claimed the name of the live member at holder_addr:
 				     refused, the live member keeps it */
-	FTL_AGENT_NAME_TAKEN      /* this agent's name is held by the live member at holder_addr (from refused
+	FTL_AGENT_NAME_TAKEN,     /* this agent's name is held by the live member at holder_addr (from refused
 				     it): the agent stops (ftl_agent_error) */
+	FTL_AGENT_EVENT_TYPE_MAX  /* not an event: the count (new types come before it) */
 } ftl_agent_event_type;
 
 typedef struct ftl_agent_event {
@@ -179,10 +180,12 @@ FTL_API void ftl_agent_delete(ftl_agent *a);
 FTL_API ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len);
 
 /* Counts of members by state as this agent sees them (self included in alive). */
+/* Set struct_size before the call (as ftl_job_status's, ftl/execute.h). */
 typedef struct ftl_agent_counts {
+	size_t struct_size;
 	uint32_t alive, suspect, dead, left;
 } ftl_agent_counts;
-FTL_API void ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
+FTL_API ftl_err ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
 /* The path of the control socket. */
 FTL_API const char *ftl_agent_control_path(const ftl_agent *a);
 

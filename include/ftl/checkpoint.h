@@ -9,6 +9,7 @@
 #ifndef FTL_CHECKPOINT_H
 #define FTL_CHECKPOINT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ftl/error.h"
@@ -20,7 +21,9 @@ extern "C" {
 
 typedef struct ftl_checkpoint_reader ftl_checkpoint_reader;
 
+/* Set struct_size before the call (as ftl_job_status's, ftl/execute.h). */
 typedef struct ftl_checkpoint_info {
+	size_t struct_size;
 	uint64_t step;        /* steps completed: a job resuming from it runs this step next */
 	uint64_t data_epoch;  /* the sampler's position */
 	uint64_t sample_pos;
@@ -39,7 +42,7 @@ FTL_API ftl_err ftl_checkpoint_reader_open(const char *path, ftl_checkpoint_read
 FTL_API void ftl_checkpoint_reader_close(ftl_checkpoint_reader *r);
 /* The file it read (within the directory, when a directory was given); valid until close. */
 FTL_API const char *ftl_checkpoint_reader_file(const ftl_checkpoint_reader *r);
-FTL_API void ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_info *out);
+FTL_API ftl_err ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_info *out);
 /* Buffer i (0 <= i < n_buffers): its registered name and its bytes, valid until close. FTL_ERR_INVALID for
  * an i out of range. */
 FTL_API ftl_err ftl_checkpoint_reader_buffer(const ftl_checkpoint_reader *r, uint32_t i, const char **name,

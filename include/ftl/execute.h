@@ -270,7 +270,11 @@ FTL_API ftl_err ftl_set_batch(ftl_agent *a, const ftl_batch_config *b);
 FTL_API ftl_err ftl_set_batch_from_settings(ftl_agent *a, const ftl_settings *s);
 
 /* Where the job stands, for reports (any thread). */
+/* Set struct_size before the call (ftl_job_status st = {.struct_size = sizeof st}): the library writes only
+ * the fields that size holds, so the struct can grow at its end. FTL_ERR_INVALID (and nothing written) when
+ * struct_size is unset or unknown to this library. */
 typedef struct ftl_job_status {
+	size_t struct_size;
 	uint64_t step;
 	uint64_t view_epoch;
 	int rank;
@@ -279,7 +283,7 @@ typedef struct ftl_job_status {
 	uint64_t retries;          /* steps run again after a failure */
 	uint64_t data_epoch;       /* the data epoch the next step draws from (as of the last ftl_execute) */
 } ftl_job_status;
-FTL_API void ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
+FTL_API ftl_err ftl_get_job_status(ftl_agent *a, ftl_job_status *out);
 
 #ifdef __cplusplus
 }

@@ -8,15 +8,15 @@
 
 #define FTL_VERSION_MAJOR 0
 #define FTL_VERSION_MINOR 3
-#define FTL_VERSION_PATCH 1
-#define FTL_VERSION_STRING "0.3.1"
+#define FTL_VERSION_PATCH 2
+#define FTL_VERSION_STRING "0.3.2"
 #define FTL_VERSION_NUM (FTL_VERSION_MAJOR * 10000 + FTL_VERSION_MINOR * 100 + FTL_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* "0.3.1": the version of the library this program runs against. */
+/* "0.3.2": the version of the library this program runs against. */
 FTL_API const char *ftl_version(void);
 
 #ifdef __cplusplus

@@ -80,11 +80,39 @@ static void test_a_struct_of_an_unknown_size_is_refused(void **state)
 	assert_int_equal(wide.a, 1); /* refused: nothing copied */
 }
 
+/* An output struct (ftl_get_job_status's kind): an old caller gets its fields and nothing past its end; one
+ * whose struct_size is unset, or from a newer header, gets nothing written and an error naming the fix. */
+static void test_an_output_struct_is_written_to_its_size_only(void **state)
+{
+	v2 full;
+	defaults(&full);
+	full.a = 5;
+	struct {
+		v1 old;
+		uint64_t guard;
+	} caller = {.old = {.struct_size = sizeof(v1)}, .guard = 0x5a5a5a5a5a5a5a5aull};
+	assert_int_equal(ftl_sized_out(&full, &caller.old, sizeof(full), sizeof(v1), "v"), FTL_OK);
+	assert_int_equal(caller.old.a, 5);
+	assert_string_equal(caller.old.name, "dflt");
+	assert_int_equal(caller.old.struct_size, sizeof(v1));
+	assert_int_equal(caller.guard, 0x5a5a5a5a5a5a5a5aull);
+
+	v1 unset = {0};
+	assert_int_equal(ftl_sized_out(&full, &unset, sizeof(full), sizeof(v1), "v"), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_error_message(), "set struct_size = sizeof(v)"));
+	assert_int_equal(unset.a, 0);
+	v2 newer = {.struct_size = sizeof(v2) + 8};
+	assert_int_equal(ftl_sized_out(&full, &newer, sizeof(full), sizeof(v1), "v"), FTL_ERR_INVALID);
+	assert_int_equal(newer.a, 0);
+	assert_int_equal(ftl_sized_out(&full, NULL, sizeof(full), sizeof(v1), "v"), FTL_ERR_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_an_older_struct_gets_the_new_fields_defaults),
 		cmocka_unit_test(test_a_struct_of_an_unknown_size_is_refused),
+		cmocka_unit_test(test_an_output_struct_is_written_to_its_size_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

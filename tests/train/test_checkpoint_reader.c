@@ -80,7 +80,7 @@ static void test_reader_hands_out_what_was_written(void **unused)
 	ftl_checkpoint_reader *r;
 	assert_int_equal(ftl_checkpoint_reader_open(path, &r), FTL_OK);
 	assert_string_equal(ftl_checkpoint_reader_file(r), path);
-	ftl_checkpoint_info info;
+	ftl_checkpoint_info info = {.struct_size = sizeof info};
 	ftl_checkpoint_reader_info(r, &info);
 	assert_int_equal(info.step, 12);
 	assert_int_equal(info.data_epoch, 1);
@@ -127,7 +127,7 @@ static void test_a_directory_gives_its_newest_file_that_verifies(void **unused)
 	write_checkpoint(10, older, sizeof(older));
 	write_checkpoint(20, newer, sizeof(newer));
 	ftl_checkpoint_reader *r;
-	ftl_checkpoint_info info;
+	ftl_checkpoint_info info = {.struct_size = sizeof info};
 	assert_int_equal(ftl_checkpoint_reader_open(dir, &r), FTL_OK);
 	ftl_checkpoint_reader_info(r, &info);
 	assert_int_equal(info.step, 20);

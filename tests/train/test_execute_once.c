@@ -90,9 +90,13 @@ static void test_a_second_execute_is_refused_while_one_runs(void **state)
 	void *rc;
 	pthread_join(th, &rc);
 	assert_int_equal((ftl_err)(intptr_t)rc, FTL_OK); /* the running call was not disturbed */
-	ftl_job_status job;
-	ftl_get_job_status(s.a, &job);
+	ftl_job_status job = {.struct_size = sizeof job};
+	assert_int_equal(ftl_get_job_status(s.a, &job), FTL_OK);
 	assert_int_equal(job.step, 2);
+	ftl_job_status unset = {0}; /* struct_size never set: refused, nothing written (not a silent zero step) */
+	assert_int_equal(ftl_get_job_status(s.a, &unset), FTL_ERR_INVALID);
+	assert_non_null(strstr(ftl_error_message(), "set struct_size = sizeof(ftl_job_status)"));
+	assert_int_equal(unset.step, 0);
 	assert_int_equal(ftl_execute(s.a, noop_step, NULL), FTL_OK); /* and the agent takes calls again */
 	ftl_agent_delete(s.a);
 	rmdir(run_dir);

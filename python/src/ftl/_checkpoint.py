@@ -41,7 +41,9 @@ def read_checkpoint(path: Union[str, os.PathLike]) -> Checkpoint:
         raise from_code(rc, text(c.ftl_error_message()))
     try:
         info = CheckpointInfoC()
-        c.ftl_checkpoint_reader_info(reader, ctypes.byref(info))
+        rc = c.ftl_checkpoint_reader_info(reader, ctypes.byref(info))
+        if rc != 0:
+            raise from_code(rc, text(c.ftl_error_message()))
         out = Checkpoint(file=text(c.ftl_checkpoint_reader_file(reader)), step=info.step, data_epoch=info.data_epoch,
                          sample_pos=info.sample_pos, view_epoch=info.view_epoch, world_size=info.world_size,
                          job_id=info.job_id)

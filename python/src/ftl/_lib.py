@@ -51,9 +51,18 @@ class P2POpC(ctypes.Structure):
                 ("dtype", ctypes.c_int)]
 
 
-class JobStatusC(ctypes.Structure):
+class SizedOutC(ctypes.Structure):
+    """An output struct that carries its size (struct_size first): made with it set, so that the library
+    writes only the fields this mirror has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.struct_size = ctypes.sizeof(self)
+
+
+class JobStatusC(SizedOutC):
     """struct ftl_job_status (include/ftl/execute.h)."""
-    _fields_ = [("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
+    _fields_ = [("struct_size", c_size), ("step", c_u64), ("view_epoch", c_u64), ("rank", ctypes.c_int), ("world_size", ctypes.c_int),
                 ("views_seen", c_u64), ("retries", c_u64), ("data_epoch", c_u64)]
 
 
@@ -74,9 +83,9 @@ class LogRecordC(ctypes.Structure):
                 ("n_fields", c_size)]
 
 
-class CheckpointInfoC(ctypes.Structure):
+class CheckpointInfoC(SizedOutC):
     """struct ftl_checkpoint_info (include/ftl/checkpoint.h)."""
-    _fields_ = [("step", c_u64), ("data_epoch", c_u64), ("sample_pos", c_u64), ("view_epoch", c_u64),
+    _fields_ = [("struct_size", c_size), ("step", c_u64), ("data_epoch", c_u64), ("sample_pos", c_u64), ("view_epoch", c_u64),
                 ("world_size", ctypes.c_uint32), ("n_buffers", ctypes.c_uint32), ("job_id", c_u64), ("state_bytes", c_u64)]
 
 
@@ -139,12 +148,12 @@ _PROTOTYPES = {
     "ftl_set_sampler_order": (ctypes.c_int, [c_agent_p, ctypes.c_int]),
     "ftl_sampler_peek": (ctypes.c_int, [c_agent_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(c_u64),
                                         ctypes.POINTER(c_u64), ctypes.POINTER(c_u64), c_size, ctypes.POINTER(c_size)]),
-    "ftl_get_job_status": (None, [c_agent_p, ctypes.POINTER(JobStatusC)]),
+    "ftl_get_job_status": (ctypes.c_int, [c_agent_p, ctypes.POINTER(JobStatusC)]),
     "ftl_env_add_known_name": (ctypes.c_int, [ctypes.c_char_p]),
     "ftl_checkpoint_reader_open": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),
     "ftl_checkpoint_reader_close": (None, [ctypes.c_void_p]),
     "ftl_checkpoint_reader_file": (ctypes.c_char_p, [ctypes.c_void_p]),
-    "ftl_checkpoint_reader_info": (None, [ctypes.c_void_p, ctypes.POINTER(CheckpointInfoC)]),
+    "ftl_checkpoint_reader_info": (ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(CheckpointInfoC)]),
     "ftl_checkpoint_reader_buffer": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_char_p),
                                                     ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(c_u64)]),
     "ftl_checkpoint_reader_state": (ctypes.c_void_p, [ctypes.c_void_p, ctypes.POINTER(c_u64)]),

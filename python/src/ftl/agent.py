@@ -407,8 +407,10 @@ class Agent:
     def job_status(self) -> Dict[str, int]:
         """step, view_epoch, rank, world_size, views_seen, retries, data_epoch (any thread)."""
         s = JobStatusC()
-        self._lib.ftl_get_job_status(self._handle(), ctypes.byref(s))
-        return {name: getattr(s, name) for name, _ in JobStatusC._fields_}
+        rc = self._lib.ftl_get_job_status(self._handle(), ctypes.byref(s))
+        if rc != 0:
+            raise from_code(rc, text(self._lib.ftl_error_message()))
+        return {name: getattr(s, name) for name, _ in JobStatusC._fields_ if name != "struct_size"}
 
     @property
     def rank(self) -> int:
