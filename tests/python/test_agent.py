@@ -16,6 +16,17 @@ import ftl
 from conftest import free_port, on_threads
 
 
+def test_a_timeout_is_a_timeout_error_and_still_a_lost_peer():
+    """FTL_ERR_TIMEOUT raises ftl.TimeoutError: Python's TimeoutError, and a PeerLostError (retryable) as
+    before; a peer that died is a PeerLostError that is not a timeout."""
+    timeout = ftl.errors.from_code(ftl.errors.TIMEOUT, "ftl: allreduce timed out after 10000 ms")
+    assert isinstance(timeout, ftl.TimeoutError) and isinstance(timeout, TimeoutError)
+    assert isinstance(timeout, ftl.PeerLostError) and isinstance(timeout, ftl.Error)
+    assert timeout.code_name == "timed out"
+    lost = ftl.errors.from_code(ftl.errors.PEER_LOST, "ftl: peer rank 1 lost")
+    assert isinstance(lost, ftl.PeerLostError) and not isinstance(lost, TimeoutError)
+
+
 def test_setting_refused_names_the_variable(run_dir):
     with pytest.raises(ftl.ConfigError) as e:
         ftl.Agent(probe_interval_ms="ten", insecure=1, run_dir=run_dir)

@@ -14,7 +14,7 @@
 from ._version import __version__
 from ._checkpoint import Checkpoint, read_checkpoint
 from .agent import Agent, StepInfo
-from .errors import ConfigError, Error, LibraryNotFoundError, PeerLostError
+from .errors import ConfigError, Error, LibraryNotFoundError, PeerLostError, TimeoutError
 from .gradient import GradientBucket
 
 
@@ -34,5 +34,6 @@ def library_version() -> str:
     return text(lib().ftl_version())
 
 
-__all__ = ["Agent", "StepInfo", "GradientBucket", "Error", "ConfigError", "PeerLostError", "LibraryNotFoundError",
+__all__ = ["Agent", "StepInfo", "GradientBucket", "Error", "ConfigError", "PeerLostError", "TimeoutError",
+           "LibraryNotFoundError",
            "Checkpoint", "read_checkpoint", "add_known_setting", "library_version", "__version__"]

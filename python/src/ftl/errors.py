@@ -6,6 +6,7 @@ mistake in the program or the settings.
 """
 from __future__ import annotations
 
+import builtins
 import re
 from typing import Optional
 
@@ -44,12 +45,20 @@ class PeerLostError(Error):
     """A peer died, stopped answering, or the view changed during a collective (retryable)."""
 
 
+class TimeoutError(PeerLostError, builtins.TimeoutError):  # noqa: A001 (ftl.TimeoutError, as asyncio's)
+    """A collective did not complete within its timeout (FTL_COLLECTIVE_TIMEOUT_MS): a peer that stopped
+    answering without dying, most often. A PeerLostError too (retryable: the step runs again on the next
+    view), and Python's TimeoutError, so code that waits with a deadline can catch it as such."""
+
+
 class LibraryNotFoundError(Error, ImportError):
     """libftl.so could not be loaded."""
 
 
 def from_code(code: int, message: str) -> Error:
     """The exception for an ftl_err and its message."""
+    if code == TIMEOUT:
+        return TimeoutError(message, code)
     if code in PEER_CODES:
         return PeerLostError(message, code)
     return Error(message or CODE_NAMES[code], code)
