@@ -43,9 +43,10 @@ void ftl_absent_add(ftl_absent_lives *s, const char *name, uint64_t generation)
 {
 	if ((s->len + 1) * 2 > s->n_slots && !grow(s))
 		return;
-	uint64_t *slot = slot_of(s->slots, s->n_slots, key_of(name, generation));
+	uint64_t key = key_of(name, generation);
+	uint64_t *slot = slot_of(s->slots, s->n_slots, key);
 	if (!*slot) {
-		*slot = key_of(name, generation);
+		*slot = key;
 		s->len++;
 	}
 }
