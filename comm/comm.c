@@ -1,18 +1,13 @@
-/* comm: the public collective calls. Checks every argument, keeps a broken communicator broken (a stream
- * that failed half way can never be trusted again), and hands the rest to the backend's ops table. */
-#include <stdio.h>
-#include <string.h>
-#include <time.h>
-
+/* comm: the public face of the communicators and their factory. Checks every argument, keeps a broken
+ * communicator broken (a stream that failed half way can never be trusted again), and hands the rest to the
+ * backend's ops table. A communicator is made by the transport its config names, looked up in the table
+ * below: each transport registers itself there as one constant (comm.h), so this file calls no transport's
+ * function and includes no transport's header, and the transports call only the core (comm_core.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm.h"
 #include "base/sized.h"
-
-const char *ftl_comm_backend_name(ftl_comm_backend backend)
-{
-	return (unsigned)backend < FTL_COMM_BACKEND_MAX ? ftl_comm_backend_strs[backend] : "unknown";
-}
 
 /* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c). */
 #define COMM_CONFIG_OLDEST sizeof(struct ftl_comm_config)
@@ -36,73 +31,23 @@ void ftl_comm_config_init_sized(struct ftl_comm_config *cfg, size_t size)
 	ftl_sized_fill(cfg, size, &full, sizeof(full));
 }
 
-int64_t ftl_comm_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+/* The transports built into this library, by backend; NULL: not built in. */
+static const struct ftl_comm_transport *const transports[FTL_COMM_BACKEND_MAX] = {
+	[FTL_COMM_TCP] = &ftl_comm_tcp_transport,
+#ifdef FTL_HAVE_NCCL
+	[FTL_COMM_NCCL] = &ftl_comm_nccl_transport,
+#endif
+};
 
-/* Keeps err with the message prefixed "ftl: ", as every communicator diagnostic reads. */
-static ftl_err keep_error(ftl_kept_error *k, ftl_err err, const char *fmt, va_list ap)
+static const struct ftl_comm_transport *transport_of(ftl_comm_backend backend)
 {
-	char text[sizeof k->message];
-	vsnprintf(text, sizeof text, fmt, ap);
-	return ftl_kept_error_set(k, err, "ftl: %s", text);
-}
-
-ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	ftl_comm_async_lock(comm); /* the progress thread and the caller may both have something to say */
-	keep_error(&comm->error, err, fmt, ap);
-	if (is_fatal && comm->broken == FTL_OK)
-		comm->broken = err;
-	ftl_comm_async_unlock(comm);
-	va_end(ap);
-	return err;
-}
-
-ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...)
-{
-	ftl_kept_error text;
-	va_list ap;
-	va_start(ap, fmt);
-	keep_error(&text, err, fmt, ap);
-	va_end(ap);
-	return ftl_kept_error_to_diag(&text);
-}
-
-void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops *ops,
-			const struct ftl_comm_config *cfg)
-{
-	comm->ops = ops;
-	comm->backend = cfg->backend;
-	comm->rank = cfg->rank;
-	comm->world_size = cfg->world_size;
-	comm->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 60000;
-	comm->comm_id = cfg->comm_id;
-	atomic_init(&comm->is_aborted, 0);
-	comm->broken = FTL_OK;
-	ftl_kept_error_clear(&comm->error);
-	comm->peer_reset_cb = cfg->peer_reset_cb;
-	comm->peer_reset_arg = cfg->peer_reset_arg;
-	comm->async = NULL;
-	comm->wire = NULL;
-	comm->wire_cap = 0;
-	comm->bf16_chunk = FTL_COMM_BF16_CHUNK;
+	return (unsigned)backend < FTL_COMM_BACKEND_MAX ? transports[backend] : NULL;
 }
 
 int ftl_comm_backend_is_available(ftl_comm_backend backend)
 {
-	if (backend == FTL_COMM_TCP)
-		return 1;
-#ifdef FTL_HAVE_NCCL
-	if (backend == FTL_COMM_NCCL)
-		return ftl_comm_nccl_probe();
-#endif
-	return 0;
+	const struct ftl_comm_transport *t = transport_of(backend);
+	return t != NULL && (t->probe == NULL || t->probe());
 }
 
 ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
@@ -135,26 +80,13 @@ ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID,
 					 "shm slot of %zu bytes is not in %u..%u (FTL_COMM_SHM_SLOT_KB 4..262144)",
 					 cfg->shm_slot_bytes, FTL_COMM_SHM_SLOT_MIN, FTL_COMM_SHM_SLOT_MAX);
-	switch (cfg->backend) {
-	case FTL_COMM_TCP:
-		return ftl_comm_tcp_create(cfg, out);
-	case FTL_COMM_NCCL:
-#ifdef FTL_HAVE_NCCL
-		return ftl_comm_nccl_create(cfg, out);
-#else
-		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED,
-					 "the nccl backend is not built in (CMake found no CUDA/NCCL)");
-#endif
-	default:
+	if ((unsigned)cfg->backend >= FTL_COMM_BACKEND_MAX)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "unknown backend %d", (int)cfg->backend);
-	}
-}
-
-ftl_err ftl_comm_await(struct ftl_comm *comm)
-{
-	if (comm->broken != FTL_OK)
-		return comm->broken;
-	return comm->ops->await != NULL ? comm->ops->await(comm) : FTL_OK;
+	const struct ftl_comm_transport *t = transport_of(cfg->backend);
+	if (t == NULL)
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the %s backend is not built in (CMake found no CUDA/NCCL)",
+					  ftl_comm_backend_name(cfg->backend));
+	return t->create(cfg, out);
 }
 
 /* A started communicator, waited for: the ready one ftl_comm_create promises. */
@@ -179,64 +111,10 @@ ftl_err ftl_comm_nccl_unique_id(void *buf, size_t cap)
 	if (buf == NULL || cap < FTL_COMM_NCCL_ID_LEN)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "unique id needs %d bytes",
 					 FTL_COMM_NCCL_ID_LEN);
-#ifdef FTL_HAVE_NCCL
-	return ftl_comm_nccl_make_id(buf, cap);
-#else
-	return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the nccl backend is not built in");
-#endif
-}
-
-ftl_err ftl_comm_check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
-			    size_t multiplier, size_t *bytes)
-{
-	if (comm->broken != FTL_OK)
-		return comm->broken;
-	if (atomic_load(&comm->is_aborted))
-		return ftl_comm_fail(comm, FTL_ERR_ABORTED, true, "%s on an aborted communicator", what);
-	size_t size = ftl_dtype_size(dtype);
-	if (size == 0)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: unknown dtype %d", what, (int)dtype);
-	if (count > SIZE_MAX / size / multiplier)
-		return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "%s: %zu elements of %s overflow size_t",
-				     what, count, ftl_dtype_strs[dtype]);
-	*bytes = count * size;
-	return FTL_OK;
-}
-
-bool ftl_comm_overlaps(const void *a, size_t a_len, const void *b, size_t b_len)
-{
-	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-	return a_len > 0 && b_len > 0 && x < y + b_len && y < x + a_len;
-}
-
-const char *const ftl_comm_call_kind_strs[FTL_COMM_CALL_KIND_MAX] = {
-	[FTL_COMM_CALL_ALLREDUCE] = "allreduce",
-	[FTL_COMM_CALL_BROADCAST] = "broadcast",
-	[FTL_COMM_CALL_ALLGATHER] = "allgather",
-	[FTL_COMM_CALL_BARRIER] = "barrier",
-	[FTL_COMM_CALL_ALLREDUCE_BF16] = "allreduce_bf16",
-	[FTL_COMM_CALL_P2P] = "p2p",
-};
-
-ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *c)
-{
-	ftl_err e = ftl_comm_await(comm);
-	if (e != FTL_OK)
-		return e;
-	switch (c->kind) {
-	case FTL_COMM_CALL_ALLREDUCE:
-		return comm->ops->allreduce(comm, c->sendbuf, c->recvbuf, c->count, c->dtype, c->op);
-	case FTL_COMM_CALL_BROADCAST:
-		return comm->ops->broadcast(comm, c->recvbuf, c->count, c->dtype, c->root, c->held);
-	case FTL_COMM_CALL_ALLGATHER:
-		return comm->ops->allgather(comm, c->sendbuf, c->recvbuf, c->count, c->dtype);
-	case FTL_COMM_CALL_ALLREDUCE_BF16:
-		return comm->ops->allreduce_bf16(comm, c->sendbuf, c->recvbuf, c->count, c->op, c->residual);
-	case FTL_COMM_CALL_P2P:
-		return comm->ops->p2p(comm, c->p2p_ops, (int)c->count);
-	default:
-		return comm->ops->barrier(comm);
-	}
+	const struct ftl_comm_transport *t = transport_of(FTL_COMM_NCCL);
+	if (t == NULL || t->make_id == NULL)
+		return ftl_comm_fail_diag(FTL_ERR_UNSUPPORTED, "the nccl backend is not built in");
+	return t->make_id(buf, cap);
 }
 
 ftl_err ftl_comm_broadcast(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root)

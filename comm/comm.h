@@ -1,9 +1,13 @@
 /* comm: the seam between the public collective calls (include/ftl/comm.h) and the backends.
  *
- * comm.c checks arguments, keeps the sticky error state and dispatches through ftl_comm_backend_ops;
- * a backend (comm_tcp*.c, comm_nccl.c) embeds struct ftl_comm as its first member and only moves bytes.
- * A backend never sees a bad argument, a zero count in allreduce/broadcast/allgather, or a call on a
- * broken communicator: comm.c answers those itself.
+ * Three layers, each calling only the ones below it. The core (comm_core.c) is what everything shares:
+ * the sticky error (ftl_comm_fail), the shared part of a communicator, the checks of a call and its
+ * dispatch through ftl_comm_backend_ops. The transports (comm_tcp*.c with comm_shm*.c, comm_nccl.c) embed
+ * struct ftl_comm as their first member, only move bytes, and call the core. The face (comm.c, with
+ * comm_allreduce.c, comm_p2p.c, comm_split.c) checks the arguments of the public calls and creates a
+ * communicator through the transport table (struct ftl_comm_transport), which each transport fills
+ * with one constant. A backend never sees a bad argument, a zero count in allreduce/broadcast/allgather,
+ * or a call on a broken communicator: the face and the core answer those themselves.
  *
  * comm_async.c adds the asynchronous requests on top, in one of two ways. A backend whose calls block
  * (tcp, ops say is_async) gets a queue and a progress thread per communicator: it still sees one call at a
@@ -13,6 +17,7 @@
 #ifndef FTL_COMM_COMM_H
 #define FTL_COMM_COMM_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -84,7 +89,8 @@ struct ftl_comm {
 	uint64_t comm_id;                     /* the config's: which view this communicator was built for */
 	atomic_int is_aborted;                /* set by ftl_comm_abort from any thread */
 	_Atomic ftl_err broken;               /* FTL_OK while usable; else the error every call returns */
-	ftl_kept_error error;                 /* the last diagnostic (written under async's lock, if any) */
+	ftl_kept_error error;                 /* the last diagnostic (written under error_lock, if set) */
+	pthread_mutex_t *error_lock;          /* the async requests' lock while they run, else NULL */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
@@ -126,13 +132,13 @@ struct ftl_comm_call {
  * spares the holders the copy (shared memory), so on a shared host the root and the joiner get the cores. */
 ftl_err ftl_comm_broadcast_held(ftl_comm *comm, void *buf, size_t count, ftl_dtype dtype, int root, bool held);
 
-/* comm.c: the checks every collective shares: usable communicator, known dtype, byte count without
+/* comm_core.c: the checks every collective shares: usable communicator, known dtype, byte count without
  * overflow (count * multiplier elements, the bytes of count of them in *bytes). */
 ftl_err ftl_comm_check_call(struct ftl_comm *comm, const char *what, ftl_dtype dtype, size_t count,
 			    size_t multiplier, size_t *bytes);
-/* comm.c: whether two byte ranges share a byte (empty ones never do). */
+/* comm_core.c: whether two byte ranges share a byte (empty ones never do). */
 bool ftl_comm_overlaps(const void *a, size_t a_len, const void *b, size_t b_len);
-/* comm.c: "tcp", "nccl", or "unknown". */
+/* comm_core.c: "tcp", "nccl", or "unknown". */
 const char *ftl_comm_backend_name(ftl_comm_backend backend);
 
 /* comm_allreduce.c: the caller's options (NULL: a plain allreduce) widened into out, this library's size,
@@ -144,7 +150,7 @@ ftl_err ftl_allreduce_opts_read(const ftl_allreduce_opts *opts, ftl_allreduce_op
 ftl_err ftl_comm_exact_sum(struct ftl_comm *comm, const float *rows, size_t n_rows, size_t count,
 			   uint64_t total_rows, float *out);
 
-/* comm.c: runs the call through the backend's ops, on the calling thread. */
+/* comm_core.c: runs the call through the backend's ops, on the calling thread. */
 ftl_err ftl_comm_call_run(struct ftl_comm *comm, const struct ftl_comm_call *call);
 
 /* comm_bf16_pipeline.c: the bf16 allreduce (FTL_ALLREDUCE_BF16) in host memory around a bf16 allreduce (tcp), with
@@ -161,6 +167,11 @@ void ftl_comm_bf16_set_chunk(struct ftl_comm *comm, size_t count);
  * is outstanding, else queued behind them and waited for. */
 ftl_err ftl_comm_async_call(struct ftl_comm *comm, const struct ftl_comm_call *call);
 
+/* comm_async.c: the plain allreduce of validated arguments as a blocking call (ftl_comm_async_call), what
+ * the kinds built on it (the exact sum) run; a zero count returns at once. */
+ftl_err ftl_comm_async_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				  ftl_dtype dtype, ftl_reduce_op op);
+
 /* comm_async.c: queues the call as a request (starting the progress thread the first time). */
 ftl_err ftl_comm_async_submit(struct ftl_comm *comm, const struct ftl_comm_call *call, ftl_comm_request **req);
 
@@ -169,10 +180,6 @@ int ftl_comm_async_pending(struct ftl_comm *comm);
 
 /* comm_async.c: aborts what is still running, joins the progress thread, frees every request not waited. */
 void ftl_comm_async_destroy(struct ftl_comm *comm);
-
-/* comm_async.c: the lock that ftl_comm_fail takes around the diagnostic (no-op without requests). */
-void ftl_comm_async_lock(struct ftl_comm *comm);
-void ftl_comm_async_unlock(struct ftl_comm *comm);
 
 /* Creates a communicator whose setup may still be running (a non-blocking NCCL init: started, not waited
  * for): the first call on it, or ftl_comm_await, completes it. tcp connects here as ftl_comm_create does.
@@ -200,13 +207,22 @@ ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...) __attribute__((for
 /* Milliseconds on the monotonic clock, for deadlines. */
 int64_t ftl_comm_now_ms(void);
 
-/* Backend constructors, called by ftl_comm_create with a validated config. */
-ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out);
+/* A transport as the face sees it: one constant in the transport's own file, listed by backend in comm.c's
+ * table (a backend not built in has no entry). */
+struct ftl_comm_transport {
+	/* Creates a communicator from a validated config; its setup may still be running (ftl_comm_start). */
+	ftl_err (*create)(const struct ftl_comm_config *cfg, struct ftl_comm **out);
+	/* 1 when the transport can work in this process, else 0 with the reason in the diag; NULL: always. */
+	int (*probe)(void);
+	/* Writes the unique id a communicator's bootstrap starts from (nccl); NULL: the transport needs none. */
+	ftl_err (*make_id)(void *buf, size_t cap);
+};
+
+extern const struct ftl_comm_transport ftl_comm_tcp_transport;
 #ifdef FTL_HAVE_NCCL
-ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out);
+extern const struct ftl_comm_transport ftl_comm_nccl_transport;
 /* 1 when the loaded NCCL has ncclCommShrink (2.27+, found with dlsym), else 0. */
 bool ftl_comm_nccl_can_shrink(void);
-ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap);
 /* 1 when NCCL loads and a CUDA device is visible; else 0 with the reason in the diag. */
 int ftl_comm_nccl_probe(void);
 /* Teardowns still running on detached threads (tests wait for 0 before they exit). */

@@ -73,10 +73,10 @@ static ftl_err check_buffers(struct ftl_comm *comm, const char *what, const void
 static ftl_err plain(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
 		     ftl_reduce_op op, ftl_comm_request **req)
 {
+	if (req == NULL)
+		return ftl_comm_async_allreduce(comm, sendbuf, recvbuf, count, dtype, op);
 	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
 				    .count = count, .dtype = dtype, .op = op};
-	if (req == NULL)
-		return count == 0 ? FTL_OK : ftl_comm_async_call(comm, &call);
 	if (!comm->ops->is_async && comm->ops->enqueue == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
 				     "the %s backend has no asynchronous collectives yet; call ftl_comm_allreduce "

@@ -56,18 +56,6 @@ struct ftl_comm_async {
 	int n_pending;                        /* queued or running */
 };
 
-void ftl_comm_async_lock(struct ftl_comm *comm)
-{
-	if (comm->async != NULL)
-		pthread_mutex_lock(&comm->async->lock);
-}
-
-void ftl_comm_async_unlock(struct ftl_comm *comm)
-{
-	if (comm->async != NULL)
-		pthread_mutex_unlock(&comm->async->lock);
-}
-
 /* Under the lock. */
 static void complete(struct ftl_comm_async *a, struct ftl_comm_request *r, ftl_err err)
 {
@@ -153,12 +141,14 @@ static ftl_err start(struct ftl_comm *comm)
 	pthread_cond_init(&a->work, NULL);
 	pthread_cond_init(&a->done, NULL);
 	comm->async = a;
+	comm->error_lock = &a->lock; /* ftl_comm_fail's, from now on: the progress thread may fail the comm too */
 	if (is_stream_ordered(comm))
 		return FTL_OK;
 	int rc = pthread_create(&a->thread, NULL, progress_main, comm);
 	a->has_thread = rc == 0;
 	if (rc != 0) {
 		comm->async = NULL;
+		comm->error_lock = NULL;
 		pthread_cond_destroy(&a->done);
 		pthread_cond_destroy(&a->work);
 		pthread_mutex_destroy(&a->lock);
@@ -248,6 +238,14 @@ ftl_err ftl_comm_async_submit(struct ftl_comm *comm, const struct ftl_comm_call 
 	}
 	*req = r;
 	return FTL_OK;
+}
+
+ftl_err ftl_comm_async_allreduce(struct ftl_comm *comm, const void *sendbuf, void *recvbuf, size_t count,
+				  ftl_dtype dtype, ftl_reduce_op op)
+{
+	struct ftl_comm_call call = {.kind = FTL_COMM_CALL_ALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+				    .count = count, .dtype = dtype, .op = op};
+	return count == 0 ? FTL_OK : ftl_comm_async_call(comm, &call);
 }
 
 ftl_err ftl_comm_async_call(struct ftl_comm *comm, const struct ftl_comm_call *call)
@@ -379,6 +377,7 @@ void ftl_comm_async_destroy(struct ftl_comm *comm)
 			free(r);
 	}
 	comm->async = NULL;
+	comm->error_lock = NULL;
 	pthread_cond_destroy(&a->done);
 	pthread_cond_destroy(&a->work);
 	pthread_mutex_destroy(&a->lock);

@@ -114,7 +114,7 @@ static ftl_err agree_on_scales(ftl_comm *comm, const float *rows, size_t n_rows,
 	memset(block_max, 0, blocks * sizeof(*block_max));
 	for (size_t r = 0; r < n_rows; r++)
 		ftl_exact_block_max(rows + r * count, count, block_max);
-	ftl_err e = ftl_comm_allreduce(comm, block_max, block_max, blocks, FTL_F32, FTL_MAX, NULL, NULL);
+	ftl_err e = ftl_comm_async_allreduce(comm, block_max, block_max, blocks, FTL_F32, FTL_MAX);
 	for (size_t b = 0; e == FTL_OK && b < blocks; b++) {
 		if (isinf(block_max[b])) {
 			return ftl_comm_fail(comm, FTL_ERR_INVALID, false, "the exact allreduce got a NaN or an "
@@ -139,7 +139,7 @@ ftl_err ftl_comm_exact_sum(struct ftl_comm *comm, const float *rows, size_t n_ro
 	memset(acc, 0, count * sizeof(*acc));
 	for (size_t r = 0; r < n_rows; r++)
 		ftl_exact_accumulate(rows + r * count, count, exponents, acc);
-	e = ftl_comm_allreduce(comm, acc, acc, count, FTL_I32, FTL_SUM, NULL, NULL);
+	e = ftl_comm_async_allreduce(comm, acc, acc, count, FTL_I32, FTL_SUM);
 	if (e == FTL_OK)
 		ftl_exact_result(acc, count, exponents, out);
 	return e;

@@ -7,7 +7,7 @@
  * because that takes about a second (NCCL 2.28.3 on an H100) and must not sit between a failure and the
  * next communicator.
  *
- * Init is started, not waited for: ftl_comm_nccl_create returns as soon as ncclCommInitRankConfig has
+ * Init is started, not waited for: nccl_create returns as soon as ncclCommInitRankConfig has
  * returned ncclInProgress, and the await op (comm.c calls it before the first collective, or the caller
  * through ftl_comm_await) polls it to the end. So whatever the caller does in between (the state-sync
  * header over the host comm) overlaps NCCL's bootstrap. Joins take a fresh init with the unique id from the
@@ -105,7 +105,7 @@ int ftl_comm_nccl_probe(void)
 	return 1;
 }
 
-ftl_err ftl_comm_nccl_make_id(void *buf, size_t cap)
+static ftl_err nccl_make_id(void *buf, size_t cap)
 {
 	ncclUniqueId id;
 	ncclResult_t r = ncclGetUniqueId(&id);
@@ -542,7 +542,7 @@ static ftl_err started(struct ftl_comm_nccl *c, ncclResult_t r, int timeout_ms, 
 	return FTL_OK;
 }
 
-ftl_err ftl_comm_nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
+static ftl_err nccl_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
 {
 	if (cfg->bootstrap_len != sizeof(ncclUniqueId))
 		return ftl_comm_fail_diag(FTL_ERR_INVALID,
@@ -616,3 +616,6 @@ static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclud
 	return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false, "built against an nccl.h without ncclCommShrink");
 #endif
 }
+
+const struct ftl_comm_transport ftl_comm_nccl_transport = {
+	.create = nccl_create, .probe = ftl_comm_nccl_probe, .make_id = nccl_make_id};

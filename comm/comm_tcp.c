@@ -122,7 +122,7 @@ static const struct ftl_comm_backend_ops tcp_ops = {
 	.is_async = true,
 };
 
-ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
+static ftl_err tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm **out)
 {
 	struct ftl_comm_tcp *t = calloc(1, sizeof(*t));
 	if (t == NULL)
@@ -163,3 +163,5 @@ ftl_err ftl_comm_tcp_create(const struct ftl_comm_config *cfg, struct ftl_comm *
 	*out = &t->base;
 	return FTL_OK;
 }
+
+const struct ftl_comm_transport ftl_comm_tcp_transport = {.create = tcp_create};

@@ -215,7 +215,8 @@ void ftl_comm_tcp_tell(struct ftl_comm_tcp *t, ftl_err err, int origin, int subj
  * passed on to the rest of the ring and the mesh links). */
 ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan);
 
-/* comm_tcp_collectives.c: a plan over the ring for one collective (a fresh sequence number). */
+/* comm_tcp_engine.c: a plan over the ring for one collective (a fresh sequence number), which the
+ * collectives and the doubling rounds fill in with their steps. */
 struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
 						ftl_dtype dtype);
 

@@ -34,23 +34,6 @@ const char *const ftl_comm_tcp_algo_strs[FTL_COMM_TCP_ALGO_MAX] = {
 	[FTL_COMM_TCP_ALGO_HALVING] = "halving",
 };
 
-struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
-						ftl_dtype dtype)
-{
-	struct ftl_comm_tcp_plan p = {
-		.hdr = {.kind = kind, .dtype = (uint32_t)dtype, .count = count, .seq = t->seq++},
-		.out_fd = t->next_fd,
-		.out_rank = ftl_comm_tcp_next(t),
-		.in_fd = t->prev_fd,
-		.in_rank = ftl_comm_tcp_prev(t),
-		.steps = t->steps,
-		.dtype = dtype,
-		.elem_size = ftl_dtype_size(dtype),
-	};
-	memset(t->steps, 0, sizeof(*t->steps) * 2 * (size_t)t->base.world_size);
-	return p;
-}
-
 /* Byte offset and length of chunk c when count elements are cut into n nearly equal chunks. */
 static void chunk(size_t count, int n, int c, size_t elem, size_t *off, size_t *len)
 {

@@ -519,6 +519,23 @@ static ftl_err spin(struct engine *e, bool *progressed)
 	return FTL_OK;
 }
 
+struct ftl_comm_tcp_plan ftl_comm_tcp_plan_init(struct ftl_comm_tcp *t, enum ftl_comm_tcp_kind kind, size_t count,
+						ftl_dtype dtype)
+{
+	struct ftl_comm_tcp_plan p = {
+		.hdr = {.kind = kind, .dtype = (uint32_t)dtype, .count = count, .seq = t->seq++},
+		.out_fd = t->next_fd,
+		.out_rank = ftl_comm_tcp_next(t),
+		.in_fd = t->prev_fd,
+		.in_rank = ftl_comm_tcp_prev(t),
+		.steps = t->steps,
+		.dtype = dtype,
+		.elem_size = ftl_dtype_size(dtype),
+	};
+	memset(t->steps, 0, sizeof(*t->steps) * 2 * (size_t)t->base.world_size);
+	return p;
+}
+
 ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan *plan)
 {
 	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr, .is_on_ring = plan->out_fd == t->next_fd};

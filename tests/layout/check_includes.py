@@ -29,8 +29,9 @@ ALLOWED = {
 # Inside comm/ (issue 27, item 6): each file's room, by name, and the rooms its includes may name. The core
 # (comm.h: the struct, failure, checks; async ordering; the reductions and the kinds built on the backends'
 # calls) names no transport; shared memory knows only the core; tcp chooses shared memory and lends it what
-# it needs; nccl stands alone on the core. comm.c, the one face, creates backends through comm.h's
-# constructors without including their headers.
+# it needs; nccl stands alone on the core. comm.c, the one face, creates backends through the transport table
+# (comm.h's struct ftl_comm_transport, one constant per transport) without including their headers; that no
+# file calls back up is check_call_circles.py's to see.
 ROOMS = {"comm_shm": "shm", "comm_tcp": "tcp", "comm_nccl": "nccl"}  # by file-name prefix; the rest: core
 ROOM_ALLOWED = {"core": {"core"}, "shm": {"core", "shm"}, "tcp": {"core", "shm", "tcp"}, "nccl": {"core", "nccl"}}
 

@@ -1,0 +1,125 @@
+"""No call circles inside a folder that is built in layers (issue 42): among the .c files of each folder in
+LAYERED, no file calls a function of another that calls back into it, directly or around a longer loop.
+A circle means no file of it can be read, tested or changed alone: comm/ had two (the face and factory
+in comm.c with every transport calling back into its helpers, and the exact allreduce calling the public
+allreduce that dispatches to it), split in comm_core.c and ftl_comm_async_allreduce.
+
+The call graph is read from the code: a file's external functions are the non-static definitions at the
+start of a line; a file calls another when it names one of that file's functions followed by "(",
+comments and string literals left out. Calls through a function pointer (an ops table, the transport
+table) are not calls here: they are how a lower layer is reached without a circle.
+
+Not checked, and said so in the output: the protocol state machines (membership/, rendezvous/, node/,
+train/), whose message handlers answer each other by design, and agent/, whose circle is issue 42 item 1
+(one drain point for the loop); it joins LAYERED when that lands.
+
+    python3 tests/layout/check_call_circles.py [ROOT]"""
+import pathlib
+import re
+import sys
+
+LAYERED = ("base", "channel", "comm", "ctl", "libftl")
+NOT_YET = {"agent": "issue 42 item 1: handlers call ftl_agent_flush, which dispatches back into them"}
+
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+DEFINITION = re.compile(r"^([A-Za-z_][\w \t\*]*?)\b([a-z_][a-z0-9_]*)\s*\([^;{}]*\)\s*\{", re.M)
+CALL = re.compile(r"\b([a-z_][a-z0-9_]*)\s*\(")
+
+
+def read_sources(folder: pathlib.Path) -> dict:
+    return {p.name: STRING.sub('""', COMMENT.sub(" ", p.read_text())) for p in sorted(folder.glob("*.c"))}
+
+
+def call_graph(sources: dict) -> dict:
+    """file -> {callee file: [functions of it that file calls]}"""
+    defined_in = {}
+    for name, text in sources.items():
+        for m in DEFINITION.finditer(text):
+            if "static" not in m.group(1).split():
+                defined_in[m.group(2)] = name
+    graph = {name: {} for name in sources}
+    for name, text in sources.items():
+        for fn in sorted(set(CALL.findall(text))):
+            callee = defined_in.get(fn)
+            if callee is not None and callee != name:
+                graph[name].setdefault(callee, []).append(fn)
+    return graph
+
+
+def circles(graph: dict) -> list:
+    """The strongly connected components of more than one file (Tarjan's algorithm, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def describe(folder: str, component: list, graph: dict) -> list:
+    lines = [f"{folder}/: {len(component)} files call each other around a loop: {', '.join(component)}"]
+    for caller in component:
+        for callee, fns in sorted(graph[caller].items()):
+            if callee in component:
+                lines.append(f"  {folder}/{caller} -> {folder}/{callee}: {', '.join(fns)}")
+    return lines
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
+    failed = False
+    for folder in LAYERED:
+        graph = call_graph(read_sources(root / folder))
+        found = circles(graph)
+        for component in found:
+            failed = True
+            print("\n".join(describe(folder, component, graph)))
+        if not found:
+            print(f"{folder}/: no call circle among its {len(graph)} files")
+    for folder, why in NOT_YET.items():
+        graph = call_graph(read_sources(root / folder))
+        sizes = [len(c) for c in circles(graph)]
+        print(f"{folder}/: not checked yet ({why}); circles of {sizes or [0]} files today")
+    if failed:
+        print("break the circle: move what both sides call into a file below them (as comm_core.c), or call "
+              "the layer below instead of the public entry (as ftl_comm_async_allreduce)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
