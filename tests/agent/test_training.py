@@ -173,11 +173,11 @@ def scenario_leave(train, ctl):
         assert not log_says(job, w.name, "dead", "w2"), f"{w.name} declared w2 dead: it waited for detection"
 
 
-def scenario_sigstop(train, ctl):
+def scenario_sigstop(train, ctl, steps=700):
     """SIGSTOP longer than the suspicion timeout (until the others declared it dead): the job goes on
     without the stopped worker; after SIGCONT it rejoins cleanly: a later view, the job's state, equal
-    digests."""
-    steps = 700
+    digests. The steps are the C example's (10 ms each): the stop spans the detection bound, a few
+    hundred of them; a program with slower steps passes fewer."""
     job = new_job(train, ctl, FTL_STEPS=steps, **JOB)
     start_job(job, 4)
     timing = job.status_json()["timing"]
