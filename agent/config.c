@@ -191,26 +191,23 @@ static ftl_err check_seeds(const char *seeds)
 	return FTL_OK;
 }
 
-/* The FTL_* variables a timing check's message is about (it names profile fields: "probe_timeout must
- * be ... shorter than probe_interval"). */
-static const char *timing_variables_of(const char *problem)
+/* The FTL_* variables behind each field a timing check can refuse; NULL: no variable of its own (a profile's
+ * value, or one checked before). */
+static const char *const timing_variables[FTL_SWIM_FIELD_MAX] = {
+	[FTL_SWIM_FIELD_PROBE_INTERVAL] = "FTL_PROBE_INTERVAL_MS",
+	[FTL_SWIM_FIELD_PROBE_TIMEOUT] = "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS",
+	[FTL_SWIM_FIELD_GOSSIP_INTERVAL] = "FTL_GOSSIP_INTERVAL_MS",
+	[FTL_SWIM_FIELD_RETRANSMIT_MULT] = "FTL_RETRANSMIT_MULT",
+	[FTL_SWIM_FIELD_SUSPICION_MULT] = "FTL_SUSPICION_MULT",
+	[FTL_SWIM_FIELD_PUSH_PULL_INTERVAL] = "FTL_PUSH_PULL_INTERVAL_MS",
+	[FTL_SWIM_FIELD_REAP_AFTER] = "FTL_REAP_AFTER_MS",
+	[FTL_SWIM_FIELD_MAX_MEMBERS] = "FTL_MAX_MEMBERS",
+};
+
+static const char *timing_variables_of(ftl_swim_field field)
 {
-	static const struct {
-		const char *field;
-		const char *variables;
-	} by_field[] = {
-		{"probe_interval", "FTL_PROBE_INTERVAL_MS"},
-		{"probe_timeout", "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS"},
-		{"gossip_interval", "FTL_GOSSIP_INTERVAL_MS"},
-		{"retransmit_mult", "FTL_RETRANSMIT_MULT"},
-		{"suspicion_mult", "FTL_SUSPICION_MULT"},
-		{"push_pull_interval", "FTL_PUSH_PULL_INTERVAL_MS"},
-		{"gossip_to_dead", "FTL_REAP_AFTER_MS"},
-	};
-	for (size_t i = 0; i < sizeof(by_field) / sizeof(by_field[0]); i++)
-		if (strncmp(problem, by_field[i].field, strlen(by_field[i].field)) == 0)
-			return by_field[i].variables;
-	return "FTL_PROFILE and the FTL_*_MS overrides";
+	const char *v = (unsigned)field < FTL_SWIM_FIELD_MAX ? timing_variables[field] : NULL;
+	return v != NULL ? v : "FTL_PROFILE and the FTL_*_MS overrides";
 }
 
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out)
@@ -272,9 +269,10 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 				    (long long)c->max_members, 1 << 24, FTL_SWIM_MAX_MEMBERS_DEFAULT);
 	if (c->max_members)
 		out->swim.max_members = (int)c->max_members;
-	const char *bad = ftl_swim_config_check(&out->swim);
-	if (bad)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, bad);
+	const char *why;
+	ftl_swim_field bad = ftl_swim_config_check(&out->swim, &why);
+	if (bad != FTL_SWIM_FIELD_NONE)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, why);
 	if (c->is_insecure) {
 		if (c->gossip_key[0] || c->gossip_key_file[0])
 			return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=1 and a gossip key are both set: choose one");

@@ -70,33 +70,44 @@ ftl_err ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile)
 	return ftl_diag_set(FTL_ERR_INVALID, "%s: expected train, lan or local", name);
 }
 
-const char *ftl_swim_config_check(const ftl_swim_config *c)
+/* Sets *why and returns field: one refusal of ftl_swim_config_check. */
+static ftl_swim_field refuse(const char **why, ftl_swim_field field, const char *text)
 {
+	*why = text;
+	return field;
+}
+
+ftl_swim_field ftl_swim_config_check(const ftl_swim_config *c, const char **why)
+{
+	*why = NULL;
 	if (c->probe_interval_us <= 0)
-		return "probe_interval must be positive (for example 1s)";
+		return refuse(why, FTL_SWIM_FIELD_PROBE_INTERVAL, "probe_interval must be positive (for example 1s)");
 	if (c->probe_timeout_us <= 0 || c->probe_timeout_us >= c->probe_interval_us)
-		return "probe_timeout must be positive and shorter than probe_interval";
+		return refuse(why, FTL_SWIM_FIELD_PROBE_TIMEOUT,
+			      "probe_timeout must be positive and shorter than probe_interval");
 	if (c->gossip_interval_us <= 0)
-		return "gossip_interval must be positive (for example 200ms)";
+		return refuse(why, FTL_SWIM_FIELD_GOSSIP_INTERVAL, "gossip_interval must be positive (for example 200ms)");
 	if (c->gossip_nodes < 1 || c->gossip_nodes > 16)
-		return "gossip_nodes must be between 1 and 16";
+		return refuse(why, FTL_SWIM_FIELD_GOSSIP_NODES, "gossip_nodes must be between 1 and 16");
 	if (c->indirect_checks < 0 || c->indirect_checks > 16)
-		return "indirect_checks must be between 0 and 16";
+		return refuse(why, FTL_SWIM_FIELD_INDIRECT_CHECKS, "indirect_checks must be between 0 and 16");
 	if (c->retransmit_mult < 1 || c->retransmit_mult > 64)
-		return "retransmit_mult must be between 1 and 64";
+		return refuse(why, FTL_SWIM_FIELD_RETRANSMIT_MULT, "retransmit_mult must be between 1 and 64");
 	if (c->suspicion_mult < 1 || c->suspicion_mult > 64)
-		return "suspicion_mult must be between 1 and 64";
+		return refuse(why, FTL_SWIM_FIELD_SUSPICION_MULT, "suspicion_mult must be between 1 and 64");
 	if (c->suspicion_max_mult < 1 || c->suspicion_max_mult > 64)
-		return "suspicion_max_mult must be between 1 and 64";
+		return refuse(why, FTL_SWIM_FIELD_SUSPICION_MAX_MULT, "suspicion_max_mult must be between 1 and 64");
 	if (c->awareness_max < 1 || c->awareness_max > 64)
-		return "awareness_max must be between 1 and 64";
+		return refuse(why, FTL_SWIM_FIELD_AWARENESS_MAX, "awareness_max must be between 1 and 64");
 	if (c->push_pull_interval_us < 0)
-		return "push_pull_interval must be zero (off) or positive";
-	if (c->gossip_to_dead_us < 0 || c->reap_after_us < 0)
-		return "gossip_to_dead and reap_after must not be negative";
+		return refuse(why, FTL_SWIM_FIELD_PUSH_PULL_INTERVAL, "push_pull_interval must be zero (off) or positive");
+	if (c->gossip_to_dead_us < 0)
+		return refuse(why, FTL_SWIM_FIELD_GOSSIP_TO_DEAD, "gossip_to_dead must not be negative");
+	if (c->reap_after_us < 0)
+		return refuse(why, FTL_SWIM_FIELD_REAP_AFTER, "reap_after must not be negative");
 	if (c->max_members < 2)
-		return "max_members must be at least 2 (this node and one other)";
-	return NULL;
+		return refuse(why, FTL_SWIM_FIELD_MAX_MEMBERS, "max_members must be at least 2 (this node and one other)");
+	return FTL_SWIM_FIELD_NONE;
 }
 
 static int ceil_log10(int n) { return (int)ceil(log10((double)n)); }

@@ -59,8 +59,29 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile);
 /* Looks a profile up by name; FTL_ERR_INVALID if unknown, the message naming the known ones (the caller
  * puts the setting in front: "FTL_PROFILE=" + "x: expected ..."). */
 ftl_err ftl_swim_profile_from_name(const char *name, ftl_swim_profile *profile);
-/* NULL if cfg is usable, else a message naming the bad setting and what is expected. */
-const char *ftl_swim_config_check(const ftl_swim_config *cfg);
+/* The fields of ftl_swim_config that ftl_swim_config_check can refuse, so that a caller tells which one by its
+ * id, not by reading the message (the agent names the FTL_* variable behind each). */
+typedef enum ftl_swim_field {
+	FTL_SWIM_FIELD_NONE, /* the config is usable */
+	FTL_SWIM_FIELD_PROBE_INTERVAL,
+	FTL_SWIM_FIELD_PROBE_TIMEOUT,
+	FTL_SWIM_FIELD_GOSSIP_INTERVAL,
+	FTL_SWIM_FIELD_GOSSIP_NODES,
+	FTL_SWIM_FIELD_INDIRECT_CHECKS,
+	FTL_SWIM_FIELD_RETRANSMIT_MULT,
+	FTL_SWIM_FIELD_SUSPICION_MULT,
+	FTL_SWIM_FIELD_SUSPICION_MAX_MULT,
+	FTL_SWIM_FIELD_AWARENESS_MAX,
+	FTL_SWIM_FIELD_PUSH_PULL_INTERVAL,
+	FTL_SWIM_FIELD_GOSSIP_TO_DEAD,
+	FTL_SWIM_FIELD_REAP_AFTER,
+	FTL_SWIM_FIELD_MAX_MEMBERS,
+	FTL_SWIM_FIELD_MAX
+} ftl_swim_field;
+
+/* FTL_SWIM_FIELD_NONE if cfg is usable; else the first field at fault, with *why (a static message) naming
+ * it and what is expected. */
+ftl_swim_field ftl_swim_config_check(const ftl_swim_config *cfg, const char **why);
 
 /* How many times a rumor is sent in a cluster of n: retransmit_mult * ceil(log10(n + 1)). */
 int ftl_swim_retransmit_limit(const ftl_swim_config *cfg, int n);

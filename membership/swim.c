@@ -35,7 +35,8 @@ static const char *check_options(const ftl_swim_options *o)
 		return "metadata must be at most 256 bytes";
 	if (!o->keyring)
 		return "a keyring is required (use an insecure keyring to send plaintext)";
-	return ftl_swim_config_check(&o->config);
+	const char *why;
+	return ftl_swim_config_check(&o->config, &why) != FTL_SWIM_FIELD_NONE ? why : NULL;
 }
 
 ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us)

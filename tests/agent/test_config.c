@@ -274,6 +274,19 @@ static void test_push_pull_interval_zero_is_refused(void **state)
 	expect_refused("FTL_PUSH_PULL_INTERVAL_MS", "0", NULL);
 }
 
+/* Each value is fine alone; together the timing check refuses them, by field id (issue 42 item 4), naming
+ * the variables behind that field. */
+static void test_timing_check_names_the_variables_behind_the_field(void **state)
+{
+	char err[512] = "";
+	set_valid_environment();
+	setenv("FTL_PROBE_INTERVAL_MS", "100", 1);
+	setenv("FTL_PROBE_TIMEOUT_MS", "100", 1);
+	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
+	if (!strstr(err, "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS") || !strstr(err, "shorter than probe_interval"))
+		fail_msg("the error \"%s\" does not name both variables and the rule", err);
+}
+
 static void test_checkpoint_dir_empty_is_refused(void **state) { expect_refused("FTL_CHECKPOINT_DIR", "", NULL); }
 
 static void test_name_outside_allowed_characters_is_refused(void **state)
@@ -409,6 +422,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_compression_with_reproducible_mode_is_refused),
 		cmocka_unit_test(test_bind_port_zero_is_refused),
 		cmocka_unit_test(test_push_pull_interval_zero_is_refused),
+		cmocka_unit_test(test_timing_check_names_the_variables_behind_the_field),
 		cmocka_unit_test(test_checkpoint_dir_empty_is_refused),
 		cmocka_unit_test(test_name_outside_allowed_characters_is_refused),
 		cmocka_unit_test(test_gossip_key_and_key_file_both_set_are_refused),

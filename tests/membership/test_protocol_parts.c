@@ -160,7 +160,9 @@ static void test_profile_formulas_match_memberlist(void **state)
 {
 	ftl_swim_config c;
 	ftl_swim_config_profile(&c, FTL_PROFILE_LAN);
-	assert_null(ftl_swim_config_check(&c));
+	const char *why = "";
+	assert_int_equal(ftl_swim_config_check(&c, &why), FTL_SWIM_FIELD_NONE);
+	assert_null(why);
 	assert_int_equal(ftl_swim_retransmit_limit(&c, 8), 4);   /* 4 * ceil(log10 9) */
 	assert_int_equal(ftl_swim_retransmit_limit(&c, 100), 12); /* 4 * ceil(log10 101) */
 	assert_int_equal(ftl_swim_suspicion_min_us(&c, 5), 4000000); /* 4 * max(1, log10 5) * 1 s */
@@ -180,11 +182,17 @@ static void test_bad_config_names_the_setting(void **state)
 {
 	ftl_swim_config c;
 	ftl_swim_config_profile(&c, FTL_PROFILE_TRAIN);
+	const char *why;
 	c.probe_timeout_us = c.probe_interval_us;
-	assert_non_null(strstr(ftl_swim_config_check(&c), "probe_timeout"));
+	assert_int_equal(ftl_swim_config_check(&c, &why), FTL_SWIM_FIELD_PROBE_TIMEOUT);
+	assert_non_null(strstr(why, "probe_timeout"));
 	ftl_swim_config_profile(&c, FTL_PROFILE_TRAIN);
 	c.gossip_nodes = 0;
-	assert_non_null(strstr(ftl_swim_config_check(&c), "gossip_nodes"));
+	assert_int_equal(ftl_swim_config_check(&c, &why), FTL_SWIM_FIELD_GOSSIP_NODES);
+	assert_non_null(strstr(why, "gossip_nodes"));
+	ftl_swim_config_profile(&c, FTL_PROFILE_TRAIN);
+	c.reap_after_us = -1; /* its own field now, not folded into gossip_to_dead's */
+	assert_int_equal(ftl_swim_config_check(&c, &why), FTL_SWIM_FIELD_REAP_AFTER);
 }
 
 int main(void)
