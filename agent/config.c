@@ -131,7 +131,7 @@ static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_
 		what = "FTL_GOSSIP_KEY_FILE";
 		FILE *f = fopen(c->gossip_key_file, "re");
 		if (!f)
-			return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
+			return ftl_diag_set_setting("FTL_GOSSIP_KEY_FILE", FTL_ERR_SYSTEM, "FTL_GOSSIP_KEY_FILE=%s: cannot read it (%s)", c->gossip_key_file,
 				    strerror(errno));
 		warn_if_key_file_is_shared(log, f, c->gossip_key_file);
 		if (!fgets(text, sizeof(text), f))
@@ -140,7 +140,7 @@ static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_
 		text[strcspn(text, " \r\n")] = '\0';
 	}
 	if (ftl_key_from_base64(text, key) != FTL_OK)
-		return ftl_diag_prefix("%s: ", what);
+		return ftl_diag_set_setting(what, ftl_diag_code(), "%s: %s", what, ftl_diag_message());
 	return FTL_OK;
 }
 
@@ -176,7 +176,7 @@ static ftl_err check_seeds(const char *seeds)
 		int port;
 		bool is_bare_v6 = tok[0] != '[' && strchr(tok, ':') != strrchr(tok, ':');
 		if (is_bare_v6 || ftl_addr_split(tok, host, sizeof(host), &port) != 0 || port < 1)
-			return ftl_diag_set(FTL_ERR_INVALID,
+			return ftl_diag_set_setting("FTL_SEEDS", FTL_ERR_INVALID,
 					"FTL_SEEDS: \"%s\" is not host:port with a port from 1 to 65535 (write IPv6 "
 					"as [fd00::7]:7946; separate seeds with commas)",
 					tok);
@@ -184,7 +184,7 @@ static ftl_err check_seeds(const char *seeds)
 	/* Seeds given but none in them (",,," or blanks, a template that expanded to nothing) would make this
 	 * worker the first of a job of its own: a job of one that trains alone and exits 0. */
 	if (seeds[0] && n_seeds == 0)
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_SEEDS", FTL_ERR_INVALID,
 				"FTL_SEEDS=\"%s\" holds no seed: give host:port entries separated by commas, or unset "
 				"FTL_SEEDS for the first worker of a job",
 				seeds);
@@ -210,43 +210,52 @@ static const char *timing_variables_of(ftl_swim_field field)
 	return v != NULL ? v : "FTL_PROFILE and the FTL_*_MS overrides";
 }
 
+/* The one setting to blame for field: the first of its variables (FTL_PROFILE where it has none). */
+static const char *timing_setting_of(ftl_swim_field field)
+{
+	static _Thread_local char first[48];
+	const char *v = timing_variables_of(field);
+	snprintf(first, sizeof first, "%.*s", (int)strcspn(v, " "), v);
+	return first;
+}
+
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!is_valid_name(c->name))
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
+		return ftl_diag_set_setting("FTL_NAME", FTL_ERR_INVALID, "FTL_NAME=%.*s: expected %s", FTL_NAME_MAX, c->name, name_rule);
 	if (ftl_logger_init(&out->log, c->log_level, c->name, c->log_cb, c->log_user) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
+		return ftl_diag_set_setting("FTL_LOG_LEVEL", FTL_ERR_INVALID, "FTL_LOG_LEVEL=%s: expected debug, info, warn or error", c->log_level);
 	if (!c->cluster[0])
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_CLUSTER: must not be empty");
+		return ftl_diag_set_setting("FTL_CLUSTER", FTL_ERR_INVALID, "FTL_CLUSTER: must not be empty");
 	if (ftl_addr_parse_numeric(c->bind, &out->bind) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_BIND", FTL_ERR_INVALID,
 				    "FTL_BIND=%s: expected a numeric ip:port such as 0.0.0.0:7946 or [::]:7946", c->bind);
 	if (port_of(&out->bind) == 0)
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_BIND", FTL_ERR_INVALID,
 				"FTL_BIND=%s: port 0 is not allowed (others reach this node at the bound port, and it "
 				"would be advertised as 0); choose a port such as 7946",
 				c->bind);
 	if (check_seeds(c->seeds) != FTL_OK)
 		return FTL_ERR_INVALID;
 	if (c->metrics_addr[0] && (ftl_addr_parse_numeric(c->metrics_addr, &out->metrics) != 0 || port_of(&out->metrics) == 0))
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_METRICS_ADDR", FTL_ERR_INVALID,
 				"FTL_METRICS_ADDR=%s: expected a numeric ip:port with a port that is not 0, such as "
 				"0.0.0.0:9464 (where Prometheus scrapes GET /metrics), or unset for no metrics",
 				c->metrics_addr);
 	const char *adv = c->advertise[0] ? c->advertise : c->bind;
 	struct sockaddr_storage a;
 	if (ftl_addr_parse_numeric(adv, &a) != 0)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_ADVERTISE=%s: expected a numeric ip:port that other nodes can reach", adv);
+		return ftl_diag_set_setting("FTL_ADVERTISE", FTL_ERR_INVALID, "FTL_ADVERTISE=%s: expected a numeric ip:port that other nodes can reach", adv);
 	if (ftl_addr_is_wildcard(&a))
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_ADVERTISE", FTL_ERR_INVALID,
 			    "FTL_ADVERTISE: %s is a wildcard address; set FTL_ADVERTISE to this node's reachable "
 			    "ip:port (on Kubernetes, the pod IP from the downward API)",
 			    adv);
 	ftl_addr_format((struct sockaddr *)&a, out->advertise, sizeof(out->advertise));
 	ftl_swim_profile profile;
 	if (ftl_swim_profile_from_name(c->profile, &profile) != FTL_OK)
-		return ftl_diag_prefix("FTL_PROFILE=");
+		return ftl_diag_set_setting("FTL_PROFILE", FTL_ERR_INVALID, "FTL_PROFILE=%s", ftl_diag_message());
 	ftl_swim_config_profile(&out->swim, profile);
 	if (c->probe_interval_ms)
 		out->swim.probe_interval_us = c->probe_interval_ms * 1000;
@@ -265,25 +274,26 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 	if (c->retransmit_mult)
 		out->swim.retransmit_mult = c->retransmit_mult;
 	if (c->max_members < 0 || c->max_members == 1 || c->max_members > (1 << 24))
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MAX_MEMBERS=%lld: expected 2 to %d (0 for the default, %d)",
+		return ftl_diag_set_setting("FTL_MAX_MEMBERS", FTL_ERR_INVALID, "FTL_MAX_MEMBERS=%lld: expected 2 to %d (0 for the default, %d)",
 				    (long long)c->max_members, 1 << 24, FTL_SWIM_MAX_MEMBERS_DEFAULT);
 	if (c->max_members)
 		out->swim.max_members = (int)c->max_members;
 	const char *why;
 	ftl_swim_field bad = ftl_swim_config_check(&out->swim, &why);
 	if (bad != FTL_SWIM_FIELD_NONE)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s", timing_variables_of(bad), c->profile, why);
+		return ftl_diag_set_setting(timing_setting_of(bad), FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s",
+					    timing_variables_of(bad), c->profile, why);
 	if (c->is_insecure) {
 		if (c->gossip_key[0] || c->gossip_key_file[0])
-			return ftl_diag_set(FTL_ERR_INVALID, "FTL_INSECURE=1 and a gossip key are both set: choose one");
+			return ftl_diag_set_setting("FTL_INSECURE", FTL_ERR_INVALID, "FTL_INSECURE=1 and a gossip key are both set: choose one");
 		out->is_insecure = true;
 	} else {
 		if (c->gossip_key[0] && c->gossip_key_file[0])
-			return ftl_diag_set(FTL_ERR_INVALID,
+			return ftl_diag_set_setting("FTL_GOSSIP_KEY", FTL_ERR_INVALID,
 					"FTL_GOSSIP_KEY and FTL_GOSSIP_KEY_FILE are both set: choose one (the file keeps "
 					"the key out of the process environment)");
 		if (!c->gossip_key[0] && !c->gossip_key_file[0])
-			return ftl_diag_set(FTL_ERR_INVALID,
+			return ftl_diag_set_setting("FTL_GOSSIP_KEY", FTL_ERR_INVALID,
 				    "no gossip key: set FTL_GOSSIP_KEY (or FTL_GOSSIP_KEY_FILE) to the output of "
 				    "`ftlctl keygen`, or FTL_INSECURE=1 for plaintext gossip");
 		ftl_err err = load_key(c, &out->log, out->key);
@@ -291,6 +301,6 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 			return err;
 	}
 	if (c->reseed_interval_ms < 100)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_RESEED_INTERVAL_MS: expected at least 100");
+		return ftl_diag_set_setting("FTL_RESEED_INTERVAL_MS", FTL_ERR_INVALID, "FTL_RESEED_INTERVAL_MS: expected at least 100");
 	return FTL_OK;
 }

@@ -175,7 +175,9 @@ static ftl_err refuse_name(const char *name, size_t len, const char *more)
 	char hint[96] = "";
 	if (near)
 		snprintf(hint, sizeof(hint), " (did you mean %s?)", near);
-	return ftl_diag_set(FTL_ERR_INVALID,
+	char setting[64];
+	snprintf(setting, sizeof setting, "%.*s", (int)len, name);
+	return ftl_diag_set_setting(setting, FTL_ERR_INVALID,
 			    "%.*s is not an ftl setting%s: correct or unset it (a program with FTL_* settings of "
 			    "its own declares them with ftl_env_add_known_name, or ftl.add_known_setting in Python)%s",
 			    (int)len, name, hint, more);

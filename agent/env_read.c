@@ -8,7 +8,7 @@
 
 static ftl_err refuse_empty(const char *var)
 {
-	return ftl_diag_set(FTL_ERR_INVALID, "%s is set but empty: give it a value, or unset it for the default", var);
+	return ftl_diag_set_setting(var, FTL_ERR_INVALID, "%s is set but empty: give it a value, or unset it for the default", var);
 }
 
 /* v (may be NULL: unset) as var's whole number. */
@@ -23,7 +23,7 @@ static ftl_err parse_int(const char *var, const char *v, int64_t *dst, int64_t m
 	long long x = strtoll(v, &end, 10);
 	bool is_plain = (v[0] >= '0' && v[0] <= '9') || v[0] == '-'; /* no blanks, no '+' */
 	if (!is_plain || errno || end == v || *end || x < min || x > max)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected a whole number from %lld to %lld", var, v,
+		return ftl_diag_set_setting(var, FTL_ERR_INVALID, "%s=%s: expected a whole number from %lld to %lld", var, v,
 				    (long long)min, (long long)max);
 	*dst = x;
 	return FTL_OK;
@@ -47,7 +47,7 @@ ftl_err ftl_setting_str(const ftl_settings *s, const char *var, char *dst, size_
 	if (!*v)
 		return refuse_empty(var);
 	if (strlen(v) >= cap)
-		return ftl_diag_set(FTL_ERR_INVALID, "%s is too long (at most %zu bytes)", var, cap - 1);
+		return ftl_diag_set_setting(var, FTL_ERR_INVALID, "%s is too long (at most %zu bytes)", var, cap - 1);
 	memcpy(dst, v, strlen(v) + 1);
 	return FTL_OK;
 }
@@ -59,8 +59,8 @@ ftl_err ftl_setting_choice(const ftl_settings *s, const char *var, const char *n
 	if (!v)
 		return FTL_OK;
 	if (strcmp(v, no) != 0 && strcmp(v, yes) != 0)
-		return expected ? ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s", var, v, expected)
-				: ftl_diag_set(FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
+		return expected ? ftl_diag_set_setting(var, FTL_ERR_INVALID, "%s=%s: expected %s", var, v, expected)
+				: ftl_diag_set_setting(var, FTL_ERR_INVALID, "%s=%s: expected %s or %s", var, v, no, yes);
 	*dst = strcmp(v, yes) == 0;
 	return FTL_OK;
 }

@@ -1,4 +1,4 @@
-/* The per-thread diagnostics area of diag.h, and the public ftl_error_code/ftl_error_message over it. */
+/* The per-thread diagnostics area of diag.h, and the public ftl_error_code/_message/_setting over it. */
 #include "diag.h"
 
 #include <errno.h>
@@ -8,6 +8,7 @@
 
 static _Thread_local ftl_err diag_code;
 static _Thread_local char diag_msg[FTL_DIAG_MSG_MAX];
+static _Thread_local char diag_setting[64]; /* the FTL_* variable a refused setting's error is about, or "" */
 
 /* diag_msg = the formatted text followed by tail (or nothing). Formats into a scratch buffer first, so
  * arguments that point into diag_msg are read before it changes. */
@@ -27,6 +28,18 @@ ftl_err ftl_diag_set(ftl_err code, const char *fmt, ...)
 	store(NULL, fmt, ap);
 	va_end(ap);
 	diag_code = code;
+	diag_setting[0] = '\0';
+	return code;
+}
+
+ftl_err ftl_diag_set_setting(const char *setting, ftl_err code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	store(NULL, fmt, ap);
+	va_end(ap);
+	diag_code = code;
+	snprintf(diag_setting, sizeof diag_setting, "%s", setting ? setting : "");
 	return code;
 }
 
@@ -55,6 +68,7 @@ void ftl_diag_clear(void)
 {
 	diag_code = FTL_OK;
 	diag_msg[0] = '\0';
+	diag_setting[0] = '\0';
 }
 
 ftl_err ftl_error_code(void)
@@ -65,4 +79,9 @@ ftl_err ftl_error_code(void)
 const char *ftl_error_message(void)
 {
 	return diag_msg;
+}
+
+const char *ftl_error_setting(void)
+{
+	return diag_setting;
 }

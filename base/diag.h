@@ -15,6 +15,11 @@
 
 /* Records code and the message, returns code. The arguments may include ftl_diag_message() itself. */
 ftl_err ftl_diag_set(ftl_err code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for a refused setting: also records the FTL_* variable it is about (read back with
+ * ftl_error_setting), so that a binding tells which setting failed without reading the message.
+ * ftl_diag_set forgets the setting; ftl_diag_prefix keeps it. */
+ftl_err ftl_diag_set_setting(const char *setting, ftl_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Puts context in front of the recorded message ("checkpoint /ck/step-9: " + message), keeps the code and
  * returns it: for a caller that adds where a callee's failure happened. */
 ftl_err ftl_diag_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -57,10 +57,10 @@ void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible,
 ftl_err ftl_batch_config_check(const ftl_batch_config *b)
 {
 	if (b->global_batch > UINT32_MAX)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_GLOBAL_BATCH=%llu: at most %u samples per step",
+		return ftl_diag_set_setting("FTL_GLOBAL_BATCH", FTL_ERR_INVALID, "FTL_GLOBAL_BATCH=%llu: at most %u samples per step",
 				    (unsigned long long)b->global_batch, UINT32_MAX);
 	if (b->is_reproducible && (b->global_batch == 0 || b->max_batch_per_rank == 0))
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_REPRODUCIBLE", FTL_ERR_INVALID,
 				    "FTL_REPRODUCIBLE=1 needs FTL_GLOBAL_BATCH (the fixed global batch) and "
 				    "FTL_MAX_BATCH_PER_RANK (the micro-shard size, fixed for the whole job); set both");
 	return FTL_OK;

@@ -99,7 +99,7 @@ static ftl_err compress_from_settings(const ftl_settings *s, ftl_compress *dst)
 			*dst = (ftl_compress)k;
 			return FTL_OK;
 		}
-	return ftl_diag_set(FTL_ERR_INVALID, "FTL_COMM_COMPRESS=%s: expected off, bf16 (gradients as bf16 on the wire) "
+	return ftl_diag_set_setting("FTL_COMM_COMPRESS", FTL_ERR_INVALID, "FTL_COMM_COMPRESS=%s: expected off, bf16 (gradients as bf16 on the wire) "
 			    "or bf16-ef (bf16 with error feedback)", v);
 }
 
@@ -132,7 +132,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 	else if (comm && strcmp(comm, "nccl") == 0)
 		t->backend = FTL_COMM_NCCL;
 	else if (comm)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_COMM=%s: expected tcp or nccl", comm);
+		return ftl_diag_set_setting("FTL_COMM", FTL_ERR_INVALID, "FTL_COMM=%s: expected tcp or nccl", comm);
 	t->min_workers = (uint32_t)min;
 	t->max_workers = (uint32_t)max;
 	t->settle_ms = settle;
@@ -168,18 +168,18 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (ftl_agent_is_started(a))
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_set_training: call it before ftl_agent_start");
 	if (t->min_workers < 1 || t->max_workers < t->min_workers)
-		return ftl_diag_set(FTL_ERR_INVALID, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)",
+		return ftl_diag_set_setting("FTL_MIN_WORKERS", FTL_ERR_INVALID, "FTL_MIN_WORKERS/FTL_MAX_WORKERS: need 1 <= min (%u) <= max (%u)",
 				    t->min_workers, t->max_workers);
 	if ((uint64_t)t->expected_workers > (uint64_t)t->max_workers + t->spares)
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_EXPECTED_WORKERS", FTL_ERR_INVALID,
 				    "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u) plus FTL_SPARES (%u): the "
 				    "first view could never form; set it to the Deployment's replica count",
 				    t->expected_workers, t->max_workers, t->spares);
 	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL))
-		return ftl_diag_set(FTL_ERR_UNSUPPORTED,
+		return ftl_diag_set_setting("FTL_COMM", FTL_ERR_UNSUPPORTED,
 				    "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
 	if (t->checkpoint_dir[0] && (t->checkpoint_every < 1 || t->checkpoint_keep < 1))
-		return ftl_diag_set(FTL_ERR_INVALID,
+		return ftl_diag_set_setting("FTL_CHECKPOINT_EVERY", FTL_ERR_INVALID,
 				    "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
 				    (long long)t->checkpoint_every, t->checkpoint_keep);
 	ftl_err err = ftl_batch_config_check(&t->batch);

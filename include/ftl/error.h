@@ -57,6 +57,9 @@ FTL_API const char *ftl_strerror(ftl_err err);
  * stays valid until the next failing call on this thread. */
 FTL_API ftl_err ftl_error_code(void);
 FTL_API const char *ftl_error_message(void);
+/* The FTL_* setting the calling thread's last error refused ("FTL_PROBE_TIMEOUT_MS"), or "" when that error is
+ * not about one setting: what a binding shows as the setting at fault, without reading the message. */
+FTL_API const char *ftl_error_setting(void);
 
 #ifdef __cplusplus
 }

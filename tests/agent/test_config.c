@@ -169,6 +169,9 @@ static void expect_refused(const char *var, const char *value, const char *also_
 		fail_msg("%s=\"%s\" was accepted", var, value);
 	if (!strstr(err, var))
 		fail_msg("%s=\"%s\": the error \"%s\" does not name %s", var, value, err, var);
+	/* ... and says which setting it is apart from the text (issue 42 item 4), for a binding to show */
+	if (strcmp(ftl_error_setting(), var) != 0)
+		fail_msg("%s=\"%s\": ftl_error_setting() is \"%s\"", var, value, ftl_error_setting());
 }
 
 static void test_every_setting_refuses_its_bad_values_by_name(void **state)
@@ -285,6 +288,9 @@ static void test_timing_check_names_the_variables_behind_the_field(void **state)
 	assert_int_equal(resolve_environment(err, sizeof(err)), -1);
 	if (!strstr(err, "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS") || !strstr(err, "shorter than probe_interval"))
 		fail_msg("the error \"%s\" does not name both variables and the rule", err);
+	assert_string_equal(ftl_error_setting(), "FTL_PROBE_TIMEOUT_MS"); /* the first of them */
+	assert_int_equal(ftl_settings_set(NULL, "min_workers", "2"), FTL_ERR_INVALID); /* an error about no setting */
+	assert_string_equal(ftl_error_setting(), "");
 }
 
 static void test_checkpoint_dir_empty_is_refused(void **state) { expect_refused("FTL_CHECKPOINT_DIR", "", NULL); }

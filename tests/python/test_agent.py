@@ -41,6 +41,17 @@ def test_setting_refused_names_the_variable(run_dir):
     assert "FTL_PROBE_INTERVAL_MS" not in os.environ  # keyword settings do not leak into the environment
 
 
+def test_a_refusal_names_its_setting_from_the_library_not_from_the_message(run_dir):
+    """ConfigError.variable is the setting libftl says it refused (ftl_error_setting), not the first FTL_*
+    word of the message: a message that names settings as examples or as context blames none of them."""
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(insecure=1, run_dir=run_dir, bind=f"127.0.0.1:{free_port()}", probe_interval_ms=100, probe_timeout_ms=100)
+    assert e.value.variable == "FTL_PROBE_TIMEOUT_MS" and "FTL_PROFILE=" in str(e.value), e.value
+    with pytest.raises(ftl.ConfigError) as e:
+        ftl.Agent(insecure=1, run_dir=run_dir, **{"min-workers": 2})
+    assert e.value.variable is None and "FTL_MIN_WORKERS" in str(e.value), e.value
+
+
 def test_keyword_settings_go_through_the_c_setters_not_the_environment(run_dir, monkeypatch):
     """Every keyword is judged by libftl's setter (the sentence its variable would get), and the process
     environment is never written, so another thread reading it mid-construction sees nothing half-set."""

@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 
 from ._cuda_deps import load_torchs_copies
-from .errors import LibraryNotFoundError
+from .errors import ConfigError, LibraryNotFoundError
 
 c_u64 = ctypes.c_uint64
 c_size = ctypes.c_size_t
@@ -100,6 +100,7 @@ _PROTOTYPES = {
     "ftl_strerror": (ctypes.c_char_p, [ctypes.c_int]),
     "ftl_error_code": (ctypes.c_int, []),
     "ftl_error_message": (ctypes.c_char_p, []),
+    "ftl_error_setting": (ctypes.c_char_p, []),
     "ftl_comm_backend_is_available": (ctypes.c_int, [ctypes.c_int]),
     "ftl_settings_new": (ctypes.c_void_p, []),
     "ftl_settings_free": (None, [ctypes.c_void_p]),
@@ -208,3 +209,9 @@ def lib() -> ctypes.CDLL:
 
 def text(raw) -> str:
     return raw.decode("utf-8", "replace") if raw else ""
+
+
+def config_error(lib_, fallback: str = "") -> ConfigError:
+    """The refusal libftl just recorded on this thread: its message, and the FTL_* setting it is about from
+    ftl_error_setting (None when the error names no one setting), not read out of the message."""
+    return ConfigError(text(lib_.ftl_error_message()) or fallback, text(lib_.ftl_error_setting()) or None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, Iterator
 
-from ._lib import text
+from ._lib import config_error, text
 from .errors import ConfigError
 
 
@@ -28,10 +28,10 @@ def settings(lib_, values: Dict[str, Any], with_env: bool = False) -> Iterator[i
         raise MemoryError("ftl: out of memory for the settings")
     try:
         if with_env and lib_.ftl_settings_load_env(s) != 0:
-            raise ConfigError(text(lib_.ftl_error_message()))
+            raise config_error(lib_)
         for key, value in values.items():
             if lib_.ftl_settings_set(s, key.lower().encode(), _value_text(key, value)) != 0:
-                raise ConfigError(text(lib_.ftl_error_message()))
+                raise config_error(lib_)
         yield s
     finally:
         lib_.ftl_settings_free(s)

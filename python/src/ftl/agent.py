@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
 import numpy as np
 
 from . import _buffers, _logging
-from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, lib, text
+from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, config_error, lib, text
 from ._requests import InFlight, Request
 from ._settings import settings
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
@@ -55,7 +55,7 @@ def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
         backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
         ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
         if not ptr:
-            raise ConfigError(text(lib_.ftl_error_message()) or "ftl: the agent could not be created")
+            raise config_error(lib_, "ftl: the agent could not be created")
         return ptr, backend
 
 
@@ -114,7 +114,7 @@ class Agent:
     def start(self) -> "Agent":
         """Binds, starts gossip and joins the seeds (FTL_SEEDS)."""
         if self._lib.ftl_agent_start(self._handle()) != 0:
-            raise ConfigError(text(self._lib.ftl_error_message()) or "ftl: the agent could not start")
+            raise config_error(self._lib, "ftl: the agent could not start")
         self._started = True
         return self
 
@@ -234,7 +234,7 @@ class Agent:
         values = {"global_batch": global_batch, "max_batch_per_rank": max_batch_per_rank, "reproducible": reproducible}
         with settings(self._lib, values) as s:
             if self._lib.ftl_set_batch_from_settings(self._handle(), s) != 0:
-                raise ConfigError(text(self._lib.ftl_error_message()))
+                raise config_error(self._lib)
 
     # ---- steps ----
 

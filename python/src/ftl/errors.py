@@ -7,7 +7,6 @@ mistake in the program or the settings.
 from __future__ import annotations
 
 import builtins
-import re
 from typing import Optional
 
 # ftl_err values (include/ftl/error.h).
@@ -33,12 +32,12 @@ class Error(RuntimeError):
 
 
 class ConfigError(Error, ValueError):
-    """A setting (an FTL_* variable or its keyword argument) was refused; `variable` names it."""
+    """A setting (an FTL_* variable or its keyword argument) was refused; `variable` names it (the FTL_*
+    name libftl gives with its refusal, ftl_error_setting), or is None when the refusal is about no one setting."""
 
     def __init__(self, message: str, variable: Optional[str] = None):
         super().__init__(message, INVALID)
-        found = re.search(r"\bFTL_[A-Z0-9_]+", message)
-        self.variable = variable or (found.group(0) if found else None)
+        self.variable = variable
 
 
 class PeerLostError(Error):
