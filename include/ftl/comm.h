@@ -315,7 +315,8 @@ FTL_API void ftl_comm_destroy(ftl_comm *comm);
 /* Sets the deadline of later calls, in milliseconds (> 0). FTL_ERR_INVALID for a bad value. */
 FTL_API ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);
 
-/* The last diagnostic, "" when none. Valid until the next call on the communicator. */
+/* The last diagnostic, "" when none: a copy for the calling thread, valid until its next ftl_comm_error call
+ * (any thread may call it, while another runs the communicator's calls). */
 FTL_API const char *ftl_comm_error(const ftl_comm *comm);
 
 FTL_API int ftl_comm_rank(const ftl_comm *comm);

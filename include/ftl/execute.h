@@ -177,7 +177,8 @@ FTL_API ftl_agent *ftl_agent_new_from_settings(const ftl_settings *s, ftl_log_cb
 FTL_API ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx);
 /* The reason of the last error ftl_execute (or a collective) returned, kept by the agent: the exception to
  * the diagnostics area (see ftl/error.h), since a view change seen on the agent's thread causes it. The calling
- * thread's ftl_error_message() holds it too. */
+ * thread's ftl_error_message() holds it too. Written by the thread that calls ftl_execute and the collectives:
+ * read it there (another thread may see it change under it). */
 FTL_API const char *ftl_last_error(ftl_agent *a);
 
 /* Collectives on the current view's communicator, for use inside a step.

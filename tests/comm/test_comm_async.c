@@ -12,6 +12,8 @@
  *             the next call is refused at once with the same error
  * Figures are printed as JSON lines. */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +273,24 @@ static void *abort_later(void *p)
 	return t;
 }
 
+/* Reads the diagnostic over and over while the progress thread fails the requests and writes it: ftl_comm_error
+ * is for any thread (a TSan build reports the race if it reads without the lock the writer holds). */
+struct error_reader {
+	ftl_comm *comm;
+	atomic_int is_done;
+	unsigned long reads;
+};
+
+static void *read_errors(void *p)
+{
+	struct error_reader *r = p;
+	while (!atomic_load(&r->is_done)) {
+		r->reads += strlen(ftl_comm_error(r->comm)) > 0;
+		sched_yield();
+	}
+	return NULL;
+}
+
 static int abort_child(struct harness_child *c)
 {
 	ftl_comm *comm = harness_comm_all(c, 1, 20000);
@@ -285,12 +305,16 @@ static int abort_child(struct harness_child *c)
 		for (int i = 0; i < WINDOW; i++)
 			rc |= ftl_comm_allreduce(comm, buf + i * count, buf + i * count, count, FTL_F32, FTL_SUM, NULL,
 						       &req[i]) != FTL_OK;
-		pthread_t th;
+		pthread_t th, reader;
+		struct error_reader errors = {.comm = comm};
+		pthread_create(&reader, NULL, read_errors, &errors);
 		pthread_create(&th, NULL, abort_later, comm);
 		ftl_err e = ftl_comm_wait(comm, &req[WINDOW - 1]); /* the last: done when the first fails */
 		int64_t t_ret = harness_now_ns();
 		void *t_abort;
 		pthread_join(th, &t_abort);
+		atomic_store(&errors.is_done, 1);
+		pthread_join(reader, NULL);
 		int64_t us = (t_ret - *(int64_t *)t_abort) / 1000;
 		free(t_abort);
 		for (int i = 0; i < WINDOW - 1; i++) {
