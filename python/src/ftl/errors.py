@@ -11,10 +11,18 @@ from typing import Optional
 
 # ftl_err values (include/ftl/error.h).
 OK, INVALID, PEER_LOST, ABORTED, TIMEOUT, SYSTEM, BACKEND, UNSUPPORTED, REFUSED, STATE_LOST = range(10)
-CODE_NAMES = ("ok", "invalid argument", "peer lost", "aborted", "timed out", "system error", "backend error",
-              "not supported", "refused by the job", "state lost")
 # A collective that failed with one of these lost a peer: the step is run again on the next view.
 PEER_CODES = frozenset((PEER_LOST, ABORTED, TIMEOUT))
+
+
+def code_name(code: int) -> str:
+    """The C library's short name of an ftl_err ("peer lost", "timed out": ftl_strerror, from its ftl_err_strs
+    table, not a copy here); "error N" when the library cannot be loaded."""
+    try:
+        from ._lib import lib, text
+        return text(lib().ftl_strerror(code))
+    except (ImportError, OSError):
+        return f"error {code}"
 
 
 class Error(RuntimeError):
@@ -28,7 +36,7 @@ class Error(RuntimeError):
 
     @property
     def code_name(self) -> str:
-        return CODE_NAMES[self.code] if 0 <= self.code < len(CODE_NAMES) else f"error {self.code}"
+        return code_name(self.code)
 
 
 class ConfigError(Error, ValueError):
@@ -60,4 +68,4 @@ def from_code(code: int, message: str) -> Error:
         return TimeoutError(message, code)
     if code in PEER_CODES:
         return PeerLostError(message, code)
-    return Error(message or CODE_NAMES[code], code)
+    return Error(message or code_name(code), code)
