@@ -139,8 +139,10 @@ static ftl_err load_key(const ftl_agent_config *c, const ftl_logger *log, uint8_
 		fclose(f);
 		text[strcspn(text, " \r\n")] = '\0';
 	}
-	if (ftl_key_from_base64(text, key) != FTL_OK)
-		return ftl_diag_set_setting(what, ftl_diag_code(), "%s: %s", what, ftl_diag_message());
+	if (ftl_key_from_base64(text, key) != FTL_OK) {
+		ftl_diag_prefix("%s: ", what);
+		return ftl_diag_about(what);
+	}
 	return FTL_OK;
 }
 
@@ -191,32 +193,30 @@ static ftl_err check_seeds(const char *seeds)
 	return FTL_OK;
 }
 
-/* The FTL_* variables behind each field a timing check can refuse; NULL: no variable of its own (a profile's
- * value, or one checked before). */
-static const char *const timing_variables[FTL_SWIM_FIELD_MAX] = {
-	[FTL_SWIM_FIELD_PROBE_INTERVAL] = "FTL_PROBE_INTERVAL_MS",
-	[FTL_SWIM_FIELD_PROBE_TIMEOUT] = "FTL_PROBE_TIMEOUT_MS and FTL_PROBE_INTERVAL_MS",
-	[FTL_SWIM_FIELD_GOSSIP_INTERVAL] = "FTL_GOSSIP_INTERVAL_MS",
-	[FTL_SWIM_FIELD_RETRANSMIT_MULT] = "FTL_RETRANSMIT_MULT",
-	[FTL_SWIM_FIELD_SUSPICION_MULT] = "FTL_SUSPICION_MULT",
-	[FTL_SWIM_FIELD_PUSH_PULL_INTERVAL] = "FTL_PUSH_PULL_INTERVAL_MS",
-	[FTL_SWIM_FIELD_REAP_AFTER] = "FTL_REAP_AFTER_MS",
-	[FTL_SWIM_FIELD_MAX_MEMBERS] = "FTL_MAX_MEMBERS",
+/* The FTL_* variable behind each field a timing check can refuse, and the one it is checked against; a field
+ * without one (a profile's value, or one checked before) blames FTL_PROFILE and the overrides. */
+static const struct {
+	const char *setting;
+	const char *and_also;
+} timing_variables[FTL_SWIM_FIELD_MAX] = {
+	[FTL_SWIM_FIELD_PROBE_INTERVAL] = {"FTL_PROBE_INTERVAL_MS", NULL},
+	[FTL_SWIM_FIELD_PROBE_TIMEOUT] = {"FTL_PROBE_TIMEOUT_MS", "FTL_PROBE_INTERVAL_MS"},
+	[FTL_SWIM_FIELD_GOSSIP_INTERVAL] = {"FTL_GOSSIP_INTERVAL_MS", NULL},
+	[FTL_SWIM_FIELD_RETRANSMIT_MULT] = {"FTL_RETRANSMIT_MULT", NULL},
+	[FTL_SWIM_FIELD_SUSPICION_MULT] = {"FTL_SUSPICION_MULT", NULL},
+	[FTL_SWIM_FIELD_PUSH_PULL_INTERVAL] = {"FTL_PUSH_PULL_INTERVAL_MS", NULL},
+	[FTL_SWIM_FIELD_REAP_AFTER] = {"FTL_REAP_AFTER_MS", NULL},
+	[FTL_SWIM_FIELD_MAX_MEMBERS] = {"FTL_MAX_MEMBERS", NULL},
 };
 
-static const char *timing_variables_of(ftl_swim_field field)
+/* The timing check's refusal of field: its variables, the profile and the check's sentence. */
+static ftl_err refuse_timing(ftl_swim_field field, const char *profile, const char *why)
 {
-	const char *v = (unsigned)field < FTL_SWIM_FIELD_MAX ? timing_variables[field] : NULL;
-	return v != NULL ? v : "FTL_PROFILE and the FTL_*_MS overrides";
-}
-
-/* The one setting to blame for field: the first of its variables (FTL_PROFILE where it has none). */
-static const char *timing_setting_of(ftl_swim_field field)
-{
-	static _Thread_local char first[48];
-	const char *v = timing_variables_of(field);
-	snprintf(first, sizeof first, "%.*s", (int)strcspn(v, " "), v);
-	return first;
+	const char *setting = timing_variables[field].setting, *also = timing_variables[field].and_also;
+	if (setting == NULL)
+		setting = "FTL_PROFILE", also = "the FTL_*_MS overrides";
+	return ftl_diag_set_setting(setting, FTL_ERR_INVALID, "%s%s%s (with FTL_PROFILE=%s): %s", setting,
+				    also ? " and " : "", also ? also : "", profile, why);
 }
 
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out)
@@ -254,8 +254,10 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 			    adv);
 	ftl_addr_format((struct sockaddr *)&a, out->advertise, sizeof(out->advertise));
 	ftl_swim_profile profile;
-	if (ftl_swim_profile_from_name(c->profile, &profile) != FTL_OK)
-		return ftl_diag_set_setting("FTL_PROFILE", FTL_ERR_INVALID, "FTL_PROFILE=%s", ftl_diag_message());
+	if (ftl_swim_profile_from_name(c->profile, &profile) != FTL_OK) {
+		ftl_diag_prefix("FTL_PROFILE=");
+		return ftl_diag_about("FTL_PROFILE");
+	}
 	ftl_swim_config_profile(&out->swim, profile);
 	if (c->probe_interval_ms)
 		out->swim.probe_interval_us = c->probe_interval_ms * 1000;
@@ -281,8 +283,7 @@ ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *
 	const char *why;
 	ftl_swim_field bad = ftl_swim_config_check(&out->swim, &why);
 	if (bad != FTL_SWIM_FIELD_NONE)
-		return ftl_diag_set_setting(timing_setting_of(bad), FTL_ERR_INVALID, "%s (with FTL_PROFILE=%s): %s",
-					    timing_variables_of(bad), c->profile, why);
+		return refuse_timing(bad, c->profile, why);
 	if (c->is_insecure) {
 		if (c->gossip_key[0] || c->gossip_key_file[0])
 			return ftl_diag_set_setting("FTL_INSECURE", FTL_ERR_INVALID, "FTL_INSECURE=1 and a gossip key are both set: choose one");

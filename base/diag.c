@@ -21,14 +21,21 @@ static void store(const char *tail, const char *fmt, va_list ap)
 	errno = errno_saved;
 }
 
+/* Records code, the message and the setting it is about ("" for none). */
+static ftl_err record(const char *setting, ftl_err code, const char *fmt, va_list ap)
+{
+	store(NULL, fmt, ap);
+	diag_code = code;
+	snprintf(diag_setting, sizeof diag_setting, "%s", setting);
+	return code;
+}
+
 ftl_err ftl_diag_set(ftl_err code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	store(NULL, fmt, ap);
+	record("", code, fmt, ap);
 	va_end(ap);
-	diag_code = code;
-	diag_setting[0] = '\0';
 	return code;
 }
 
@@ -36,10 +43,8 @@ ftl_err ftl_diag_set_setting(const char *setting, ftl_err code, const char *fmt,
 {
 	va_list ap;
 	va_start(ap, fmt);
-	store(NULL, fmt, ap);
+	record(setting ? setting : "", code, fmt, ap);
 	va_end(ap);
-	diag_code = code;
-	snprintf(diag_setting, sizeof diag_setting, "%s", setting ? setting : "");
 	return code;
 }
 
@@ -51,6 +56,12 @@ ftl_err ftl_diag_prefix(const char *fmt, ...)
 	va_start(ap, fmt);
 	store(old, fmt, ap);
 	va_end(ap);
+	return diag_code;
+}
+
+ftl_err ftl_diag_about(const char *setting)
+{
+	snprintf(diag_setting, sizeof diag_setting, "%s", setting ? setting : "");
 	return diag_code;
 }
 

@@ -23,6 +23,9 @@ ftl_err ftl_diag_set_setting(const char *setting, ftl_err code, const char *fmt,
 /* Puts context in front of the recorded message ("checkpoint /ck/step-9: " + message), keeps the code and
  * returns it: for a caller that adds where a callee's failure happened. */
 ftl_err ftl_diag_prefix(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Names the FTL_* setting the recorded error is about (as ftl_diag_set_setting would have), keeps the rest
+ * and returns the code: for a caller that learns it from context ("FTL_PROFILE=" + a callee's refusal). */
+ftl_err ftl_diag_about(const char *setting);
 /* The recorded code (FTL_OK when nothing was recorded on this thread) and message ("" then). */
 ftl_err ftl_diag_code(void);
 const char *ftl_diag_message(void);

@@ -251,22 +251,6 @@ ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms)
 	return FTL_OK;
 }
 
-/* A copy, taken under the lock that guards the diagnostic: the progress thread of the asynchronous requests may
- * be rewriting it while the caller reads (a request failing as the caller looks at an earlier failure). */
-const char *ftl_comm_error(const ftl_comm *comm)
-{
-	static _Thread_local char copy[sizeof(((ftl_comm *)0)->error.message)];
-	if (comm == NULL)
-		return "ftl: communicator is NULL";
-	pthread_mutex_t *lock = comm->error_lock;
-	if (lock != NULL)
-		pthread_mutex_lock(lock);
-	memcpy(copy, comm->error.message, sizeof copy);
-	if (lock != NULL)
-		pthread_mutex_unlock(lock);
-	return copy;
-}
-
 int ftl_comm_rank(const ftl_comm *comm)
 {
 	return comm != NULL ? comm->rank : -1;

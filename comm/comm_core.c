@@ -1,6 +1,6 @@
 /* comm_core: what every part of comm/ shares, below the transports and the public face: the clock of the
- * deadlines, the sticky error (ftl_comm_fail), the shared part of a communicator (ftl_comm_base_init), the
- * checks every collective makes and the dispatch of one validated call to the backend's ops. Nothing here
+ * deadlines, the sticky error (ftl_comm_fail, ftl_comm_error), the shared part of a communicator
+ * (ftl_comm_base_init), the checks every collective makes and the dispatch of one validated call to the backend's ops. Nothing here
  * names a transport or the face (comm.c), so a transport built on these calls forms no circle with them. */
 #include <pthread.h>
 #include <stdio.h>
@@ -29,20 +29,46 @@ static ftl_err keep_error(ftl_kept_error *k, ftl_err err, const char *fmt, va_li
 	return ftl_kept_error_set(k, err, "ftl: %s", text);
 }
 
+/* The diagnostic's lock, while asynchronous requests exist (the progress thread and the caller may both have
+ * something to say); a communicator without them has one thread and no lock. Returns the lock taken. */
+static pthread_mutex_t *lock_error(const struct ftl_comm *comm)
+{
+	pthread_mutex_t *lock = comm->error_lock;
+	if (lock != NULL)
+		pthread_mutex_lock(lock);
+	return lock;
+}
+
+static void unlock_error(pthread_mutex_t *lock)
+{
+	if (lock != NULL)
+		pthread_mutex_unlock(lock);
+}
+
 ftl_err ftl_comm_fail(struct ftl_comm *comm, ftl_err err, bool is_fatal, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	pthread_mutex_t *lock = comm->error_lock; /* the progress thread and the caller may both have something to say */
-	if (lock != NULL)
-		pthread_mutex_lock(lock);
+	pthread_mutex_t *lock = lock_error(comm);
 	keep_error(&comm->error, err, fmt, ap);
 	if (is_fatal && comm->broken == FTL_OK)
 		comm->broken = err;
-	if (lock != NULL)
-		pthread_mutex_unlock(lock);
+	unlock_error(lock);
 	va_end(ap);
 	return err;
+}
+
+/* A copy for the calling thread: the progress thread may rewrite the diagnostic while another thread reads it
+ * (a request failing as the caller looks at an earlier failure). */
+const char *ftl_comm_error(const ftl_comm *comm)
+{
+	static _Thread_local char copy[sizeof(((ftl_comm *)0)->error.message)];
+	if (comm == NULL)
+		return "ftl: communicator is NULL";
+	pthread_mutex_t *lock = lock_error(comm);
+	memcpy(copy, comm->error.message, sizeof copy);
+	unlock_error(lock);
+	return copy;
 }
 
 ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...)
