@@ -58,7 +58,7 @@ static void on_wake(uv_async_t *h)
 	pthread_mutex_lock(&a->lock);
 	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
 	uint8_t meta_buf[FTL_META_MAX];
-	uint16_t meta_len = (uint16_t)ftl_meta_pack(a->data_addr, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
+	uint16_t meta_len = (uint16_t)ftl_meta_pack(&a->training_self, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
 	char hints[FTL_MAX_HINTS][FTL_NAME_MAX];
 	int n_hints = a->n_hints;
 	memcpy(hints, a->hints, sizeof(hints));
@@ -152,9 +152,9 @@ static uint64_t wall_us(void)
 static ftl_err make_node(ftl_agent *a)
 {
 	uint8_t meta[FTL_META_MAX];
-	size_t meta_len = ftl_meta_pack(a->data_addr, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
+	size_t meta_len = ftl_meta_pack(&a->training_self, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
 					sizeof(meta));
-	if (!a->data_addr[0]) { /* not training: the metadata is the user's alone */
+	if (!a->training_self.data_addr[0]) { /* not training: the metadata is the user's alone */
 		meta_len = strlen(a->cfg.meta);
 		memcpy(meta, a->cfg.meta, meta_len);
 	}

@@ -27,10 +27,14 @@ static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ft
 	pthread_mutex_unlock(&a->lock);
 	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
 	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
-	char data_addr[FTL_ADDR_MAX];
+	ftl_rdv_member training = {0};
 	const uint8_t *user;
 	size_t user_len;
-	ftl_meta_unpack(m->meta, m->meta_len, data_addr, sizeof(data_addr), &user, &user_len);
+	ftl_meta_unpack(m->meta, m->meta_len, &training, &user, &user_len);
+	if (training.replica_size > 0)
+		json_object_set_new(j, "replica", json_pack("{s:s, s:i, s:i}", "name", training.replica, "index",
+							     (int)training.replica_index, "size",
+							     (int)training.replica_size));
 	json_t *meta = json_stringn((const char *)user, user_len);
 	if (meta)
 		json_object_set_new(j, "meta", meta);

@@ -70,11 +70,18 @@ void ftl_agent_gossip_addrs(const ftl_agent *a, struct sockaddr_storage *bind, c
 	*advertise = a->set.advertise;
 }
 
-const char *ftl_agent_data_addr(const ftl_agent *a) { return a->data_addr; }
+const char *ftl_agent_data_addr(const ftl_agent *a) { return a->training_self.data_addr; }
 
 void ftl_agent_set_data_addr(ftl_agent *a, const char *addr)
 {
-	snprintf(a->data_addr, sizeof(a->data_addr), "%s", addr);
+	snprintf(a->training_self.data_addr, sizeof(a->training_self.data_addr), "%s", addr);
+}
+
+void ftl_agent_set_replica(ftl_agent *a, const char *replica, uint32_t index, uint32_t size)
+{
+	snprintf(a->training_self.replica, sizeof(a->training_self.replica), "%s", size > 0 ? replica : "");
+	a->training_self.replica_index = size > 0 ? index : 0;
+	a->training_self.replica_size = size;
 }
 
 ftl_err ftl_agent_view_copy(ftl_rdv_view *dst, const ftl_rdv_view *src) { return ftl_node_view_copy(dst, src); }

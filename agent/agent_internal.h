@@ -96,7 +96,8 @@ struct ftl_agent {
 	/* The training layer above, attached before the start (agent_training.h); the agent never looks inside
 	 * train, it calls train_ops. */
 	bool is_training;         /* ftl_set_training was called: a rendezvous, views for the training thread */
-	char data_addr[FTL_ADDR_MAX];    /* the comm listener's address, advertised in the metadata ("": none) */
+	ftl_rdv_member training_self;    /* what the metadata says of us as a worker: the comm listener's address
+					 * (data_addr, "": none) and our replica (node/node_meta.h) */
 	struct ftl_training *train;      /* owned by train/, freed through train_ops->free (NULL: none) */
 	const ftl_agent_training_ops *train_ops;
 };

@@ -84,11 +84,14 @@ void ftl_agent_gossip_addrs(const struct ftl_agent *a, struct sockaddr_storage *
 			    const char **advertise);
 const char *ftl_agent_data_addr(const struct ftl_agent *a);
 void ftl_agent_set_data_addr(struct ftl_agent *a, const char *addr);
+/* The replica this worker is index `index` of (size 0: none), gossiped beside the data address; before the
+ * start. */
+void ftl_agent_set_replica(struct ftl_agent *a, const char *replica, uint32_t index, uint32_t size);
 
 /* The training layer's calls, each with the agent it was attached to; all but free only once
  * ftl_set_training has set a->is_training (before the start, fixed after it). */
 struct ftl_agent_training_ops {
-	/* ftl_agent_start, before the node exists: open the comm listener (its address into a->data_addr). */
+	/* ftl_agent_start, before the node exists: open the comm listener (ftl_agent_set_data_addr). */
 	ftl_err (*listen)(struct ftl_agent *a); /* the reason in the diag */
 	/* The node's training options: the rendezvous settings, the data address, the NCCL id maker. */
 	void (*node_options)(struct ftl_agent *a, ftl_node_options *o);

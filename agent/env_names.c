@@ -29,6 +29,7 @@ static const char *const known_names[] = {
 	"FTL_COMM_SHM", "FTL_COMM_SHM_SLOT_KB", "FTL_COMM_COMPRESS",
 	"FTL_CHECKPOINT_KEEP", "FTL_CHECKPOINT_BUSY", "FTL_CHECKPOINT_FRESH", "FTL_CHECKPOINT_CHECKSUM", "FTL_EXPECTED_WORKERS",
 	"FTL_EXPECTED_WAIT_MS", "FTL_SPARES", "FTL_GLOBAL_BATCH", "FTL_MAX_BATCH_PER_RANK", "FTL_REPRODUCIBLE",
+	"FTL_REPLICA", "FTL_REPLICA_INDEX", "FTL_REPLICA_SIZE",
 	/* ftlctl */
 	"FTL_CONTROL_SOCKET",
 	/* examples/train_softmax.c and train_cuda.c (the examples and the demo set these on every worker) */

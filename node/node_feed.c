@@ -50,7 +50,7 @@ static void feed_rendezvous(ftl_node *n, int64_t now_us)
 		const uint8_t *user;
 		size_t user_len;
 		ftl_rdv_member *r = &alive[n_alive];
-		ftl_meta_unpack(m->meta, m->meta_len, r->data_addr, sizeof(r->data_addr), &user, &user_len);
+		ftl_meta_unpack(m->meta, m->meta_len, r, &user, &user_len);
 		if (!r->data_addr[0])
 			continue; /* not a training worker */
 		snprintf(r->name, sizeof(r->name), "%s", m->name);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rdv_replicas.h"
 #include "rdv_view.h"
 
 static int by_name(const void *a, const void *b)
@@ -136,9 +137,18 @@ ftl_err rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ft
 		c->alive_index[n] = (uint32_t)(s.joiners[i] - alive);
 		c->members[n++] = *s.joiners[i];
 	}
+	uint32_t n_alive_ordered = n, replica_size = 0;
+	err = rdv_keep_whole_replicas(c->members, c->alive_index, &n, &c->n_survivors, &replica_size);
+	if (err) {
+		rdv_candidate_free(c);
+		scratch_free(&s);
+		return err;
+	}
 	c->n = members_taken(n, view->n, max_workers, spares);
+	if (replica_size > 1)
+		c->n -= c->n % replica_size; /* whole replicas only */
 	c->n_survivors = c->n_survivors < c->n ? c->n_survivors : c->n;
-	c->n_spares = n - c->n;
+	c->n_spares = n_alive_ordered - c->n;
 	c->digest = rdv_members_digest(c->members, c->n);
 	c->survivors_digest = rdv_members_digest(c->members, c->n_survivors);
 	scratch_free(&s);

@@ -32,6 +32,10 @@
  *   19   waive_epoch        uint64                    ready, optional (with key 18; absent = 0)
  *   20   steps              uint64, sender's lineage  every message, optional (absent = 0)
  *
+ * A member map has keys of its own: 1 name, 2 generation, 3 data_addr; and, for a member of a replica
+ * (rdv_replicas.h), 4 replica (name), 5 replica_index (uint32), 6 replica_size (uint32 >= 1), all three or
+ * none (absent: not in a replica).
+ *
  * Message type numbers are the enum values, pinned below. */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +55,7 @@ _Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIN
 #define KEY_MEMBERS 13
 #define KEY_REBUILD_EPOCH 18
 #define KEY_STEPS 20
+#define KEY_MEMBER_REPLICA_SIZE 6
 
 #define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
 #define SCHEMA(fields) {(fields), sizeof(fields) / sizeof((fields)[0])}
@@ -97,6 +102,12 @@ static const wire_field member_fields[] = {
 	{2, WIRE_KIND_U64, offsetof(ftl_rdv_member, generation), 0},
 	{3, WIRE_KIND_ADDR, offsetof(ftl_rdv_member, data_addr), 0},
 };
+/* A member's replica: sent only for a member of one, so older peers see the member map they know. */
+static const wire_field member_replica_fields[] = {
+	{4, WIRE_KIND_NAME, offsetof(ftl_rdv_member, replica), 0},
+	{5, WIRE_KIND_U32, offsetof(ftl_rdv_member, replica_index), 0},
+	{KEY_MEMBER_REPLICA_SIZE, WIRE_KIND_U32, offsetof(ftl_rdv_member, replica_size), 0},
+};
 
 static const wire_schema header = SCHEMA(header_fields);
 static const wire_schema ready = SCHEMA(ready_fields);
@@ -107,6 +118,7 @@ static const wire_schema promise = SCHEMA(promise_fields);
 static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
 static const wire_schema view = SCHEMA(view_fields);
 static const wire_schema member = SCHEMA(member_fields);
+static const wire_schema member_replica = SCHEMA(member_replica_fields);
 
 #define MAX_PARTS 4
 
@@ -151,10 +163,29 @@ static int pack_members(msgpack_packer *pk, const ftl_rdv_view *v)
 	if (v->n > FTL_RDV_MAX_MEMBERS || msgpack_pack_uint8(pk, KEY_MEMBERS) != 0 ||
 	    msgpack_pack_array(pk, v->n) != 0)
 		return -1;
-	for (uint32_t i = 0; i < v->n; i++)
-		if (msgpack_pack_map(pk, wire_count_present(&member, &v->members[i])) != 0 ||
-		    wire_pack_fields(pk, &member, &v->members[i]) != 0)
+	for (uint32_t i = 0; i < v->n; i++) {
+		const ftl_rdv_member *m = &v->members[i];
+		bool is_in_replica = m->replica_size > 0;
+		size_t keys = wire_count_present(&member, m) +
+			      (is_in_replica ? wire_count_present(&member_replica, m) : 0);
+		if (msgpack_pack_map(pk, (uint32_t)keys) != 0 || wire_pack_fields(pk, &member, m) != 0 ||
+		    (is_in_replica && wire_pack_fields(pk, &member_replica, m) != 0))
 			return -1;
+	}
+	return 0;
+}
+
+/* One member map: its replica part when it names a size (which must then be >= 1, with an index below it). */
+static int read_member(const msgpack_object_map *map, ftl_rdv_member *m)
+{
+	if (wire_read_fields(map, &member, m) != 0)
+		return -1;
+	if (wire_map_find(map, KEY_MEMBER_REPLICA_SIZE) == NULL)
+		return 0;
+	if (wire_read_fields(map, &member_replica, m) != 0)
+		return -1;
+	if (m->replica_size == 0 || m->replica_index >= m->replica_size)
+		return wire_refuse("replica index out of range");
 	return 0;
 }
 
@@ -229,7 +260,7 @@ static int read_members(const msgpack_object_map *map, ftl_rdv_view *v)
 		const msgpack_object *m = &list->via.array.ptr[i];
 		if (m->type != MSGPACK_OBJECT_MAP)
 			return wire_refuse("member not a map");
-		if (wire_read_fields(&m->via.map, &member, &v->members[i]) != 0)
+		if (read_member(&m->via.map, &v->members[i]) != 0)
 			return -1;
 	}
 	return 0;

@@ -39,6 +39,10 @@
  *    message carries the sender's lineage's steps, ftl_rdv_set_steps), then the larger view, then the
  *    larger lineage; the other's members join it as joiners and their steps are discarded. Epochs are not
  *    compared across lineages: a stray that saw many joins and leaves has a high epoch and little work.
+ *  - Replicas (a sharded model: rdv_replicas.h): when members declare a replica of replica_size, the candidate
+ *    holds whole replicas only, replica by replica and index by index inside each, so rank = replica's rank
+ *    * replica_size + index. A replica missing an index is out of the view; its other members wait as
+ *    spares. min/max_workers and spares still count workers (a view holds as many whole replicas as fit).
  *  - Bootstrap data for the comm travels in the commit: every member's data address (tcp) and, when the
  *    caller provides one, an opaque blob made by the coordinator (the NCCL unique id of the new rank 0). */
 #ifndef FTL_RENDEZVOUS_H
@@ -56,11 +60,15 @@
 
 typedef struct ftl_rdv ftl_rdv;
 
-/* One alive member as membership sees it, with the address its comm listens on. */
+/* One alive member as membership sees it, with the address its comm listens on and, in a job of replicas,
+ * the replica it belongs to (rdv_replicas.h: the view then admits whole replicas only). */
 typedef struct ftl_rdv_member {
 	char name[FTL_NAME_MAX];
 	uint64_t generation;            /* join order: smaller joined first */
 	char data_addr[FTL_ADDR_MAX];   /* "ip:port" of its comm listener */
+	char replica[FTL_NAME_MAX];     /* the replica's name ("" with replica_size 0: not in one) */
+	uint32_t replica_index;         /* its place in the replica, < replica_size */
+	uint32_t replica_size;          /* members a whole replica has; 0: every member is a replica alone */
 } ftl_rdv_member;
 
 /* A view: the one view type of the tree, from the rendezvous's messages to the training thread's copy.

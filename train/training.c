@@ -29,8 +29,8 @@
 #define SAME_VIEW_GRACE_US (3 * 1000000LL)
 #define REBUILD_BACKOFF_US (250 * 1000LL)
 
-/* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c). */
-#define TRAINING_CONFIG_OLDEST sizeof(ftl_training_config)
+/* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c): 0.3, up to spares. */
+#define TRAINING_CONFIG_OLDEST offsetof(ftl_training_config, replica)
 
 static void defaults(ftl_training_config *t)
 {
@@ -103,12 +103,35 @@ static ftl_err compress_from_settings(const ftl_settings *s, ftl_compress *dst)
 			    "or bf16-ef (bf16 with error feedback)", v);
 }
 
+/* FTL_REPLICA, FTL_REPLICA_INDEX, FTL_REPLICA_SIZE: all three, or none. */
+static ftl_err replica_from_settings(ftl_training_config *t, const ftl_settings *s)
+{
+	int64_t index = t->replica_index, size = t->replica_size;
+	if (ftl_setting_str(s, "FTL_REPLICA", t->replica, sizeof(t->replica)) ||
+	    ftl_setting_int(s, "FTL_REPLICA_SIZE", &size, 1, FTL_RDV_MAX_MEMBERS) ||
+	    ftl_setting_int(s, "FTL_REPLICA_INDEX", &index, 0, FTL_RDV_MAX_MEMBERS - 1))
+		return FTL_ERR_INVALID;
+	bool has_name = ftl_settings_get(s, "FTL_REPLICA") != NULL, has_size = ftl_settings_get(s, "FTL_REPLICA_SIZE") != NULL;
+	bool has_index = ftl_settings_get(s, "FTL_REPLICA_INDEX") != NULL;
+	if ((has_name || has_index || has_size) && !(has_name && has_index && has_size)) {
+		const char *missing = !has_name ? "FTL_REPLICA" : !has_size ? "FTL_REPLICA_SIZE" : "FTL_REPLICA_INDEX";
+		return ftl_diag_set_setting(missing, FTL_ERR_INVALID,
+					    "%s is unset: a worker of a replica sets FTL_REPLICA (its replica's name), "
+					    "FTL_REPLICA_INDEX (its place in it) and FTL_REPLICA_SIZE (the replica's "
+					    "workers) together (ftlrun --replica-per-node sets them)", missing);
+	}
+	t->replica_index = (uint32_t)index;
+	t->replica_size = (uint32_t)size;
+	return FTL_OK;
+}
+
 static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
 	int64_t below = t->below_min_timeout_ms, coll = t->collective_timeout_ms, dev = t->cuda_device;
 	int64_t expected = t->expected_workers, expected_wait = t->expected_wait_ms, spares = t->spares;
-	if (checkpoint_from_settings(t, s) || ftl_batch_config_from_settings(&t->batch, s) ||
+	if (checkpoint_from_settings(t, s) || replica_from_settings(t, s) ||
+	    ftl_batch_config_from_settings(&t->batch, s) ||
 	    compress_from_settings(s, &t->compress) ||
 	    ftl_setting_int(s, "FTL_MIN_WORKERS", &min, 1, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_setting_int(s, "FTL_MAX_WORKERS", &max, 1, FTL_RDV_MAX_MEMBERS) ||
@@ -159,6 +182,30 @@ ftl_err ftl_training_config_from_settings(ftl_training_config *t, const ftl_sett
 	return err;
 }
 
+/* A replica's settings (ftl/execute.h): a name that can travel in the metadata, an index inside the size,
+ * and room in the view for one whole replica. */
+static ftl_err replica_check(const ftl_training_config *t)
+{
+	if (t->replica_size == 0)
+		return FTL_OK;
+	size_t len = strnlen(t->replica, sizeof(t->replica));
+	if (len == 0 || len == sizeof(t->replica) || strpbrk(t->replica, "\x1e\x1f"))
+		return ftl_diag_set_setting("FTL_REPLICA", FTL_ERR_INVALID,
+					    "FTL_REPLICA: a replica needs a name of 1 to %zu bytes without control "
+					    "characters (the host's or the pod's name)", sizeof(t->replica) - 1);
+	if (t->replica_index >= t->replica_size)
+		return ftl_diag_set_setting("FTL_REPLICA_INDEX", FTL_ERR_INVALID,
+					    "FTL_REPLICA_INDEX (%u) must be below FTL_REPLICA_SIZE (%u): the workers of a "
+					    "replica are numbered 0..%u", t->replica_index, t->replica_size,
+					    t->replica_size - 1);
+	if (t->max_workers < t->replica_size)
+		return ftl_diag_set_setting("FTL_MAX_WORKERS", FTL_ERR_INVALID,
+					    "FTL_MAX_WORKERS (%u) is below FTL_REPLICA_SIZE (%u): a view holds whole "
+					    "replicas, so it could never hold one; raise FTL_MAX_WORKERS",
+					    t->max_workers, t->replica_size);
+	return FTL_OK;
+}
+
 ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 {
 	ftl_training_config full;
@@ -175,6 +222,9 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 				    "FTL_EXPECTED_WORKERS (%u) is over FTL_MAX_WORKERS (%u) plus FTL_SPARES (%u): the "
 				    "first view could never form; set it to the Deployment's replica count",
 				    t->expected_workers, t->max_workers, t->spares);
+	ftl_err err = replica_check(t);
+	if (err)
+		return err;
 	if (t->backend == FTL_COMM_NCCL && !ftl_comm_backend_is_available(FTL_COMM_NCCL))
 		return ftl_diag_set_setting("FTL_COMM", FTL_ERR_UNSUPPORTED,
 				    "FTL_COMM=nccl: this build has no usable NCCL backend (no CUDA/NCCL found); use tcp");
@@ -182,7 +232,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 		return ftl_diag_set_setting("FTL_CHECKPOINT_EVERY", FTL_ERR_INVALID,
 				    "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
 				    (long long)t->checkpoint_every, t->checkpoint_keep);
-	ftl_err err = ftl_batch_config_check(&t->batch);
+	err = ftl_batch_config_check(&t->batch);
 	if (!err)
 		err = ftl_compress_check(t->compress, t->backend, &t->batch);
 	if (err)
@@ -191,6 +241,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (!tr)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
+	ftl_agent_set_replica(a, t->replica, t->replica_index, t->replica_size);
 	ftl_train_metrics_create(&tr->metrics);
 	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, ftl_agent_logger(a));
 	if (err)

@@ -147,6 +147,14 @@ typedef struct ftl_training_config {
 					* while the job grows: a new worker makes the oldest spare a member and
 					* waits in its place, and a member that dies or leaves is replaced by
 					* a spare (the view keeps its size). 0 = none (default) */
+	/* Replicas (0.4): a sharded model (HSDP, FSDP) trains only where every shard of a replica is there.
+	 * A worker that declares a replica is in a view only with all replica_size members of it, each at its
+	 * own index; views are laid out replica by replica, so rank = replica rank * replica_size + index.
+	 * min/max_workers and spares still count workers (a view holds as many whole replicas as fit). Every
+	 * worker of the job declares the same replica_size; one that declares another is never in the view. */
+	char replica[64];              /* [FTL_REPLICA] the replica's name, as a host or a pod names it */
+	uint32_t replica_index;        /* [FTL_REPLICA_INDEX] 0..replica_size-1, one worker each */
+	uint32_t replica_size;         /* [FTL_REPLICA_SIZE] workers per replica; 0 = no replicas (default) */
 } ftl_training_config;
 
 /* Defaults (see above), with struct_size (as ftl_agent_config_default). */

@@ -54,6 +54,11 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 				snprintf(members[i].name, sizeof members[i].name, "w%u", i);
 			members[i].generation = 1000 + i;
 			snprintf(members[i].data_addr, sizeof members[i].data_addr, "10.0.%u.%u:29500", i / 256, i % 256);
+			if (is_max) { /* the optional replica part: present at max, absent else */
+				snprintf(members[i].replica, sizeof members[i].replica, "%.58s-r%03u", m.from, i / 2);
+				members[i].replica_index = i % 2;
+				members[i].replica_size = 2;
+			}
 		}
 		m.view.blob_len = is_max ? FTL_RDV_BLOB_MAX : 5;
 		for (int i = 0; i < m.view.blob_len; i++)
@@ -64,7 +69,9 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 
 static inline bool rdv_member_equal(const ftl_rdv_member *a, const ftl_rdv_member *b)
 {
-	return !strcmp(a->name, b->name) && a->generation == b->generation && !strcmp(a->data_addr, b->data_addr);
+	return !strcmp(a->name, b->name) && a->generation == b->generation && !strcmp(a->data_addr, b->data_addr) &&
+	       !strcmp(a->replica, b->replica) && a->replica_index == b->replica_index &&
+	       a->replica_size == b->replica_size;
 }
 
 static inline bool rdv_view_equal(const ftl_rdv_view *a, const ftl_rdv_view *b)

@@ -115,7 +115,9 @@ static void start(wire *w)
 		snprintf(addr, sizeof(addr), "n%d", i);
 		snprintf(data, sizeof(data), "10.0.0.%d:29500", i);
 		bool is_training = i < 2;
-		size_t meta_len = is_training ? ftl_meta_pack(data, NULL, 0, meta, sizeof(meta)) : 0;
+		ftl_rdv_member self = {0};
+		ftl_copy_str(self.data_addr, data, sizeof self.data_addr);
+		size_t meta_len = is_training ? ftl_meta_pack(&self, NULL, 0, meta, sizeof(meta)) : 0;
 		ftl_node_options o = {
 			.swim = {.name = name, .generation = (uint64_t)i + 1, .addr = addr, .meta = meta,
 				 .meta_len = (uint16_t)meta_len, .keyring = w->keyring, .seed = (uint64_t)i + 7},

@@ -173,6 +173,32 @@ static void pack_extra_key(msgpack_packer *pk, void *arg)
 	msgpack_pack_uint64(pk, 3);
 }
 
+/* One member of a replica, its index and size as given (a decoder must refuse index >= size and size 0). */
+static void pack_replica_member(msgpack_packer *pk, void *arg)
+{
+	const uint32_t *index_size = arg;
+	pack_commit_head(pk, 1);
+	msgpack_pack_uint8(pk, 13);
+	msgpack_pack_array(pk, 1);
+	msgpack_pack_map(pk, 6);
+	msgpack_pack_uint8(pk, 1); pack_str(pk, "m", 1);
+	msgpack_pack_uint8(pk, 2); msgpack_pack_uint64(pk, 5);
+	msgpack_pack_uint8(pk, 3); pack_str(pk, "h:1", 3);
+	msgpack_pack_uint8(pk, 4); pack_str(pk, "host-a", 6);
+	msgpack_pack_uint8(pk, 5); msgpack_pack_uint32(pk, index_size[0]);
+	msgpack_pack_uint8(pk, 6); msgpack_pack_uint32(pk, index_size[1]);
+}
+
+static void test_a_members_replica_must_be_in_range(void **state)
+{
+	uint32_t fine[2] = {1, 2}, over[2] = {2, 2}, empty[2] = {0, 0};
+	assert_int_equal(decode_packed(pack_replica_member, fine), 0);
+	assert_int_equal(decode_packed(pack_replica_member, over), -1);
+	assert_string_equal(ftl_diag_message(), "replica index out of range");
+	assert_int_equal(decode_packed(pack_replica_member, empty), -1);
+	assert_string_equal(ftl_diag_message(), "replica index out of range");
+}
+
 static void test_bounds_are_enforced(void **state)
 {
 	uint32_t n = FTL_RDV_MAX_MEMBERS;
@@ -250,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_truncated_at_every_length_is_refused),
 		cmocka_unit_test(test_random_bytes_are_refused_or_decode_sanely),
 		cmocka_unit_test(test_bounds_are_enforced),
+		cmocka_unit_test(test_a_members_replica_must_be_in_range),
 		cmocka_unit_test(test_malformed_frames_are_refused_with_a_reason),
 		cmocka_unit_test(test_encoder_refuses_what_a_decoder_would),
 	};

@@ -269,6 +269,19 @@ static ftl_err blob_cb(void *ctx, uint64_t epoch, uint8_t *blob, size_t cap, siz
 	return FTL_OK;
 }
 
+/* Node i's metadata: its data address and, with replica_size, its replica (ftl_sim_options). */
+static size_t pack_meta(const ftl_sim *sim, int i, uint8_t *out, size_t cap)
+{
+	ftl_rdv_member self = {0};
+	ftl_copy_str(self.data_addr, sim->nodes[i].data_addr, sizeof self.data_addr);
+	if (sim->opt.replica_size > 0) {
+		snprintf(self.replica, sizeof self.replica, "r%d", i / (int)sim->opt.replica_size);
+		self.replica_index = (uint32_t)i % sim->opt.replica_size;
+		self.replica_size = sim->opt.replica_size;
+	}
+	return ftl_meta_pack(&self, NULL, 0, out, cap);
+}
+
 static void start_node(ftl_sim *sim, int i)
 {
 	sim_node *nd = &sim->nodes[i];
@@ -280,7 +293,7 @@ static void start_node(ftl_sim *sim, int i)
 		abort();
 	}
 	uint8_t meta[FTL_META_MAX];
-	size_t meta_len = sim->opt.is_training ? ftl_meta_pack(nd->data_addr, NULL, 0, meta, sizeof(meta)) : 0;
+	size_t meta_len = sim->opt.is_training ? pack_meta(sim, (int)(nd - sim->nodes), meta, sizeof(meta)) : 0;
 	nd->generation = ++sim->next_generation;
 	ftl_node_options no = {
 		.swim = {
@@ -334,7 +347,7 @@ static void converge(ftl_sim *sim)
 			strcpy(a.name, sim->nodes[j].name);
 			strcpy(a.addr, sim->nodes[j].addr);
 			if (sim->opt.is_training)
-				a.meta_len = (uint16_t)ftl_meta_pack(sim->nodes[j].data_addr, NULL, 0, a.meta, sizeof(a.meta));
+				a.meta_len = (uint16_t)pack_meta(sim, j, a.meta, sizeof(a.meta));
 			ftl_node_add_known(sim->nodes[i].node, sim->now, &a);
 		}
 	}

@@ -58,6 +58,7 @@ typedef struct ftl_sim_options {
 	bool is_training;         /* every node takes part in views */
 	ftl_rdv_config rdv;       /* ... with these settings */
 	bool is_with_blob;        /* each coordinator's blob is "<name>@<epoch>" */
+	uint32_t replica_size;    /* > 0: node i is index i % size of replica "r<i / size>" (rdv_replicas.h) */
 } ftl_sim_options;
 
 /* Fills defaults: the given profile, 200 us delay, 100 us jitter, no loss, sealed, converged, no training. */
