@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "node_meta.h"
+
 const char *const ftl_node_event_kind_strs[FTL_NODE_EVENT_KIND_MAX] = {"member", "view", "left"};
 
 ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us)
@@ -21,10 +23,18 @@ ftl_node *ftl_node_new(const ftl_node_options *o, int64_t now_us)
 		return NULL;
 	}
 	if (o->is_training) {
+		/* our replica as the others read it: from the metadata we gossip */
+		ftl_rdv_member gossiped = {0};
+		const uint8_t *user;
+		size_t user_len;
+		ftl_meta_unpack(o->swim.meta, o->swim.meta_len, &gossiped, &user, &user_len);
 		ftl_rdv_options ro = {
 			.name = o->swim.name,
 			.generation = o->swim.generation,
 			.data_addr = o->data_addr,
+			.replica = gossiped.replica,
+			.replica_index = gossiped.replica_index,
+			.replica_size = gossiped.replica_size,
 			.config = o->rdv,
 			.blob_cb = o->blob_cb,
 			.blob_ctx = o->blob_ctx,

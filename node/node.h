@@ -31,7 +31,8 @@
 typedef struct ftl_node ftl_node;
 
 typedef struct ftl_node_options {
-	ftl_swim_options swim;          /* membership (when training, swim.meta carries data_addr: node_meta.h) */
+	ftl_swim_options swim;          /* membership (when training, swim.meta carries data_addr and the replica:
+					 * node_meta.h; the rendezvous takes our replica from it) */
 	bool is_training;               /* take part in views; false: membership only (a plain ftl-agent) */
 	const char *data_addr;          /* training: "ip:port" of this member's comm listener */
 	ftl_rdv_config rdv;             /* training: the rendezvous settings */

@@ -27,8 +27,13 @@ static const char *check_options(const ftl_rdv_options *o)
 	if (why == NULL)
 		why = check_text(o->data_addr, FTL_ADDR_MAX, "rendezvous: empty data address",
 				 "rendezvous: data address too long");
+	if (why == NULL && o->replica_size > 0)
+		why = check_text(o->replica, FTL_NAME_MAX, "rendezvous: a replica size with no replica name",
+				 "rendezvous: replica name too long");
 	if (why != NULL)
 		return why;
+	if (o->replica_size > 0 && o->replica_index >= o->replica_size)
+		return "rendezvous: replica index must be below the replica size";
 	if (o->config.min_workers < 1)
 		return "rendezvous: min_workers must be at least 1";
 	if (o->config.max_workers < o->config.min_workers)
@@ -57,6 +62,11 @@ ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o)
 	ftl_copy_str(r->self.name, o->name, sizeof r->self.name);
 	ftl_copy_str(r->self.data_addr, o->data_addr, sizeof r->self.data_addr);
 	r->self.generation = o->generation;
+	if (o->replica_size > 0) {
+		ftl_copy_str(r->self.replica, o->replica, sizeof r->self.replica);
+		r->self.replica_index = o->replica_index;
+		r->self.replica_size = o->replica_size;
+	}
 	ftl_fifo_create(&r->outputs, sizeof(ftl_rdv_output));
 	ftl_fifo_create(&r->inbox, sizeof(rdv_msg));
 	r->cfg = o->config;

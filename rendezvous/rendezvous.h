@@ -131,6 +131,9 @@ typedef struct ftl_rdv_options {
 	const char *name;
 	uint64_t generation;
 	const char *data_addr;
+	const char *replica;            /* ours (rdv_replicas.h), with replica_size > 0; NULL or "" otherwise */
+	uint32_t replica_index;
+	uint32_t replica_size;          /* 0: not in a replica */
 	ftl_rdv_config config;
 	ftl_rdv_blob_cb blob_cb;
 	void *blob_ctx;

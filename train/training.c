@@ -46,6 +46,7 @@ static void defaults(ftl_training_config *t)
 	t->backend = FTL_COMM_TCP;
 	t->checkpoint_every = 100;
 	t->checkpoint_keep = 3;
+	t->replica_index = FTL_REPLICA_INDEX_UNSET;
 }
 
 void ftl_training_config_default_sized(ftl_training_config *t, size_t size)
@@ -103,24 +104,16 @@ static ftl_err compress_from_settings(const ftl_settings *s, ftl_compress *dst)
 			    "or bf16-ef (bf16 with error feedback)", v);
 }
 
-/* FTL_REPLICA, FTL_REPLICA_INDEX, FTL_REPLICA_SIZE: all three, or none. */
+/* FTL_REPLICA, FTL_REPLICA_INDEX, FTL_REPLICA_SIZE, each judged alone (replica_check judges them together). */
 static ftl_err replica_from_settings(ftl_training_config *t, const ftl_settings *s)
 {
-	int64_t index = t->replica_index, size = t->replica_size;
+	int64_t index = t->replica_index == FTL_REPLICA_INDEX_UNSET ? -1 : (int64_t)t->replica_index;
+	int64_t size = t->replica_size;
 	if (ftl_setting_str(s, "FTL_REPLICA", t->replica, sizeof(t->replica)) ||
 	    ftl_setting_int(s, "FTL_REPLICA_SIZE", &size, 1, FTL_RDV_MAX_MEMBERS) ||
 	    ftl_setting_int(s, "FTL_REPLICA_INDEX", &index, 0, FTL_RDV_MAX_MEMBERS - 1))
 		return FTL_ERR_INVALID;
-	bool has_name = ftl_settings_get(s, "FTL_REPLICA") != NULL, has_size = ftl_settings_get(s, "FTL_REPLICA_SIZE") != NULL;
-	bool has_index = ftl_settings_get(s, "FTL_REPLICA_INDEX") != NULL;
-	if ((has_name || has_index || has_size) && !(has_name && has_index && has_size)) {
-		const char *missing = !has_name ? "FTL_REPLICA" : !has_size ? "FTL_REPLICA_SIZE" : "FTL_REPLICA_INDEX";
-		return ftl_diag_set_setting(missing, FTL_ERR_INVALID,
-					    "%s is unset: a worker of a replica sets FTL_REPLICA (its replica's name), "
-					    "FTL_REPLICA_INDEX (its place in it) and FTL_REPLICA_SIZE (the replica's "
-					    "workers) together (ftlrun --replica-per-node sets them)", missing);
-	}
-	t->replica_index = (uint32_t)index;
+	t->replica_index = index < 0 ? FTL_REPLICA_INDEX_UNSET : (uint32_t)index;
 	t->replica_size = (uint32_t)size;
 	return FTL_OK;
 }
@@ -186,6 +179,14 @@ ftl_err ftl_training_config_from_settings(ftl_training_config *t, const ftl_sett
  * and room in the view for one whole replica. */
 static ftl_err replica_check(const ftl_training_config *t)
 {
+	bool has_name = t->replica[0] != '\0', has_index = t->replica_index != FTL_REPLICA_INDEX_UNSET;
+	if ((has_name || has_index || t->replica_size > 0) && !(has_name && has_index && t->replica_size > 0)) {
+		const char *missing = !has_name ? "FTL_REPLICA" : t->replica_size == 0 ? "FTL_REPLICA_SIZE" : "FTL_REPLICA_INDEX";
+		return ftl_diag_set_setting(missing, FTL_ERR_INVALID,
+					    "%s is unset: a worker of a replica sets FTL_REPLICA (its replica's name), "
+					    "FTL_REPLICA_INDEX (its place in it) and FTL_REPLICA_SIZE (the replica's "
+					    "workers) together (ftlrun --replica-per-node sets them)", missing);
+	}
 	if (t->replica_size == 0)
 		return FTL_OK;
 	size_t len = strnlen(t->replica, sizeof(t->replica));
@@ -241,7 +242,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (!tr)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
-	ftl_agent_set_replica(a, t->replica, t->replica_index, t->replica_size);
+	ftl_agent_set_replica(a, t->replica, t->replica_size > 0 ? t->replica_index : 0, t->replica_size);
 	ftl_train_metrics_create(&tr->metrics);
 	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, ftl_agent_logger(a));
 	if (err)

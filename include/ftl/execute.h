@@ -153,9 +153,11 @@ typedef struct ftl_training_config {
 	 * min/max_workers and spares still count workers (a view holds as many whole replicas as fit). Every
 	 * worker of the job declares the same replica_size; one that declares another is never in the view. */
 	char replica[64];              /* [FTL_REPLICA] the replica's name, as a host or a pod names it */
-	uint32_t replica_index;        /* [FTL_REPLICA_INDEX] 0..replica_size-1, one worker each */
+	uint32_t replica_index;        /* [FTL_REPLICA_INDEX] 0..replica_size-1, one worker each;
+					* FTL_REPLICA_INDEX_UNSET (default) with no replica */
 	uint32_t replica_size;         /* [FTL_REPLICA_SIZE] workers per replica; 0 = no replicas (default) */
 } ftl_training_config;
+#define FTL_REPLICA_INDEX_UNSET UINT32_MAX
 
 /* Defaults (see above), with struct_size (as ftl_agent_config_default). */
 FTL_API void ftl_training_config_default_sized(ftl_training_config *t, size_t size);

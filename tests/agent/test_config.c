@@ -270,6 +270,65 @@ static void test_compression_with_reproducible_mode_is_refused(void **state)
 	ftl_agent_delete(a);
 }
 
+/* FTL_REPLICA, _INDEX and _SIZE (issue 40): read together, each bad value refused by its name, one missing
+ * named as missing, and the agent refusing an index outside the replica or a replica larger than the view. */
+static void set_replica(const char *replica, const char *index, const char *size)
+{
+	set_valid_environment();
+	if (replica)
+		setenv("FTL_REPLICA", replica, 1);
+	if (index)
+		setenv("FTL_REPLICA_INDEX", index, 1);
+	if (size)
+		setenv("FTL_REPLICA_SIZE", size, 1);
+}
+
+static void expect_replica_refused(const char *var, const char *says)
+{
+	ftl_agent *a = ftl_agent_new_from_env();
+	if (a != NULL)
+		fail_msg("%s: the replica settings were accepted", var);
+	if (!strstr(ftl_error_message(), says) || strcmp(ftl_error_setting(), var) != 0)
+		fail_msg("%s: the error \"%s\" (setting \"%s\") does not say \"%s\"", var, ftl_error_message(),
+			 ftl_error_setting(), says);
+}
+
+static void test_replica_settings_come_together_and_in_range(void **state)
+{
+	ftl_training_config t;
+	set_replica("host-3", "1", "2");
+	ftl_training_config_default(&t);
+	assert_int_equal(ftl_training_config_from_env(&t), FTL_OK);
+	assert_string_equal(t.replica, "host-3");
+	assert_int_equal(t.replica_index, 1);
+	assert_int_equal(t.replica_size, 2);
+	ftl_agent *a = ftl_agent_new_from_env();
+	if (a == NULL)
+		fail_msg("a worker of a replica was refused: %s", ftl_error_message());
+	ftl_agent_delete(a);
+
+	const struct {
+		const char *replica, *index, *size, *var, *says;
+	} bad[] = {
+		{"h", "1", "0", "FTL_REPLICA_SIZE", "FTL_REPLICA_SIZE"},
+		{"h", "1", "5000", "FTL_REPLICA_SIZE", "FTL_REPLICA_SIZE"},
+		{"h", "x", "2", "FTL_REPLICA_INDEX", "FTL_REPLICA_INDEX"},
+		{"", "0", "2", "FTL_REPLICA", "FTL_REPLICA"},
+		{NAME_64, "0", "2", "FTL_REPLICA", "FTL_REPLICA"},
+		{NULL, "0", "2", "FTL_REPLICA", "FTL_REPLICA is unset"},
+		{"h", NULL, "2", "FTL_REPLICA_INDEX", "FTL_REPLICA_INDEX is unset"},
+		{"h", "0", NULL, "FTL_REPLICA_SIZE", "FTL_REPLICA_SIZE is unset"},
+		{"h", "2", "2", "FTL_REPLICA_INDEX", "must be below FTL_REPLICA_SIZE (2)"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		set_replica(bad[i].replica, bad[i].index, bad[i].size);
+		expect_replica_refused(bad[i].var, bad[i].says);
+	}
+	set_replica("h", "0", "4");
+	setenv("FTL_MAX_WORKERS", "3", 1);
+	expect_replica_refused("FTL_MAX_WORKERS", "is below FTL_REPLICA_SIZE (4)");
+}
+
 static void test_bind_port_zero_is_refused(void **state) { expect_refused("FTL_BIND", "0.0.0.0:0", NULL); }
 
 static void test_push_pull_interval_zero_is_refused(void **state)
@@ -420,6 +479,7 @@ int main(int argc, char **argv)
 		cmocka_set_test_filter(argv[1]);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_split_handles_v4_v6_and_names),
+		cmocka_unit_test(test_replica_settings_come_together_and_in_range),
 		cmocka_unit_test(test_addr_numeric_round_trip),
 		cmocka_unit_test(test_bad_settings_name_the_variable),
 		cmocka_unit_test(test_env_numbers_are_checked),

@@ -12,7 +12,8 @@ import signal
 import sys
 import time
 
-from workers import TrainingJob, digest_problems, final_groups, loss_by_samples, partly_reported, used_indices
+from workers import (TrainingJob, digest_problems, final_groups, is_step, loss_by_samples, partly_reported,
+                     used_indices)
 
 # Every test job: small steps slowed down a little (FTL_STEP_SLEEP_MS stands in for compute) so that a
 # kill lands mid-training and a run takes seconds; collective deadline well under the test's limit.
@@ -354,6 +355,52 @@ def scenario_quorum_loss_waits_and_says_what_is_missing(train, ctl):
     finish(job, survivors)
     groups = check_every_step(job, steps)
     assert 2 in worlds_after(groups, killed_at), "no step ran with the 2 survivors after the reset"
+
+
+def scenario_replica_that_loses_a_shard_waits_whole(train, ctl):
+    """Replicas (FTL_REPLICA*, issue 40): 3 replicas of 2 workers train as one view laid out replica by
+    replica. kill -9 of one shard takes its replica out: the other two replicas train on as ranks 0-3 with
+    their indices kept, its partner waits as a spare and runs no step; the shard restarted makes the replica
+    whole again and it rejoins as ranks 4-5. Digests are equal after every step throughout."""
+    steps = 600
+    job = new_job(train, ctl, FTL_STEPS=steps, **JOB)
+    replica = {f"w{i}": (f"host{i // 2}", i % 2) for i in range(6)}
+    start_job(job, 6, lambda name: dict(FTL_REPLICA=replica[name][0], FTL_REPLICA_INDEX=replica[name][1],
+                                        FTL_REPLICA_SIZE=2))
+
+    def layout(world, after=-1):
+        """{rank: worker} of the steps after `after` in views of this size, checked replica by replica."""
+        by_rank = {r["rank"]: r["worker"] for r in job.records()
+                   if is_step(r) and r["world"] == world and r["step"] > after}
+        assert sorted(by_rank) == list(range(world)), f"ranks of world {world}: {by_rank}"
+        for rank, name in by_rank.items():
+            host, index = replica[name]
+            assert index == rank % 2 and replica[by_rank[rank - index]][0] == host, \
+                f"world {world} is not laid out replica by replica (rank = replica * 2 + index): {by_rank}"
+        return [replica[by_rank[r]][0] for r in range(0, world, 2)]
+
+    first = layout(6)
+    job.wait_step(40, 30)
+    job.kill("w3")
+    killed_at = job.progress()
+    print(f"kill -9 w3 (host1's index 1) after step {killed_at}")
+    job.wait("steps of the two whole replicas", lambda: any(
+        r["world"] == 4 for w in job.workers() for r in w.steps()), 30)
+    time.sleep(1)  # a while without host1 whole: its index 0 must not train meanwhile (checked at the end)
+    phase = (job.status(job.agents["w2"]) or {}).get("view", {}) or {}
+    assert phase.get("phase") == "hot spare", f"w2 (its replica lost a shard) is not a spare: {phase}"
+    four = layout(4)
+    assert four == [h for h in first if h != "host1"], f"the whole replicas did not keep their order: {four}"
+    job.restart("w3")
+    job.wait("host1 whole again trains", lambda: any(
+        r["world"] == 6 and r["step"] > killed_at for r in job.agents["w3"].steps()), 40)
+    finish(job)
+    groups = check_every_step(job, steps)
+    back = layout(6, after=killed_at)
+    assert back == four + ["host1"], f"host1 did not rejoin after the replicas that stayed: {back}"
+    print(f"replicas by rank: {first}, then {four} without host1's shard, then {back}")
+    world2 = [r for r in job.agents["w2"].steps() if r["world"] == 4]
+    assert not world2, f"w2 trained without its partner: {world2[:3]}"
 
 
 def show_logs():

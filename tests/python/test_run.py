@@ -116,6 +116,16 @@ def test_names_ports_seeds_and_key_are_filled_in_and_distinct():
     assert "FTL_NAME from the environment is replaced" in result.stderr
 
 
+def test_replica_per_node_makes_this_machines_workers_one_replica():
+    workers = settings_of_workers(run_ftlrun("--nproc", 3, "--replica-per-node", "--name-prefix", "host7", HERE,
+                                             "env", env=launcher_env(FTL_REPLICA="ignored")))
+    for i in range(3):
+        s = workers[f"host7-{i}"]
+        assert (s["FTL_REPLICA"], s["FTL_REPLICA_INDEX"], s["FTL_REPLICA_SIZE"]) == ("host7", str(i), "3")
+    plain = settings_of_workers(run_ftlrun("--nproc", 2, "--name-prefix", "p", HERE, "env"))
+    assert not any(k.startswith("FTL_REPLICA") for s in plain.values() for k in s)
+
+
 def test_torchruns_command_line_runs_unchanged():
     """The tutorial's command line (--standalone --nproc_per_node=N script args) and torchrun's other flags
     that ask for what ftl does by design: the job starts, each ignored flag gets its one line, and
@@ -222,6 +232,8 @@ def test_key_file_wins_over_a_key_in_the_environment(tmp_path):
     (["--node-rank", "1", HERE, "env"], {}, "--node-rank 1: the first view has 1 node(s) (--nnodes), so node ranks"),
     (["--master-port", "70000", HERE, "env"], {}, "--master-port 70000: expected a port, 1..65535"),
     (["--nnodes", "2000", "--nproc", "3", HERE, "env"], {}, "makes 6000 workers, over the 4096 one job can hold"),
+    (["--nproc", "2", "--spares", "1", "--replica-per-node", HERE, "env"], {},
+     "--replica-per-node with --spares 1: a replica's workers are its shards"),
 ])
 def test_refusals_are_one_clear_sentence_and_start_nothing(args, env, says):
     result = run_ftlrun(*args, env=launcher_env(**env))

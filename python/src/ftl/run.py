@@ -13,6 +13,7 @@ stop the others: the job goes on without it, and the launcher names it at the en
 What each worker gets (the launcher owns these; values already in the environment are replaced):
   FTL_NAME         <--name-prefix>-<i>; the prefix defaults to the host name, so names stay unique
                    across machines
+  FTL_REPLICA*     with --replica-per-node: the replica <--name-prefix>, index <i>, size --nproc
   FTL_BIND         <--host>:<port>, a free port the launcher picks (below the kernel's ephemeral range),
                    or --base-port P giving P, P+1, ...
   FTL_ADVERTISE    <--advertise-host>:<port> when given (required when --host is a wildcard such as 0.0.0.0)
@@ -231,6 +232,12 @@ class Plan:
                               f"reach: give --host <this machine's IP>")
         total = self.shape.nproc + self.shape.spares
         check_name_prefix(args.name_prefix, total)
+        if args.replica_per_node and self.shape.spares:
+            raise Refusal(f"--replica-per-node with --spares {self.shape.spares}: a replica's workers are its shards "
+                          "0..N-1 and a spare would be a shard of none; start spare replicas as another ftlrun "
+                          "--join --replica-per-node")
+        # --replica-per-node: this machine's workers are one replica of a sharded model (FTL_REPLICA*)
+        self.replica = (args.name_prefix, self.shape.nproc) if args.replica_per_node else None
         key, self.key_note, self.pass_fds = key_settings(args, env, user_seeds)
         # where another launcher of this user reads the key (--join): never the key itself
         self.key_for_others = (f"/proc/{os.getpid()}/fd/{self.pass_fds[0]}" if self.pass_fds else
@@ -261,6 +268,8 @@ class Plan:
         if shared.get("FTL_METRICS_ADDR"):
             env["FTL_METRICS_ADDR"] = metrics_addr(shared["FTL_METRICS_ADDR"], i)
         env.update(self.shape.torch_env(i, *self.master))
+        if self.replica:
+            env.update(FTL_REPLICA=self.replica[0], FTL_REPLICA_INDEX=str(i), FTL_REPLICA_SIZE=str(self.replica[1]))
         return env
 
 
@@ -452,6 +461,10 @@ def parse_args(argv):
                    help="K more workers here that wait as kept spares (FTL_SPARES=K, counted in "
                         "FTL_EXPECTED_WORKERS); they start once the others' agents answer, and a view takes one "
                         "in when a worker dies or leaves or a new one joins; a spare's RANK is -1")
+    p.add_argument("--replica-per-node", action="store_true",
+                   help="this machine's --nproc workers are one replica of a sharded model (FSDP/HSDP inside it): "
+                        "FTL_REPLICA=<name prefix>, FTL_REPLICA_INDEX=<local index>, FTL_REPLICA_SIZE=--nproc; a "
+                        "view then holds whole replicas only, and a replica that loses a worker waits out")
     p.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0, metavar="R",
                    help="this machine's index in the first view, below N or MIN: only for RANK (0)")
     p.add_argument("--master-addr", "--master_addr", dest="master_addr", metavar="HOST",
