@@ -7,9 +7,9 @@
 #include "ftl/export.h"
 
 #define FTL_VERSION_MAJOR 0
-#define FTL_VERSION_MINOR 3
-#define FTL_VERSION_PATCH 3
-#define FTL_VERSION_STRING "0.3.3"
+#define FTL_VERSION_MINOR 4
+#define FTL_VERSION_PATCH 0
+#define FTL_VERSION_STRING "0.4.0"
 #define FTL_VERSION_NUM (FTL_VERSION_MAJOR * 10000 + FTL_VERSION_MINOR * 100 + FTL_VERSION_PATCH)
 
 #ifdef __cplusplus

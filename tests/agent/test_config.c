@@ -329,6 +329,30 @@ static void test_replica_settings_come_together_and_in_range(void **state)
 	expect_replica_refused("FTL_MAX_WORKERS", "is below FTL_REPLICA_SIZE (4)");
 }
 
+/* A program built against 0.3's ftl_training_config (it ends at spares) gets no replica, whatever lies in
+ * its memory past that: the library reads and writes only the caller's bytes. */
+static void test_a_training_config_of_the_0_3_layout_has_no_replica(void **state)
+{
+	union {
+		ftl_training_config t;
+		unsigned char bytes[sizeof(ftl_training_config)];
+	} old;
+	size_t old_size = offsetof(ftl_training_config, replica);
+	memset(old.bytes, 0xab, sizeof old.bytes);
+	ftl_training_config_default_sized(&old.t, old_size);
+	for (size_t i = old_size; i < sizeof old.bytes; i++)
+		assert_int_equal(old.bytes[i], 0xab);
+	set_valid_environment();
+	ftl_agent_config c;
+	ftl_agent_config_default(&c);
+	assert_int_equal(ftl_agent_config_from_env(&c), FTL_OK);
+	ftl_agent *a = ftl_agent_new(&c);
+	assert_non_null(a);
+	if (ftl_set_training(a, &old.t) != FTL_OK)
+		fail_msg("the 0.3 layout was refused: %s", ftl_error_message());
+	ftl_agent_delete(a);
+}
+
 static void test_bind_port_zero_is_refused(void **state) { expect_refused("FTL_BIND", "0.0.0.0:0", NULL); }
 
 static void test_push_pull_interval_zero_is_refused(void **state)
@@ -480,6 +504,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_addr_split_handles_v4_v6_and_names),
 		cmocka_unit_test(test_replica_settings_come_together_and_in_range),
+		cmocka_unit_test(test_a_training_config_of_the_0_3_layout_has_no_replica),
 		cmocka_unit_test(test_addr_numeric_round_trip),
 		cmocka_unit_test(test_bad_settings_name_the_variable),
 		cmocka_unit_test(test_env_numbers_are_checked),
