@@ -3,10 +3,11 @@
 
 #include <string.h>
 
-enum { COLUMNS = 7, CELL = 128 };
+enum { COLUMNS = 8, CELL = 128 };
 
+/* The last column, REPLICA, is shown only when some member is in a replica (a sharded job). */
 static const char *const column_titles[COLUMNS] = {"NAME",       "ADDRESS",    "STATUS", "INCARNATION",
-						   "GENERATION", "LAST-HEARD", "RANK"};
+						   "GENERATION", "LAST-HEARD", "RANK",   "REPLICA"};
 
 const char *ctl_render_text(const json_t *obj, const char *key)
 {
@@ -53,13 +54,18 @@ static void member_cells(const json_t *member, char cells[COLUMNS][CELL])
 	ctl_render_number(member, "generation", "-", cells[4], CELL);
 	ctl_format_last_heard(json_object_get(member, "last_heard_ms"), cells[5], CELL);
 	ctl_render_number(member, "rank", "-", cells[6], CELL);
+	const json_t *replica = json_object_get(member, "replica");
+	if (json_is_object(replica))
+		snprintf(cells[7], CELL, "%s/%lld", ctl_render_text(replica, "name"), ctl_render_integer(replica, "index"));
+	else
+		snprintf(cells[7], CELL, "-");
 }
 
-static void print_row(FILE *out, const char *const cells[COLUMNS], const int widths[COLUMNS])
+static void print_row(FILE *out, const char *const cells[COLUMNS], const int widths[COLUMNS], int columns)
 {
-	for (int col = 0; col < COLUMNS - 1; col++)
+	for (int col = 0; col < columns - 1; col++)
 		fprintf(out, "%-*s  ", widths[col], cells[col]);
-	fprintf(out, "%s\n", cells[COLUMNS - 1]);
+	fprintf(out, "%s\n", cells[columns - 1]);
 }
 
 void ctl_render_members(FILE *out, const json_t *members)
@@ -72,18 +78,20 @@ void ctl_render_members(FILE *out, const json_t *members)
 
 	for (int col = 0; col < COLUMNS; col++)
 		widths[col] = (int)strlen(column_titles[col]);
+	int columns = COLUMNS - 1;
 	json_array_foreach(members, i, member) {
 		member_cells(member, cells);
+		columns = json_is_object(json_object_get(member, "replica")) ? COLUMNS : columns;
 		for (int col = 0; col < COLUMNS; col++)
 			if ((int)strlen(cells[col]) > widths[col])
 				widths[col] = (int)strlen(cells[col]);
 	}
-	print_row(out, column_titles, widths);
+	print_row(out, column_titles, widths, columns);
 	json_array_foreach(members, i, member) {
 		member_cells(member, cells);
 		for (int col = 0; col < COLUMNS; col++)
 			row[col] = cells[col];
-		print_row(out, row, widths);
+		print_row(out, row, widths, columns);
 	}
 }
 

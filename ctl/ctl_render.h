@@ -9,7 +9,8 @@
 /* The header block (cluster, self, view, counts, health, traffic, timing), a blank line, the member
  * table. */
 void ctl_render_status(FILE *out, const json_t *status);
-/* The aligned table NAME ADDRESS STATUS INCARNATION GENERATION LAST-HEARD RANK. */
+/* The aligned table NAME ADDRESS STATUS INCARNATION GENERATION LAST-HEARD RANK, and REPLICA ("host1/0":
+ * its name and this member's index) when some member is in one. */
 void ctl_render_members(FILE *out, const json_t *members);
 /* `keys list`: per key, how many live members hold it and seal with it (N/M) and who lacks it; the bare
  * list, primary marked, from an agent without the census. */

@@ -81,6 +81,23 @@ static void test_member_table_columns_line_up(void **state)
 	json_decref(status);
 }
 
+/* A sharded job's members say their replica and index in a last column, shown only then. */
+static void test_members_of_replicas_show_their_replica(void **state)
+{
+	json_t *members = parse("[{\"name\":\"h0-0\",\"addr\":\"10.0.0.1:7946\",\"status\":\"alive\",\"incarnation\":0,"
+				"\"generation\":1,\"last_heard_ms\":0,\"rank\":0,\"replica\":{\"name\":\"h0\",\"index\":0,"
+				"\"size\":2}},{\"name\":\"h0-1\",\"addr\":\"10.0.0.1:7947\",\"status\":\"dead\",\"incarnation\":0,"
+				"\"generation\":2,\"last_heard_ms\":1000,\"rank\":null}]");
+	char *text = render_to_string(ctl_render_members, members);
+	const char *expected =
+		"NAME  ADDRESS        STATUS  INCARNATION  GENERATION  LAST-HEARD  RANK  REPLICA\n"
+		"h0-0  10.0.0.1:7946  alive   0            1           0.00s       0     h0/0\n"
+		"h0-1  10.0.0.1:7947  dead    0            2           1.00s       -     -\n";
+	assert_string_equal(text, expected);
+	free(text);
+	json_decref(members);
+}
+
 static void test_missing_fields_print_as_question_marks(void **state)
 {
 	json_t *status = parse("{\"ok\":true,\"view\":null,\"members\":[{\"name\":\"x\"}]}");
@@ -262,6 +279,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_header_shows_cluster_self_view_counts_and_health),
 		cmocka_unit_test(test_member_table_columns_line_up),
+		cmocka_unit_test(test_members_of_replicas_show_their_replica),
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
 		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
 		cmocka_unit_test(test_status_shows_where_ftl_execute_stands),
