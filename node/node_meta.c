@@ -59,11 +59,13 @@ void ftl_meta_unpack(const uint8_t *meta, size_t len, ftl_rdv_member *m, const u
 	memcpy(training, meta, tl);
 	training[tl] = '\0';
 	char *replica = strchr(training, FTL_META_REPLICA_SEP);
-	if (replica) {
+	if (replica)
 		*replica++ = '\0';
-		if (!read_replica(replica, m))
-			return; /* a replica part that does not parse: no data address, so in no view */
+	size_t al = strlen(training);
+	if (al == 0 || al >= sizeof m->data_addr || (replica && !read_replica(replica, m))) {
+		m->replica[0] = '\0'; /* no address, or a replica part that does not parse: in no view */
+		m->replica_index = m->replica_size = 0;
+		return;
 	}
-	if (strlen(training) < sizeof m->data_addr)
-		ftl_copy_str(m->data_addr, training, sizeof m->data_addr);
+	ftl_copy_str(m->data_addr, training, sizeof m->data_addr);
 }

@@ -1,11 +1,12 @@
 /* Writes the seed corpus of every fuzz target from valid encodings, so that the corpus follows the
  * codec as it changes instead of going stale in git. Run at build time (target fuzz_corpus):
  *   fuzz_seedgen OUTDIR   ->   OUTDIR/fuzz_wire_packet/, OUTDIR/fuzz_wire_push_pull/, OUTDIR/fuzz_keyring_open/,
- *                              OUTDIR/fuzz_rdv_msg/, OUTDIR/fuzz_tcp_frame/
+ *                              OUTDIR/fuzz_rdv_msg/, OUTDIR/fuzz_tcp_frame/, OUTDIR/fuzz_node_meta/
  * Seeds: packets of every message type (short and at their caps), an empty packet, a packet with an
  * unknown key and an unknown message type, push-pull frames of 0, 1 and several members, each packet
  * seed sealed with the fixture key and in insecure mode, and rendezvous messages of every type (short and
- * at their caps), and TCP connection streams (small frames, a large one behind its sealed header). */
+ * at their caps), TCP connection streams (small frames, a large one behind its sealed header), and members'
+ * metadata (a worker, a worker of a replica, a member that is not a worker). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "membership/keyring.h"
 #include "rdv_samples.h"
 #include "channel/tcp_frame.h"
+#include "node/node_meta.h"
 #include "membership/wire.h"
 #include "wire_samples.h"
 
@@ -190,10 +192,42 @@ static int write_tcp_frame_seeds(const char *dir)
 	return rc;
 }
 
+/* Members' metadata: a plain worker, a worker of a replica (short and at the caps), a member that is not a
+ * worker (the user's bytes alone) and an empty one. */
+static int write_node_meta_seeds(const char *dir)
+{
+	ftl_rdv_member plain = {0}, shard = {0}, widest = {0};
+	snprintf(plain.data_addr, sizeof plain.data_addr, "10.0.0.1:29500");
+	shard = plain;
+	snprintf(shard.replica, sizeof shard.replica, "host-1");
+	shard.replica_index = 1;
+	shard.replica_size = 2;
+	memset(widest.data_addr, '9', sizeof widest.data_addr - 1);
+	memset(widest.replica, 'r', sizeof widest.replica - 1);
+	widest.replica_index = FTL_RDV_MAX_MEMBERS - 1;
+	widest.replica_size = FTL_RDV_MAX_MEMBERS;
+	const struct {
+		const char *name;
+		const ftl_rdv_member *m;
+		const char *user;
+	} seeds[] = {{"plain", &plain, "zone=a"}, {"replica", &shard, ""}, {"replica-widest", &widest, "u"}};
+	uint8_t buf[FTL_META_MAX];
+	for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+		size_t len = ftl_meta_pack(seeds[i].m, (const uint8_t *)seeds[i].user, strlen(seeds[i].user), buf,
+					   sizeof buf);
+		if (len == 0 || write_seed(dir, "fuzz_node_meta", seeds[i].name, buf, len) != 0)
+			return -1;
+	}
+	if (write_seed(dir, "fuzz_node_meta", "user-only", (const uint8_t *)"zone=a", 6) != 0 ||
+	    write_seed(dir, "fuzz_node_meta", "empty", (const uint8_t *)"", 0) != 0)
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const targets[] = {"fuzz_wire_packet", "fuzz_wire_push_pull", "fuzz_keyring_open",
-					      "fuzz_rdv_msg", "fuzz_tcp_frame"};
+					      "fuzz_rdv_msg", "fuzz_tcp_frame", "fuzz_node_meta"};
 	static seed packets[PACKET_SEEDS];
 	char path[4096];
 
@@ -221,7 +255,7 @@ int main(int argc, char **argv)
 			return 1;
 	}
 	if (write_push_pull_seeds(argv[1]) != 0 || write_keyring_seeds(argv[1], packets, PACKET_SEEDS) != 0 ||
-	    write_rdv_seeds(argv[1]) != 0 || write_tcp_frame_seeds(argv[1]) != 0) {
+	    write_rdv_seeds(argv[1]) != 0 || write_tcp_frame_seeds(argv[1]) != 0 || write_node_meta_seeds(argv[1]) != 0) {
 		fprintf(stderr, "%s: could not write the seeds\n", argv[0]);
 		return 1;
 	}
