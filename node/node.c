@@ -172,6 +172,17 @@ ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us)
 	return FTL_OK;
 }
 
+ftl_err ftl_node_request_max(ftl_node *n, int64_t now_us, uint32_t max_workers)
+{
+	if (!n->rdv)
+		return ftl_diag_set(FTL_ERR_INVALID, "this node does not train (no rendezvous): no job to scale");
+	ftl_err err = ftl_rdv_request_max(n->rdv, now_us, max_workers);
+	if (err)
+		return err;
+	ftl_node_settle(n, now_us);
+	return FTL_OK;
+}
+
 /* ---- outputs ---- */
 
 bool ftl_node_next_output(ftl_node *n, ftl_swim_output *out) { return ftl_swim_next_output(n->swim, out); }

@@ -111,6 +111,8 @@ void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
 /* `ftlctl quorum reset` (rendezvous.h): FTL_ERR_INVALID, with the reason in the diag, unless training and
  * waiting for quorum. */
 ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
+/* The operator's new maximum for the job (ftl_rdv_request_max); FTL_ERR_INVALID, the reason in the diag. */
+ftl_err ftl_node_request_max(ftl_node *n, int64_t now_us, uint32_t max_workers);
 /* The training steps this worker's job completed in `lineage` (ftl_rdv_set_steps); nothing when not training. */
 void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps);
 

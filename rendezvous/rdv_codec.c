@@ -31,6 +31,9 @@
  *   18   rebuild_epoch      uint64                    ready, optional (with key 19; absent = 0)
  *   19   waive_epoch        uint64                    ready, optional (with key 18; absent = 0)
  *   20   steps              uint64, sender's lineage  every message, optional (absent = 0)
+ *   21   max_epoch          uint64                    ready, optional (with key 22; absent = 0)
+ *   22   max_request        uint32                    ready, with key 21
+ *   23   view max_workers   uint32                    with key 12, optional (absent = 0: none set)
  *
  * A member map has keys of its own: 1 name, 2 generation, 3 data_addr; and, for a member of a replica
  * (rdv_replicas.h), 4 replica (name), 5 replica_index (uint32), 6 replica_size (uint32 >= 1), all three or
@@ -55,6 +58,8 @@ _Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIN
 #define KEY_MEMBERS 13
 #define KEY_REBUILD_EPOCH 18
 #define KEY_STEPS 20
+#define KEY_MAX_EPOCH 21
+#define KEY_VIEW_MAX 23
 #define KEY_MEMBER_REPLICA_SIZE 6
 
 #define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
@@ -81,6 +86,15 @@ static const wire_field request_fields[] = {
 /* The sender's lineage's work: sent only when there is some, so older peers see the header they know. */
 static const wire_field work_fields[] = {
 	FIELD(KEY_STEPS, WIRE_KIND_U64, steps),
+};
+/* An operator's new maximum (ftl_rdv_request_max): sent only when asked, so older peers see the ready they know. */
+static const wire_field scale_fields[] = {
+	FIELD(KEY_MAX_EPOCH, WIRE_KIND_U64, max_epoch),
+	FIELD(22, WIRE_KIND_U32, max_request),
+};
+/* A view's maximum, once an operator set one: absent otherwise, as older peers know views. */
+static const wire_field view_max_fields[] = {
+	FIELD(KEY_VIEW_MAX, WIRE_KIND_U32, view.max_workers),
 };
 static const wire_field ballot_fields[] = {
 	FIELD(8, WIRE_KIND_U64, ballot.round),
@@ -113,6 +127,8 @@ static const wire_schema header = SCHEMA(header_fields);
 static const wire_schema ready = SCHEMA(ready_fields);
 static const wire_schema requests = SCHEMA(request_fields);
 static const wire_schema work = SCHEMA(work_fields);
+static const wire_schema scale = SCHEMA(scale_fields);
+static const wire_schema view_max = SCHEMA(view_max_fields);
 static const wire_schema ballot = SCHEMA(ballot_fields);
 static const wire_schema promise = SCHEMA(promise_fields);
 static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
@@ -121,6 +137,7 @@ static const wire_schema member = SCHEMA(member_fields);
 static const wire_schema member_replica = SCHEMA(member_replica_fields);
 
 #define MAX_PARTS 4
+#define MAX_OPTIONAL_PARTS 6 /* accepted_by and view of a promise, requests, scale, work, view_max */
 
 /* The field groups each message type carries, besides the type key (NULL-terminated). */
 static const wire_schema *const parts_of[RDV_MSG_TYPE_MAX][MAX_PARTS] = {
@@ -132,6 +149,14 @@ static const wire_schema *const parts_of[RDV_MSG_TYPE_MAX][MAX_PARTS] = {
 	[RDV_MSG_REJECT] = {&header, &ballot},
 	[RDV_MSG_COMMIT] = {&header, &view},
 };
+
+static bool has_members(const wire_schema *const *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (parts[i] == &view)
+			return true;
+	return false;
+}
 
 /* The parts of this message: its type's, plus the accepted view when a promise carries one. */
 static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
@@ -145,18 +170,15 @@ static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
 	}
 	if (msg->type == RDV_MSG_READY && (msg->rebuild_epoch != 0 || msg->waive_epoch != 0))
 		parts[n++] = &requests;
+	if (msg->type == RDV_MSG_READY && msg->max_epoch != 0)
+		parts[n++] = &scale;
 	if (msg->steps != 0)
 		parts[n++] = &work;
+	if (msg->view.max_workers != 0 && has_members(parts, n))
+		parts[n++] = &view_max;
 	return n;
 }
 
-static bool has_members(const wire_schema *const *parts, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (parts[i] == &view)
-			return true;
-	return false;
-}
 
 static int pack_members(msgpack_packer *pk, const ftl_rdv_view *v)
 {
@@ -192,7 +214,7 @@ static int read_member(const msgpack_object_map *map, ftl_rdv_member *m)
 int rdv_encode(const rdv_msg *msg, uint8_t **buf, size_t *len)
 {
 	static const char version = RDV_WIRE_VERSION;
-	const wire_schema *parts[MAX_PARTS + 3];
+	const wire_schema *parts[MAX_PARTS + MAX_OPTIONAL_PARTS];
 	size_t n_parts, keys = 1;
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
@@ -268,7 +290,7 @@ static int read_members(const msgpack_object_map *map, ftl_rdv_view *v)
 
 static int read_msg(const msgpack_object *root, rdv_msg *msg)
 {
-	const wire_schema *parts[MAX_PARTS + 3];
+	const wire_schema *parts[MAX_PARTS + MAX_OPTIONAL_PARTS];
 	const msgpack_object_map *map;
 	size_t n_parts;
 
@@ -287,9 +309,15 @@ static int read_msg(const msgpack_object *root, rdv_msg *msg)
 		msg->waive_epoch = 1; /* markers only, so that message_parts names the optional parts to read */
 	if (wire_map_find(map, KEY_STEPS) != NULL)
 		msg->steps = 1;
+	if (msg->type == RDV_MSG_READY && wire_map_find(map, KEY_MAX_EPOCH) != NULL)
+		msg->max_epoch = 1;
+	if (wire_map_find(map, KEY_VIEW_MAX) != NULL)
+		msg->view.max_workers = 1;
 	n_parts = message_parts(msg, parts);
 	msg->waive_epoch = 0;
 	msg->steps = 0;
+	msg->max_epoch = 0;
+	msg->view.max_workers = 0;
 	for (size_t i = n_own; i < n_parts; i++)
 		if (wire_read_fields(map, parts[i], msg) != 0)
 			return -1;

@@ -35,8 +35,9 @@ typedef struct rdv_target {
 	uint32_t n;                     /* members[0..n), members[0] is us */
 	uint64_t digest;                /* what each member's ready must name */
 	bool is_whole_candidate;        /* else the survivors alone */
-	bool is_rebuild;                /* the view's own members again, under a new epoch: every member
-					 * already agreed on this list, so no readies are awaited */
+	bool is_rebuild;                /* the view's own members again, under a new epoch (a rebuild, or a
+					 * new maximum): every member already agreed on this list, so no readies
+					 * are awaited */
 } rdv_target;
 
 void rdv_proposal_abort(ftl_rdv *r)
@@ -74,7 +75,7 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 	if (!rdv_is_coordinator(r) || !rdv_candidate_has_quorum(c))
 		return false;
 	if (c->digest == r->view_members_digest) {
-		if (!rdv_is_rebuild_wanted(r) || c->n < r->cfg.min_workers)
+		if (!(rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r)) || c->n < r->cfg.min_workers)
 			return false;
 		*t = (rdv_target){c->members, c->alive_index, c->n, c->digest, true, true};
 		return true;
@@ -193,18 +194,23 @@ static void begin_accept(ftl_rdv *r, int64_t now_us)
 	send_to_acceptors(r, &m);
 }
 
-/* The acceptors: the survivors that did not leave. */
+/* The acceptors: the view's members that are alive (same life) and did not leave, whether or not the next
+ * view keeps them (a member of a replica that lost a shard, or one stepping down to a spare under a lower
+ * maximum, still votes: it counts in the electorate). */
 static ftl_err collect_acceptors(ftl_rdv *r)
 {
 	rdv_proposal *p = &r->proposal;
-	uint32_t n = r->cand.n_survivors;
+	uint32_t n = r->view.n;
 	p->acceptors = malloc((n + 1) * sizeof *p->acceptors);
 	p->is_answered = calloc(n + 1, sizeof *p->is_answered);
 	if (p->acceptors == NULL || p->is_answered == NULL)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory for the %u acceptors of a proposal", n);
-	for (uint32_t i = 0; i < n; i++)
-		if (!rdv_has_left(r, r->cand.members[i].name))
-			ftl_copy_str(p->acceptors[p->n_acceptors++], r->cand.members[i].name, FTL_NAME_MAX);
+	for (uint32_t i = 0; i < n; i++) {
+		const ftl_rdv_member *m = &r->view.members[i];
+		int k = rdv_peers_find(&r->peers, m->name);
+		if (k >= 0 && r->peers.members[k].generation == m->generation && !rdv_has_left(r, m->name))
+			ftl_copy_str(p->acceptors[p->n_acceptors++], m->name, FTL_NAME_MAX);
+	}
 	p->needed = rdv_quorum_needed(r->cand.electorate);
 	return FTL_OK;
 }
@@ -214,6 +220,7 @@ static void begin_prepare(ftl_rdv *r, int64_t now_us, const rdv_target *t)
 {
 	rdv_proposal *p = &r->proposal;
 	ftl_rdv_view own = {.epoch = r->view.epoch + 1, .lineage = r->view.lineage, .n = t->n,
+			    .max_workers = rdv_is_scale_wanted(r) ? r->max_request : r->view.max_workers,
 			    .members = (ftl_rdv_member *)t->members};
 
 	rdv_proposal_abort(r);
@@ -273,7 +280,7 @@ void rdv_coord_on_ready(ftl_rdv *r, const rdv_msg *m)
 	s->report_view_digest = m->view_digest;
 	s->report_candidate = m->candidate_digest;
 	s->report_survivors = m->survivors_digest;
-	rdv_take_requests(r, m->rebuild_epoch, m->waive_epoch);
+	rdv_take_requests(r, m);
 }
 
 /* Counts an acceptor's first answer to our ballot in the given stage; false to ignore the message (late,

@@ -76,13 +76,15 @@ struct ftl_rdv {
 	uint64_t rebuild_epoch;         /* == view.epoch: its communicator failed here or at a member who said
 					 * so; commit the same members under a new epoch (see ftl_rdv_request_rebuild) */
 	uint64_t waive_epoch;           /* == view.epoch: an operator waived its quorum (ftl_rdv_waive_quorum) */
+	uint64_t max_epoch;             /* == view.epoch: an operator asked for max_request from the next view on */
+	uint32_t max_request;
 	bool has_started;               /* an input has come: started_us is set */
 	int64_t started_us;             /* the first input's time: the expected-workers wait starts here */
 	int64_t now_us;                 /* the latest input's time */
 
 	uint64_t sent_candidate;        /* the candidate digest of our last ready (0: none since a change) */
 	uint64_t sent_survivors;        /* its survivors digest */
-	uint64_t sent_requests;         /* its rebuild and waive epochs, mixed (a change sends at once) */
+	uint64_t sent_requests;         /* its rebuild, waive and scale requests, mixed (a change sends at once) */
 	char sent_to[FTL_NAME_MAX];     /* the coordinator it went to */
 	int64_t next_ready_us;          /* when to send it again; INT64_MAX when we need not */
 
@@ -114,8 +116,12 @@ bool rdv_is_rebuild_wanted(const ftl_rdv *r);
  * candidate. And when that wait ends (INT64_MIN: no wait, INT64_MAX: none set). */
 bool rdv_has_workers_needed(const ftl_rdv *r);
 int64_t rdv_expected_until(const ftl_rdv *r);
-/* A peer's ready carried requests (rebuild, waive) for our view epoch: they become ours too. */
-void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch);
+/* A peer's ready carried requests (rebuild, waive, scale) for our view epoch: they become ours too. */
+void rdv_take_requests(ftl_rdv *r, const rdv_msg *ready);
+/* Whether an operator asked for another maximum than the view's (ftl_rdv_request_max). */
+bool rdv_is_scale_wanted(const ftl_rdv *r);
+/* What our readies' requests are, mixed into one number (a change sends a ready at once). */
+uint64_t rdv_requests_mix(const ftl_rdv *r);
 
 /* rdv_ready.c */
 void rdv_ready_step(ftl_rdv *r, int64_t now_us);

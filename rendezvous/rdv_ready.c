@@ -6,10 +6,11 @@
 
 #include "rdv_internal.h"
 
-/* A rebuild request (rendezvous.h) also needs a new view: the same members under the next epoch. */
+/* A rebuild or a scale request (rendezvous.h) also needs a new view: the same members under the next epoch. */
 static bool needs_new_view(const ftl_rdv *r)
 {
-	return r->self_in_cand > 0 && (r->cand.digest != r->view_members_digest || rdv_is_rebuild_wanted(r));
+	return r->self_in_cand > 0 &&
+	       (r->cand.digest != r->view_members_digest || rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r));
 }
 
 void rdv_ready_step(ftl_rdv *r, int64_t now_us)
@@ -23,13 +24,13 @@ void rdv_ready_step(ftl_rdv *r, int64_t now_us)
 		return;
 	}
 	is_changed = r->sent_candidate != r->cand.digest || r->sent_survivors != r->cand.survivors_digest ||
-		     r->sent_requests != (r->rebuild_epoch ^ (r->waive_epoch << 1)) || strcmp(r->sent_to, coordinator) != 0;
+		     r->sent_requests != rdv_requests_mix(r) || strcmp(r->sent_to, coordinator) != 0;
 	if (!is_changed && now_us < r->next_ready_us)
 		return;
 	rdv_send_ready(r, coordinator);
 	r->sent_candidate = r->cand.digest;
 	r->sent_survivors = r->cand.survivors_digest;
-	r->sent_requests = r->rebuild_epoch ^ (r->waive_epoch << 1);
+	r->sent_requests = rdv_requests_mix(r);
 	ftl_copy_str(r->sent_to, coordinator, sizeof r->sent_to);
 	r->next_ready_us = now_us + r->cfg.ready_interval_us;
 }

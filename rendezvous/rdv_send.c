@@ -112,6 +112,10 @@ void rdv_send_ready(ftl_rdv *r, const char *to)
 	m.survivors_digest = r->cand.survivors_digest;
 	m.rebuild_epoch = rdv_is_rebuild_wanted(r) ? r->view.epoch : 0;
 	m.waive_epoch = r->view.epoch > 0 && r->waive_epoch == r->view.epoch ? r->waive_epoch : 0;
+	if (rdv_is_scale_wanted(r)) {
+		m.max_epoch = r->max_epoch;
+		m.max_request = r->max_request;
+	}
 	rdv_send(r, to, &m);
 }
 

@@ -102,6 +102,21 @@ bool rdv_is_rebuild_wanted(const ftl_rdv *r)
 	return r->view.epoch > 0 && r->rank >= 0 && r->rebuild_epoch == r->view.epoch;
 }
 
+bool rdv_is_scale_wanted(const ftl_rdv *r)
+{
+	return r->view.epoch > 0 && r->max_epoch == r->view.epoch && r->max_request != ftl_rdv_max_workers(r);
+}
+
+uint32_t ftl_rdv_max_workers(const ftl_rdv *r)
+{
+	return r->view.max_workers != 0 ? r->view.max_workers : r->cfg.max_workers;
+}
+
+uint64_t rdv_requests_mix(const ftl_rdv *r)
+{
+	return r->rebuild_epoch ^ (r->waive_epoch << 1) ^ (r->max_epoch << 2) ^ ((uint64_t)r->max_request << 32);
+}
+
 bool rdv_has_workers_needed(const ftl_rdv *r)
 {
 	const rdv_candidate *c = &r->cand;
@@ -133,7 +148,7 @@ static ftl_rdv_phase compute_phase(const ftl_rdv *r)
 void rdv_rebuild(ftl_rdv *r)
 {
 	if (rdv_candidate_build(&r->cand, &r->view, r->peers.members, r->peers.n, r->left, r->n_left,
-				r->cfg.max_workers, r->cfg.spares) != 0)
+				ftl_rdv_max_workers(r), r->cfg.spares) != 0)
 		r->dropped++; /* out of memory: an empty candidate commits nothing until the next input */
 	if (r->view.epoch > 0 && r->waive_epoch == r->view.epoch)
 		r->cand.electorate = r->cand.electorate_alive; /* the operator said the missing are gone for good */
@@ -165,6 +180,8 @@ ftl_err rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 	r->is_view_new = true;
 	r->rebuild_epoch = 0;
 	r->waive_epoch = 0;
+	r->max_epoch = 0;
+	r->max_request = 0;
 	r->max_round = 0;
 	r->sent_candidate = 0;
 	rdv_acceptor_reset(&r->acceptor);
@@ -281,8 +298,25 @@ ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us)
 	return FTL_OK;
 }
 
-void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch)
+ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers)
 {
+	set_now(r, now_us);
+	if (r->view.epoch == 0 || r->rank < 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "not a member of a view (phase: %s): ask a worker that trains",
+				    ftl_rdv_phase_strs[r->phase]);
+	if (max_workers < r->cfg.min_workers || max_workers > FTL_RDV_MAX_MEMBERS)
+		return ftl_diag_set(FTL_ERR_INVALID, "a maximum of %u workers: expected %u (FTL_MIN_WORKERS) to %d",
+				    max_workers, r->cfg.min_workers, FTL_RDV_MAX_MEMBERS);
+	r->max_epoch = r->view.epoch;
+	r->max_request = max_workers;
+	rdv_rebuild(r);
+	update(r, now_us);
+	return FTL_OK;
+}
+
+void rdv_take_requests(ftl_rdv *r, const rdv_msg *ready)
+{
+	uint64_t rebuild_epoch = ready->rebuild_epoch, waive_epoch = ready->waive_epoch;
 	bool is_new = false;
 	if (rebuild_epoch != 0 && rebuild_epoch == r->view.epoch && r->rank >= 0 && r->rebuild_epoch != rebuild_epoch) {
 		r->rebuild_epoch = rebuild_epoch;
@@ -290,6 +324,12 @@ void rdv_take_requests(ftl_rdv *r, uint64_t rebuild_epoch, uint64_t waive_epoch)
 	}
 	if (waive_epoch != 0 && waive_epoch == r->view.epoch && r->waive_epoch != waive_epoch) {
 		r->waive_epoch = waive_epoch;
+		is_new = true;
+	}
+	if (ready->max_epoch != 0 && ready->max_epoch == r->view.epoch && ready->max_request != 0 &&
+	    (r->max_epoch != ready->max_epoch || r->max_request != ready->max_request)) {
+		r->max_epoch = ready->max_epoch;
+		r->max_request = ready->max_request;
 		is_new = true;
 	}
 	if (is_new)

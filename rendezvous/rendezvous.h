@@ -26,6 +26,11 @@
  *    An operator may waive the quorum of the current view (ftl_rdv_waive_quorum, below) when the missing
  *    members are gone for good; the first view may be held for expected_workers (nodes that start apart
  *    then do not form lineages of their own).
+ *  - Scale: an operator may change the job's maximum while it runs (ftl_rdv_request_max). The request
+ *    travels in readies to the coordinator, which commits the view's members again under the next epoch
+ *    with the new maximum in the view (as a rebuild does, no readies awaited); every member then builds its
+ *    candidate with it, so spares join (settled, as any join) or the youngest members step down to spares.
+ *    Later views carry the maximum on.
  *  - Rebuild: a member whose communicator failed with no membership change asks for the same members under
  *    the next epoch (ftl_rdv_request_rebuild); the coordinator commits that through Paxos at once.
  *  - A dead coordinator is replaced by the next oldest (the candidate changes and so does its head).
@@ -86,6 +91,8 @@ typedef struct ftl_rdv_view {
 	uint64_t epoch;                 /* 0 = no view yet */
 	uint64_t lineage;               /* the cluster it descends from: a digest of its first view (0 = none) */
 	uint32_t n;                     /* world size */
+	uint32_t max_workers;           /* the job's maximum as an operator set it (ftl_rdv_request_max), carried
+					 * by every later view; 0: none set, each member's config.max_workers */
 	ftl_rdv_member *members;        /* [n], by rank: members[0] is rank 0, the coordinator */
 	uint16_t blob_len;
 	uint8_t blob[FTL_RDV_BLOB_MAX];
@@ -201,6 +208,14 @@ void ftl_rdv_request_rebuild(ftl_rdv *r, int64_t now_us, uint64_t epoch);
  * in fact alive on the other side of a partition: that side may then train too. FTL_ERR_INVALID (nothing
  * changes) unless the phase is "waiting for quorum". */
 ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
+
+/* The operator's scale (`ftlctl scale --max N`): the job's maximum becomes max_workers from the next view
+ * on (see above). Asked of a member of the current view; it travels in readies to the coordinator.
+ * FTL_ERR_INVALID (nothing changes) with no view, on a worker outside it, or for a maximum below
+ * config.min_workers or above FTL_RDV_MAX_MEMBERS. */
+ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers);
+/* The job's maximum in force: the view's when an operator set one, else config.max_workers. */
+uint32_t ftl_rdv_max_workers(const ftl_rdv *r);
 
 typedef struct ftl_rdv_quorum {
 	uint32_t electorate;            /* members of the view that did not leave gracefully */

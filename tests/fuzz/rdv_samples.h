@@ -32,6 +32,8 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 		m.survivors_digest = is_max ? UINT64_MAX : 0;
 		m.rebuild_epoch = is_max ? m.epoch : 0; /* the optional requests: present at max, absent else */
 		m.waive_epoch = is_max ? m.epoch : 0;
+		m.max_epoch = is_max ? m.epoch : 0; /* the optional scale request likewise */
+		m.max_request = is_max ? FTL_RDV_MAX_MEMBERS : 0;
 	}
 	if (has_ballot) {
 		m.ballot.round = is_max ? UINT64_MAX : 3;
@@ -60,6 +62,7 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 				members[i].replica_size = 2;
 			}
 		}
+		m.view.max_workers = is_max ? FTL_RDV_MAX_MEMBERS : 0; /* optional: present at max */
 		m.view.blob_len = is_max ? FTL_RDV_BLOB_MAX : 5;
 		for (int i = 0; i < m.view.blob_len; i++)
 			m.view.blob[i] = (uint8_t)(i * 7 + 1);
@@ -76,7 +79,8 @@ static inline bool rdv_member_equal(const ftl_rdv_member *a, const ftl_rdv_membe
 
 static inline bool rdv_view_equal(const ftl_rdv_view *a, const ftl_rdv_view *b)
 {
-	if (a->epoch != b->epoch || a->lineage != b->lineage || a->n != b->n || a->blob_len != b->blob_len ||
+	if (a->epoch != b->epoch || a->lineage != b->lineage || a->n != b->n || a->max_workers != b->max_workers ||
+	    a->blob_len != b->blob_len ||
 	    a->blob_len > FTL_RDV_BLOB_MAX || memcmp(a->blob, b->blob, a->blob_len) != 0)
 		return false;
 	for (uint32_t i = 0; i < a->n; i++)
@@ -89,6 +93,7 @@ static inline bool rdv_msg_equal(const rdv_msg *a, const rdv_msg *b)
 {
 	return a->type == b->type && !strcmp(a->from, b->from) && a->generation == b->generation &&
 	       a->rebuild_epoch == b->rebuild_epoch && a->waive_epoch == b->waive_epoch &&
+	       a->max_epoch == b->max_epoch && a->max_request == b->max_request &&
 	       a->epoch == b->epoch && a->view_digest == b->view_digest && a->lineage == b->lineage &&
 	       a->view_size == b->view_size && a->steps == b->steps && !strcmp(a->data_addr, b->data_addr) &&
 	       a->candidate_digest == b->candidate_digest && a->survivors_digest == b->survivors_digest &&

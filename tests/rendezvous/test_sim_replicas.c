@@ -64,6 +64,26 @@ static void test_a_crash_takes_its_replica_out_and_a_restart_brings_it_back(void
 	ftl_sim_delete(sim);
 }
 
+/* Two replicas each lose a shard: 4 of 6 workers are alive (a majority), and the one whole replica trains on.
+ * The partners left out still vote on the view that leaves them out (they are members of the current one). */
+static void test_one_whole_replica_trains_on_with_a_majority_of_the_workers(void **state)
+{
+	(void)state;
+	ftl_sim_options o;
+	replica_options(&o);
+	ftl_sim *sim = sim_start_converged(&o);
+	ftl_sim_crash(sim, 1); /* r0's index 1 */
+	ftl_sim_crash(sim, 3); /* r1's index 1 */
+	ftl_sim_run_for(sim, 3 * SEC);
+	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	int r2[] = {4, 5};
+	assert_view_is(sim, 0, r2, 2);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 0)), FTL_RDV_SPARE);
+	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 4)), FTL_RDV_TRAINING);
+	assert_int_equal(ftl_sim_conflicts(sim), 0);
+	ftl_sim_delete(sim);
+}
+
 static void test_partitions_and_crashes_never_make_a_view_of_part_of_a_replica(void **state)
 {
 	(void)state;
@@ -109,6 +129,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_a_crash_takes_its_replica_out_and_a_restart_brings_it_back),
+		cmocka_unit_test(test_one_whole_replica_trains_on_with_a_majority_of_the_workers),
 		cmocka_unit_test(test_partitions_and_crashes_never_make_a_view_of_part_of_a_replica),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

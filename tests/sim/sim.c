@@ -648,6 +648,15 @@ void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch)
 	drain(sim, i);
 }
 
+ftl_err ftl_sim_request_max(ftl_sim *sim, int i, uint32_t max_workers)
+{
+	if (!sim->nodes[i].node)
+		return ftl_diag_set(FTL_ERR_INVALID, "sim: node %d is not running: no job to scale", i);
+	ftl_err err = ftl_node_request_max(sim->nodes[i].node, sim->now, max_workers);
+	drain(sim, i);
+	return err;
+}
+
 ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i)
 {
 	if (!sim->nodes[i].node)

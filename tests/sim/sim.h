@@ -102,9 +102,10 @@ int ftl_sim_add_node_named(ftl_sim *sim, const char *name);
 /* Crashes node i right after it has sent its k-th rendezvous frame of the given type (an rdv_msg_type), so
  * that it dies in the middle of a broadcast: the rest of that batch is never sent. */
 void ftl_sim_crash_after_sends(ftl_sim *sim, int i, int msg_type, int k);
-/* User requests on node i (ftl_node_request_rebuild, ftl_node_waive_quorum). */
+/* User requests on node i (ftl_node_request_rebuild, ftl_node_waive_quorum, ftl_node_request_max). */
 void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch);
 ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i);
+ftl_err ftl_sim_request_max(ftl_sim *sim, int i, uint32_t max_workers); /* ftl_node_request_max */
 
 /* Network. */
 void ftl_sim_set_loss(ftl_sim *sim, double loss);
