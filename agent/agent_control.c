@@ -133,7 +133,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	ftl_agent *a = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
 	if (!cmd)
-		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys or quorum-reset");
+		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
 	if (strcmp(cmd, "members") == 0) {
@@ -147,6 +147,14 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	}
 	if (strcmp(cmd, "keys") == 0)
 		return ftl_agent_keys_json(a, req);
+	if (strcmp(cmd, "scale") == 0) {
+		json_int_t max = json_integer_value(json_object_get(req, "max"));
+		if (!json_is_integer(json_object_get(req, "max")) || max < 1 || max > FTL_RDV_MAX_MEMBERS)
+			return ftl_agent_error_reply("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
+		if (ftl_agent_rdv_request_max(a, (uint32_t)max) != FTL_OK)
+			return ftl_agent_error_reply(ftl_diag_message());
+		return json_pack("{s:b}", "ok", 1);
+	}
 	if (strcmp(cmd, "quorum-reset") == 0) {
 		if (ftl_agent_rdv_waive_quorum(a) != FTL_OK)
 			return ftl_agent_error_reply(ftl_diag_message());
@@ -165,7 +173,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		ftl_agent_flush(a);
 		return NULL;
 	}
-	return ftl_agent_error_reply("unknown cmd: expected status, members, leave, events, keys or quorum-reset");
+	return ftl_agent_error_reply("unknown cmd: expected status, members, leave, events, keys, scale or quorum-reset");
 }
 
 void ftl_agent_control_left(ftl_agent *a)

@@ -146,6 +146,8 @@ json_t *ftl_agent_rdv_status(ftl_agent *a);
 void ftl_agent_rdv_wake(ftl_agent *a);
 /* `ftlctl quorum reset`: FTL_OK, or FTL_ERR_INVALID with the reason in the diag (not waiting for quorum). */
 ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a);
+/* `ftlctl scale --max N`: the job's maximum from the next view on (ftl_node_request_max). */
+ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers);
 int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -1 if not */
 
 /* agent_seeds.c */

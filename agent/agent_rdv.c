@@ -100,6 +100,8 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	t->lineage_steps = snap.lineage_steps;
 	if (t->view.self_rank >= 0)
 		t->synced_lineage_seen = v->lineage;
+	else if (v->lineage != 0 && v->lineage == t->synced_lineage_seen)
+		t->left_out_seq = copy.seq; /* the job goes on without us: what we hold goes stale */
 	a->train_ops->abort_locked(a, why, false);
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
@@ -159,6 +161,20 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	ftl_agent_flush(a);
 }
 
+ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers)
+{
+	if (!a->is_training)
+		return ftl_diag_set(FTL_ERR_INVALID, "this agent does not train (no rendezvous): no job to scale");
+	ftl_err err = ftl_node_request_max(a->node, ftl_agent_now_us(a), max_workers);
+	if (err)
+		return err;
+	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
+		FTL_MSG("the job's maximum becomes %u workers (asked by the operator)", max_workers),
+		FTL_F_UINT("max_workers", max_workers));
+	ftl_agent_flush(a);
+	return FTL_OK;
+}
+
 ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 {
 	ftl_agent_views *t = &a->views;
@@ -195,6 +211,7 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 	if (snap.view->lineage == t->view.lineage)
 		t->lineage_steps = snap.lineage_steps;
 	snprintf(t->coordinator, sizeof(t->coordinator), "%s", snap.coordinator);
+	t->max_workers = snap.max_workers;
 	if (phase == FTL_RDV_NO_VIEW || phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		if (!t->below_min_since_us)
 			t->below_min_since_us = ftl_agent_now_us(a);
@@ -221,6 +238,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 			"good (deleted pods, dead machines), run `ftlctl quorum reset` on any one survivor to go on "
 			"without them; never while they may still be alive on the other side of a partition"));
 	}
+	json_object_set_new(j, "max_workers", json_integer((json_int_t)t->max_workers));
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
 	a->train_ops->view_status_locked(a, j);
 	pthread_mutex_unlock(&a->lock);

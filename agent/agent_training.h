@@ -22,10 +22,13 @@ typedef struct ftl_agent_views {
 					  * copy (rendezvous.h), numbered by seq, replaced whole on every view */
 	ftl_rdv_phase phase;
 	char coordinator[FTL_NAME_MAX];
+	uint32_t max_workers;            /* the job's maximum in force (an operator's `ftlctl scale`, or the setting) */
 	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
 	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
 	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
+	uint64_t left_out_seq;           /* a view of that lineage committed without us (a spare since): our state
+					  * is stale from then on; the training thread takes it (0: none since) */
 	ftl_job_status status;           /* the job as the training thread last reported it (ftl_get_job_status) */
 	uint64_t status_lineage;         /* the lineage of the view status.step was counted in (0: none yet) */
 	uint64_t lineage_steps;          /* the steps view's lineage has done, as the rendezvous knows them

@@ -51,6 +51,9 @@ static const char usage_text[] =
 	"  keys remove KEY [--wait S]   remove KEY from every member; refused while a member seals with it;\n"
 	"                               with --wait S, install, use and remove return once `keys list` shows\n"
 	"                               the step on every live member (exit 1 after S seconds if it does not)\n"
+	"  scale --max N                the job's maximum becomes N workers from the next view on (on any\n"
+	"                               worker of the view): spares join up to N, or the youngest members\n"
+	"                               step down to spares; later views keep it (status shows max_workers)\n"
 	"  quorum reset                 waiting for quorum: go on with the survivors, treating the missing\n"
 	"                               members of the view as gone for good (on any one survivor; unsafe\n"
 	"                               if they may be alive on the other side of a partition)\n"
@@ -73,6 +76,7 @@ enum {
 	OPT_ONCE = 1u << 4,
 	OPT_SPARES = 1u << 5,
 	OPT_WAIT = 1u << 6,
+	OPT_MAX = 1u << 7,
 };
 
 typedef struct ctl_options {
@@ -82,6 +86,7 @@ typedef struct ctl_options {
 	bool is_help_shown; /* --help printed the usage: exit at once, successfully */
 	member_filter filter;
 	double wait_s; /* --wait */
+	long max_workers; /* scale --max */
 } ctl_options;
 
 typedef struct command {
@@ -215,6 +220,23 @@ static int run_quorum(const ctl_options *opts, char **args, int nargs)
 		return rc;
 	printf("quorum reset: the survivors of the view go on without its missing members; if those come back "
 	       "they join as new members\n");
+	json_decref(reply);
+	return CTL_EXIT_OK;
+}
+
+/* `scale --max N`: the job's maximum, agreed by the rendezvous like any view (the agent refuses off a view,
+ * or below FTL_MIN_WORKERS). */
+static int run_scale(const ctl_options *opts, char **args, int nargs)
+{
+	if (!(opts->given & OPT_MAX))
+		return usage_error("scale needs --max N: the job's new maximum number of workers");
+	json_t *reply;
+	int rc = call_once(opts, json_pack("{s:s, s:I}", "cmd", "scale", "max", (json_int_t)opts->max_workers),
+			   CTL_REPLY_TIMEOUT_MS, &reply);
+	if (rc != CTL_EXIT_OK)
+		return rc;
+	printf("scale: the job's maximum becomes %ld workers from the next view on (spares join, or the youngest "
+	       "members step down to spares)\n", opts->max_workers);
 	json_decref(reply);
 	return CTL_EXIT_OK;
 }
@@ -480,6 +502,7 @@ static const command commands[] = {
 	{"top", run_top, 0, 0, OPT_ONCE, "top [--once]"},
 	{"keygen", run_keygen, 0, 0, 0, "keygen"},
 	{"keys", run_keys, 1, 2, OPT_JSON | OPT_WAIT, "keys list [--json] | keys install|use|remove KEY [--wait S]"},
+	{"scale", run_scale, 0, 0, OPT_MAX, "scale --max N"},
 	{"quorum", run_quorum, 1, 1, 0, "quorum reset"},
 };
 
@@ -487,7 +510,7 @@ static const command commands[] = {
 
 enum {
 	LONG_SOCKET = 256, LONG_NAME, LONG_RUN_DIR, LONG_JSON, LONG_STATUS, LONG_FOLLOW, LONG_HELP, LONG_ONCE, LONG_SPARES,
-	LONG_WAIT
+	LONG_WAIT, LONG_MAX_WORKERS
 };
 
 static const struct option long_options[] = {
@@ -496,6 +519,7 @@ static const struct option long_options[] = {
 	{"status", required_argument, NULL, LONG_STATUS},   {"follow", no_argument, NULL, LONG_FOLLOW},
 	{"help", no_argument, NULL, LONG_HELP},             {"once", no_argument, NULL, LONG_ONCE},
 	{"spares", no_argument, NULL, LONG_SPARES},        {"wait", required_argument, NULL, LONG_WAIT},
+	{"max", required_argument, NULL, LONG_MAX_WORKERS},
 	{NULL, 0, NULL, 0},
 };
 
@@ -548,6 +572,14 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 			opts->given |= OPT_WAIT;
 			break;
 		}
+		case LONG_MAX_WORKERS: {
+			char *end;
+			opts->max_workers = strtol(optarg, &end, 10);
+			if (end == optarg || *end != '\0' || opts->max_workers < 1 || opts->max_workers > 4096)
+				return usage_error("--max takes a number of workers, 1 to 4096 (got %s)", optarg);
+			opts->given |= OPT_MAX;
+			break;
+		}
 		case 'h':
 		case LONG_HELP:
 			fputs(usage_text, stdout);
@@ -560,8 +592,8 @@ static int parse_options(int argc, char **argv, const command *cmd, ctl_options 
 	if (cmd != NULL && (opts->given & ~cmd->allowed) != 0)
 		return usage_error("an option given does not apply to `%s`; usage: ftlctl %s", cmd->name,
 				   cmd->synopsis);
-	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE | OPT_SPARES | OPT_WAIT)))
-		return usage_error("--status, --follow, --once, --spares and --wait go after the command");
+	if (cmd == NULL && (opts->given & (OPT_STATUS | OPT_FOLLOW | OPT_ONCE | OPT_SPARES | OPT_WAIT | OPT_MAX)))
+		return usage_error("--status, --follow, --once, --spares, --wait and --max go after the command");
 	return CTL_EXIT_OK;
 }
 

@@ -150,6 +150,7 @@ typedef struct ftl_node_view_state {
 	ftl_rdv_phase phase;
 	uint64_t lineage_steps;                /* steps the view's lineage completed (ftl_rdv_steps) */
 	const char *coordinator;               /* who leads the next view ("" when unknown) */
+	uint32_t max_workers;                  /* the job's maximum in force (ftl_rdv_max_workers) */
 } ftl_node_view_state;
 void ftl_node_read_view(const ftl_node *n, ftl_node_view_state *out);
 /* A member by name (any state), or NULL. */

@@ -33,6 +33,7 @@ void ftl_node_read_view(const ftl_node *n, ftl_node_view_state *out)
 	out->phase = ftl_rdv_get_phase(n->rdv);
 	out->lineage_steps = ftl_rdv_steps(n->rdv);
 	out->coordinator = ftl_rdv_coordinator(n->rdv);
+	out->max_workers = ftl_rdv_max_workers(n->rdv);
 }
 
 size_t ftl_node_missing(const ftl_node *n, const char **names, size_t cap, ftl_rdv_quorum *q)

@@ -399,7 +399,8 @@ void ftl_rdv_set_steps(ftl_rdv *r, uint64_t lineage, uint64_t steps)
 {
 	if (lineage == 0 || lineage != r->view.lineage)
 		return;
-	r->steps = steps;
+	r->steps = steps > r->steps ? steps : r->steps; /* a lineage's work only grows: a worker that fell behind
+							  * (a spare since) does not lower what it heard */
 	if (steps > 0 && r->announced_lineage != lineage && ftl_rdv_rank(r) == 0) {
 		/* Once per lineage: every member, spares included, then knows the job has work to lose, which a
 		 * spare that later finds itself rank 0 without the state must not start again from nothing. */

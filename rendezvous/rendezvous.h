@@ -185,13 +185,14 @@ const char *ftl_rdv_coordinator(const ftl_rdv *r);
 uint64_t ftl_rdv_dropped(const ftl_rdv *r);
 
 /* The training steps completed by the job of `lineage`, as this worker last stepped in it: taken when
- * lineage is our view's (a worker that adopted another lineage's view keeps that lineage's steps, heard in
- * its messages, until it steps there). Every message carries them; two lineages that meet compare them
+ * lineage is our view's, and never lowering what is known (a worker that adopted another lineage's view
+ * keeps that lineage's steps, heard in its messages; one that fell behind, a spare since, keeps what it
+ * heard). Every message carries them; two lineages that meet compare them
  * first (see above on lineages); a message of our lineage that says more raises ours. Rank 0, the first
  * time its lineage has steps, sends its view to every member (spares included), so that all know the job
  * has work to lose (ftl_rdv_steps); otherwise it reads nothing and sends nothing. */
 void ftl_rdv_set_steps(ftl_rdv *r, uint64_t lineage, uint64_t steps);
-/* The steps of our view's lineage as last set, or more where a message of it said more (0: none known). */
+/* The most steps of our view's lineage set here or said by a message of it (0: none known). */
 uint64_t ftl_rdv_steps(const ftl_rdv *r);
 
 /* The communicator of view `epoch` failed here and membership shows no change to explain it: ask for the

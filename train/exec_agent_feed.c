@@ -175,6 +175,17 @@ static uint64_t feed_lineage_steps(void *ctx, uint64_t lineage)
 	return steps;
 }
 
+static bool feed_take_left_out(void *ctx)
+{
+	ftl_agent *a = ctx;
+	ftl_agent_lock(a);
+	ftl_agent_views *v = ftl_agent_views_locked(a);
+	bool is_left_out = v->left_out_seq != 0;
+	v->left_out_seq = 0;
+	ftl_agent_unlock(a);
+	return is_left_out;
+}
+
 const ftl_view_feed_ops ftl_exec_agent_feed = {
 	.wait = feed_wait,
 	.is_newest = feed_is_newest,
@@ -183,4 +194,5 @@ const ftl_view_feed_ops ftl_exec_agent_feed = {
 	.synced = feed_synced,
 	.leave = feed_leave,
 	.lineage_steps = feed_lineage_steps,
+	.take_left_out = feed_take_left_out,
 };

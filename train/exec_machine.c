@@ -172,9 +172,22 @@ static void move_on(ftl_exec *m, ftl_err e, failure_kind kind)
 	enter(m, FTL_EXEC_BACKING_OFF);
 }
 
+/* After a wait: a worker the job went on without holds a stale state (exec_machine.h, take_left_out). */
+static void drop_state_if_left_out(ftl_exec *m)
+{
+	if (!m->feed->take_left_out || !m->feed->take_left_out(m->feed_ctx) || !m->reg->has_state)
+		return;
+	ftl_log(m->log, FTL_LOG_INFO, "training",
+		FTL_MSG("the job went on without this worker after step %llu (a spare since): that state is stale and "
+			"is not used; the job's state comes from its rank 0", (unsigned long long)m->reg->step),
+		FTL_F_UINT("step", m->reg->step));
+	m->reg->has_state = false;
+}
+
 static void wait_for_view(ftl_exec *m)
 {
 	ftl_err e = kept(m, m->feed->wait(m->feed_ctx, &m->abandoned, &m->view));
+	drop_state_if_left_out(m);
 	if (e != FTL_OK)
 		fail(m, e, true);
 	else
@@ -238,7 +251,7 @@ static ftl_err resume_if_needed(ftl_exec *m)
 		return FTL_OK;
 	if (m->ckpt) {
 		ftl_err e = kept(m, m->ckpt->resume(m->ckpt_ctx, m->reg));
-		if (e != FTL_OK || m->reg->step > 0)
+		if (e != FTL_OK || m->reg->has_state) /* loaded one (a stale step count left by take_left_out is not) */
 			return e;
 	}
 	uint64_t done = m->feed->lineage_steps ? m->feed->lineage_steps(m->feed_ctx, m->view.lineage) : 0;

@@ -91,6 +91,12 @@ typedef struct ftl_view_feed_ops {
 	 * view with no state resumes a checkpoint or, without one, starts the job only when this is 0. May be
 	 * NULL (nothing heard). */
 	uint64_t (*lineage_steps)(void *ctx, uint64_t lineage);
+	/* Whether, since the last call, the job went on in a view of its lineage without this worker, after it
+	 * had trained in one (it stepped down to a spare under a lower maximum, or its replica lost a shard):
+	 * the state it holds is the job's of that moment, stale once the others train on, so it is dropped (a
+	 * joiner receives the job's state; a rank 0 with none resumes or leaves, as resume_if_needed says).
+	 * May be NULL (never). */
+	bool (*take_left_out)(void *ctx);
 } ftl_view_feed_ops;
 
 /* Where a view's communicators come from. */

@@ -403,6 +403,51 @@ def scenario_replica_that_loses_a_shard_waits_whole(train, ctl):
     assert not world2, f"w2 trained without its partner: {world2[:3]}"
 
 
+def scenario_scale_max_at_run_time(train, ctl):
+    """`ftlctl scale --max N` (issue 41 item 5): a job of 3 (FTL_MAX_WORKERS=3) with a spare grows to 4 when
+    an operator raises the maximum on any worker, then shrinks to 2 when it is lowered (the youngest step
+    down to spares); digests are equal after every step and the job finishes on every worker."""
+    steps = 700
+    job = new_job(train, ctl, FTL_STEPS=steps, FTL_MAX_WORKERS=3, **JOB)
+    for i in range(4):
+        job.add(f"w{i}")
+    job.wait("a step of 3 workers", lambda: any(r["world"] == 3 for w in job.workers() for r in w.steps()), 40)
+
+    def scale(name, n):
+        r = job.ctl(job.agents[name], "scale", "--max", str(n))
+        assert r.returncode == 0, f"ftlctl scale --max {n} on {name}: {r.stderr}"
+        return job.progress()
+
+    grown_at = scale("w1", 4)
+    at = grown_at
+    job.wait("a step of 4 workers", lambda: any(
+        r["world"] == 4 and r["step"] > at for w in job.workers() for r in w.steps()), 30)
+    status = job.status(job.agents["w3"])["view"]
+    assert status["max_workers"] == 4 and status["world_size"] == 4, f"after scale --max 4: {status}"
+    at = scale("w0", 2)
+    job.wait("a step of 2 workers", lambda: any(
+        r["world"] == 2 and r["step"] > at for w in job.workers() for r in w.steps()), 30)
+    refused = job.ctl(job.agents["w0"], "scale", "--max", "5000")
+    assert refused.returncode == 2 and "--max takes a number of workers" in refused.stderr, refused.stderr
+    print(f"scaled 3 -> 4 after step {grown_at}, then -> 2 after step {at}")
+    four = {r["rank"]: r["worker"] for r in job.records() if is_step(r) and r["world"] == 4}
+    kept = {four[0], four[1]}  # the view's first two: survivors keep their order, the youngest step down
+    finish(job, [job.agents[n] for n in sorted(kept)])
+    groups = check_every_step(job, steps)
+    worlds = [g[0]["world"] for s, g in sorted(groups.items())]
+    assert 4 in worlds and worlds[-1] == 2, f"worlds over the job: {sorted(set(worlds))}, last {worlds[-1]}"
+    late = {r["worker"] for s, g in groups.items() if s > at + 50 for r in g}
+    assert late == kept, f"steps after the scale down ran on {late}, not on the view's first two {kept}"
+    # The two that stepped down hold the state of step ~{at}: when the job ends and they are all that is
+    # left, they must not train it again from there (a worker the job went on without drops its state).
+    stepped_down = [w for w in job.workers() if w.name not in kept]
+    codes = job.wait_exit(30, stepped_down)
+    assert all(c == 0 for c in codes.values()), f"the spares' exit codes: {codes}"
+    for w in stepped_down:
+        assert "the job's state is gone" in w.log_text(), f"{w.name} did not leave as a spare at the job's end"
+        assert not [r for r in w.steps() if r["step"] > at + 50], f"{w.name} trained the job again"
+
+
 def show_logs():
     for job in jobs:
         print(f"--- run directory {job.dir} (kept)")
