@@ -599,7 +599,7 @@ static void follower_write_cb(uv_write_t *req, int status)
 	}
 	if (ftl_follower_is_drained(client->follower))
 		client_close_after_flush(client); /* dropped, and its final line is written */
-	else if (ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != 0)
+	else if (ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != FTL_OK)
 		client_close(client);
 }
 
@@ -618,7 +618,7 @@ void ftl_control_publish(ftl_control *c, const json_t *event)
 		ftl_follower_push push = ftl_follower_add(client->follower, line);
 		c->followers_dropped += push == FTL_FOLLOWER_DROPPED;
 		if (push == FTL_FOLLOWER_FAILED ||
-		    ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != 0)
+		    ftl_follower_write(client->follower, (uv_stream_t *)&client->pipe, follower_write_cb) != FTL_OK)
 			client_close(client);
 	}
 	line_release(line);

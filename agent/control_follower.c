@@ -63,10 +63,10 @@ ftl_follower_push ftl_follower_add(ftl_follower *f, shared_line *line)
 	return FTL_FOLLOWER_DROPPED;
 }
 
-int ftl_follower_write(ftl_follower *f, uv_stream_t *stream, uv_write_cb cb)
+ftl_err ftl_follower_write(ftl_follower *f, uv_stream_t *stream, uv_write_cb cb)
 {
 	if (f->in_write || f->count == 0)
-		return 0;
+		return FTL_OK;
 	uv_buf_t bufs[FTL_FOLLOWER_WRITE_LINES];
 	unsigned n = f->count < FTL_FOLLOWER_WRITE_LINES ? f->count : FTL_FOLLOWER_WRITE_LINES;
 	for (unsigned i = 0; i < n; i++) {
@@ -74,9 +74,10 @@ int ftl_follower_write(ftl_follower *f, uv_stream_t *stream, uv_write_cb cb)
 		bufs[i] = uv_buf_init(line->data, (unsigned)line->len);
 	}
 	int rc = uv_write(&f->req, stream, bufs, n, cb);
-	if (rc == 0)
-		f->in_write = n;
-	return rc;
+	if (rc != 0)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "control: cannot write to an event follower: %s", uv_strerror(rc));
+	f->in_write = n;
+	return FTL_OK;
 }
 
 void ftl_follower_write_done(ftl_follower *f)

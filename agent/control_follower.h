@@ -19,6 +19,7 @@
 
 #include <uv.h>
 
+#include "base/diag.h"
 #include "control_line.h"
 
 #define FTL_CONTROL_FOLLOWER_BACKLOG 1024 /* events waiting for one follower before it is dropped */
@@ -40,8 +41,8 @@ void ftl_follower_free(ftl_follower *f);
 /* Queues a reference to line (or drops the follower, see above). */
 ftl_follower_push ftl_follower_add(ftl_follower *f, shared_line *line);
 /* Starts a write of the waiting lines to stream, unless one is in flight or none wait; cb must call
- * ftl_follower_write_done. 0, or the libuv error (close the connection). */
-int ftl_follower_write(ftl_follower *f, uv_stream_t *stream, uv_write_cb cb);
+ * ftl_follower_write_done. FTL_OK, or FTL_ERR_SYSTEM with libuv's reason in the diag (close the connection). */
+ftl_err ftl_follower_write(ftl_follower *f, uv_stream_t *stream, uv_write_cb cb);
 /* The write in flight has called back (whatever its status): its lines are released. */
 void ftl_follower_write_done(ftl_follower *f);
 /* Dropped, and everything up to its final line has been written. */

@@ -25,27 +25,27 @@ const char *const ftl_swim_drop_strs[FTL_DROP_MAX] = {
 
 /* ---- lifecycle ---- */
 
-static const char *check_options(const ftl_swim_options *o)
+/* FTL_OK, or FTL_ERR_INVALID with the option at fault in the diag. */
+static ftl_err check_options(const ftl_swim_options *o)
 {
 	if (!o->name || !o->name[0] || strlen(o->name) >= FTL_NAME_MAX)
-		return "name must be 1 to 63 bytes";
+		return ftl_diag_set(FTL_ERR_INVALID, "name must be 1 to 63 bytes");
 	if (!o->addr || !o->addr[0] || strlen(o->addr) >= FTL_ADDR_MAX)
-		return "addr must be a host:port of 1 to 63 bytes";
+		return ftl_diag_set(FTL_ERR_INVALID, "addr must be a host:port of 1 to 63 bytes");
 	if (o->meta_len > FTL_META_MAX)
-		return "metadata must be at most 256 bytes";
+		return ftl_diag_set(FTL_ERR_INVALID, "metadata must be at most 256 bytes");
 	if (!o->keyring)
-		return "a keyring is required (use an insecure keyring to send plaintext)";
+		return ftl_diag_set(FTL_ERR_INVALID, "a keyring is required (use an insecure keyring to send plaintext)");
 	const char *why;
-	return ftl_swim_config_check(&o->config, &why) != FTL_SWIM_FIELD_NONE ? why : NULL;
+	if (ftl_swim_config_check(&o->config, &why) != FTL_SWIM_FIELD_NONE)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s", why);
+	return FTL_OK;
 }
 
 ftl_swim *ftl_swim_new(const ftl_swim_options *o, int64_t now_us)
 {
-	const char *bad = check_options(o);
-	if (bad) {
-		ftl_diag_set(FTL_ERR_INVALID, "%s", bad);
+	if (check_options(o) != FTL_OK)
 		return NULL;
-	}
 	ftl_swim *s = calloc(1, sizeof(*s));
 	if (!s) {
 		ftl_diag_set(FTL_ERR_SYSTEM, "out of memory");

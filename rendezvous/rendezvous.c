@@ -14,47 +14,46 @@ const char *const ftl_rdv_phase_strs[FTL_RDV_PHASE_MAX] = {
 	[FTL_RDV_WAITING_FOR_QUORUM] = "waiting for quorum",
 };
 
-static const char *check_text(const char *s, size_t cap, const char *what_empty, const char *what_long)
+/* A name or address option: set, and shorter than cap. FTL_OK, or FTL_ERR_INVALID with what is wrong. */
+static ftl_err check_text(const char *s, size_t cap, const char *what)
 {
 	if (s == NULL || s[0] == '\0')
-		return what_empty;
-	return strnlen(s, cap) >= cap ? what_long : NULL;
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: empty %s", what);
+	if (strnlen(s, cap) >= cap)
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: %s too long", what);
+	return FTL_OK;
 }
 
-static const char *check_options(const ftl_rdv_options *o)
+/* FTL_OK, or FTL_ERR_INVALID with the option at fault in the diag. */
+static ftl_err check_options(const ftl_rdv_options *o)
 {
-	const char *why = check_text(o->name, FTL_NAME_MAX, "rendezvous: empty name", "rendezvous: name too long");
-	if (why == NULL)
-		why = check_text(o->data_addr, FTL_ADDR_MAX, "rendezvous: empty data address",
-				 "rendezvous: data address too long");
-	if (why == NULL && o->replica_size > 0)
-		why = check_text(o->replica, FTL_NAME_MAX, "rendezvous: a replica size with no replica name",
-				 "rendezvous: replica name too long");
-	if (why != NULL)
-		return why;
+	ftl_err err = check_text(o->name, FTL_NAME_MAX, "name");
+	if (!err)
+		err = check_text(o->data_addr, FTL_ADDR_MAX, "data address");
+	if (!err && o->replica_size > 0)
+		err = check_text(o->replica, FTL_NAME_MAX, "replica name");
+	if (err)
+		return err;
 	if (o->replica_size > 0 && o->replica_index >= o->replica_size)
-		return "rendezvous: replica index must be below the replica size";
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: replica index must be below the replica size");
 	if (o->config.min_workers < 1)
-		return "rendezvous: min_workers must be at least 1";
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: min_workers must be at least 1");
 	if (o->config.max_workers < o->config.min_workers)
-		return "rendezvous: max_workers must be at least min_workers";
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: max_workers must be at least min_workers");
 	if (o->config.min_workers > FTL_RDV_MAX_MEMBERS)
-		return "rendezvous: min_workers over FTL_RDV_MAX_MEMBERS (4096)";
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: min_workers over FTL_RDV_MAX_MEMBERS (4096)");
 	if (o->config.settle_us < 0)
-		return "rendezvous: settle time must not be negative";
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: settle time must not be negative");
 	if (o->config.ready_interval_us <= 0)
-		return "rendezvous: ready interval must be positive";
-	return NULL;
+		return ftl_diag_set(FTL_ERR_INVALID, "rendezvous: ready interval must be positive");
+	return FTL_OK;
 }
 
 ftl_rdv *ftl_rdv_new(const ftl_rdv_options *o)
 {
 	ftl_rdv *r;
-	const char *bad = check_options(o);
-	if (bad) {
-		ftl_diag_set(FTL_ERR_INVALID, "%s", bad);
+	if (check_options(o) != FTL_OK)
 		return NULL;
-	}
 	if ((r = calloc(1, sizeof *r)) == NULL) {
 		ftl_diag_set(FTL_ERR_SYSTEM, "rendezvous: out of memory");
 		return NULL;
@@ -307,6 +306,9 @@ ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers)
 	if (max_workers < r->cfg.min_workers || max_workers > FTL_RDV_MAX_MEMBERS)
 		return ftl_diag_set(FTL_ERR_INVALID, "a maximum of %u workers: expected %u (FTL_MIN_WORKERS) to %d",
 				    max_workers, r->cfg.min_workers, FTL_RDV_MAX_MEMBERS);
+	if (max_workers < r->self.replica_size)
+		return ftl_diag_set(FTL_ERR_INVALID, "a maximum of %u workers is below a replica (%u workers): a view "
+				    "holds whole replicas, so it could hold none", max_workers, r->self.replica_size);
 	r->max_epoch = r->view.epoch;
 	r->max_request = max_workers;
 	rdv_rebuild(r);

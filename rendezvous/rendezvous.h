@@ -213,7 +213,7 @@ ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
 /* The operator's scale (`ftlctl scale --max N`): the job's maximum becomes max_workers from the next view
  * on (see above). Asked of a member of the current view; it travels in readies to the coordinator.
  * FTL_ERR_INVALID (nothing changes) with no view, on a worker outside it, or for a maximum below
- * config.min_workers or above FTL_RDV_MAX_MEMBERS. */
+ * config.min_workers or a replica, or above FTL_RDV_MAX_MEMBERS. */
 ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers);
 /* The job's maximum in force: the view's when an operator set one, else config.max_workers. */
 uint32_t ftl_rdv_max_workers(const ftl_rdv *r);

@@ -31,19 +31,20 @@ static int is_given_up(void *arg)
 	return gone;
 }
 
-/* Under the lock: files a subgroup so that the view's abort reaches it; false when out of memory. */
-static bool keep_locked(ftl_training *t, ftl_comm *sub)
+/* Under the lock: files a subgroup so that the view's abort reaches it; FTL_ERR_SYSTEM (the diag says so)
+ * when out of memory. */
+static ftl_err keep_locked(ftl_training *t, ftl_comm *sub)
 {
 	if (t->n_subgroups == t->subgroups_cap) {
 		int cap = t->subgroups_cap ? 2 * t->subgroups_cap : 4;
 		ftl_comm **grown = realloc(t->subgroups, (size_t)cap * sizeof(*grown));
 		if (grown == NULL)
-			return false;
+			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory filing subgroup %d", t->n_subgroups + 1);
 		t->subgroups = grown;
 		t->subgroups_cap = cap;
 	}
 	t->subgroups[t->n_subgroups++] = sub;
-	return true;
+	return FTL_OK;
 }
 
 ftl_err ftl_subgroup_new(ftl_agent *a, const int *ranks, int n, ftl_comm **out)
@@ -73,10 +74,13 @@ ftl_err ftl_subgroup_new(ftl_agent *a, const int *ranks, int n, ftl_comm **out)
 	if (e != FTL_OK)
 		return ftl_training_fail(t, e, "ftl: ftl_subgroup_new: %s", ftl_error_message());
 	ftl_agent_lock(a);
-	bool is_kept = t->comm == parent.parent && !ftl_comm_is_aborted(parent.parent) && keep_locked(t, sub);
+	bool is_same_view = t->comm == parent.parent && !ftl_comm_is_aborted(parent.parent);
+	ftl_err kept = is_same_view ? keep_locked(t, sub) : FTL_OK;
 	ftl_agent_unlock(a);
-	if (!is_kept) {
+	if (!is_same_view || kept != FTL_OK) {
 		ftl_comm_destroy(sub);
+		if (kept != FTL_OK)
+			return ftl_training_fail(t, kept, "ftl: ftl_subgroup_new: %s", ftl_diag_message());
 		return ftl_training_fail(t, FTL_ERR_PEER_LOST, "ftl: ftl_subgroup_new: the view changed while the "
 					 "subgroup was built");
 	}

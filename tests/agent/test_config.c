@@ -327,6 +327,7 @@ static void test_replica_settings_come_together_and_in_range(void **state)
 	set_replica("h", "0", "4");
 	setenv("FTL_MAX_WORKERS", "3", 1);
 	expect_replica_refused("FTL_MAX_WORKERS", "is below FTL_REPLICA_SIZE (4)");
+	clear_ftl_environment(); /* the tests after this one start from an empty environment */
 }
 
 /* A program built against 0.3's ftl_training_config (it ends at spares) gets no replica, whatever lies in
@@ -351,6 +352,7 @@ static void test_a_training_config_of_the_0_3_layout_has_no_replica(void **state
 	if (ftl_set_training(a, &old.t) != FTL_OK)
 		fail_msg("the 0.3 layout was refused: %s", ftl_error_message());
 	ftl_agent_delete(a);
+	clear_ftl_environment();
 }
 
 static void test_bind_port_zero_is_refused(void **state) { expect_refused("FTL_BIND", "0.0.0.0:0", NULL); }
