@@ -412,22 +412,26 @@ def scenario_scale_max_at_run_time(train, ctl):
     for i in range(4):
         job.add(f"w{i}")
     job.wait("a step of 3 workers", lambda: any(r["world"] == 3 for w in job.workers() for r in w.steps()), 40)
+    # which worker is the spare depends on the order the processes came up in (generations): read the ranks
+    three = {r["rank"]: r["worker"] for r in job.records() if is_step(r) and r["world"] == 3}
+    assert sorted(three) == [0, 1, 2], f"ranks of the first view: {three}"
 
     def scale(name, n):
         r = job.ctl(job.agents[name], "scale", "--max", str(n))
         assert r.returncode == 0, f"ftlctl scale --max {n} on {name}: {r.stderr}"
         return job.progress()
 
-    grown_at = scale("w1", 4)
+    grown_at = scale(three[1], 4)  # a member that is not the coordinator: the request travels in its readies
     at = grown_at
     job.wait("a step of 4 workers", lambda: any(
         r["world"] == 4 and r["step"] > at for w in job.workers() for r in w.steps()), 30)
-    status = job.status(job.agents["w3"])["view"]
-    assert status["max_workers"] == 4 and status["world_size"] == 4, f"after scale --max 4: {status}"
-    at = scale("w0", 2)
+    spare = next(w.name for w in job.workers() if w.name not in three.values())
+    status = job.status(job.agents[spare])["view"]
+    assert status["max_workers"] == 4 and status["world_size"] == 4, f"after scale --max 4, on {spare}: {status}"
+    at = scale(three[0], 2)
     job.wait("a step of 2 workers", lambda: any(
         r["world"] == 2 and r["step"] > at for w in job.workers() for r in w.steps()), 30)
-    refused = job.ctl(job.agents["w0"], "scale", "--max", "5000")
+    refused = job.ctl(job.agents[three[0]], "scale", "--max", "5000")
     assert refused.returncode == 2 and "--max takes a number of workers" in refused.stderr, refused.stderr
     print(f"scaled 3 -> 4 after step {grown_at}, then -> 2 after step {at}")
     four = {r["rank"]: r["worker"] for r in job.records() if is_step(r) and r["world"] == 4}
