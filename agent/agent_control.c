@@ -148,8 +148,9 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	if (strcmp(cmd, "keys") == 0)
 		return ftl_agent_keys_json(a, req);
 	if (strcmp(cmd, "scale") == 0) {
-		json_int_t max = json_integer_value(json_object_get(req, "max"));
-		if (!json_is_integer(json_object_get(req, "max")) || max < 1 || max > FTL_RDV_MAX_MEMBERS)
+		const json_t *given = json_object_get(req, "max");
+		json_int_t max = json_integer_value(given);
+		if (!json_is_integer(given) || max < 1 || max > FTL_RDV_MAX_MEMBERS)
 			return ftl_agent_error_reply("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
 		if (ftl_agent_rdv_request_max(a, (uint32_t)max) != FTL_OK)
 			return ftl_agent_error_reply(ftl_diag_message());

@@ -242,7 +242,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 	if (!tr)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_set_training: out of memory");
 	tr->cfg = *t;
-	ftl_agent_set_replica(a, t->replica, t->replica_size > 0 ? t->replica_index : 0, t->replica_size);
+	ftl_agent_set_replica(a, t->replica, t->replica_index, t->replica_size);
 	ftl_train_metrics_create(&tr->metrics);
 	err = ftl_checkpoint_setup(&tr->ckpt, &tr->cfg, ftl_agent_logger(a));
 	if (err)

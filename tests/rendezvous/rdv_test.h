@@ -47,6 +47,14 @@ static inline void assert_view_is(ftl_sim *sim, int i, const int *ranks, int n)
 		assert_string_equal(v->members[k].name, ftl_sim_name(sim, ranks[k]));
 }
 
+/* After a change (a crash, a request): runs past it, since the cluster still counts as converged on the old
+ * view until the change is seen, then until it holds one view again; fails the test otherwise. */
+static inline void sim_converge_after_change(ftl_sim *sim)
+{
+	ftl_sim_run_for(sim, 3 * SEC);
+	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+}
+
 /* Starts n nodes with the given options and runs until they hold one view; fails the test otherwise. */
 static inline ftl_sim *sim_start_converged(ftl_sim_options *o)
 {

@@ -74,8 +74,7 @@ static void test_one_whole_replica_trains_on_with_a_majority_of_the_workers(void
 	ftl_sim *sim = sim_start_converged(&o);
 	ftl_sim_crash(sim, 1); /* r0's index 1 */
 	ftl_sim_crash(sim, 3); /* r1's index 1 */
-	ftl_sim_run_for(sim, 3 * SEC);
-	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	sim_converge_after_change(sim);
 	int r2[] = {4, 5};
 	assert_view_is(sim, 0, r2, 2);
 	assert_int_equal(ftl_rdv_get_phase(ftl_sim_rdv(sim, 0)), FTL_RDV_SPARE);

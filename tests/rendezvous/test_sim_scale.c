@@ -25,8 +25,7 @@ static void test_scale_up_then_down_moves_spares_in_and_out(void **state)
 	uint64_t epoch = sim_view(sim, 0)->epoch;
 
 	assert_int_equal(ftl_sim_request_max(sim, 2, 5), FTL_OK); /* not the coordinator: via its readies */
-	ftl_sim_run_for(sim, 3 * SEC); /* converged already holds before the change: let it happen */
-	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	sim_converge_after_change(sim);
 	int five[] = {0, 1, 2, 3, 4};
 	assert_view_is(sim, 4, five, 5);
 	assert_max_everywhere(sim, 5);
@@ -34,8 +33,7 @@ static void test_scale_up_then_down_moves_spares_in_and_out(void **state)
 	assert_int_equal(sim_view(sim, 0)->max_workers, 5);
 
 	assert_int_equal(ftl_sim_request_max(sim, 0, 2), FTL_OK);
-	ftl_sim_run_for(sim, 3 * SEC);
-	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	sim_converge_after_change(sim);
 	int two[] = {0, 1};
 	assert_view_is(sim, 3, two, 2);
 	assert_max_everywhere(sim, 2);
@@ -43,8 +41,7 @@ static void test_scale_up_then_down_moves_spares_in_and_out(void **state)
 
 	/* the maximum lives in the view: a death is replaced by a spare, and the view stays at 2 */
 	ftl_sim_crash(sim, 1);
-	ftl_sim_run_for(sim, 3 * SEC);
-	assert_true(ftl_sim_run_until_converged(sim, 10 * SEC) >= 0);
+	sim_converge_after_change(sim);
 	assert_int_equal(sim_view(sim, 0)->n, 2);
 	assert_int_equal(sim_view(sim, 0)->max_workers, 2);
 	assert_int_equal(ftl_sim_conflicts(sim), 0);
