@@ -21,6 +21,7 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		.retransmit_mult = 4,
 		.suspicion_mult = 4,
 		.suspicion_max_mult = 6,
+		.suspicion_confirmations = -1,
 		.awareness_max = 8,
 		.push_pull_interval_us = 30 * SEC,
 		.gossip_to_dead_us = 30 * SEC,
@@ -47,8 +48,9 @@ void ftl_swim_config_profile(ftl_swim_config *cfg, ftl_swim_profile profile)
 		cfg->gossip_nodes = 4;
 		cfg->indirect_checks = 3;
 		cfg->retransmit_mult = 8;
-		cfg->suspicion_mult = 3;
-		cfg->suspicion_max_mult = 3;
+		cfg->suspicion_mult = 1;          /* min: one probe period (profile.h: why) */
+		cfg->suspicion_max_mult = 9;      /* max: nine, as 3 x 3 was before confirmations were decoupled */
+		cfg->suspicion_confirmations = 2;
 		cfg->push_pull_interval_us = 10 * SEC;
 		cfg->gossip_to_dead_us = 10 * SEC;
 		cfg->reap_after_us = 30 * SEC;
@@ -97,6 +99,9 @@ ftl_swim_field ftl_swim_config_check(const ftl_swim_config *c, const char **why)
 		return refuse(why, FTL_SWIM_FIELD_SUSPICION_MULT, "suspicion_mult must be between 1 and 64");
 	if (c->suspicion_max_mult < 1 || c->suspicion_max_mult > 64)
 		return refuse(why, FTL_SWIM_FIELD_SUSPICION_MAX_MULT, "suspicion_max_mult must be between 1 and 64");
+	if (c->suspicion_confirmations < -1 || c->suspicion_confirmations > 16)
+		return refuse(why, FTL_SWIM_FIELD_SUSPICION_CONFIRMATIONS,
+			      "suspicion_confirmations must be -1 (memberlist's suspicion_mult - 2) or between 0 and 16");
 	if (c->awareness_max < 1 || c->awareness_max > 64)
 		return refuse(why, FTL_SWIM_FIELD_AWARENESS_MAX, "awareness_max must be between 1 and 64");
 	if (c->push_pull_interval_us < 0)
@@ -133,6 +138,8 @@ int64_t ftl_swim_suspicion_max_us(const ftl_swim_config *cfg, int n)
 
 int ftl_swim_suspicion_confirmations(const ftl_swim_config *cfg, int n)
 {
+	if (cfg->suspicion_confirmations >= 0)
+		return cfg->suspicion_confirmations;
 	int k = cfg->suspicion_mult - 2;
 	if (n - 2 < k || k < 0)
 		k = 0;

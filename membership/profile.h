@@ -3,8 +3,14 @@
  * `lan` and `local` are memberlist's defaults (DefaultLANConfig, DefaultLocalConfig) so figures can be
  * compared with serf/consul. `train` is for a datacenter training cluster, where round trips are well
  * under a millisecond and a dead worker stalls every GPU in the job: probe ten times a second, gossip
- * every 30 ms, and let Lifeguard's confirmations cut suspicion short. Its suspicion timeout is short
- * (0.45 s to 1.35 s at N=32), so a refutation must reach every node fast and surely: it sends each
+ * every 30 ms, and let Lifeguard's confirmations cut suspicion short. A lone accuser waits the longest
+ * timeout (0.9 s at N<10, 1.35 s at N=32: nine probe periods, scaled by log10 N); two independent
+ * confirmations bring it down to one probe period (0.1 s; 0.15 s at N=32), so a host that vanished is
+ * dead in about a quarter of a second once the members that hear the first suspicion probe it at once
+ * (swim_probe.c, confirming probes). A member wrongly suspected (a lost packet, a pause) is probed by no
+ * more than two others first, whose probes reach it, so one unlucky probe is not enough; memberlist's
+ * k = suspicion_mult - 2 would tie the number of confirmations to the minimum, and a minimum of one
+ * probe period would leave none. The timeout being short, a refutation must reach every node fast and surely: it sends each
  * rumor 8*ceil(log10(N+1)) times, twice memberlist's lambda. With lambda=4, 64 nodes at 10% loss
  * had about 100 false deaths in 10 simulated minutes (an observer missing all 8 copies of a
  * refutation: p ~ e^-7); with 8, none in any seed tried. Every value can be overridden.
@@ -34,6 +40,8 @@ typedef struct ftl_swim_config {
 	int retransmit_mult;             /* lambda: each rumor is sent lambda*ceil(log10(N+1)) times */
 	int suspicion_mult;              /* min suspicion = mult * max(1, log10 N) * probe_interval */
 	int suspicion_max_mult;          /* max suspicion = this * min suspicion */
+	int suspicion_confirmations;     /* k: the independent suspicions that take the timeout from max down to
+					  * min; -1 for memberlist's rule (suspicion_mult - 2) */
 	int awareness_max;               /* local health multiplier ranges over 1..awareness_max */
 	int64_t push_pull_interval_us;   /* periodic full-state exchange (anti-entropy); 0 = off */
 	int64_t gossip_to_dead_us;       /* keep gossiping to dead/left members this long */
@@ -71,6 +79,7 @@ typedef enum ftl_swim_field {
 	FTL_SWIM_FIELD_RETRANSMIT_MULT,
 	FTL_SWIM_FIELD_SUSPICION_MULT,
 	FTL_SWIM_FIELD_SUSPICION_MAX_MULT,
+	FTL_SWIM_FIELD_SUSPICION_CONFIRMATIONS,
 	FTL_SWIM_FIELD_AWARENESS_MAX,
 	FTL_SWIM_FIELD_PUSH_PULL_INTERVAL,
 	FTL_SWIM_FIELD_GOSSIP_TO_DEAD,
@@ -88,8 +97,10 @@ int ftl_swim_retransmit_limit(const ftl_swim_config *cfg, int n);
 /* Suspicion timeout bounds for a cluster of n (Lifeguard starts at max, shrinks toward min). */
 int64_t ftl_swim_suspicion_min_us(const ftl_swim_config *cfg, int n);
 int64_t ftl_swim_suspicion_max_us(const ftl_swim_config *cfg, int n);
-/* Confirmations that take the suspicion timeout down to min: suspicion_mult - 2 (0 in clusters too
- * small to have that many independent witnesses). */
+/* Confirmations that take the suspicion timeout down to min. memberlist's rule (suspicion_confirmations
+ * -1): suspicion_mult - 2, and 0 (min at once) in clusters too small to have that many independent
+ * witnesses. A k set outright is kept whatever n: a small cluster, which cannot confirm that often, waits
+ * nearer max instead of dropping to min on one accuser's word. */
 int ftl_swim_suspicion_confirmations(const ftl_swim_config *cfg, int n);
 
 /* The push-pull interval for a cluster of n: full-state exchange costs O(n) per node, so beyond 32

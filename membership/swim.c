@@ -215,10 +215,7 @@ void ftl_swim_hint(ftl_swim *s, int64_t now_us, const char *name)
 	const ftl_member *m = ftl_members_find(&s->members, name);
 	if (!m || s->is_leaving || !ftl_swim_is_live(s, m, now_us) || strcmp(name, s->name) == 0)
 		return;
-	if (s->probe.is_active)
-		strcpy(s->hint, m->name); /* probed as soon as the current probe ends */
-	else
-		ftl_swim_probe_start(s, now_us, m->name);
+	ftl_swim_probe_soon(s, now_us, m);
 	ftl_swim_proof_request(s, now_us, m); /* a reset may be the peer's kernel telling us it is gone */
 }
 

@@ -149,7 +149,11 @@ void ftl_swim_fill_rumor(ftl_msg *msg, ftl_msg_type type, const ftl_member *m, c
 /* swim_probe.c */
 void ftl_swim_probe_tick(ftl_swim *s, int64_t now_us);
 int64_t ftl_swim_probe_deadline(const ftl_swim *s);
-void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target);
+/* Probes m now, or as soon as the probe in flight ends (a hint, a suspicion to confirm). */
+void ftl_swim_probe_soon(ftl_swim *s, int64_t now_us, const ftl_member *m);
+/* Another member suspects m: probe it soon ourselves, with the probability that keeps the confirmers to
+ * about 2k whatever the cluster's size (swim_probe.c). */
+void ftl_swim_confirm_soon(ftl_swim *s, int64_t now_us, const ftl_member *m);
 void ftl_swim_on_ping(ftl_swim *s, int64_t now_us, const ftl_msg_ping *p);
 void ftl_swim_on_ping_req(ftl_swim *s, int64_t now_us, const ftl_msg_ping_req *p);
 void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *a);

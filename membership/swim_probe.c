@@ -1,7 +1,19 @@
 /* Failure detection: the probe of one member per period (ping, then ping-req through k others, then
  * suspicion; a missed direct ack also asks for a proof-of-death check, swim_proof.c), the answers we give to pings and ping-reqs, and Lifeguard's health bookkeeping:
  * a direct ack improves our health score, each nack we expected but did not get worsens it (the
- * intermediaries were alive, so missing nacks point at us), and with no one to nack any failure does. */
+ * intermediaries were alive, so missing nacks point at us), and with no one to nack any failure does.
+ *
+ * Quick probes. A probe of a member that is already suspect can only confirm the suspicion, and one out of
+ * turn has a reason already (the comm saw the member's connection break, or a collective waited on it in
+ * silence), so neither waits a probe timeout before asking for help: the ping and the ping-reqs go out
+ * together and it ends after two probe timeouts (80 ms on train). A quick probe that fails raises a
+ * suspicion like any other, which ends at its minimum only once k others confirm it; alone it waits the
+ * maximum. The suspicions and confirmations we raise go out at once, not at the next gossip tick. The members that hear a suspicion they did not raise
+ * probe the suspect at once (ftl_swim_confirm_soon) instead of in their turn, which may be seconds away in
+ * a large cluster: that is what brings the k confirmations of a vanished host within a probe period, so
+ * its suspicion ends at its minimum. Only about 2k of the n members do it (each with probability
+ * 2k / (n - 2)), so a suspicion costs O(k) extra probes whatever n, and a member wrongly suspected is
+ * probed by a few who reach it rather than by everyone. */
 #include "swim_internal.h"
 
 #include <string.h>
@@ -41,7 +53,11 @@ static void touch(ftl_swim *s, const char *name, int64_t now_us)
 		m->last_heard_us = now_us;
 }
 
-void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
+static void send_indirect(ftl_swim *s, int64_t now_us);
+
+/* A quick probe (out of turn, or of a suspect: see the top) asks for help at once and ends after two probe
+ * timeouts; a probe in turn waits a probe timeout for the direct ack and ends after a probe period. */
+static void probe_start(ftl_swim *s, int64_t now_us, const char *target, bool is_out_of_turn)
 {
 	const ftl_member *m = ftl_members_find(&s->members, target);
 	if (!m)
@@ -52,8 +68,12 @@ void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
 	strcpy(p->target, m->name);
 	p->seq = ++s->seq;
 	p->started_us = now_us;
+	bool is_quick = is_out_of_turn || m->state == FTL_MEMBER_SUSPECT;
+	int64_t span = s->cfg.probe_interval_us;
+	if (is_quick && 2 * s->cfg.probe_timeout_us < span)
+		span = 2 * s->cfg.probe_timeout_us;
 	p->direct_deadline_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_timeout_us);
-	p->end_us = now_us + ftl_awareness_scale(&s->health, s->cfg.probe_interval_us);
+	p->end_us = now_us + ftl_awareness_scale(&s->health, span);
 	s->next_probe_us = p->end_us;
 	s->stats.probes++;
 
@@ -67,6 +87,29 @@ void ftl_swim_probe_start(ftl_swim *s, int64_t now_us, const char *target)
 	if (is_buddy)
 		ftl_swim_fill_rumor(&buddy, FTL_MSG_SUSPECT, m, s->name);
 	ftl_swim_send(s, m->name, m->addr, &ping, is_buddy ? &buddy : NULL);
+	if (is_quick)
+		send_indirect(s, now_us);
+}
+
+void ftl_swim_probe_soon(ftl_swim *s, int64_t now_us, const ftl_member *m)
+{
+	if (s->is_leaving || !is_probe_target(s, m, now_us))
+		return;
+	if (!s->probe.is_active)
+		probe_start(s, now_us, m->name, true);
+	else if (strcmp(s->probe.target, m->name) != 0)
+		strcpy(s->hint, m->name); /* probed as soon as the current probe ends */
+}
+
+void ftl_swim_confirm_soon(ftl_swim *s, int64_t now_us, const ftl_member *m)
+{
+	int n = ftl_swim_live_count(s);
+	int k = ftl_swim_suspicion_confirmations(&s->cfg, n);
+	if (k < 1 || n < 3)
+		return; /* no confirmation can shorten it, or nobody but the accuser and us */
+	double share = (double)(2 * k) / (double)(n - 2);
+	if (share >= 1.0 || ftl_rng_unit(&s->rng) < share)
+		ftl_swim_probe_soon(s, now_us, m);
 }
 
 static void send_indirect(ftl_swim *s, int64_t now_us)
@@ -100,7 +143,7 @@ static void probe_done(ftl_swim *s, int64_t now_us)
 	if (s->hint[0] && !s->is_leaving) {
 		const ftl_member *m = pick_target(s, now_us);
 		if (m)
-			ftl_swim_probe_start(s, now_us, m->name);
+			probe_start(s, now_us, m->name, true);
 	}
 }
 
@@ -118,6 +161,7 @@ static void probe_failed(ftl_swim *s, int64_t now_us)
 		 * instead of when gossip happens to reach it, which is what keeps loss from killing nodes. */
 		if ((m = ftl_members_find(&s->members, p->target)) != NULL)
 			ftl_swim_send(s, m->name, m->addr, &msg, NULL);
+		s->next_gossip_us = now_us; /* and the others now: they confirm it (or not) a round sooner */
 	}
 	probe_done(s, now_us);
 }
@@ -134,7 +178,7 @@ void ftl_swim_probe_tick(ftl_swim *s, int64_t now_us)
 	if (!p->is_active && now_us >= s->next_probe_us) {
 		const ftl_member *m = pick_target(s, now_us);
 		if (m)
-			ftl_swim_probe_start(s, now_us, m->name);
+			probe_start(s, now_us, m->name, false);
 		else
 			s->next_probe_us = now_us + s->cfg.probe_interval_us;
 	}
@@ -227,6 +271,8 @@ void ftl_swim_on_ack(ftl_swim *s, int64_t now_us, const ftl_msg_ack *ack)
 		probe_done(s, now_us);
 		return;
 	}
+	if (ack->seq == p->seq)
+		return; /* the same probe answered again: the direct ack and the helpers' of a quick probe */
 	for (int i = 0; i < s->n_relays; i++) {
 		if (s->relays[i].our_seq == ack->seq) {
 			ftl_msg fwd = {.type = FTL_MSG_ACK};
@@ -248,8 +294,8 @@ void ftl_swim_on_nack(ftl_swim *s, int64_t now_us, const ftl_msg_nack *nack)
 	touch(s, nack->source, now_us);
 	if (s->probe.is_active && nack->seq == s->probe.seq)
 		s->probe.nacks++;
-	else
-		s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++;
+	else if (nack->seq != s->probe.seq)
+		s->stats.dropped[FTL_DROP_UNKNOWN_SEQ]++; /* not a late one of our last probe either */
 }
 
 void ftl_swim_relay_tick(ftl_swim *s, int64_t now_us)

@@ -233,6 +233,8 @@ void ftl_swim_on_suspect(ftl_swim *s, int64_t now_us, const ftl_msg_rumor *r)
 	ftl_swim_set_state(s, m, FTL_MEMBER_SUSPECT, now_us);
 	start_suspicion(s, m, now_us, r->from);
 	ftl_swim_broadcast_rumor(s, FTL_MSG_SUSPECT, m, r->from);
+	if (strcmp(r->from, s->name) != 0)
+		ftl_swim_confirm_soon(s, now_us, m); /* another's suspicion: see for ourselves now */
 }
 
 /* The proof a death rests on: ours (a refusal, a witness), or the one the rumor carries; 0 for none. */
@@ -325,6 +327,7 @@ void ftl_swim_expire_suspicions(ftl_swim *s, int64_t now_us)
 		if (!m || !m->suspicion || ftl_suspicion_deadline(m->suspicion) > now_us)
 			continue;
 		ftl_swim_declare_dead(s, now_us, m, FTL_DEATH_SUSPICION);
+		s->next_gossip_us = now_us; /* the view waits for this news: no gossip tick's wait */
 	}
 }
 

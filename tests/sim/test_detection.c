@@ -2,7 +2,9 @@
  * the profile's formula gives (profile.h), and no survivor is ever marked dead. Proof of death: a
  * crash (its address refuses) is declared by refusal, never by a suspicion timeout, within the refusal
  * bound (sooner still when a hint starts the check); a paused or partitioned node (accepting, or
- * silent) never takes that path and goes through suspicion as before. */
+ * silent) never takes that path and goes through suspicion as before. A host that vanishes (silent both
+ * ways), hinted by the one member whose collective waits on it, is dead everywhere within two quick
+ * probes and the shortest suspicion: the others confirm it at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,6 +124,34 @@ static void silence_never_takes_the_refusal_path(ftl_swim_profile profile, int n
 	ftl_sim_delete(sim);
 }
 
+/* The victim's link goes down (no refusal, no reset: a lost host) and the member whose collective waits
+ * on it hints it once. Its quick probe fails and raises the suspicion; the others, told at once, probe the
+ * victim themselves and confirm; the suspicion ends at its minimum. Before confirmations were probed for,
+ * this took a probe period and a suspicion of three (0.4 s and more on train). */
+static void test_lost_host_hinted_once_is_dead_everywhere_within_two_quick_probes_and_the_minimum(void **state)
+{
+	ftl_sim_options o;
+	ftl_watch w;
+	int n = 5, victim = 2;
+	ftl_sim *sim = settled(&o, n, FTL_PROFILE_TRAIN, &w, victim);
+	ftl_sim_set_group(sim, victim, 1);
+	ftl_sim_block(sim, 0, 1, true);
+	ftl_sim_block(sim, 1, 0, true);
+	for (int i = 0; i < n; i++) /* the victim's own view of the others is no false death */
+		w.may_die[i] = true;
+	ftl_sim_hint(sim, victim + 1, victim);
+	const ftl_swim_config *c = &o.config;
+	int64_t bound = 2 * (2 * c->probe_timeout_us) + ftl_swim_suspicion_min_us(c, n) + 2 * c->gossip_interval_us;
+	int64_t took = run_until_all_saw(sim, &w, &o, n, 2 * ftl_swim_detection_bound_us(c, n));
+	printf("train n=%d lost host, hinted: %d/%d saw it dead after %.3f s (bound %.3f s); %d by suspicion\n", n,
+	       ftl_watch_count(&w, sim), n - 1, (double)took / 1e6, (double)bound / 1e6,
+	       w.subject_deaths_by[FTL_DEATH_SUSPICION]);
+	assert_int_equal(ftl_watch_count(&w, sim), n - 1);
+	assert_true(took <= bound);
+	ftl_watch_free(&w);
+	ftl_sim_delete(sim);
+}
+
 static void test_crash_is_declared_dead_by_refusal_within_the_refusal_bound_train(void **state)
 {
 	crash_is_declared_by_refusal(FTL_PROFILE_TRAIN, 100, false);
@@ -172,6 +202,7 @@ int main(void)
 		cmocka_unit_test(test_crash_is_declared_dead_by_refusal_within_the_refusal_bound_lan),
 		cmocka_unit_test(test_hinted_crash_is_dead_everywhere_within_a_probe_timeout_and_the_spread),
 		cmocka_unit_test(test_pause_never_takes_the_refusal_path),
+		cmocka_unit_test(test_lost_host_hinted_once_is_dead_everywhere_within_two_quick_probes_and_the_minimum),
 		cmocka_unit_test(test_partition_never_takes_the_refusal_path),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,17 +10,20 @@ static void test_paused_node_that_resumes_in_time_refutes_and_stays_alive(void *
 	ftl_sim *sim = sim_start(&o, 16, FTL_PROFILE_TRAIN, &w);
 	ftl_sim_run_for(sim, 1 * SEC);
 	int victim = 5;
-	/* Long enough to be probed and suspected, shorter than the shortest suspicion timeout. */
-	int64_t pause = ftl_swim_suspicion_min_us(&o.config, 16) / 2 + o.config.probe_interval_us;
+	/* Long enough to be probed and suspected (a probe that starts in its first 60 ms fails), shorter than
+	 * that and a confirming probe after it (two probe timeouts), so no confirmation can come and the
+	 * suspicion waits its longest: the victim refutes. Twelve pauses, as one is suspected about half the
+	 * time. */
+	int64_t pause = o.config.probe_interval_us + o.config.probe_timeout_us * 3 / 2;
 	int suspected_before = 0;
-	for (int round = 0; round < 5; round++) {
+	for (int round = 0; round < 12; round++) {
 		ftl_sim_pause(sim, victim);
 		ftl_sim_run_for(sim, pause);
 		suspected_before += ftl_sim_count_seeing(sim, victim, FTL_MEMBER_SUSPECT);
 		ftl_sim_resume(sim, victim);
 		ftl_sim_run_for(sim, 2 * SEC);
 	}
-	printf("suspected by %d observers over 5 pauses; refutations %llu\n", suspected_before,
+	printf("suspected by %d observers over 12 pauses; refutations %llu\n", suspected_before,
 	       (unsigned long long)ftl_swim_get_stats(ftl_sim_node(sim, victim))->refutations);
 	assert_true(suspected_before > 0); /* the pause was long enough to matter */
 	assert_true(ftl_swim_get_stats(ftl_sim_node(sim, victim))->refutations > 0);
@@ -105,8 +108,10 @@ static void test_slow_node_does_not_get_healthy_peers_declared_dead(void **state
 	ftl_sim_delete(sim);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1)
+		cmocka_set_test_filter(argv[1]); /* one test by name, to replay a seed */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_paused_node_that_resumes_in_time_refutes_and_stays_alive),
 		cmocka_unit_test(test_paused_past_suspicion_is_dead_then_rejoins_alive),
