@@ -3,6 +3,7 @@
  * backend's ops table. A communicator is made by the transport its config names, looked up in the table
  * below: each transport registers itself there as one constant (comm.h), so this file calls no transport's
  * function and includes no transport's header, and the transports call only the core (comm_core.c). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 #include "base/sized.h"
 
 /* The first size-stamped layout's size (as AGENT_CONFIG_OLDEST in agent/config.c). */
-#define COMM_CONFIG_OLDEST sizeof(struct ftl_comm_config)
+#define COMM_CONFIG_OLDEST offsetof(struct ftl_comm_config, stall_hint_ms)
 
 static void defaults(struct ftl_comm_config *cfg)
 {
@@ -71,8 +72,9 @@ ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
 	if (cfg->bootstrap == NULL && cfg->bootstrap_len > 0)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "bootstrap is NULL but its length is %zu",
 					 cfg->bootstrap_len);
-	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->tcp_user_timeout_ms < 0)
-		return ftl_comm_fail_diag(FTL_ERR_INVALID, "timeouts must not be negative");
+	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0 || cfg->tcp_user_timeout_ms < 0 ||
+	    cfg->stall_hint_ms < 0)
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "timeouts (and stall_hint_ms) must not be negative");
 	if ((unsigned)cfg->shm >= FTL_COMM_SHM_MODE_MAX)
 		return ftl_comm_fail_diag(FTL_ERR_INVALID, "shm mode %d is neither auto nor off", (int)cfg->shm);
 	if (cfg->shm_slot_bytes != 0 &&

@@ -93,6 +93,7 @@ struct ftl_comm {
 	pthread_mutex_t *error_lock;          /* the async requests' lock while they run, else NULL */
 	ftl_comm_peer_reset_cb peer_reset_cb; /* hint for membership; may be NULL */
 	void *peer_reset_arg;
+	int stall_hint_ms;                    /* the config's: a peer this long silent in a round is hinted */
 	struct ftl_comm_async *async;         /* NULL until the first asynchronous call */
 	void *wire;                           /* the bf16 allreduce's bf16 buffer, kept between calls */
 	size_t wire_cap;                      /* ... its size in bytes */

@@ -95,6 +95,7 @@ void ftl_comm_base_init(struct ftl_comm *comm, const struct ftl_comm_backend_ops
 	ftl_kept_error_clear(&comm->error);
 	comm->peer_reset_cb = cfg->peer_reset_cb;
 	comm->peer_reset_arg = cfg->peer_reset_arg;
+	comm->stall_hint_ms = cfg->stall_hint_ms;
 	comm->async = NULL;
 	comm->error_lock = NULL;
 	comm->wire = NULL;

@@ -589,6 +589,7 @@ static ftl_err nccl_shrink(struct ftl_comm *comm, const int *exclude, int exclud
 	cfg.cuda_stream = old->is_own_stream ? NULL : old->stream;
 	cfg.peer_reset_cb = comm->peer_reset_cb;
 	cfg.peer_reset_arg = comm->peer_reset_arg;
+	cfg.stall_hint_ms = comm->stall_hint_ms;
 	int *list = malloc(sizeof(int) * (size_t)(exclude_count > 0 ? exclude_count : 1));
 	if (list == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_SYSTEM, false, "shrink: out of memory");

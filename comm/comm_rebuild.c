@@ -79,6 +79,7 @@ static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int
 		(*out)->timeout_ms = rb->cfg->timeout_ms;
 	(*out)->peer_reset_cb = rb->cfg->peer_reset_cb;
 	(*out)->peer_reset_arg = rb->cfg->peer_reset_arg;
+	(*out)->stall_hint_ms = rb->cfg->stall_hint_ms;
 	return FTL_OK;
 }
 

@@ -22,7 +22,9 @@
  * - unless it merely timed out, it also shuts its sending sides down (to next and on every mesh link),
  *   so whoever waits on it sees the stream end at once: the news travels downstream and across too. (After a timeout everyone is waiting anyway and times out at its own
  *   deadline; closing would turn their "timed out" into "peer lost".)
- * The peer a rank sees die (reset, close, TCP user timeout) goes to the peer_reset hook as well. */
+ * The peer a rank sees die (reset, close, TCP user timeout) goes to the peer_reset hook as well, and so does,
+ * once per plan, the peer it waits on when that one has been silent for the comm's stall_hint_ms: a host
+ * that vanished sends no reset, and membership's probe of it is what ends the wait (comm.h). */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -71,6 +73,7 @@ struct engine {
 	bool is_on_ring;     /* the plan sends to next; else on a mesh link, next_fd only carries notices */
 	bool is_prev_quiet;  /* mesh plan: stop watching prev (it is ahead of us, or gone) */
 	bool is_small;       /* a latency-bound collective (FTL_COMM_TCP_SPIN_BYTES_MAX): it spins, sends first */
+	bool is_stall_told;  /* the peer we wait on went silent and the peer_reset hook heard of it */
 };
 
 static void notify_upstream(struct ftl_comm_tcp *t, ftl_err err, int origin, int subject)
@@ -435,13 +438,16 @@ static ftl_err aborted(struct engine *e)
 	return spread(e, FTL_ERR_ABORTED, e->t->base.rank, e->t->base.rank);
 }
 
-/* Sleeps in poll() until a socket can make progress, a notice or abort arrives, or the deadline. */
-static ftl_err wait_for_io(struct engine *e, int64_t deadline)
+/* Sleeps in poll() until a socket can make progress, a notice or abort arrives, the deadline, or wake_at
+ * (the stall hint's time). */
+static ftl_err wait_for_io(struct engine *e, int64_t deadline, int64_t wake_at)
 {
 	struct ftl_comm_tcp *t = e->t;
-	int64_t left = deadline - ftl_comm_now_ms();
+	int64_t now = ftl_comm_now_ms(), left = deadline - now;
 	if (left <= 0)
 		return timed_out(e);
+	if (wake_at - now < left)
+		left = wake_at - now > 0 ? wake_at - now : 1;
 	bool want_send = !is_sending_done(e) && (e->hdr_out_len < sizeof(e->hdr_out) || sendable(e) > 0);
 	bool want_recv = !is_receiving_done(e);
 	/* On the ring: next (notices in, data out) and prev (data in). On a link: next (notices) and the link. */
@@ -465,6 +471,22 @@ static ftl_err wait_for_io(struct engine *e, int64_t deadline)
 	if (fds[1].revents & (POLLIN | POLLHUP | POLLERR))
 		return read_from_next(e);
 	return FTL_OK;
+}
+
+/* The peer a round waits on has been silent since last_progress_ms: past the stall time, hint it once.
+ * Returns when to look again (INT64_MAX once told, or without a stall time). */
+static int64_t hint_stall(struct engine *e, int64_t last_progress_ms)
+{
+	struct ftl_comm_tcp *t = e->t;
+	if (e->is_stall_told || t->base.stall_hint_ms <= 0 || t->base.peer_reset_cb == NULL)
+		return INT64_MAX;
+	int64_t at = last_progress_ms + t->base.stall_hint_ms;
+	if (ftl_comm_now_ms() < at)
+		return at;
+	e->is_stall_told = true;
+	int peer = !is_receiving_done(e) ? e->p->in_rank : e->p->out_rank;
+	t->base.peer_reset_cb(t->base.peer_reset_arg, peer, t->addrs[peer]);
+	return INT64_MAX;
 }
 
 static int64_t now_ns(void)
@@ -541,7 +563,7 @@ ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan 
 	struct engine e = {.t = t, .p = plan, .hdr_out = plan->hdr, .is_on_ring = plan->out_fd == t->next_fd};
 	e.what = plan->hdr.kind < FTL_COMM_TCP_KIND_MAX ? ftl_comm_tcp_kind_strs[plan->hdr.kind] : "collective";
 	e.hdr_out.magic = HDR_MAGIC;
-	int64_t deadline = ftl_comm_now_ms() + t->base.timeout_ms;
+	int64_t last_progress = ftl_comm_now_ms(), deadline = last_progress + t->base.timeout_ms;
 	e.is_small = plan->hdr.count * plan->elem_size <= FTL_COMM_TCP_SPIN_BYTES_MAX;
 	for (;;) {
 		if (atomic_load(&t->base.is_aborted))
@@ -554,9 +576,11 @@ ftl_err ftl_comm_tcp_run(struct ftl_comm_tcp *t, const struct ftl_comm_tcp_plan 
 			return err;
 		if (is_sending_done(&e) && is_receiving_done(&e))
 			return FTL_OK;
-		if (!progressed && (err = wait_for_io(&e, deadline)) != FTL_OK)
+		if (progressed)
+			last_progress = ftl_comm_now_ms();
+		if (!progressed && (err = wait_for_io(&e, deadline, hint_stall(&e, last_progress))) != FTL_OK)
 			return err;
-		if (progressed && ftl_comm_now_ms() > deadline)
+		if (progressed && last_progress > deadline)
 			return timed_out(&e);
 	}
 }

@@ -85,9 +85,12 @@ FTL_API int ftl_comm_backend_is_available(ftl_comm_backend backend);
 
 typedef struct ftl_comm ftl_comm;
 
-/* "peer X connection reset": called on the thread that runs the call (the caller's, or the progress thread
- * for asynchronous requests), at the moment the comm sees a neighbour's connection break (reset, close,
- * TCP user timeout). Meant as a hint for membership, which probes the peer at once. Must not block and must not call back into the communicator. */
+/* "peer X is in doubt": called on the thread that runs the call (the caller's, or the progress thread for
+ * asynchronous requests), at the moment the comm sees a neighbour's connection break (reset, close, TCP
+ * user timeout), and (tcp, with stall_hint_ms set) once per collective round in which the peer it waits on
+ * has sent nothing for stall_hint_ms: a host that vanished sends no reset. Meant as a hint for membership,
+ * which probes the peer at once; a slow peer answers the probe, so a hint is never a death alone. Must not
+ * block and must not call back into the communicator. */
 typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
 
 /* tcp: asked on the creating thread while ftl_comm_create connects (at least every 20 ms); non-zero ends
@@ -132,6 +135,8 @@ struct ftl_comm_config {
 	ftl_comm_shm_mode shm;   /* tcp: shared memory between ranks on one host (FTL_COMM_SHM); default auto */
 	size_t shm_slot_bytes;   /* tcp over shared memory: bytes per rank and round (FTL_COMM_SHM_SLOT_KB);
 	                          * the segment holds 2 * (world_size + 1) slots; 0: 1 MiB */
+	int stall_hint_ms;       /* tcp: a peer silent this long during a collective round is passed to
+	                          * peer_reset_cb (see there); 0 (default): never. Since 0.4.1 */
 };
 
 #define FTL_COMM_WORLD_MAX 65536

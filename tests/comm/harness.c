@@ -195,6 +195,7 @@ void harness_comm_config(struct harness_child *c, const int *members, int n_memb
 	cfg->connect_timeout_ms = 10000;
 	cfg->peer_reset_cb = c->peer_reset_cb;
 	cfg->peer_reset_arg = c->peer_reset_arg;
+	cfg->stall_hint_ms = c->stall_hint_ms;
 }
 
 ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_members, uint64_t comm_id,

@@ -38,6 +38,7 @@ struct harness_child {
 	void *arg;
 	ftl_comm_peer_reset_cb peer_reset_cb; /* handed to every communicator harness_comm builds */
 	void *peer_reset_arg;
+	int stall_hint_ms;      /* ... and this (0: no stall hints) */
 };
 
 /* One record from a child: what happened, when (CLOCK_MONOTONIC ns, comparable across processes). */
