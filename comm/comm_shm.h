@@ -146,6 +146,7 @@ struct ftl_comm_shm_op {
 	int64_t deadline;
 	struct ftl_comm_shm_call call;
 	bool is_checked;  /* the descriptors were compared (after the first round) */
+	int64_t stall_at; /* when the rank we wait on is hinted to the peer_reset hook (comm.h); INT64_MAX: never */
 };
 
 /* Starts a call: the deadline, and our descriptor where the others will read it. */

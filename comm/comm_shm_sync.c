@@ -106,13 +106,29 @@ static int first_behind(const struct ftl_comm_shm *s, int n, uint64_t g)
 	return -1;
 }
 
-/* Sleeps until a doorbell, an abort, a connection event or the deadline; FTL_OK to look again. */
-static ftl_err sleep_once(struct ftl_comm_shm *s, const struct ftl_comm_shm_op *op, uint64_t g)
+/* The call has waited past its stall time: the rank it waits on is hinted to the peer_reset hook, once (as
+ * the tcp engine does: a stopped process sends nothing, and membership's probe is what ends the wait). */
+static void hint_stall(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op, uint64_t g, int64_t now)
+{
+	if (now < op->stall_at)
+		return;
+	op->stall_at = INT64_MAX;
+	int behind = first_behind(s, s->comm->world_size, g);
+	if (behind >= 0 && s->comm->peer_reset_cb != NULL)
+		s->comm->peer_reset_cb(s->comm->peer_reset_arg, behind, s->addrs[behind]);
+}
+
+/* Sleeps until a doorbell, an abort, a connection event, the stall time or the deadline; FTL_OK to look
+ * again. */
+static ftl_err sleep_once(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op, uint64_t g)
 {
 	struct ftl_comm_shm_ctl *me = &s->hdr->ctl[s->comm->rank];
-	int64_t left = op->deadline - ftl_comm_now_ms();
+	int64_t now = ftl_comm_now_ms(), left = op->deadline - now;
 	if (left <= 0)
 		return FTL_ERR_TIMEOUT;
+	hint_stall(s, op, g, now);
+	if (op->stall_at - now < left)
+		left = op->stall_at - now;
 	struct pollfd fds[2 + FTL_COMM_SHM_WORLD_MAX + 2];
 	fds[0] = (struct pollfd){.fd = s->doorbell[s->comm->rank], .events = POLLIN};
 	fds[1] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
@@ -146,6 +162,7 @@ void ftl_comm_shm_begin(struct ftl_comm_shm *s, struct ftl_comm_shm_op *op, enum
 	*op = (struct ftl_comm_shm_op){
 		.what = ftl_comm_call_kind_strs[kind],
 		.deadline = ftl_comm_now_ms() + s->comm->timeout_ms,
+		.stall_at = s->comm->stall_hint_ms > 0 ? ftl_comm_now_ms() + s->comm->stall_hint_ms : INT64_MAX,
 		.call = {.seq = s->seq++, .kind = kind, .dtype = (uint32_t)dtype, .op = (uint32_t)rop, .root = root,
 			 .count = count},
 	};
