@@ -7,12 +7,12 @@
  * timeout (0.9 s at N<10, 1.35 s at N=32: nine probe periods, scaled by log10 N); two independent
  * confirmations bring it down to one probe period (0.1 s; 0.15 s at N=32), so a host that vanished is
  * dead in about a quarter of a second once the members that hear the first suspicion probe it at once
- * (swim_probe.c, confirming probes). A member wrongly suspected (a lost packet, a pause) is probed by no
- * more than two others first, whose probes reach it, so one unlucky probe is not enough; memberlist's
- * k = suspicion_mult - 2 would tie the number of confirmations to the minimum, and a minimum of one
- * probe period would leave none. The timeout being short, a refutation must reach every node fast and surely: it sends each
- * rumor 8*ceil(log10(N+1)) times, twice memberlist's lambda. With lambda=4, 64 nodes at 10% loss
- * had about 100 false deaths in 10 simulated minutes (an observer missing all 8 copies of a
+ * (swim_probe.c, quick probes). A member wrongly suspected (a lost packet, a pause) is probed by about
+ * four others, whose probes reach it, so one unlucky probe is not enough; memberlist's k =
+ * suspicion_mult - 2 would tie the number of confirmations to the minimum, and a minimum of one probe
+ * period would leave none. The timeout being short, a refutation must reach every node fast and surely:
+ * it sends each rumor 8*ceil(log10(N+1)) times, twice memberlist's lambda. With lambda=4, 64 nodes at
+ * 10% loss had about 100 false deaths in 10 simulated minutes (an observer missing all 8 copies of a
  * refutation: p ~ e^-7); with 8, none in any seed tried. Every value can be overridden.
  * The ready interval paces the rendezvous's repeats: readies travel over persistent TCP connections, so
  * a repeat only matters when a connection broke or a member missed a change; a few round trips of the

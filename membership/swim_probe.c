@@ -8,9 +8,10 @@
  * silence), so neither waits a probe timeout before asking for help: the ping and the ping-reqs go out
  * together and it ends after two probe timeouts (80 ms on train). A quick probe that fails raises a
  * suspicion like any other, which ends at its minimum only once k others confirm it; alone it waits the
- * maximum. The suspicions and confirmations we raise go out at once, not at the next gossip tick. The members that hear a suspicion they did not raise
- * probe the suspect at once (ftl_swim_confirm_soon) instead of in their turn, which may be seconds away in
- * a large cluster: that is what brings the k confirmations of a vanished host within a probe period, so
+ * maximum. The suspicions and confirmations we raise go out at once, not at the next gossip tick.
+ *
+ * Confirming probes. The members that hear a suspicion they did not raise probe the suspect at once
+ * (ftl_swim_confirm_soon) instead of in their turn, which may be seconds away in a large cluster: that is what brings the k confirmations of a vanished host within a probe period, so
  * its suspicion ends at its minimum. Only about 2k of the n members do it (each with probability
  * 2k / (n - 2)), so a suspicion costs O(k) extra probes whatever n, and a member wrongly suspected is
  * probed by a few who reach it rather than by everyone. */
