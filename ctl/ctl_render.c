@@ -95,6 +95,35 @@ void ctl_render_members(FILE *out, const json_t *members)
 	}
 }
 
+static double real_of(const json_t *obj, const char *key)
+{
+	return json_number_value(json_object_get(obj, key));
+}
+
+/* The pace of the ranks (an optional field: after the first exchange of a training view): the slow rank, or
+ * the largest lead when none is slow. */
+static void render_pace(FILE *out, const json_t *pace)
+{
+	const json_t *ranks = json_object_get(pace, "ranks"), *slow = json_object_get(pace, "slow_rank");
+	if (!json_is_array(ranks) || json_array_size(ranks) == 0)
+		return;
+	size_t i, top = 0;
+	const json_t *row;
+	json_array_foreach(ranks, i, row)
+		if (real_of(row, "lead_ms") > real_of(json_array_get(ranks, top), "lead_ms"))
+			top = i;
+	row = json_is_integer(slow) ? json_array_get(ranks, (size_t)json_integer_value(slow)) : NULL;
+	if (row != NULL) {
+		fprintf(out, "pace         rank %lld (%s) is slow: the others wait %.1f ms of a %.1f ms step for it\n",
+			ctl_render_integer(row, "rank"), ctl_render_text(row, "name"), real_of(row, "lead_ms"),
+			real_of(row, "step_ms"));
+		return;
+	}
+	row = json_array_get(ranks, top);
+	fprintf(out, "pace         no slow rank (the most waited for: rank %lld, %.1f ms of a %.1f ms step)\n",
+		ctl_render_integer(row, "rank"), real_of(row, "lead_ms"), real_of(row, "step_ms"));
+}
+
 static void render_view(FILE *out, const json_t *view)
 {
 	char epoch[32], world[32], step[32];
@@ -109,6 +138,7 @@ static void render_view(FILE *out, const json_t *view)
 		ctl_render_text(view, "phase"), ctl_render_text(view, "coordinator"), world, step);
 	if (json_is_string(json_object_get(view, "missing")))
 		fprintf(out, "missing      %s\nto resolve   %s\n", ctl_render_text(view, "missing"), ctl_render_text(view, "resolve"));
+	render_pace(out, json_object_get(view, "pace"));
 }
 
 /* Where ftl_execute stands on this worker (an optional field: agents without training omit it). */

@@ -39,6 +39,16 @@ static ftl_err check(ftl_agent *a, ftl_err e)
 
 static ftl_comm *current(ftl_agent *a) { return ftl_agent_training(a) ? ftl_agent_training(a)->comm : NULL; }
 
+/* A blocking collective's time in flight (comm_time.h: what names a slow rank): begin before the call, then
+ * return timed(a, era, result). */
+static uint64_t begin(ftl_agent *a) { return ftl_comm_time_begin(&ftl_agent_training(a)->comm_time, ftl_agent_now_us(a)); }
+
+static ftl_err timed(ftl_agent *a, uint64_t era, ftl_err e)
+{
+	ftl_comm_time_end(&ftl_agent_training(a)->comm_time, era, ftl_agent_now_us(a));
+	return e;
+}
+
 ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype, ftl_reduce_op op,
 		      const ftl_allreduce_opts *opts, ftl_request **req)
 {
@@ -50,39 +60,44 @@ ftl_err ftl_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t c
 	ftl_err e = ftl_allreduce_opts_read(opts, &o);
 	if (e != FTL_OK)
 		return fail(a, e, "ftl_allreduce: %s", ftl_error_message());
-	if (o.bucket != NULL)
-		return ftl_grad_bucket_allreduce(a, o.bucket, sendbuf, recvbuf, count, dtype, op, o.kind, req);
-	if (req != NULL)
+	if (req != NULL && o.bucket == NULL)
 		return ftl_request_allreduce(a, sendbuf, recvbuf, count, dtype, op, &o, NULL, NULL, req);
-	return check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op, &o));
+	uint64_t era = begin(a);
+	if (o.bucket != NULL)
+		return timed(a, era, ftl_grad_bucket_allreduce(a, o.bucket, sendbuf, recvbuf, count, dtype, op, o.kind, req));
+	return timed(a, era, check(a, ftl_train_metrics_allreduce(a, current(a), sendbuf, recvbuf, count, dtype, op, &o)));
 }
 
 ftl_err ftl_broadcast(ftl_agent *a, void *buf, size_t count, ftl_dtype dtype, int root)
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_broadcast: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_comm_broadcast(current(a), buf, count, dtype, root));
+	uint64_t era = begin(a);
+	return timed(a, era, check(a, ftl_comm_broadcast(current(a), buf, count, dtype, root)));
 }
 
 ftl_err ftl_allgather(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype)
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_allgather: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_comm_allgather(current(a), sendbuf, recvbuf, count, dtype));
+	uint64_t era = begin(a);
+	return timed(a, era, check(a, ftl_comm_allgather(current(a), sendbuf, recvbuf, count, dtype)));
 }
 
 ftl_err ftl_barrier(ftl_agent *a)
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_barrier: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_comm_barrier(current(a)));
+	uint64_t era = begin(a);
+	return timed(a, era, check(a, ftl_comm_barrier(current(a))));
 }
 
 ftl_err ftl_p2p(ftl_agent *a, const ftl_p2p_op *ops, int n_ops)
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_p2p: no communicator (call it inside ftl_execute)");
-	return check(a, ftl_comm_p2p(current(a), ops, n_ops));
+	uint64_t era = begin(a);
+	return timed(a, era, check(a, ftl_comm_p2p(current(a), ops, n_ops)));
 }
 
 ftl_err ftl_alltoall(ftl_agent *a, const void *sendbuf, const size_t *send_counts, void *recvbuf,
@@ -90,7 +105,8 @@ ftl_err ftl_alltoall(ftl_agent *a, const void *sendbuf, const size_t *send_count
 {
 	if (!current(a))
 		return fail(a, FTL_ERR_INVALID, "ftl_alltoall: no communicator (call collectives inside ftl_execute)");
-	return check(a, ftl_comm_alltoall(current(a), sendbuf, send_counts, recvbuf, recv_counts, count, dtype));
+	uint64_t era = begin(a);
+	return timed(a, era, check(a, ftl_comm_alltoall(current(a), sendbuf, send_counts, recvbuf, recv_counts, count, dtype)));
 }
 
 /* ---- asynchronous requests: a comm request tagged with the communicator it was made on ---- */
@@ -101,6 +117,7 @@ struct ftl_request {
 	uint64_t comm_seq;       /* with comm: the pointer alone could be reused by the next communicator */
 	ftl_request_done_cb done; /* optional, called when the request is consumed */
 	void *done_arg;
+	uint64_t era;            /* its time in flight, from post to consumption (comm_time.h) */
 };
 
 ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, size_t count, ftl_dtype dtype,
@@ -121,14 +138,16 @@ ftl_err ftl_request_allreduce(ftl_agent *a, const void *sendbuf, void *recvbuf, 
 		free(r);
 		return check(a, e);
 	}
+	r->era = begin(a);
 	*req = r;
 	return FTL_OK;
 }
 
 /* Frees a consumed request, after its hook. */
-static void consumed(ftl_request **req, ftl_err result)
+static void consumed(ftl_agent *a, ftl_request **req, ftl_err result)
 {
 	ftl_request *r = *req;
+	timed(a, r->era, result);
 	if (r->done)
 		r->done(r->done_arg, result);
 	free(r);
@@ -143,7 +162,7 @@ static ftl_err check_request(ftl_agent *a, ftl_request **req, const char *what)
 	ftl_request *r = *req;
 	if (r->comm == current(a) && r->comm_seq == ftl_agent_training(a)->comm_seq)
 		return FTL_OK;
-	consumed(req, FTL_ERR_INVALID);
+	consumed(a, req, FTL_ERR_INVALID);
 	return fail(a, FTL_ERR_INVALID,
 		    "%s: the request was made under an older communicator, replaced since by a view change; it was "
 		    "aborted with it (wait for every request inside the step that made it)", what);
@@ -155,7 +174,7 @@ ftl_err ftl_wait(ftl_agent *a, ftl_request **req)
 	if (e != FTL_OK)
 		return e;
 	e = check(a, ftl_comm_wait(current(a), &(*req)->inner));
-	consumed(req, e);
+	consumed(a, req, e);
 	return e;
 }
 
@@ -169,6 +188,6 @@ ftl_err ftl_test(ftl_agent *a, ftl_request **req, int *done)
 		return e;
 	e = check(a, ftl_comm_test(current(a), &(*req)->inner, done));
 	if (*done || (*req)->inner == NULL)
-		consumed(req, e);
+		consumed(a, req, e);
 	return e;
 }

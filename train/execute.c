@@ -15,11 +15,18 @@ typedef struct metered_step {
 	void *ctx;
 } metered_step;
 
-/* The user's step, timed and counted for /metrics. */
+/* The user's step, timed and counted for /metrics and the pace of the ranks (pace.h), whose exchange comes
+ * first when it is due. */
 static ftl_err run_metered(void *arg, const ftl_step_info *info)
 {
 	metered_step *m = arg;
-	return ftl_train_metrics_step(m->a, m->step, m->ctx, info);
+	ftl_err e = ftl_pace_before_step(m->a, info);
+	if (e != FTL_OK)
+		return e;
+	int64_t start = ftl_agent_now_us(m->a);
+	e = ftl_train_metrics_step(m->a, m->step, m->ctx, info);
+	ftl_pace_after_step(m->a, ftl_agent_now_us(m->a) - start, e == FTL_OK);
+	return e;
 }
 
 ftl_err ftl_execute(ftl_agent *a, ftl_step_fn step, void *ctx)

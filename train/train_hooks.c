@@ -85,6 +85,7 @@ static void abort_locked(ftl_agent *a, const char *why, bool is_member_gone)
 static void view_status_locked(ftl_agent *a, json_t *view)
 {
 	ftl_train_metrics_status_locked(&ftl_agent_training(a)->metrics, view);
+	ftl_pace_status_locked(a, view);
 }
 
 static void status(ftl_agent *a, json_t *status)
@@ -110,6 +111,8 @@ static void training_free(ftl_agent *a)
 	}
 	ftl_exec_destroy(&t->exec);
 	ftl_state_free(&t->state);
+	ftl_pace_free(&t->pace);
+	ftl_comm_time_destroy(&t->comm_time);
 	free(t);
 	ftl_agent_detach_training(a);
 }

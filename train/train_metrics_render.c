@@ -67,6 +67,10 @@ void ftl_train_metrics_render_from(ftl_agent *a, ftl_metrics_text *out)
 	s.has_checkpoints = t->ckpt.writer != NULL;
 	if (t->ckpt.writer)
 		ftl_ckpt_writer_get_stats(t->ckpt.writer, &s.ckpt);
-	if (ftl_metrics_text_create(out, 8192) == 0)
-		ftl_train_metrics_render(out, &s);
+	if (ftl_metrics_text_create(out, 8192) != 0)
+		return;
+	ftl_train_metrics_render(out, &s);
+	ftl_agent_lock(a);
+	ftl_pace_metrics_locked(a, out);
+	ftl_agent_unlock(a);
 }

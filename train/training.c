@@ -271,6 +271,8 @@ ftl_training *ftl_training_of(ftl_agent *a)
 	if (!t)
 		return NULL;
 	t->data_fd = -1;
+	ftl_pace_init(&t->pace);
+	ftl_comm_time_init(&t->comm_time);
 	ftl_agent_attach_training(a, t, &ftl_training_hooks);
 	return t;
 }

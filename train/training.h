@@ -12,6 +12,8 @@
 #include "exec_machine.h"
 #include "ftl/execute.h"
 #include "state_registry.h"
+#include "comm_time.h"
+#include "pace.h"
 #include "train_metrics.h"
 
 typedef struct ftl_training {
@@ -25,6 +27,7 @@ typedef struct ftl_training {
 	uint64_t *comm_keys;             /* that view's members by rank (comm_members.h): nccl shrinks the */
 	uint32_t comm_n;                 /* next view's comm from them, and a tcp step outlives a join */
 	ftl_train_metrics metrics;       /* for /metrics (train_metrics.h) */
+	ftl_pace pace;                   /* which rank the others wait for (pace.h; written by the training thread) */
 	ftl_comm **subgroups;            /* the program's subgroups of the view in use (subgroups.c) */
 	int n_subgroups, subgroups_cap;
 
@@ -34,6 +37,10 @@ typedef struct ftl_training {
 	ftl_exec exec;                   /* ftl_execute's state machine; its state is read by status (atomic) */
 	ftl_state_registry state;        /* registered buffers, callbacks, step, sampler position, job id */
 	ftl_checkpoints ckpt;            /* set before the agent starts, then fixed */
+	ftl_pace_window pace_window;     /* this rank's figures since the last exchange (pace_exchange.c) */
+
+	/* any thread (its own lock) */
+	ftl_comm_time comm_time;         /* collectives in flight (comm_time.h) */
 } ftl_training;
 
 struct ftl_agent;
@@ -53,6 +60,14 @@ void ftl_training_abort_comms_locked(ftl_training *t);
 /* subgroups.c: under the lock, aborts the subgroups with the view's communicators; at the end, frees them. */
 void ftl_subgroups_abort_locked(ftl_training *t);
 void ftl_subgroups_free(ftl_training *t);
+
+/* pace_exchange.c, training thread: before a step runs (the exchange, when due: its error fails the step
+ * before it begins), and after it ran (took_us, is_done: it returned FTL_OK). */
+ftl_err ftl_pace_before_step(struct ftl_agent *a, const ftl_step_info *info);
+void ftl_pace_after_step(struct ftl_agent *a, int64_t took_us, bool is_done);
+/* pace_report.c, under the lock: the verdict in the status's view object and in /metrics. */
+void ftl_pace_status_locked(struct ftl_agent *a, json_t *view);
+void ftl_pace_metrics_locked(struct ftl_agent *a, ftl_metrics_text *t);
 
 /* train_hooks.c: what the agent calls (agent/agent_training.h) */
 extern const struct ftl_agent_training_ops ftl_training_hooks;

@@ -452,6 +452,32 @@ def scenario_scale_max_at_run_time(train, ctl):
         assert not [r for r in w.steps() if r["step"] > at + 50], f"{w.name} trained the job again"
 
 
+def scenario_slow_rank_is_named(train, ctl):
+    """A slow worker (issue 41 item 3): one of 3 takes 60 ms more a step (FTL_STEP_SLEEP_MS) than the
+    others; every worker's status names it as the slow rank, with a lead (the others' wait for it) of
+    the right order, and the healthy ones lead by far less; `ftlctl status` says it in a sentence."""
+    job = new_job(train, ctl, FTL_STEPS=100000, **{**JOB, "FTL_STEP_SLEEP_MS": 20})
+    start_job(job, 3, env_of=lambda name: {"FTL_STEP_SLEEP_MS": 80} if name == "w2" else {})
+
+    def pace(name):
+        return (job.status(job.agents[name]).get("view") or {}).get("pace") or {}
+
+    job.wait("w2 named slow on every worker", lambda: all(
+        pace(n).get("slow_name") == "w2" for n in ("w0", "w1", "w2")), 60)
+    for name in ("w0", "w1", "w2"):
+        p = pace(name)
+        rows = {r["name"]: r for r in p["ranks"]}
+        slow = rows["w2"]
+        assert p["slow_rank"] == slow["rank"], f"on {name}: {p}"
+        # the others wait about 60 ms a step for w2 (sleeps are at least what they ask: allow much more)
+        assert 30 <= slow["lead_ms"] <= 60 * 4, f"on {name}: w2's lead {slow['lead_ms']} ms: {p}"
+        for other in ("w0", "w1"):
+            assert rows[other]["lead_ms"] < slow["lead_ms"] / 2, f"on {name}: {other} leads too: {p}"
+    text = job.ctl(job.agents["w0"], "status").stdout
+    assert "(w2) is slow" in text, text
+    print("w2 named slow:", {r["name"]: round(r["lead_ms"], 1) for r in pace("w0")["ranks"]})
+
+
 def show_logs():
     for job in jobs:
         print(f"--- run directory {job.dir} (kept)")

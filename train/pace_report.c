@@ -1,0 +1,60 @@
+/* The pace verdict (pace.h) as people read it: the view object of `ftlctl status --json` gains "pace" (each
+ * rank's step, in-flight and lead times of the last window, and the slow rank), and /metrics gains one
+ * gauge per rank of each, and ftl_slow_rank. Loop thread, under the agent's lock. */
+#include "agent/agent_training.h"
+
+#include <stddef.h>
+
+#include "training.h"
+
+/* The name of rank r when the agent's view is the verdict's ("" if not: the job moved on since). */
+static const char *name_of_locked(ftl_agent *a, const ftl_pace *p, uint32_t r)
+{
+	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
+	return v->epoch == p->view_epoch && r < v->n ? v->members[r].name : "";
+}
+
+void ftl_pace_status_locked(ftl_agent *a, json_t *view)
+{
+	const ftl_pace *p = &ftl_agent_training(a)->pace;
+	if (p->exchanges == 0)
+		return;
+	json_t *ranks = json_array();
+	for (uint32_t i = 0; i < p->n; i++)
+		json_array_append_new(ranks, json_pack("{s:i,s:s,s:f,s:f,s:f}", "rank", (json_int_t)i, "name",
+							name_of_locked(a, p, i), "step_ms", p->rows[i].step_ms, "comm_ms",
+							p->rows[i].comm_ms, "lead_ms", p->rows[i].lead_ms));
+	json_t *slow = p->slow >= 0 ? json_integer(p->slow) : json_null();
+	json_t *slow_name = p->slow >= 0 ? json_string(name_of_locked(a, p, (uint32_t)p->slow)) : json_null();
+	json_object_set_new(view, "pace", json_pack("{s:I,s:i,s:o,s:o,s:o}", "epoch", (json_int_t)p->view_epoch,
+						    "window_steps", FTL_PACE_WINDOW_STEPS, "slow_rank", slow,
+						    "slow_name", slow_name, "ranks", ranks));
+}
+
+static void per_rank(ftl_agent *a, ftl_metrics_text *t, const ftl_pace *p, const char *name, const char *help,
+		     size_t offset)
+{
+	ftl_metrics_family(t, name, "gauge", help);
+	for (uint32_t i = 0; i < p->n; i++) {
+		ftl_metrics_put(t, "%s{rank=\"%u\",name=", name, i);
+		ftl_metrics_label_value(t, name_of_locked(a, p, i));
+		ftl_metrics_put(t, "} %.9g\n", *(const double *)((const char *)&p->rows[i] + offset) / 1000.0);
+	}
+}
+
+void ftl_pace_metrics_locked(ftl_agent *a, ftl_metrics_text *t)
+{
+	const ftl_pace *p = &ftl_agent_training(a)->pace;
+	ftl_metrics_single(t, "ftl_slow_rank", "gauge",
+			   "The rank the others have waited for in the last 3 windows of 16 steps (-1: none).",
+			   (double)p->slow);
+	if (p->exchanges == 0)
+		return;
+	per_rank(a, t, p, "ftl_rank_step_seconds", "Each rank's mean step time in the last window.",
+		 offsetof(ftl_pace_row, step_ms));
+	per_rank(a, t, p, "ftl_rank_comm_seconds", "Each rank's mean time per step with a collective in flight.",
+		 offsetof(ftl_pace_row, comm_ms));
+	per_rank(a, t, p, "ftl_rank_lead_seconds",
+		 "How long per step the other ranks waited for each rank (the median of theirs in flight minus its).",
+		 offsetof(ftl_pace_row, lead_ms));
+}
