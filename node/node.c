@@ -172,6 +172,17 @@ ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us)
 	return FTL_OK;
 }
 
+ftl_err ftl_node_request_bench(ftl_node *n, int64_t now_us, const char *name, uint64_t generation)
+{
+	if (!n->rdv)
+		return ftl_diag_set(FTL_ERR_INVALID, "this node does not train (no rendezvous): nothing to bench");
+	ftl_err err = ftl_rdv_request_bench(n->rdv, now_us, name, generation);
+	if (err)
+		return err;
+	ftl_node_settle(n, now_us);
+	return FTL_OK;
+}
+
 ftl_err ftl_node_request_max(ftl_node *n, int64_t now_us, uint32_t max_workers)
 {
 	if (!n->rdv)

@@ -113,6 +113,8 @@ void ftl_node_request_rebuild(ftl_node *n, int64_t now_us, uint64_t epoch);
 ftl_err ftl_node_waive_quorum(ftl_node *n, int64_t now_us);
 /* The operator's new maximum for the job (ftl_rdv_request_max); FTL_ERR_INVALID, the reason in the diag. */
 ftl_err ftl_node_request_max(ftl_node *n, int64_t now_us, uint32_t max_workers);
+/* A slow member to the spares (ftl_rdv_request_bench); FTL_ERR_INVALID, the reason in the diag. */
+ftl_err ftl_node_request_bench(ftl_node *n, int64_t now_us, const char *name, uint64_t generation);
 /* The training steps this worker's job completed in `lineage` (ftl_rdv_set_steps); nothing when not training. */
 void ftl_node_set_steps(ftl_node *n, uint64_t lineage, uint64_t steps);
 

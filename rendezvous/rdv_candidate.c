@@ -36,6 +36,12 @@ static const ftl_rdv_member *find_alive(const ftl_rdv_member **sorted, size_t n,
 	return hit != NULL ? *hit : NULL;
 }
 
+static bool is_benched(const ftl_rdv_view *view, const ftl_rdv_member *m)
+{
+	return view->benched.name[0] && m->generation == view->benched.generation &&
+	       strcmp(m->name, view->benched.name) == 0;
+}
+
 static bool has_left(const char **sorted_left, size_t n, const char *name)
 {
 	return bsearch(&name, sorted_left, n, sizeof *sorted_left, by_string) != NULL;
@@ -107,6 +113,7 @@ ftl_err rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ft
 	build_scratch s = {0};
 	size_t n_joiners = 0;
 	uint32_t n = 0;
+	const ftl_rdv_member *benched = NULL; /* alive and benched: taken last */
 
 	rdv_candidate_free(c);
 	ftl_err err = build_init(c, &s, alive, n_alive, left, n_left);
@@ -120,19 +127,29 @@ ftl_err rdv_candidate_build(rdv_candidate *c, const ftl_rdv_view *view, const ft
 		const ftl_rdv_member *a = find_alive(s.alive_by_name, n_alive, v->name);
 		bool is_survivor = a != NULL && a->generation == v->generation && !s.is_survivor[a - alive];
 		bool is_voter = !has_left(s.left_sorted, n_left, v->name);
+		c->electorate += is_voter;
+		c->electorate_alive += is_voter && is_survivor; /* benched or not: it is alive, it votes */
 		if (is_survivor) {
 			s.is_survivor[a - alive] = true;
+			if (is_benched(view, a)) {
+				benched = a;
+				continue;
+			}
 			c->alive_index[n] = (uint32_t)(a - alive);
 			c->members[n++] = *a; /* the alive entry: its address is the current one */
 		}
-		c->electorate += is_voter;
-		c->electorate_alive += is_voter && is_survivor;
 	}
 	c->n_survivors = n;
 	for (size_t i = 0; i < n_alive; i++)
-		if (!s.is_survivor[i])
-			s.joiners[n_joiners++] = &alive[i];
+		if (!s.is_survivor[i]) {
+			if (is_benched(view, &alive[i]))
+				benched = &alive[i];
+			else
+				s.joiners[n_joiners++] = &alive[i];
+		}
 	qsort(s.joiners, n_joiners, sizeof *s.joiners, by_join_order);
+	if (benched != NULL)
+		s.joiners[n_joiners++] = benched; /* after every joiner: the last spare */
 	for (size_t i = 0; i < n_joiners; i++) {
 		c->alive_index[n] = (uint32_t)(s.joiners[i] - alive);
 		c->members[n++] = *s.joiners[i];

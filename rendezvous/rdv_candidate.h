@@ -7,6 +7,10 @@
  * max_workers are in the candidate; the rest are hot spares, first in line being the oldest joiner, so a
  * spare takes a dead member's place (as the last rank) in the next view. Never ordered by address.
  *
+ * Benched (the view's `benched`: a member the others waited for, ftl_rdv_request_bench): that life of it is
+ * neither a survivor nor a joiner in its order but the last of all, after every joiner; it still counts
+ * in the quorum as alive. So a spare takes its place in the next view, and it waits as the last spare.
+ *
  * Spares kept (FTL_SPARES = k): the candidate also leaves out the k youngest alive members, but never has
  * fewer members than the view while there are enough alive. So a new member makes the oldest spare a
  * member and waits in its place (the job grows by a warm worker, at once), and a member that dies or

@@ -34,6 +34,11 @@
  *   21   max_epoch          uint64                    ready, optional (with key 22; absent = 0)
  *   22   max_request        uint32                    ready, with key 21
  *   23   view max_workers   uint32                    with key 12, optional (absent = 0: none set)
+ *   24   bench_epoch        uint64                    ready, optional (with keys 25, 26; absent = 0)
+ *   25   bench name         name                      ready, with key 24
+ *   26   bench generation   uint64                    ready, with key 24
+ *   27   view benched name  name                      with key 12, optional (with key 28; absent: none)
+ *   28   view benched gen.  uint64                    with key 27
  *
  * A member map has keys of its own: 1 name, 2 generation, 3 data_addr; and, for a member of a replica
  * (rdv_replicas.h), 4 replica (name), 5 replica_index (uint32), 6 replica_size (uint32 >= 1), all three or
@@ -60,6 +65,8 @@ _Static_assert(FTL_RDV_BLOB_MAX == FTL_META_MAX, "the blob travels as a WIRE_KIN
 #define KEY_STEPS 20
 #define KEY_MAX_EPOCH 21
 #define KEY_VIEW_MAX 23
+#define KEY_BENCH_EPOCH 24
+#define KEY_VIEW_BENCHED 27
 #define KEY_MEMBER_REPLICA_SIZE 6
 
 #define FIELD(k, kind, member) {(k), (kind), offsetof(rdv_msg, member), 0}
@@ -96,6 +103,17 @@ static const wire_field scale_fields[] = {
 static const wire_field view_max_fields[] = {
 	FIELD(KEY_VIEW_MAX, WIRE_KIND_U32, view.max_workers),
 };
+/* A request to bench a member (ftl_rdv_request_bench): sent only when asked, as scale_fields. */
+static const wire_field bench_fields[] = {
+	FIELD(KEY_BENCH_EPOCH, WIRE_KIND_U64, bench_epoch),
+	FIELD(25, WIRE_KIND_NAME, bench.name),
+	FIELD(26, WIRE_KIND_U64, bench.generation),
+};
+/* A view's benched member, once there is one: absent otherwise, as older peers know views. */
+static const wire_field view_benched_fields[] = {
+	FIELD(KEY_VIEW_BENCHED, WIRE_KIND_NAME, view.benched.name),
+	FIELD(28, WIRE_KIND_U64, view.benched.generation),
+};
 static const wire_field ballot_fields[] = {
 	FIELD(8, WIRE_KIND_U64, ballot.round),
 	FIELD(9, WIRE_KIND_NAME, ballot.by),
@@ -129,6 +147,8 @@ static const wire_schema requests = SCHEMA(request_fields);
 static const wire_schema work = SCHEMA(work_fields);
 static const wire_schema scale = SCHEMA(scale_fields);
 static const wire_schema view_max = SCHEMA(view_max_fields);
+static const wire_schema bench = SCHEMA(bench_fields);
+static const wire_schema view_benched = SCHEMA(view_benched_fields);
 static const wire_schema ballot = SCHEMA(ballot_fields);
 static const wire_schema promise = SCHEMA(promise_fields);
 static const wire_schema accepted_by = SCHEMA(accepted_by_fields);
@@ -137,7 +157,8 @@ static const wire_schema member = SCHEMA(member_fields);
 static const wire_schema member_replica = SCHEMA(member_replica_fields);
 
 #define MAX_PARTS 4
-#define MAX_OPTIONAL_PARTS 6 /* accepted_by and view of a promise, requests, scale, work, view_max */
+#define MAX_OPTIONAL_PARTS 8 /* accepted_by and view of a promise, requests, scale, bench, work, view_max,
+			      * view_benched */
 
 /* The field groups each message type carries, besides the type key (NULL-terminated). */
 static const wire_schema *const parts_of[RDV_MSG_TYPE_MAX][MAX_PARTS] = {
@@ -172,10 +193,14 @@ static size_t message_parts(const rdv_msg *msg, const wire_schema **parts)
 		parts[n++] = &requests;
 	if (msg->type == RDV_MSG_READY && msg->max_epoch != 0)
 		parts[n++] = &scale;
+	if (msg->type == RDV_MSG_READY && msg->bench_epoch != 0)
+		parts[n++] = &bench;
 	if (msg->steps != 0)
 		parts[n++] = &work;
 	if (msg->view.max_workers != 0 && has_members(parts, n))
 		parts[n++] = &view_max;
+	if (msg->view.benched.name[0] && has_members(parts, n))
+		parts[n++] = &view_benched;
 	return n;
 }
 
@@ -313,11 +338,17 @@ static int read_msg(const msgpack_object *root, rdv_msg *msg)
 		msg->max_epoch = 1;
 	if (wire_map_find(map, KEY_VIEW_MAX) != NULL)
 		msg->view.max_workers = 1;
+	if (msg->type == RDV_MSG_READY && wire_map_find(map, KEY_BENCH_EPOCH) != NULL)
+		msg->bench_epoch = 1;
+	if (wire_map_find(map, KEY_VIEW_BENCHED) != NULL)
+		msg->view.benched.name[0] = '?';
 	n_parts = message_parts(msg, parts);
 	msg->waive_epoch = 0;
 	msg->steps = 0;
 	msg->max_epoch = 0;
 	msg->view.max_workers = 0;
+	msg->bench_epoch = 0;
+	msg->view.benched.name[0] = 0;
 	for (size_t i = n_own; i < n_parts; i++)
 		if (wire_read_fields(map, parts[i], msg) != 0)
 			return -1;

@@ -75,7 +75,8 @@ static bool choose_target(const ftl_rdv *r, int64_t now_us, rdv_target *t, int64
 	if (!rdv_is_coordinator(r) || !rdv_candidate_has_quorum(c))
 		return false;
 	if (c->digest == r->view_members_digest) {
-		if (!(rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r)) || c->n < r->cfg.min_workers)
+		if (!(rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r) || rdv_is_bench_wanted(r)) ||
+		    c->n < r->cfg.min_workers)
 			return false;
 		*t = (rdv_target){c->members, c->alive_index, c->n, c->digest, true, true};
 		return true;
@@ -220,8 +221,8 @@ static void begin_prepare(ftl_rdv *r, int64_t now_us, const rdv_target *t)
 {
 	rdv_proposal *p = &r->proposal;
 	ftl_rdv_view own = {.epoch = r->view.epoch + 1, .lineage = r->view.lineage, .n = t->n,
-			    .max_workers = rdv_is_scale_wanted(r) ? r->max_request : r->view.max_workers,
 			    .members = (ftl_rdv_member *)t->members};
+	rdv_carry_requests(r, &own);
 
 	rdv_proposal_abort(r);
 	if (collect_acceptors(r) != 0 || ftl_rdv_view_copy(&p->value, &own) != 0) {

@@ -78,6 +78,8 @@ struct ftl_rdv {
 	uint64_t waive_epoch;           /* == view.epoch: an operator waived its quorum (ftl_rdv_waive_quorum) */
 	uint64_t max_epoch;             /* == view.epoch: an operator asked for max_request from the next view on */
 	uint32_t max_request;
+	uint64_t bench_epoch;           /* == view.epoch: bench_request asked from the next view on */
+	ftl_rdv_benched bench_request;
 	bool has_started;               /* an input has come: started_us is set */
 	int64_t started_us;             /* the first input's time: the expected-workers wait starts here */
 	int64_t now_us;                 /* the latest input's time */
@@ -120,6 +122,10 @@ int64_t rdv_expected_until(const ftl_rdv *r);
 void rdv_take_requests(ftl_rdv *r, const rdv_msg *ready);
 /* Whether an operator asked for another maximum than the view's (ftl_rdv_request_max). */
 bool rdv_is_scale_wanted(const ftl_rdv *r);
+/* Whether a member of the view asked to bench another member than the view's (ftl_rdv_request_bench). */
+bool rdv_is_bench_wanted(const ftl_rdv *r);
+/* The view to propose carries: the requested maximum and benched member, else the view's. */
+void rdv_carry_requests(const ftl_rdv *r, ftl_rdv_view *next);
 /* What our readies' requests are, mixed into one number (a change sends a ready at once). */
 uint64_t rdv_requests_mix(const ftl_rdv *r);
 

@@ -51,6 +51,8 @@ typedef struct rdv_msg {
 	uint64_t waive_epoch;           /* ready, optional: an operator waived this view epoch's quorum (0: no) */
 	uint64_t max_epoch;             /* ready, optional: an operator asked, in this view epoch, for ... */
 	uint32_t max_request;           /* ... this maximum from the next view on (with max_epoch; 0: none) */
+	uint64_t bench_epoch;           /* ready, optional: asked in this view epoch, to bench ... */
+	ftl_rdv_benched bench;          /* ... this member from the next view on (with bench_epoch; 0: none) */
 	rdv_ballot ballot;              /* prepare, promise, accept, accepted, reject */
 	rdv_ballot accepted;            /* promise: what the acceptor accepted before (round 0: nothing) */
 	ftl_rdv_view view;              /* accept, commit, promise with accepted: members malloc'd */

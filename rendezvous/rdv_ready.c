@@ -6,11 +6,12 @@
 
 #include "rdv_internal.h"
 
-/* A rebuild or a scale request (rendezvous.h) also needs a new view: the same members under the next epoch. */
+/* A rebuild, a scale or a bench request (rendezvous.h) also needs a new view: the same members under the next epoch. */
 static bool needs_new_view(const ftl_rdv *r)
 {
 	return r->self_in_cand > 0 &&
-	       (r->cand.digest != r->view_members_digest || rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r));
+	       (r->cand.digest != r->view_members_digest || rdv_is_rebuild_wanted(r) || rdv_is_scale_wanted(r) ||
+		rdv_is_bench_wanted(r));
 }
 
 void rdv_ready_step(ftl_rdv *r, int64_t now_us)

@@ -116,6 +116,10 @@ void rdv_send_ready(ftl_rdv *r, const char *to)
 		m.max_epoch = r->max_epoch;
 		m.max_request = r->max_request;
 	}
+	if (rdv_is_bench_wanted(r)) {
+		m.bench_epoch = r->bench_epoch;
+		m.bench = r->bench_request;
+	}
 	rdv_send(r, to, &m);
 }
 

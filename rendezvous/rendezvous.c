@@ -106,6 +106,23 @@ bool rdv_is_scale_wanted(const ftl_rdv *r)
 	return r->view.epoch > 0 && r->max_epoch == r->view.epoch && r->max_request != ftl_rdv_max_workers(r);
 }
 
+static bool is_same_benched(const ftl_rdv_benched *a, const ftl_rdv_benched *b)
+{
+	return a->generation == b->generation && strcmp(a->name, b->name) == 0;
+}
+
+bool rdv_is_bench_wanted(const ftl_rdv *r)
+{
+	return r->view.epoch > 0 && r->bench_epoch == r->view.epoch && r->bench_request.name[0] &&
+	       !is_same_benched(&r->bench_request, &r->view.benched);
+}
+
+void rdv_carry_requests(const ftl_rdv *r, ftl_rdv_view *next)
+{
+	next->max_workers = rdv_is_scale_wanted(r) ? r->max_request : r->view.max_workers;
+	next->benched = rdv_is_bench_wanted(r) ? r->bench_request : r->view.benched;
+}
+
 uint32_t ftl_rdv_max_workers(const ftl_rdv *r)
 {
 	return r->view.max_workers != 0 ? r->view.max_workers : r->cfg.max_workers;
@@ -113,7 +130,11 @@ uint32_t ftl_rdv_max_workers(const ftl_rdv *r)
 
 uint64_t rdv_requests_mix(const ftl_rdv *r)
 {
-	return r->rebuild_epoch ^ (r->waive_epoch << 1) ^ (r->max_epoch << 2) ^ ((uint64_t)r->max_request << 32);
+	uint64_t bench = r->bench_epoch ^ r->bench_request.generation;
+	for (const char *c = r->bench_request.name; *c; c++)
+		bench = bench * 31 + (unsigned char)*c;
+	return r->rebuild_epoch ^ (r->waive_epoch << 1) ^ (r->max_epoch << 2) ^ ((uint64_t)r->max_request << 32) ^
+	       (bench << 3);
 }
 
 bool rdv_has_workers_needed(const ftl_rdv *r)
@@ -181,6 +202,8 @@ ftl_err rdv_adopt(ftl_rdv *r, const ftl_rdv_view *v)
 	r->waive_epoch = 0;
 	r->max_epoch = 0;
 	r->max_request = 0;
+	r->bench_epoch = 0;
+	memset(&r->bench_request, 0, sizeof r->bench_request);
 	r->max_round = 0;
 	r->sent_candidate = 0;
 	rdv_acceptor_reset(&r->acceptor);
@@ -316,6 +339,28 @@ ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers)
 	return FTL_OK;
 }
 
+ftl_err ftl_rdv_request_bench(ftl_rdv *r, int64_t now_us, const char *name, uint64_t generation)
+{
+	set_now(r, now_us);
+	if (r->view.epoch == 0 || r->rank < 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "not a member of a view (phase: %s): nothing to bench",
+				    ftl_rdv_phase_strs[r->phase]);
+	if (rdv_view_find(&r->view, name, generation) < 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "%s is not a member of view %llu: nothing to bench", name,
+				    (unsigned long long)r->view.epoch);
+	if (r->self.replica_size > 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "a job of replicas: a spare replaces a whole replica, not one "
+				    "worker of it, so %s stays", name);
+	if (r->cand.n_spares == 0)
+		return ftl_diag_set(FTL_ERR_INVALID, "no spare waits to take %s's place: it stays in the view", name);
+	r->bench_epoch = r->view.epoch;
+	ftl_copy_str(r->bench_request.name, name, sizeof r->bench_request.name);
+	r->bench_request.generation = generation;
+	rdv_rebuild(r);
+	update(r, now_us);
+	return FTL_OK;
+}
+
 void rdv_take_requests(ftl_rdv *r, const rdv_msg *ready)
 {
 	uint64_t rebuild_epoch = ready->rebuild_epoch, waive_epoch = ready->waive_epoch;
@@ -332,6 +377,12 @@ void rdv_take_requests(ftl_rdv *r, const rdv_msg *ready)
 	    (r->max_epoch != ready->max_epoch || r->max_request != ready->max_request)) {
 		r->max_epoch = ready->max_epoch;
 		r->max_request = ready->max_request;
+		is_new = true;
+	}
+	if (ready->bench_epoch != 0 && ready->bench_epoch == r->view.epoch && ready->bench.name[0] &&
+	    (r->bench_epoch != ready->bench_epoch || !is_same_benched(&r->bench_request, &ready->bench))) {
+		r->bench_epoch = ready->bench_epoch;
+		r->bench_request = ready->bench;
 		is_new = true;
 	}
 	if (is_new)

@@ -87,12 +87,21 @@ typedef struct ftl_rdv_member {
  * seq and self_rank are the holder's notes, not the protocol's: they travel in no message and count in no
  * digest. The rendezvous leaves them 0; the agent numbers the views it hands to the training thread
  * (seq 1, 2, ...) and records its own rank there. self_rank means something only when seq is not 0. */
+/* A member sent to the spares because the others wait for it (ftl_rdv_request_bench): this life of it only
+ * (a restart, a new generation, is not benched). name "" = none. */
+typedef struct ftl_rdv_benched {
+	char name[FTL_NAME_MAX];
+	uint64_t generation;
+} ftl_rdv_benched;
+
 typedef struct ftl_rdv_view {
 	uint64_t epoch;                 /* 0 = no view yet */
 	uint64_t lineage;               /* the cluster it descends from: a digest of its first view (0 = none) */
 	uint32_t n;                     /* world size */
 	uint32_t max_workers;           /* the job's maximum as an operator set it (ftl_rdv_request_max), carried
 					 * by every later view; 0: none set, each member's config.max_workers */
+	ftl_rdv_benched benched;        /* carried by every later view: candidates take it after every other
+					 * alive member, so a spare takes its place (rdv_candidate.h) */
 	ftl_rdv_member *members;        /* [n], by rank: members[0] is rank 0, the coordinator */
 	uint16_t blob_len;
 	uint8_t blob[FTL_RDV_BLOB_MAX];
@@ -215,6 +224,13 @@ ftl_err ftl_rdv_waive_quorum(ftl_rdv *r, int64_t now_us);
  * FTL_ERR_INVALID (nothing changes) with no view, on a worker outside it, or for a maximum below
  * config.min_workers or a replica, or above FTL_RDV_MAX_MEMBERS. */
 ftl_err ftl_rdv_request_max(ftl_rdv *r, int64_t now_us, uint32_t max_workers);
+/* A slow member to the spares (the pace verdict of the training side, train/pace.h): asked on a member of
+ * the view, it travels in readies to the coordinator, which commits the view's members again under the next
+ * epoch with `benched` in the view (as a scale does); every candidate then takes that member last, so the
+ * oldest spare takes its place in the view after, and the benched member waits as the last spare.
+ * FTL_ERR_INVALID, the reason in the diag: not a member of a view, the member not in it, no spare waiting
+ * to take its place, or a job of replicas (a replica, not a worker, is what a spare replaces there). */
+ftl_err ftl_rdv_request_bench(ftl_rdv *r, int64_t now_us, const char *name, uint64_t generation);
 /* The job's maximum in force: the view's when an operator set one, else config.max_workers. */
 uint32_t ftl_rdv_max_workers(const ftl_rdv *r);
 

@@ -34,6 +34,11 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 		m.waive_epoch = is_max ? m.epoch : 0;
 		m.max_epoch = is_max ? m.epoch : 0; /* the optional scale request likewise */
 		m.max_request = is_max ? FTL_RDV_MAX_MEMBERS : 0;
+		m.bench_epoch = is_max ? m.epoch : 0; /* the optional bench request likewise */
+		if (is_max) {
+			snprintf(m.bench.name, sizeof m.bench.name, "%.58s-slow", m.from);
+			m.bench.generation = UINT64_MAX;
+		}
 	}
 	if (has_ballot) {
 		m.ballot.round = is_max ? UINT64_MAX : 3;
@@ -63,6 +68,10 @@ static inline rdv_msg rdv_sample_msg(rdv_msg_type type, bool is_max, ftl_rdv_mem
 			}
 		}
 		m.view.max_workers = is_max ? FTL_RDV_MAX_MEMBERS : 0; /* optional: present at max */
+		if (is_max) { /* the optional benched member likewise */
+			snprintf(m.view.benched.name, sizeof m.view.benched.name, "%s", members[n > 1 ? 1 : 0].name);
+			m.view.benched.generation = UINT64_MAX - 1;
+		}
 		m.view.blob_len = is_max ? FTL_RDV_BLOB_MAX : 5;
 		for (int i = 0; i < m.view.blob_len; i++)
 			m.view.blob[i] = (uint8_t)(i * 7 + 1);
@@ -80,6 +89,7 @@ static inline bool rdv_member_equal(const ftl_rdv_member *a, const ftl_rdv_membe
 static inline bool rdv_view_equal(const ftl_rdv_view *a, const ftl_rdv_view *b)
 {
 	if (a->epoch != b->epoch || a->lineage != b->lineage || a->n != b->n || a->max_workers != b->max_workers ||
+	    strcmp(a->benched.name, b->benched.name) != 0 || a->benched.generation != b->benched.generation ||
 	    a->blob_len != b->blob_len ||
 	    a->blob_len > FTL_RDV_BLOB_MAX || memcmp(a->blob, b->blob, a->blob_len) != 0)
 		return false;
@@ -94,6 +104,8 @@ static inline bool rdv_msg_equal(const rdv_msg *a, const rdv_msg *b)
 	return a->type == b->type && !strcmp(a->from, b->from) && a->generation == b->generation &&
 	       a->rebuild_epoch == b->rebuild_epoch && a->waive_epoch == b->waive_epoch &&
 	       a->max_epoch == b->max_epoch && a->max_request == b->max_request &&
+	       a->bench_epoch == b->bench_epoch && !strcmp(a->bench.name, b->bench.name) &&
+	       a->bench.generation == b->bench.generation &&
 	       a->epoch == b->epoch && a->view_digest == b->view_digest && a->lineage == b->lineage &&
 	       a->view_size == b->view_size && a->steps == b->steps && !strcmp(a->data_addr, b->data_addr) &&
 	       a->candidate_digest == b->candidate_digest && a->survivors_digest == b->survivors_digest &&

@@ -648,6 +648,16 @@ void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch)
 	drain(sim, i);
 }
 
+ftl_err ftl_sim_request_bench(ftl_sim *sim, int i, int benched)
+{
+	if (!sim->nodes[i].node || !sim->nodes[benched].node)
+		return ftl_diag_set(FTL_ERR_INVALID, "sim: node %d or %d is not running", i, benched);
+	ftl_err err = ftl_node_request_bench(sim->nodes[i].node, sim->now, sim->nodes[benched].name,
+					     sim->nodes[benched].generation);
+	drain(sim, i);
+	return err;
+}
+
 ftl_err ftl_sim_request_max(ftl_sim *sim, int i, uint32_t max_workers)
 {
 	if (!sim->nodes[i].node)

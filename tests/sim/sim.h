@@ -106,6 +106,8 @@ void ftl_sim_crash_after_sends(ftl_sim *sim, int i, int msg_type, int k);
 void ftl_sim_request_rebuild(ftl_sim *sim, int i, uint64_t epoch);
 ftl_err ftl_sim_waive_quorum(ftl_sim *sim, int i);
 ftl_err ftl_sim_request_max(ftl_sim *sim, int i, uint32_t max_workers); /* ftl_node_request_max */
+/* ftl_node_request_bench on node i, of node `benched`'s present life */
+ftl_err ftl_sim_request_bench(ftl_sim *sim, int i, int benched);
 
 /* Network. */
 void ftl_sim_set_loss(ftl_sim *sim, double loss);
