@@ -143,6 +143,22 @@ static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 			FTL_F_STR("missing", text));
 }
 
+/* The training thread's replace policy named a slow member (train/pace.h): to the spares, when one waits. */
+static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b)
+{
+	if (ftl_node_request_bench(a->node, ftl_agent_now_us(a), b->name, b->generation) != FTL_OK) {
+		ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
+			FTL_MSG("%s is slow and stays in the view: %s", b->name, ftl_diag_message()),
+			FTL_F_STR("member", b->name), FTL_F_STR("why", ftl_diag_message()));
+		return;
+	}
+	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
+		FTL_MSG("%s is slow (FTL_SLOW_POLICY=replace): a spare takes its place, and it waits as a spare",
+			b->name),
+		FTL_F_STR("member", b->name));
+	ftl_agent_flush(a);
+}
+
 void ftl_agent_rdv_wake(ftl_agent *a)
 {
 	ftl_agent_views *t = &a->views;
@@ -151,7 +167,13 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	pthread_mutex_lock(&a->lock);
 	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
 	t->want_rebuild_seq = 0;
+	ftl_rdv_benched bench = {.generation = 0};
+	if (t->want_bench_epoch == t->view.epoch)
+		bench = t->want_bench;
+	t->want_bench_epoch = 0;
 	pthread_mutex_unlock(&a->lock);
+	if (bench.name[0])
+		bench_slow(a, &bench);
 	if (!epoch)
 		return;
 	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
@@ -239,6 +261,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 			"without them; never while they may still be alive on the other side of a partition"));
 	}
 	json_object_set_new(j, "max_workers", json_integer((json_int_t)t->max_workers));
+	json_object_set_new(j, "benched", t->view.benched.name[0] ? json_string(t->view.benched.name) : json_null());
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
 	a->train_ops->view_status_locked(a, j);
 	pthread_mutex_unlock(&a->lock);

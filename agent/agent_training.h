@@ -26,6 +26,8 @@ typedef struct ftl_agent_views {
 	char missing[512];               /* waiting for quorum: who is missing and what it needs, for messages */
 	int64_t below_min_since_us;      /* when the job fell below min_workers (0 = it has not) */
 	uint64_t want_rebuild_seq;       /* the training thread asks for this view's members under a new epoch */
+	uint64_t want_bench_epoch;       /* ... to bench want_bench, slow in that view epoch (0: no request) */
+	ftl_rdv_benched want_bench;
 	uint64_t synced_lineage_seen;    /* the lineage of the last view we were a member of (loop thread) */
 	uint64_t left_out_seq;           /* a view of that lineage committed without us (a spare since): our state
 					  * is stale from then on; the training thread takes it (0: none since) */

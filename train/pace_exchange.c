@@ -7,7 +7,11 @@
  * moves on to the next view and runs the step there, as after any peer error. Its cost is one allgather of
  * 32 bytes per rank every 16 steps (tens of microseconds on tcp). Every rank of a view runs the same step
  * numbers, so every rank exchanges at the same steps; a mismatch (a rank of an older ftl that does not
- * exchange) is refused by the comm as mismatched collectives, never paired with the program's own. */
+ * exchange) is refused by the comm as mismatched collectives, never paired with the program's own.
+ *
+ * The replace policy (FTL_SLOW_POLICY=replace): rank 0 asks the rendezvous to bench the slow rank
+ * (ftl_rdv_request_bench, through the loop thread) when it is first found slow in a view, and again every
+ * ASK_AGAIN_EXCHANGES exchanges while it stays slow (a spare may have come since a refusal). */
 #include "agent/agent_training.h"
 
 #include <stdlib.h>
@@ -16,6 +20,26 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "training.h"
+
+#define ASK_AGAIN_EXCHANGES 12
+
+/* Under the lock: rank 0 of a job that replaces slow ranks asks for the slow one to be benched. */
+static void ask_bench_locked(ftl_agent *a, ftl_training *t, const ftl_step_info *info)
+{
+	const ftl_pace *p = &t->pace;
+	ftl_agent_views *v = ftl_agent_views_locked(a);
+	if (!t->cfg.slow_replace || info->rank != 0 || p->slow < 0 || v->view.epoch != p->view_epoch ||
+	    (uint32_t)p->slow >= v->view.n)
+		return;
+	uint32_t slow_for = p->suspect_windows - FTL_PACE_SLOW_WINDOWS;
+	if (slow_for % ASK_AGAIN_EXCHANGES != 0)
+		return;
+	const ftl_rdv_member *m = &v->view.members[p->slow];
+	ftl_copy_str(v->want_bench.name, m->name, sizeof v->want_bench.name);
+	v->want_bench.generation = m->generation;
+	v->want_bench_epoch = v->view.epoch;
+	ftl_agent_wake(a);
+}
 
 static void start_window(ftl_training *t, uint64_t view_epoch)
 {
@@ -70,8 +94,10 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 		ftl_agent_lock(a);
 		int slow_before = t->pace.slow;
 		e = ftl_pace_add(&t->pace, info->view_epoch, windows, n);
-		if (e == FTL_OK)
+		if (e == FTL_OK) {
 			log_verdict_locked(a, &t->pace, slow_before);
+			ask_bench_locked(a, t, info);
+		}
 		ftl_agent_unlock(a);
 	}
 	free(all);

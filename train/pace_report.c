@@ -1,23 +1,31 @@
 /* The pace verdict (pace.h) as people read it: the view object of `ftlctl status --json` gains "pace" (each
  * rank's step, in-flight and lead times of the last window, and the slow rank), and /metrics gains one
- * gauge per rank of each, and ftl_slow_rank. Loop thread, under the agent's lock. */
+ * gauge per rank of each, and ftl_slow_rank. Only a verdict of the agent's newest view is shown. Loop
+ * thread, under the agent's lock. */
 #include "agent/agent_training.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "training.h"
 
-/* The name of rank r when the agent's view is the verdict's ("" if not: the job moved on since). */
+/* The verdict shown: one of the agent's view, the newest (a verdict of an older view names ranks that may be
+ * other workers now, and is not shown: a new view shows none until its first exchange). */
+static bool is_current_locked(ftl_agent *a, const ftl_pace *p)
+{
+	return p->exchanges > 0 && p->view_epoch == ftl_agent_views_locked(a)->view.epoch;
+}
+
 static const char *name_of_locked(ftl_agent *a, const ftl_pace *p, uint32_t r)
 {
 	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
-	return v->epoch == p->view_epoch && r < v->n ? v->members[r].name : "";
+	return r < v->n ? v->members[r].name : "";
 }
 
 void ftl_pace_status_locked(ftl_agent *a, json_t *view)
 {
 	const ftl_pace *p = &ftl_agent_training(a)->pace;
-	if (p->exchanges == 0)
+	if (!is_current_locked(a, p))
 		return;
 	json_t *ranks = json_array();
 	for (uint32_t i = 0; i < p->n; i++)
@@ -45,10 +53,11 @@ static void per_rank(ftl_agent *a, ftl_metrics_text *t, const ftl_pace *p, const
 void ftl_pace_metrics_locked(ftl_agent *a, ftl_metrics_text *t)
 {
 	const ftl_pace *p = &ftl_agent_training(a)->pace;
+	bool is_current = is_current_locked(a, p);
 	ftl_metrics_single(t, "ftl_slow_rank", "gauge",
 			   "The rank the others have waited for in the last 3 windows of 16 steps (-1: none).",
-			   (double)p->slow);
-	if (p->exchanges == 0)
+			   is_current ? (double)p->slow : -1.0);
+	if (!is_current)
 		return;
 	per_rank(a, t, p, "ftl_rank_step_seconds", "Each rank's mean step time in the last window.",
 		 offsetof(ftl_pace_row, step_ms));

@@ -139,7 +139,8 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 		return FTL_ERR_INVALID;
 	int64_t slot_kb = t->comm_shm_slot_kb;
 	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
-	if (ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", NULL, &is_shm_off) ||
+	if (ftl_setting_choice(s, "FTL_SLOW_POLICY", "report", "replace", NULL, &t->slow_replace) ||
+	    ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", NULL, &is_shm_off) ||
 	    ftl_setting_int(s, "FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
 		return FTL_ERR_INVALID;
 	const char *comm = ftl_settings_get(s, "FTL_COMM");

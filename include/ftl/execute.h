@@ -156,6 +156,11 @@ typedef struct ftl_training_config {
 	uint32_t replica_index;        /* [FTL_REPLICA_INDEX] 0..replica_size-1, one worker each;
 					* FTL_REPLICA_INDEX_UNSET (default) with no replica */
 	uint32_t replica_size;         /* [FTL_REPLICA_SIZE] workers per replica; 0 = no replicas (default) */
+	/* Slow workers (0.4.2): every 16 steps the ranks compare where their time goes and name the rank the
+	 * others wait for (status, /metrics, the log). */
+	bool slow_replace;             /* [FTL_SLOW_POLICY=report|replace] report the slow rank only
+					* (default), or also send it to the spares when one waits to take its
+					* place (the view keeps its size; the slow worker waits as the last spare) */
 } ftl_training_config;
 #define FTL_REPLICA_INDEX_UNSET UINT32_MAX
 

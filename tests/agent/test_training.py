@@ -478,6 +478,38 @@ def scenario_slow_rank_is_named(train, ctl):
     print("w2 named slow:", {r["name"]: round(r["lead_ms"], 1) for r in pace("w0")["ranks"]})
 
 
+def scenario_slow_rank_is_replaced(train, ctl):
+    """FTL_SLOW_POLICY=replace (issue 41 item 3): a job of 3 (FTL_MAX_WORKERS=3) with a spare, one worker 60 ms
+    a step slower than the others: once named slow, a view benches it and the next one trains on the spare in
+    its place; the slow worker waits as a spare (its status says so, every view says who is benched), the
+    job's steps speed up, digests are equal after every step and the job finishes on the three."""
+    steps = 600
+    job = new_job(train, ctl, FTL_STEPS=steps, FTL_MAX_WORKERS=3, FTL_SLOW_POLICY="replace",
+                  **{**JOB, "FTL_STEP_SLEEP_MS": 20})
+    start_job(job, 3, env_of=lambda name: {"FTL_STEP_SLEEP_MS": 80} if name == "w1" else {})
+    job.add("w3")  # the youngest: the spare
+    job.wait("w3 trains in w1's place", lambda: any(
+        r["world"] == 3 for r in job.agents["w3"].steps()), 60)
+    view = job.status(job.agents["w1"])["view"]
+    assert view["phase"] == "hot spare" and view["benched"] == "w1", f"w1 after the swap: {view}"
+    assert "pace" not in view, f"a spare shows the verdict of a view it left: {view}"
+    at = min(r["step"] for r in job.agents["w3"].steps())
+    assert "is slow (FTL_SLOW_POLICY=replace): a spare takes its place" in job.agents["w0"].log_text()
+    kept = ["w0", "w2", "w3"]
+    finish(job, [job.agents[n] for n in kept])
+    groups = check_every_step(job, steps)
+    late = {r["worker"] for s, g in groups.items() if s > at for r in g}
+    assert late == set(kept), f"steps after the swap (step {at}) ran on {late}"
+    before = [r["t"] for r in job.agents["w0"].steps() if r["step"] < at]
+    after = [r["t"] for r in job.agents["w0"].steps() if r["step"] > at + 20]
+    pace_before = (before[-1] - before[len(before) // 2]) / (len(before) - 1 - len(before) // 2)
+    pace_after = (after[-1] - after[0]) / (len(after) - 1)
+    assert pace_after < pace_before, f"steps took {pace_before:.3f} s with w1, {pace_after:.3f} s after"
+    print(f"w1 benched after step {at}: {pace_before * 1000:.0f} ms a step before, {pace_after * 1000:.0f} after")
+    codes = job.wait_exit(30, [job.agents["w1"]])
+    assert codes["w1"] == 0, f"w1 (the benched spare) exited {codes}"
+
+
 def show_logs():
     for job in jobs:
         print(f"--- run directory {job.dir} (kept)")
