@@ -4,7 +4,9 @@ A worker whose steps take twice as long (FTL_STEP_SLEEP_MS doubled, standing in 
 slow GPU) holds a synchronous job to its pace. This runs, on loopback with real processes:
 - healthy: N workers at --step-ms (the baseline), and N-1 (what dropping the slow one would give);
 - slow: N workers, the last at 2 x --step-ms: the throughput, and the time from the first step of all N to
-  the moment rank 0's status names the slow rank (pace, train/pace.h), with the lead it reports.
+  the moment rank 0's status names the slow rank (pace, train/pace.h), with the lead it reports;
+- replace: the same with a spare (FTL_MAX_WORKERS=N) and FTL_SLOW_POLICY=replace: the time from the first
+  step of all N to the spare's first step in the slow one's place, and the throughput after.
 Throughput is samples/s over --seconds of rank 0's steps (world x FTL_BATCH samples a step). One JSON line
 per configuration. Usage:
   python3 bench/rescale/slow_worker.py --train build-rel/examples/ftl-train-example --ctl build-rel/ctl/ftlctl
@@ -40,17 +42,22 @@ def throughput(job, n, seconds):
     return (last["step"] - first["step"]) * n * BATCH / (last["t"] - first["t"])
 
 
-def run(args, n, slow):
+def run(args, n, slow, replace=False):
+    policy = dict(FTL_SLOW_POLICY="replace", FTL_MAX_WORKERS=n) if replace else {}
     job = TrainingJob(program(args), args.ctl, FTL_STEPS=1000000, FTL_STEP_SLEEP_MS=args.step_ms, FTL_BATCH=BATCH,
-                      FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info")
+                      FTL_EXPECTED_WORKERS=n, FTL_LOG_LEVEL="info", **policy)
     try:
         for i in range(n):
             job.add(f"w{i}", **({"FTL_STEP_SLEEP_MS": 2 * args.step_ms} if slow and i == n - 1 else {}))
         job.wait("a step of all", lambda: any(s["world"] == n for w in job.workers() for s in w.steps()), 120)
         t_all = min(s["t"] for w in job.workers() for s in w.steps() if s["world"] == n)
         out = {"bench": "slow_worker", "program": "torch" if args.torch else "c", "workers": n,
-               "slow_workers": int(slow), "step_ms": args.step_ms}
-        if slow:
+               "slow_workers": int(slow), "policy": "replace" if replace else "report", "step_ms": args.step_ms}
+        if replace:
+            spare = job.add("spare")
+            job.wait("the spare trains", lambda: any(s["world"] == n for s in spare.steps()), 120)
+            out["replaced_after_s"] = round(min(s["t"] for s in spare.steps()) - t_all, 2)
+        elif slow:
             def pace():
                 return (job.status(job.agents["w0"]).get("view") or {}).get("pace") or {}
             job.wait("the slow rank named", lambda: pace().get("slow_name") == f"w{n - 1}", 120)
@@ -77,7 +84,8 @@ def main():
         p.error("give --train (the C example) or --torch (an interpreter for the PyTorch example)")
     if args.torch:
         TrainingJob.start_timeout = 60
-    rows = [run(args, args.workers, False), run(args, args.workers - 1, False), run(args, args.workers, True)]
+    rows = [run(args, args.workers, False), run(args, args.workers - 1, False), run(args, args.workers, True),
+            run(args, args.workers, True, replace=True)]
     base = rows[0]["samples_per_s"]
     for r in rows:
         r["of_healthy"] = round(r["samples_per_s"] / base, 3)
