@@ -51,6 +51,7 @@ struct ftl_agent {
 	ftl_list conns;           /* open TCP exchanges (agent_tcp.c) */
 	ftl_list peers;           /* persistent rendezvous connections, most recently used first (agent_peers.c) */
 	uint64_t peer_frames_dropped;    /* loop thread: rendezvous frames not sent (a peer's queue was full) */
+	uint64_t bench_refused_epoch;    /* loop thread: the view epoch in which a bench was last refused (agent_rdv.c) */
 	uint64_t peer_frames_sent;       /* loop thread: rendezvous frames written to a peer connection */
 	uint64_t peer_dials;             /* loop thread: peer connections dialled (far fewer than frames) */
 	size_t tcp_buffered;             /* loop thread: bytes all open exchanges hold for input (<= FTL_TCP_BUFFERED_MAX) */

@@ -144,10 +144,12 @@ static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 }
 
 /* The training thread's replace policy named a slow member (train/pace.h): to the spares, when one waits. */
-static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b)
+static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b, uint64_t epoch)
 {
 	if (ftl_node_request_bench(a->node, ftl_agent_now_us(a), b->name, b->generation) != FTL_OK) {
-		ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
+		bool is_first = a->bench_refused_epoch != epoch; /* said once a view; asked again quietly */
+		a->bench_refused_epoch = epoch;
+		ftl_log(&a->set.log, is_first ? FTL_LOG_INFO : FTL_LOG_DEBUG, "rendezvous",
 			FTL_MSG("%s is slow and stays in the view: %s", b->name, ftl_diag_message()),
 			FTL_F_STR("member", b->name), FTL_F_STR("why", ftl_diag_message()));
 		return;
@@ -168,12 +170,13 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
 	t->want_rebuild_seq = 0;
 	ftl_rdv_benched bench = {.generation = 0};
-	if (t->want_bench_epoch == t->view.epoch)
+	uint64_t bench_epoch = t->want_bench_epoch;
+	if (bench_epoch == t->view.epoch)
 		bench = t->want_bench;
 	t->want_bench_epoch = 0;
 	pthread_mutex_unlock(&a->lock);
 	if (bench.name[0])
-		bench_slow(a, &bench);
+		bench_slow(a, &bench, bench_epoch);
 	if (!epoch)
 		return;
 	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",

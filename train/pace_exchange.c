@@ -21,7 +21,7 @@
 #include "base/log.h"
 #include "training.h"
 
-#define ASK_AGAIN_EXCHANGES 12
+#define ASK_AGAIN_EXCHANGES 4
 
 /* Under the lock: rank 0 of a job that replaces slow ranks asks for the slow one to be benched. */
 static void ask_bench_locked(ftl_agent *a, ftl_training *t, const ftl_step_info *info)

@@ -5,8 +5,10 @@ slow GPU) holds a synchronous job to its pace. This runs, on loopback with real 
 - healthy: N workers at --step-ms (the baseline), and N-1 (what dropping the slow one would give);
 - slow: N workers, the last at 2 x --step-ms: the throughput, and the time from the first step of all N to
   the moment rank 0's status names the slow rank (pace, train/pace.h), with the lead it reports;
-- replace: the same with a spare (FTL_MAX_WORKERS=N) and FTL_SLOW_POLICY=replace: the time from the first
-  step of all N to the spare's first step in the slow one's place, and the throughput after.
+- replace: the same with a spare (FTL_MAX_WORKERS=N, started once all N train) and FTL_SLOW_POLICY=replace:
+  the time from the first step of all N to the spare's agent answering and to its first step in the slow
+  one's place (rank 0 asks when the rank is found slow and every 4 exchanges after), and the throughput
+  after.
 Throughput is samples/s over --seconds of rank 0's steps (world x FTL_BATCH samples a step). One JSON line
 per configuration. Usage:
   python3 bench/rescale/slow_worker.py --train build-rel/examples/ftl-train-example --ctl build-rel/ctl/ftlctl
@@ -53,8 +55,10 @@ def run(args, n, slow, replace=False):
         t_all = min(s["t"] for w in job.workers() for s in w.steps() if s["world"] == n)
         out = {"bench": "slow_worker", "program": "torch" if args.torch else "c", "workers": n,
                "slow_workers": int(slow), "policy": "replace" if replace else "report", "step_ms": args.step_ms}
-        if replace:
+        if replace:  # the youngest: waits above FTL_MAX_WORKERS
             spare = job.add("spare")
+            job.wait("the spare's agent answers", lambda: job.status(spare) is not None, 120)
+            out["spare_up_after_s"] = round(time.time() - t_all, 2)
             job.wait("the spare trains", lambda: any(s["world"] == n for s in spare.steps()), 120)
             out["replaced_after_s"] = round(min(s["t"] for s in spare.steps()) - t_all, 2)
         elif slow:
