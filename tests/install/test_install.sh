@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libftl as a user gets it: `cmake --install` into a fresh prefix, then
-#  - libftl.so exports the public API (include/ftl, marked FTL_API) and nothing else;
+#  - libftl.so exports the public API (include/ftl, marked FTL_API) and nothing else, and libftl.a defines
+#    no other global symbol;
 #  - each public header compiles on its own, in C and C++;
 #  - a C++ program compiles against the installed headers and links the shared library;
 #  - a C program builds through pkg-config, shared and --static;
@@ -24,6 +25,14 @@ if [ "$exported" != "$declared" ]; then
 	exit 1
 fi
 echo "ok: libftl.so exports exactly the $(echo "$declared" | wc -l) FTL_API symbols"
+# The archive too: its global definitions are the same public names (internal ones are local to it).
+archived=$(nm -g --defined-only "$lib/libftl.a" | awk 'NF == 3 {print $3}' | sort -u)
+if [ "$archived" != "$exported" ]; then
+	echo "FAIL: libftl.a defines global symbols that libftl.so does not export:"
+	diff <(echo "$exported") <(echo "$archived") || true
+	exit 1
+fi
+echo "ok: libftl.a defines no other global symbol"
 soname=$(objdump -p "$lib/libftl.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libftl.so.0" ] || { echo "FAIL: SONAME is '$soname'"; exit 1; }
 
