@@ -29,7 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "ftl/agent.h"
+#include "ftl/error.h"
+#include "ftl/log.h"
 
 #define FTL_LOG_FIELDS_MAX 16   /* fields past these are dropped */
 #define FTL_LOG_MSG_MAX 512     /* FTL_MSG cuts longer messages */

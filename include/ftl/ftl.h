@@ -2,7 +2,8 @@
  *
  *   ftl/error.h       ftl_err, the error convention and the calling thread's last error
  *   ftl/comm.h        communicators and their collectives, the one allreduce family (usable without an agent)
- *   ftl/agent.h       the agent: membership, views, the control socket, logging
+ *   ftl/agent.h       the agent: membership, views, the control socket
+ *   ftl/log.h         log records, their levels and fields, and the line each is written as
  *   ftl/execute.h     ftl_execute, the elastic training step, its state, sampler and job status
  *   ftl/elastic.h     the learning-rate policy as the world size changes
  *   ftl/gradient.h    gradient buckets (bf16 on the wire with error feedback)
@@ -15,6 +16,7 @@
 #include "ftl/error.h"
 #include "ftl/version.h"
 #include "ftl/comm.h"
+#include "ftl/log.h"
 #include "ftl/agent.h"
 #include "ftl/execute.h"
 #include "ftl/elastic.h"

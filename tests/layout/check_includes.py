@@ -1,5 +1,6 @@
 """The tree's dependency rule (docs/concepts/architecture.md, "The dependency rule"), checked on every #include of the C sources:
-a folder includes only the folders below it, and no folder includes another folder's *_internal.h; inside
+a folder includes only the folders below it (the public headers of the agent and of training too), and no
+folder includes another folder's *_internal.h; inside
 comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS); and the agent and
 train/ call no membership or rendezvous function (ftl_swim_*, ftl_rdv_*): what they need of either is the
 node's to give (node/node.h), the view's vocabulary types included. A new include or call that breaks the
@@ -36,6 +37,12 @@ ROOMS = {"comm_shm": "shm", "comm_tcp": "tcp", "comm_nccl": "nccl"}  # by file-n
 ROOM_ALLOWED = {"core": {"core"}, "shm": {"core", "shm"}, "tcp": {"core", "shm", "tcp"}, "nccl": {"core", "nccl"}}
 
 
+# The public headers that are the faces of the agent and of training: the layers below the agent include
+# none of them (base/log.h takes the log records from ftl/log.h, not from the agent's header).
+ABOVE_FACES = {"ftl/agent.h", "ftl/execute.h", "ftl/checkpoint.h", "ftl/gradient.h", "ftl/elastic.h"}
+BELOW_AGENT = ("base", "membership", "rendezvous", "node", "channel", "comm")
+
+
 def comm_room(name: str) -> str:
     return next((room for prefix, room in ROOMS.items() if name.startswith(prefix)), "core")
 
@@ -69,6 +76,10 @@ def violations(root: pathlib.Path):
                 rel = source.relative_to(root).as_posix()
                 for header in INCLUDE.findall(source.read_text(errors="replace")):
                     target = header_folder(source, header, root)
+                    if folder in BELOW_AGENT and header in ABOVE_FACES:
+                        yield rel, header, (f"{header} is the face of a layer above {folder}/: "
+                                            f"{folder}/ includes the public headers of its own level only")
+                        continue
                     if folder == "comm" and target == folder:
                         here, there = comm_room(source.name), comm_room(pathlib.PurePath(header).name)
                         if there not in ROOM_ALLOWED[here]:

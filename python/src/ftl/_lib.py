@@ -67,17 +67,17 @@ class JobStatusC(SizedOutC):
 
 
 class LogValueC(ctypes.Union):
-    """The value of struct ftl_log_field (include/ftl/agent.h)."""
+    """The value of struct ftl_log_field (include/ftl/log.h)."""
     _fields_ = [("str", ctypes.c_char_p), ("i", ctypes.c_int64), ("u", c_u64), ("d", ctypes.c_double), ("b", ctypes.c_bool)]
 
 
 class LogFieldC(ctypes.Structure):
-    """struct ftl_log_field (include/ftl/agent.h); type is enum ftl_log_field_type."""
+    """struct ftl_log_field (include/ftl/log.h); type is enum ftl_log_field_type."""
     _fields_ = [("key", ctypes.c_char_p), ("type", ctypes.c_int), ("value", LogValueC)]
 
 
 class LogRecordC(ctypes.Structure):
-    """struct ftl_log_record (include/ftl/agent.h); level is enum ftl_log_level."""
+    """struct ftl_log_record (include/ftl/log.h); level is enum ftl_log_level."""
     _fields_ = [("time_us", ctypes.c_int64), ("level", ctypes.c_int), ("agent", ctypes.c_char_p),
                 ("component", ctypes.c_char_p), ("message", ctypes.c_char_p), ("fields", ctypes.POINTER(LogFieldC)),
                 ("n_fields", c_size)]
