@@ -86,6 +86,11 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 	}
 	ftl_comm *c = t->ctrl_comm != NULL ? t->ctrl_comm : t->comm;
 	ftl_err e = ftl_comm_allgather(c, mine, all, FTL_PACE_WIRE_WORDS, FTL_I64);
+	if (e != FTL_OK)
+		e = ftl_training_fail(t, e, "the pace exchange before step %llu (an allgather of every rank's step "
+				      "times) failed: %s%s", (unsigned long long)info->step, ftl_comm_error(c),
+				      e == FTL_ERR_INVALID ? " (every worker of a job must run ftl 0.4.2 or later, "
+							     "or all an older one: older ones do not exchange)" : "");
 	if (e == FTL_OK) {
 		for (uint32_t i = 0; i < n; i++) {
 			const int64_t *v = &all[i * FTL_PACE_WIRE_WORDS];
