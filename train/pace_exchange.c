@@ -46,16 +46,9 @@ static void start_window(ftl_training *t, uint64_t view_epoch)
 	t->pace_window = (ftl_pace_window){.view_epoch = view_epoch};
 }
 
-/* Under the lock: the name of rank r of the agent's view when it is the view of the verdict ("" if not). */
-static const char *rank_name_locked(ftl_agent *a, uint64_t view_epoch, int r)
-{
-	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
-	return v->epoch == view_epoch && r >= 0 && (uint32_t)r < v->n ? v->members[r].name : "";
-}
-
 static void log_verdict_locked(ftl_agent *a, const ftl_pace *p, int slow_before)
 {
-	if (p->slow == slow_before || (p->slow < 0 && slow_before < 0))
+	if (p->slow == slow_before)
 		return;
 	if (p->slow < 0) {
 		ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "pace", "no rank is slow any more",
@@ -65,9 +58,9 @@ static void log_verdict_locked(ftl_agent *a, const ftl_pace *p, int slow_before)
 	const ftl_pace_row *r = &p->rows[p->slow];
 	ftl_log(ftl_agent_logger(a), FTL_LOG_WARN, "pace",
 		FTL_MSG("rank %d (%s) is slow: the others wait %.1f ms of a %.1f ms step for it (%u windows of %d "
-			"steps)", p->slow, rank_name_locked(a, p->view_epoch, p->slow), r->lead_ms, r->step_ms,
+			"steps)", p->slow, ftl_pace_name_locked(a, p, (uint32_t)p->slow), r->lead_ms, r->step_ms,
 			p->suspect_windows, FTL_PACE_WINDOW_STEPS),
-		FTL_F_INT("rank", p->slow), FTL_F_STR("name", rank_name_locked(a, p->view_epoch, p->slow)),
+		FTL_F_INT("rank", p->slow), FTL_F_STR("name", ftl_pace_name_locked(a, p, (uint32_t)p->slow)),
 		FTL_F_DOUBLE("lead_ms", r->lead_ms), FTL_F_DOUBLE("step_ms", r->step_ms));
 }
 
@@ -113,11 +106,11 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 ftl_err ftl_pace_before_step(ftl_agent *a, const ftl_step_info *info)
 {
 	ftl_training *t = ftl_agent_training(a);
-	if (t->pace_window.view_epoch != info->view_epoch) {
+	bool is_new_view = t->pace_window.view_epoch != info->view_epoch;
+	if (is_new_view)
 		start_window(t, info->view_epoch);
-		ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), true);
-	}
-	ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), false); /* collectives between steps count in none */
+	/* collectives between steps count in none; a new view's comm aborted the old one's requests */
+	ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), is_new_view);
 	if (info->world_size < 2 || info->step == 0 || info->step % FTL_PACE_WINDOW_STEPS != 0 || t->comm == NULL)
 		return FTL_OK;
 	ftl_err e = exchange(a, t, info);

@@ -16,10 +16,10 @@ static bool is_current_locked(ftl_agent *a, const ftl_pace *p)
 	return p->exchanges > 0 && p->view_epoch == ftl_agent_views_locked(a)->view.epoch;
 }
 
-static const char *name_of_locked(ftl_agent *a, const ftl_pace *p, uint32_t r)
+const char *ftl_pace_name_locked(ftl_agent *a, const ftl_pace *p, uint32_t r)
 {
 	const ftl_rdv_view *v = &ftl_agent_views_locked(a)->view;
-	return r < v->n ? v->members[r].name : "";
+	return v->epoch == p->view_epoch && r < v->n ? v->members[r].name : "";
 }
 
 void ftl_pace_status_locked(ftl_agent *a, json_t *view)
@@ -29,11 +29,11 @@ void ftl_pace_status_locked(ftl_agent *a, json_t *view)
 		return;
 	json_t *ranks = json_array();
 	for (uint32_t i = 0; i < p->n; i++)
-		json_array_append_new(ranks, json_pack("{s:i,s:s,s:f,s:f,s:f}", "rank", (json_int_t)i, "name",
-							name_of_locked(a, p, i), "step_ms", p->rows[i].step_ms, "comm_ms",
+		json_array_append_new(ranks, json_pack("{s:I,s:s,s:f,s:f,s:f}", "rank", (json_int_t)i, "name",
+							ftl_pace_name_locked(a, p, i), "step_ms", p->rows[i].step_ms, "comm_ms",
 							p->rows[i].comm_ms, "lead_ms", p->rows[i].lead_ms));
 	json_t *slow = p->slow >= 0 ? json_integer(p->slow) : json_null();
-	json_t *slow_name = p->slow >= 0 ? json_string(name_of_locked(a, p, (uint32_t)p->slow)) : json_null();
+	json_t *slow_name = p->slow >= 0 ? json_string(ftl_pace_name_locked(a, p, (uint32_t)p->slow)) : json_null();
 	json_object_set_new(view, "pace", json_pack("{s:I,s:i,s:o,s:o,s:o}", "epoch", (json_int_t)p->view_epoch,
 						    "window_steps", FTL_PACE_WINDOW_STEPS, "slow_rank", slow,
 						    "slow_name", slow_name, "ranks", ranks));
@@ -45,7 +45,7 @@ static void per_rank(ftl_agent *a, ftl_metrics_text *t, const ftl_pace *p, const
 	ftl_metrics_family(t, name, "gauge", help);
 	for (uint32_t i = 0; i < p->n; i++) {
 		ftl_metrics_put(t, "%s{rank=\"%u\",name=", name, i);
-		ftl_metrics_label_value(t, name_of_locked(a, p, i));
+		ftl_metrics_label_value(t, ftl_pace_name_locked(a, p, i));
 		ftl_metrics_put(t, "} %.9g\n", *(const double *)((const char *)&p->rows[i] + offset) / 1000.0);
 	}
 }

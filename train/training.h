@@ -68,6 +68,8 @@ void ftl_pace_after_step(struct ftl_agent *a, int64_t took_us, bool is_done);
 /* pace_report.c, under the lock: the verdict in the status's view object and in /metrics. */
 void ftl_pace_status_locked(struct ftl_agent *a, json_t *view);
 void ftl_pace_metrics_locked(struct ftl_agent *a, ftl_metrics_text *t);
+/* The name of rank r of the verdict, when the agent's view is the verdict's ("" if not: it moved on). */
+const char *ftl_pace_name_locked(struct ftl_agent *a, const ftl_pace *p, uint32_t r);
 
 /* train_hooks.c: what the agent calls (agent/agent_training.h) */
 extern const struct ftl_agent_training_ops ftl_training_hooks;
