@@ -229,6 +229,15 @@ void ftl_comm_abort(ftl_comm *comm)
 	comm->ops->abort(comm);
 }
 
+void ftl_comm_hang_up(ftl_comm *comm)
+{
+	if (comm == NULL)
+		return;
+	ftl_comm_abort(comm);
+	if (comm->ops->hang_up)
+		comm->ops->hang_up(comm);
+}
+
 int ftl_comm_is_aborted(const ftl_comm *comm)
 {
 	return comm != NULL && (atomic_load(&comm->is_aborted) || comm->broken != FTL_OK);

@@ -53,6 +53,9 @@ struct ftl_comm_backend_ops {
 	ftl_err (*await)(struct ftl_comm *comm);
 	/* Wakes a blocked call; is_aborted is already set. Any thread, async-signal-safe. */
 	void (*abort)(struct ftl_comm *comm);
+	/* After abort: shuts the connections down, so that a peer in a call with this rank fails at once
+	 * instead of at its deadline (ftl_comm_hang_up). NULL: abort alone. */
+	void (*hang_up)(struct ftl_comm *comm);
 	void (*destroy)(struct ftl_comm *comm);
 	/* The compressed f32 allreduce (FTL_ALLREDUCE_BF16) in the backend's own memory; NULL: comm.c
 	 * compresses in host memory around a bf16 allreduce (tcp). residual may be NULL. */
@@ -207,6 +210,11 @@ ftl_err ftl_comm_fail_diag(ftl_err err, const char *fmt, ...) __attribute__((for
 
 /* Milliseconds on the monotonic clock, for deadlines. */
 int64_t ftl_comm_now_ms(void);
+/* Leaves comm for good, telling the peers: it is aborted, and its connections are shut down (not closed:
+ * the descriptors stay the owner's until destroy), so a peer waiting in a call with this rank fails then,
+ * as if it had died. For a communicator its owner holds but will never call again (a subgroup whose parent
+ * communicator was replaced: train/subgroups.c). The calling thread must not be in a call on comm. */
+void ftl_comm_hang_up(ftl_comm *comm);
 
 /* A transport as the face sees it: one constant in the transport's own file, listed by backend in comm.c's
  * table (a backend not built in has no entry). */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "comm_tcp.h"
@@ -41,6 +42,17 @@ static void tcp_abort(struct ftl_comm *comm)
 	uint64_t one = 1;
 	if (t->wake_fd >= 0)
 		(void)!write(t->wake_fd, &one, sizeof(one));
+}
+
+static void shut_down(int fd)
+{
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR); /* ENOTSOCK for the eventfd: nothing to do there */
+}
+
+static void tcp_hang_up(struct ftl_comm *comm)
+{
+	each_fd((struct ftl_comm_tcp *)comm, shut_down);
 }
 
 static void tcp_destroy(struct ftl_comm *comm)
@@ -118,6 +130,7 @@ static const struct ftl_comm_backend_ops tcp_ops = {
 	.peer_addr = tcp_peer_addr,
 	.shrink = NULL,
 	.abort = tcp_abort,
+	.hang_up = tcp_hang_up,
 	.destroy = tcp_destroy,
 	.is_async = true,
 };

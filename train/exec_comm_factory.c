@@ -65,6 +65,7 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, const ftl_rdv_view *w)
 	t->ctrl_comm = c->ctrl != c->data ? c->ctrl : NULL;
 	if (c->data && ftl_agent_views_locked(a)->view.seq != w->seq)
 		ftl_training_abort_comms_locked(t);
+	ftl_subgroups_hang_up_locked(t); /* split from the communicator replaced here */
 	t->comm_seq = c->data ? w->seq : 0;
 	if (!c->data || is_tcp) {
 		free(t->comm_keys);

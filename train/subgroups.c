@@ -109,6 +109,12 @@ void ftl_subgroups_abort_locked(ftl_training *t)
 		ftl_comm_abort(t->subgroups[i]);
 }
 
+void ftl_subgroups_hang_up_locked(ftl_training *t)
+{
+	for (int i = 0; i < t->n_subgroups; i++)
+		ftl_comm_hang_up(t->subgroups[i]);
+}
+
 void ftl_subgroups_free(ftl_training *t)
 {
 	for (int i = 0; i < t->n_subgroups; i++)

@@ -59,6 +59,10 @@ void ftl_training_abort_comms_locked(ftl_training *t);
 
 /* subgroups.c: under the lock, aborts the subgroups with the view's communicators; at the end, frees them. */
 void ftl_subgroups_abort_locked(ftl_training *t);
+/* The communicator the subgroups were split from is replaced: each is hung up (ftl_comm_hang_up), so a
+ * member still in a call on one (it finished its step in the old view while this one moved on) fails at
+ * once and runs its step again, instead of waiting out the collective timeout. */
+void ftl_subgroups_hang_up_locked(ftl_training *t);
 void ftl_subgroups_free(ftl_training *t);
 
 /* pace_exchange.c, training thread: before a step runs (the exchange, when due: its error fails the step

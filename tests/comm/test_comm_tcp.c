@@ -17,6 +17,9 @@
  *   abort       ftl_comm_abort from another thread returns a blocked allreduce within 100 ms; the peer
  *               learns at once (peer lost); both rebuild
  *   mismatch    ranks calling different collectives get "mismatched collectives", not garbage
+ *   hangup N    rank 0 hangs up (ftl_comm_hang_up) and stays alive: the others' allreduce fails with peer
+ *               lost, not with a timeout at its deadline (rank 0 outlives that deadline, so only the hang-up
+ *               can tell them)
  * Measured latencies are printed as JSON lines. */
 #include <pthread.h>
 #include <signal.h>
@@ -454,6 +457,28 @@ static int mismatch_child(struct harness_child *c)
 	return rc;
 }
 
+enum { HANGUP_DEADLINE_MS = 5000 };
+
+static int hangup_child(struct harness_child *c)
+{
+	ftl_comm *comm = harness_comm_all(c, 1, HANGUP_DEADLINE_MS);
+	if (comm == NULL)
+		return 1;
+	float buf[4096] = {0};
+	int rc = ftl_comm_allreduce(comm, buf, buf, 4096, FTL_F32, FTL_SUM, NULL, NULL) != FTL_OK;
+	if (c->rank == 0) {
+		ftl_comm_hang_up(comm); /* and no call after it: a failed call would close the links itself */
+		harness_sleep_ms(HANGUP_DEADLINE_MS + 2000);
+		rc |= !ftl_comm_is_aborted(comm);
+	} else {
+		ftl_err e = ftl_comm_allreduce(comm, buf, buf, 4096, FTL_F32, FTL_SUM, NULL, NULL);
+		fprintf(stderr, "rank %d after the hang-up: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
+		rc |= e != FTL_ERR_PEER_LOST;
+	}
+	ftl_comm_destroy(comm);
+	return rc;
+}
+
 static int run_plain(int n, harness_child_fn fn, int limit_s)
 {
 	struct harness h;
@@ -491,8 +516,10 @@ int main(int argc, char **argv)
 		rc = abort_test();
 	else if (strcmp(what, "mismatch") == 0)
 		rc = run_plain(2, mismatch_child, 30);
+	else if (strcmp(what, "hangup") == 0)
+		rc = run_plain(n, hangup_child, 60);
 	else {
-		fprintf(stderr, "usage: %s correct|large|algos|kill|killsmall|stopsmall|stop|abort|mismatch [world size]\n", argv[0]);
+		fprintf(stderr, "usage: %s correct|large|algos|kill|killsmall|stopsmall|stop|abort|mismatch|hangup [world size]\n", argv[0]);
 		return 2;
 	}
 	printf("%s %s %d: %s\n", argv[0], what, n, rc ? "FAILED" : "ok");
