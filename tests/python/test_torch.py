@@ -301,3 +301,58 @@ def test_state_refuses_what_shards_over_the_world(agent):
             ftl.torch.ElasticState(agent, plain, zero)
     finally:
         dist.destroy_process_group()
+
+
+def test_hsdp_mesh_and_its_refusals(tmp_path):
+    """ftl.torch.hsdp_mesh on a worker of a replica of one: FSDP2 trains on it through execute(); what would
+    go wrong without a word is refused with a sentence: a mesh for a worker of no replica, an optimizer made
+    before fully_shard (it would step tensors FSDP2 no longer reads), none at all, ftl's rank-0 saves and
+    checkpoints (rank 0 holds one shard)."""
+    import torch.distributed as dist
+    from torch.distributed.fsdp import fully_shard
+
+    def make(**extra):
+        return ftl.Agent(name="solo", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path / "run"), insecure=True,
+                         log_level="warn", replica="r0", replica_index=0, replica_size=1, **extra)
+    plain = ftl.Agent(name="plain", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path / "plain"), insecure=True,
+                      log_level="warn")
+    ftl.torch.init_process_group(plain)
+    try:
+        with pytest.raises(ftl.Error, match="declares no replica"):
+            ftl.torch.hsdp_mesh(plain)
+    finally:
+        dist.destroy_process_group()
+        plain.close()
+    for extra, fix in (({}, None), ({"checkpoint_dir": str(tmp_path / "ckpt")}, "FTL_CHECKPOINT_DIR")):
+        a = make(**extra)
+        ftl.torch.init_process_group(a)
+        try:
+            model = mlp()
+            early = torch.optim.SGD(model.parameters(), lr=0.1)
+            fully_shard(model, mesh=ftl.torch.hsdp_mesh(a))
+            if fix:
+                with pytest.raises(ftl.Error, match=fix):
+                    ftl.torch.ElasticState(a, model, torch.optim.SGD(model.parameters(), lr=0.1))
+                continue
+            with pytest.raises(ftl.Error, match="made before fully_shard"):
+                ftl.torch.ElasticState(a, model, early)
+            with pytest.raises(ftl.Error, match="needs its optimizer"):
+                ftl.torch.ElasticState(a, model)
+            optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+            state = ftl.torch.ElasticState(a, model, optimizer)
+            with pytest.raises(ftl.Error, match="rank 0 holds one shard"):
+                state.save(str(tmp_path / "x.pt"))
+            before = state.digest()
+
+            def step(info):
+                optimizer.zero_grad()
+                model(torch.ones(4, 8)).pow(2).mean().backward()
+                optimizer.step()
+            with a:
+                for _ in range(3):
+                    a.execute(step)
+                assert a.job_status()["step"] == 3
+            assert state.digest() != before, "three steps of FSDP2 on the HSDP mesh changed nothing"
+        finally:
+            dist.destroy_process_group()
+            a.close()

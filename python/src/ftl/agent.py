@@ -50,13 +50,16 @@ class StepInfo:
 
 def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
     """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py). Returns
-    (pointer, the job's backend)."""
+    (pointer, the job's backend, (replica index, replica size) or None without a replica, whether it
+    writes checkpoints)."""
     with settings(lib_, values, with_env=True) as s:
         backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
         ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
         if not ptr:
             raise config_error(lib_, "ftl: the agent could not be created")
-        return ptr, backend
+        size = text(lib_.ftl_settings_get(s, b"replica_size"))  # the agent has refused a bad one already
+        replica = (int(text(lib_.ftl_settings_get(s, b"replica_index"))), int(size)) if size and int(size) else None
+        return ptr, backend, replica, bool(text(lib_.ftl_settings_get(s, b"checkpoint_dir")))
 
 
 class Agent:
@@ -69,6 +72,9 @@ class Agent:
     (register, register_state, set_sampler) before start() (or before the first
     execute(), which starts the agent when nothing did).
 
+    `agent.replica` is (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) for a worker of a replica (a sharded model's:
+    ftl.torch.hsdp_mesh), else None.
+
     The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
     sends them to Python's logging instead, with their fields as values (ftl/_logging.py says how).
     """
@@ -78,7 +84,8 @@ class Agent:
         self._ptr: Optional[int] = None
         target = _logging.resolve(logger)
         self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
-        ptr, self.backend = _new_agent(self._lib, settings, self._log_fn)
+        # replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP), else None
+        ptr, self.backend, self.replica, self.checkpointing = _new_agent(self._lib, settings, self._log_fn)
         self._ptr = ptr
         if self._log_fn is not None:
             _logging.track(self)
@@ -100,6 +107,7 @@ class Agent:
         self._before_step: List[Callable[[StepInfo], None]] = []
         self._loop: Any = None  # loop mode's driver (ftl.torch.ElasticSampler)
         self._step_end: List[Callable[[], None]] = []
+        self._step_done: List[Callable[[StepInfo], None]] = []
         self._peer_failure: Optional[Error] = None
         self._saved = b""
         self._epoch_end: list = []       # on_data_epoch_end's functions
@@ -293,6 +301,7 @@ class Agent:
         self._outcome["data_epoch"] = info.data_epoch  # the run that succeeds says which data epoch it drew from
         self._step_thread = threading.get_ident()
         self._step_view = info.view_epoch  # the view the running step runs in (a subgroup's check)
+        self._step_place = (info.view_epoch, info.rank, info.world_size)  # where it runs (HSDP's groups)
         self._peer_failure = None
         try:
             try:
@@ -309,6 +318,8 @@ class Agent:
                 raise unwaited
             if self._peer_failure is not None:  # a process-group collective lost a peer, caught or not
                 raise self._peer_failure
+            for hook in self._step_done:  # the step is done on this worker (HSDP's shards count it)
+                hook(info)
             return 0  # a registered tensor the step gave other storage is refused by the next execute
         except Error as e:
             if e.code in PEER_CODES:   # lost a peer: ftl_execute waits for a new view and runs the step again

@@ -59,6 +59,7 @@ from ._buckets import GradientAverager
 from ._checkpoint import load_checkpoint
 from ._data import batch, micro_batches
 from ._elastic_sampler import ElasticSampler
+from ._hsdp import hsdp_mesh
 from ._loader import ElasticLoader
 from ._loop import last_commit, steps
 from ._lr import LRScaling, lr_scaling
@@ -69,4 +70,4 @@ from ._streams import streams
 
 __all__ = ["ElasticState", "ElasticProcessGroup", "init_process_group", "process_group", "GradientAverager", "load_checkpoint", "batch",
            "micro_batches", "lr_scaling", "LRScaling", "ElasticLoader", "ElasticBatchSampler", "streams", "ElasticSampler", "agent", "last_commit",
-           "steps"]
+           "steps", "hsdp_mesh"]

@@ -35,10 +35,14 @@ REGISTERED_DTYPES = frozenset(("torch.float32", "torch.float64", "torch.float16"
                                "torch.int64"))
 
 
-def named_tensors(model: torch.nn.Module) -> Tuple[Named, Named]:
-    """(registrable, unregistrable): the model's parameters and buffers under their buffer names."""
+def named_tensors(model: torch.nn.Module, skip_dtensors: bool = False) -> Tuple[Named, Named]:
+    """(registrable, unregistrable): the model's parameters and buffers under their buffer names; without the
+    DTensors with skip_dtensors (an HSDP model's shards sync shard by shard: _shard_sync.py)."""
     named = list(model.named_parameters()) + [(n, t) for n, t in model.named_buffers() if t is not None]
     named = [(_buffer_name(i, n), t) for i, (n, t) in enumerate(named)]
+    if skip_dtensors:
+        from torch.distributed.tensor import DTensor
+        named = [(n, t) for n, t in named if not isinstance(t, DTensor)]
     is_registrable = [str(t.dtype) in REGISTERED_DTYPES for _, t in named]
     return ([x for x, ok in zip(named, is_registrable) if ok], [x for x, ok in zip(named, is_registrable) if not ok])
 

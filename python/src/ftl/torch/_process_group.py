@@ -27,7 +27,8 @@ hand (no joiner enters until the next execute), blocking, and a lost peer raises
 The group's other rooms: _tensor_args.py (what the group makes of torch's tensors and options), _rooted.py
 (reduce, gather, scatter, all-to-all, point-to-point), _p2p.py (posted messages run as batches),
 _completions.py (the futures' thread, and the order of comm hooks' collectives), _subgroup.py (groups of
-some ranks, for one view: new_group, split_group), _work.py (Work and its future), _backend.py (the backend
+some ranks, for one view: new_group, split_group), _hsdp.py (HSDP's two groups, which follow the views, and
+their mesh), _work.py (Work and its future), _backend.py (the backend
 object torch reads a group's name and abilities from), _registry.py (each view's group in torch's tables).
 """
 from __future__ import annotations

@@ -16,14 +16,14 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
 
-_SERIAL = itertools.count(1)
+SERIAL = itertools.count(1)  # names of groups ftl enters in torch's tables (HSDP's too: _hsdp.py)
 
 
 def enter(group: Any, view_epoch: int, world: int) -> None:
     """group in torch's tables as a group of every rank of a view of world ranks (view rank i is global
     rank i, as for the default group), under a name of its own: the view's, and a serial (two groups that
     follow the agent, the default one and a whole-world new_group, each have a group per view)."""
-    name = f"ftl-view-{view_epoch}.{next(_SERIAL)}"
+    name = f"ftl-view-{view_epoch}.{next(SERIAL)}"
     group._set_group_name(name)
     c10d._world.pg_map[group] = ("ftl", None)
     c10d._world.pg_names[group] = name

@@ -42,22 +42,34 @@ def _refuse_zero(optimizer: Any) -> None:
                     "holds the whole optimizer state)", INVALID)
 
 
-def _refuse_sharded(model: torch.nn.Module) -> None:
-    """A model sharded over the ranks (FSDP2's fully_shard or tensor parallelism: DTensor parameters; FSDP1's
-    flat parameters) holds a different part of each tensor on each rank, sized by the world it was sharded
-    over. ElasticState syncs rank 0's tensors to the others and keeps their sizes, which would copy rank 0's
-    shards over everyone's, silently: refused until ftl re-shards at a view change."""
+def _sharding_of(agent: Any, model: torch.nn.Module) -> bool:
+    """True for a model of FSDP2 modules on ftl's HSDP mesh (ftl.torch.hsdp_mesh): its shards sync shard by
+    shard (_shard_sync.py). Any other sharded model (FSDP2 or tensor parallelism on another mesh: DTensor
+    parameters; FSDP1's flat parameters) holds a different part of each tensor on each rank, sized by the
+    world it was sharded over; ElasticState syncs rank 0's tensors to the others and keeps their sizes, which
+    would copy rank 0's shards over everyone's, silently: refused."""
     from torch.distributed.fsdp import FullyShardedDataParallel
     from torch.distributed.tensor import DTensor
     why = ("sized by the world it was sharded over, which ElasticState does not re-shard at a view change; give it "
-           "an unsharded model (DDP), or save and resume with torch.distributed.checkpoint")
+           "an unsharded model (DDP), shard it on ftl.torch.hsdp_mesh(agent) (HSDP over replicas), or save and "
+           "resume with torch.distributed.checkpoint")
     if isinstance(model, FullyShardedDataParallel):
         raise Error(f"ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, {why}",
                     INVALID)
+    mesh = getattr(agent, "_hsdp_mesh", None)
+    sharded = False
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         if isinstance(t, DTensor):
-            raise Error(f"ftl: ElasticState: the model's {name} is a DTensor (FSDP2's fully_shard or tensor "
-                        f"parallelism): each rank holds a different shard, {why}", INVALID)
+            if mesh is None or t.device_mesh != mesh:
+                raise Error(f"ftl: ElasticState: the model's {name} is a DTensor (FSDP2's fully_shard or tensor "
+                            f"parallelism) on a mesh that is not ftl.torch.hsdp_mesh(agent): each rank holds a "
+                            f"different shard, {why}", INVALID)
+            sharded = True
+    if sharded and agent.checkpointing:
+        raise Error("ftl: ElasticState: an HSDP model with FTL_CHECKPOINT_DIR set: ftl's checkpoints hold rank 0's "
+                    "state, which is shard 0 only; unset FTL_CHECKPOINT_DIR and save the shards with "
+                    "torch.distributed.checkpoint (every rank, in a step)", INVALID)
+    return sharded
 
 
 class ElasticState:
@@ -74,6 +86,11 @@ class ElasticState:
     before the first step of every view (and every retry) DDP gets a new reducer on that view's group. An
     optimizer given here never steps after a collective of the step lost a peer (its step() raises
     PeerLostError, and execute() runs the step again).
+
+    `model` may be FSDP2 modules on ftl.torch.hsdp_mesh(agent) (HSDP over replicas), with the optimizer made
+    after fully_shard: then shard i and its optimizer state come from shard i of a replica that holds the
+    job's step (_shard_sync.py), not from rank 0, and ftl's own checkpoints and save() are refused (use
+    torch.distributed.checkpoint); docs/guides/sharded.md.
 
     PyTorch's formats:
     - state.state_dict() is {"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"};
@@ -95,7 +112,8 @@ class ElasticState:
                  scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
                  **extras: Any):
         _refuse_zero(optimizer)
-        _refuse_sharded(model)
+        self._shards = None  # an HSDP model's own sync (_shard_sync.py), or None
+        is_sharded = _sharding_of(agent, model)
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             follow_views(agent, model)                                    # at each view's group
             model = model.module
@@ -111,7 +129,10 @@ class ElasticState:
         for extra in self.extras.values():
             if isinstance(extra, torch.optim.lr_scheduler.LRScheduler):
                 skip_when_dropped(agent, extra, "step")
-        tensors, self._unregistered = named_tensors(model)  # unregistered: bool buffers etc.
+        if is_sharded:
+            from ._shard_sync import ShardSync
+            self._shards = ShardSync(agent, model, optimizer)
+        tensors, self._unregistered = named_tensors(model, skip_dtensors=is_sharded)  # unregistered: bool etc.
         buffers = plan(tensors)
         self.registered = self._register(buffers)
         self._layout = layout(model, buffers, self._unregistered)
@@ -130,14 +151,14 @@ class ElasticState:
 
     def _extra_state(self) -> Dict[str, Any]:
         loop = loop_of(self.agent)
-        return {"optimizer": self.optimizer.state_dict() if self.optimizer else None,
+        return {"optimizer": self.optimizer.state_dict() if self.optimizer and not self._shards else None,
                 "loop": [*loop.position, loop.loop_epoch],
                 "scaler": self.scaler.state_dict() if self.scaler is not None else None,
                 "extras": {k: v.state_dict() if hasattr(v, "state_dict") else v for k, v in self.extras.items()},
                 "rng": get_rng_state() if self.rng else None}
 
     def _apply_extra_state(self, saved: Dict[str, Any]) -> None:
-        if self.optimizer is not None and saved.get("optimizer") is not None:
+        if self.optimizer is not None and saved.get("optimizer") is not None and not self._shards:
             self.optimizer.load_state_dict(saved["optimizer"])  # casts to each parameter's device and dtype
         if self.scaler is not None and saved.get("scaler"):
             self.scaler.load_state_dict(saved["scaler"])
@@ -189,11 +210,19 @@ class ElasticState:
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """torch.save(state.state_dict(), path), atomically. On rank 0 only."""
+        self._refuse_on_one_rank("save")
         _formats.save_torch(self.state_dict(), path)
 
     def save_dcp(self, path: Union[str, os.PathLike]) -> None:
         """state.state_dict() as a torch.distributed.checkpoint directory. On rank 0 only."""
+        self._refuse_on_one_rank("save_dcp")
         _formats.save_dcp(self.state_dict(), path)
+
+    def _refuse_on_one_rank(self, what: str) -> None:
+        if self._shards is not None:
+            raise Error(f"ftl: ElasticState.{what}: rank 0 holds one shard of an HSDP model; save every rank's with "
+                        "torch.distributed.checkpoint.save(state.state_dict(), checkpoint_id=...), called by every "
+                        "rank in a step", INVALID)
 
     def load(self, path: Union[str, os.PathLike]) -> Dict[str, Any]:
         """Loads a torch.save file, a DCP directory or an ftl checkpoint (load_state_dict); returns it."""
@@ -221,6 +250,7 @@ class ElasticState:
 
 
 def _hash_tensor(h: Any, t: torch.Tensor) -> None:
+    t = getattr(t, "_local_tensor", t)  # a DTensor: this worker's shard (HSDP: equal across replicas)
     h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).cpu().numpy().tobytes())
 
 

@@ -22,6 +22,17 @@ from ._process_group import Calls, ElasticProcessGroup, check_not_dropped
 from ._work import _failed
 
 
+def new_comm(agent: Any, ranks: List[int], what: str) -> int:
+    """A communicator over these view ranks, split from the view's (ftl_subgroup_new); PeerLostError and the
+    like when it cannot be made."""
+    handle = agent._handle()
+    out = ctypes.c_void_p()
+    rc = agent._lib.ftl_subgroup_new(handle, (ctypes.c_int * len(ranks))(*ranks), len(ranks), ctypes.byref(out))
+    if rc != 0:
+        raise _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or f"ftl: {what} was not made")
+    return out.value
+
+
 class ElasticSubgroup(ElasticProcessGroup):
     _is_subgroup = True
 
@@ -60,13 +71,7 @@ class ElasticSubgroup(ElasticProcessGroup):
         return self._comm
 
     def _make(self) -> None:
-        agent, handle = self._agent, self._agent._handle()
-        ranks = (ctypes.c_int * len(self._ranks))(*self._ranks)
-        out = ctypes.c_void_p()
-        rc = agent._lib.ftl_subgroup_new(handle, ranks, len(self._ranks), ctypes.byref(out))
-        if rc != 0:
-            raise _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or "ftl: the subgroup was not made")
-        self._comm = out.value
+        self._comm = new_comm(self._agent, self._ranks, "the subgroup")
 
     def _view_ranks(self, ranks: List[int]) -> List[int]:
         return [self._ranks[r] for r in ranks]

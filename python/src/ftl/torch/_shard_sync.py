@@ -1,0 +1,184 @@
+"""State to a joining replica, shard by shard: an HSDP model's shards and their optimizer state.
+
+Why not the agent's state sync: that one sends rank 0's registered tensors and bytes to every other rank,
+and in a job of replicas rank 0 holds shard 0 only; shard i must come from shard i of a replica that holds
+the job's state. So ElasticState keeps an HSDP model's DTensors (and the optimizer state, which is sharded
+with them) out of the agent's registry and syncs them here, over the replicate group (the same index of every
+replica: _hsdp.py), before the step runs in each new view and on each retry.
+
+Who holds what: every worker counts the job steps its shards hold (`at`: -1 until it took part in a sync,
+then the step the sync was at, plus one for every step its step function finished). Before a step of a
+new view, the replicate group gathers the counts; the source is the first replica whose count is the job's
+step (info.step, which the agent's own sync made rank 0's), and every worker whose count differs takes the
+source's shard. So nothing moves when every replica holds the step (a death elsewhere, a view that only
+lost replicas); a restarted or returning replica gets every tensor of its shards. At the job's first step
+nobody holds anything yet and the first replica's shards are the job's (as rank 0's state is for DDP).
+When no replica holds the job's step for some shard (a death in the step's last collectives let one shard
+commit it and made another fail it on every replica), the step is refused with a sentence: the model would
+otherwise mix two steps without a word.
+"""
+from __future__ import annotations
+
+import io
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+import torch.distributed as dist
+
+from ..errors import INVALID, Error
+
+_DTENSOR = "ftl.dtensor"  # marks an optimizer state value that was a DTensor (its local shard travels)
+
+
+class ShardSync:
+    def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer]):
+        from ._hsdp import REPLICATE
+        self.agent, self.optimizer = agent, optimizer
+        self.group = agent._hsdp_groups[0]
+        assert self.group._dim == REPLICATE
+        self.model = fsdp_root(model)
+        self.tensors = sharded_tensors(model)
+        check_optimizer(optimizer, self.tensors)
+        optimizer.register_step_pre_hook(self.vote)
+        self.at = -1            # job steps this worker's shards hold (-1: never synced)
+        self.finished = True    # the last run of the step function here ended (False: it failed midway)
+        self.synced_view: Optional[int] = None
+        agent._before_step.append(self.before_step)
+        agent._step_done.append(self.step_done)
+
+    def vote(self, *_: Any) -> None:
+        """Before the optimizer steps, every rank of the view has finished its step's reductions. The shards'
+        collectives run in groups of some ranks, so without it shard 0 of every replica could finish a step
+        (and the job's end: leave) while shard 1's last reduction is still in flight, and a death then would
+        let one index commit a step that another fails everywhere. An allreduce of one number over the whole
+        view makes every rank's update wait for every rank's gradients; PeerLostError (nothing stepped) when
+        it fails."""
+        agent = self.agent
+        if agent._step_thread is None:
+            return
+        from ._process_group import process_group
+        dist.all_reduce(torch.ones(1), group=process_group(agent), async_op=False)
+        if agent._peer_failure is not None:
+            raise agent._peer_failure
+
+    def step_done(self, info: Any) -> None:
+        self.finished = True
+        if self.at == info.step:
+            self.at = info.step + 1
+
+    def before_step(self, info: Any) -> None:
+        if not self.finished:  # FSDP2 halfway through a forward or backward that lost a peer: start clean
+            self.model.reset_iter_state()
+        self.finished = False
+        if info.view_epoch == self.synced_view and info.attempt == 0:
+            return
+        counts = torch.tensor([self.at], dtype=torch.int64)
+        gathered = torch.empty(self.group.size(), dtype=torch.int64)
+        dist.all_gather_into_tensor(gathered, counts, group=self.group)
+        counts = gathered.tolist()
+        src = source(counts, info.step)
+        if src is None:
+            index = self.agent.replica[0]
+            raise Error(f"ftl: HSDP: no replica holds shard {index} at the job's step {info.step} (the replicas' "
+                        f"shards hold {counts} steps): a death in the last collectives of a step let other shards "
+                        "commit it and made this one fail it everywhere; resume from your last "
+                        "torch.distributed.checkpoint", INVALID)
+        if any(c != info.step for c in counts):
+            self._send_or_take(src)
+        self.at = info.step
+        self.synced_view = info.view_epoch
+
+    def _send_or_take(self, src: int) -> None:
+        with torch.no_grad():
+            for _, t in self.tensors:
+                dist.broadcast(local(t), group=self.group, group_src=src)
+        if self.optimizer is None:
+            return
+        mine = self.group.rank() == src
+        data = optimizer_bytes(self.optimizer) if mine else b""
+        length = torch.tensor([len(data)], dtype=torch.int64)
+        dist.broadcast(length, group=self.group, group_src=src)
+        buf = torch.frombuffer(bytearray(data), dtype=torch.uint8) if mine else torch.empty(int(length), dtype=torch.uint8)
+        dist.broadcast(buf, group=self.group, group_src=src)
+        if not mine:
+            load_optimizer(self.optimizer, buf.numpy().tobytes())
+
+
+def fsdp_root(model: torch.nn.Module) -> Any:
+    """The model, when fully_shard made it an FSDP2 root whose failed iterations can be reset; refused
+    otherwise with the fix."""
+    from torch.distributed.fsdp import FSDPModule
+    if not isinstance(model, FSDPModule):
+        raise Error("ftl: ElasticState: an HSDP model is given to it whole, fully_shard(model, mesh=mesh) after "
+                    "its layers (as FSDP2's docs do): a step that loses a peer resets the root's iteration", INVALID)
+    if not hasattr(model, "reset_iter_state"):
+        raise Error(f"ftl: ElasticState: this torch ({torch.__version__}) has no FSDPModule.reset_iter_state, which "
+                    "an HSDP step that loses a peer needs before it runs again; upgrade torch", INVALID)
+    return model
+
+
+def check_optimizer(optimizer: Optional[torch.optim.Optimizer], tensors: List[Tuple[str, Any]]) -> None:
+    """An optimizer made before fully_shard holds the unsharded parameters, which FSDP2 no longer trains:
+    it would step tensors nobody reads, and the model would not learn, without an error. And one there must
+    be: the step's vote runs before it steps (ShardSync.vote)."""
+    if optimizer is None:
+        raise Error("ftl: ElasticState: an HSDP model needs its optimizer given too (ElasticState(agent, model, "
+                    "optimizer)): its state is sharded with the model, and no shard may step before every rank "
+                    "has its gradients", INVALID)
+    shards = {id(t) for _, t in tensors}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if id(p) not in shards:
+                raise Error("ftl: ElasticState: the optimizer holds a parameter that is not one of the model's shards "
+                            "(made before fully_shard?); make the optimizer after fully_shard, from "
+                            "model.parameters()", INVALID)
+
+
+def source(counts: List[int], step: int) -> Optional[int]:
+    """The replicate-group rank whose shards are the job's at `step`: the first that holds it; at step 0 the
+    first replica whatever it holds (nobody has trained yet); None when nobody holds it."""
+    for rank, held in enumerate(counts):
+        if held == step:
+            return rank
+    return 0 if step == 0 else None
+
+
+def sharded_tensors(model: torch.nn.Module) -> List[Tuple[str, Any]]:
+    from torch.distributed.tensor import DTensor
+    named = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers() if b is not None]
+    return [(n, t) for n, t in named if isinstance(t, DTensor)]
+
+
+def local(t: Any) -> torch.Tensor:
+    """A DTensor's shard on this worker, the tensor itself (writes land in the model's storage)."""
+    return t._local_tensor if hasattr(t, "_local_tensor") else t
+
+
+def optimizer_bytes(optimizer: torch.optim.Optimizer) -> bytes:
+    """optimizer.state_dict(), its DTensor values as their local shards (a DTensor names its mesh, which
+    does not travel)."""
+    sd = optimizer.state_dict()
+    state = {k: {n: (_DTENSOR, local(v).detach().clone()) if _is_dtensor(v) else v for n, v in s.items()}
+             for k, s in sd["state"].items()}
+    out = io.BytesIO()
+    torch.save({"state": state, "param_groups": sd["param_groups"]}, out)
+    return out.getvalue()
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, data: bytes) -> None:
+    """The inverse of optimizer_bytes: each shard made a DTensor again on its parameter's mesh."""
+    from torch.distributed.tensor import DTensor
+    sd = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    state: Dict[int, Dict[str, Any]] = {}
+    for k, s in sd["state"].items():
+        p = params[int(k)]
+        state[k] = {n: DTensor.from_local(v[1].to(local(p).device), p.device_mesh, p.placements, run_check=False,
+                                          shape=p.shape, stride=p.stride())
+                    if isinstance(v, tuple) and v and v[0] == _DTENSOR else v for n, v in s.items()}
+    optimizer.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+
+
+def _is_dtensor(v: Any) -> bool:
+    from torch.distributed.tensor import DTensor
+    return isinstance(v, DTensor)

@@ -1,0 +1,185 @@
+"""HSDP on ftl through a death and a rejoin: 3 replicas x 2 shards, each a real worker process, an MLP under
+FSDP2's fully_shard on ftl.torch.hsdp_mesh(agent), Adam, ElasticState. At a step of the view of six, shard 1
+of replica r1 kills itself with kill -9 between its forward and backward passes. What must happen:
+- the step runs again in a view of the other two replicas (four ranks), which train on; r1's shard 0 waits
+  (a hot spare) and runs no step while its replica is not whole;
+- the killed shard is started again (the parent does, as a pod's restart would): r1 is whole again, rejoins,
+  and both its shards take their state from the same index of a surviving replica (a fresh one and a stale
+  one), so after every step every replica's shard i holds the same bytes (parameters and Adam state);
+- the gradient is averaged by the live world: each step's parameters equal, on every rank, a replay of
+  the same steps by one process over the same global batch (the data of the step is a function of the
+  step and of the global rank's place, so the replay knows it).
+Each worker writes a JSON line per step to a file; the parent checks them and exits 1 on any broken promise.
+
+    hsdp_elastic.py
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+REPLICAS, SIZE, STEPS, KILL_AT, ROWS, DIM = 3, 2, 10, 4, 4, 8
+WHOLE_AGAIN = 3  # steps of all six after the rejoin before the job ends
+
+
+def make_model(seed):
+    import torch
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(DIM, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+
+
+def adam(model):
+    import torch
+    return torch.optim.Adam(model.parameters(), lr=0.01)  # after fully_shard: on the shards
+
+
+def batch(step, rank):
+    import torch
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(ROWS, DIM, generator=g)
+
+
+def worker(replica, index, ports, run_dir, restarted):
+    import faulthandler
+    faulthandler.dump_traceback_later(100, exit=True)  # a worker stuck past the test's time says where
+    import torch
+    import ftl
+    import ftl.torch
+    from torch.distributed.fsdp import fully_shard
+    name = f"r{replica}s{index}"
+    me = replica * SIZE + index
+    agent = ftl.Agent(name=name, bind=f"127.0.0.1:{ports[me]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
+                      run_dir=os.path.join(run_dir, name + ("b" if restarted else "")), min_workers=2,
+                      settle_ms=300, replica=f"r{replica}", replica_index=index, replica_size=SIZE,
+                      log_level=os.environ.get("HSDP_LOG", "warn"), collective_timeout_ms=20000)
+    ftl.torch.init_process_group(agent)
+    model = make_model(seed=7 if not restarted else 99)  # the restarted shard starts elsewhere
+    mesh = ftl.torch.hsdp_mesh(agent)
+    for layer in (model[0], model[2]):
+        fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    optimizer = adam(model)
+    state = ftl.torch.ElasticState(agent, model, optimizer)
+    open(os.path.join(run_dir, f"ready-{name}"), "w").close()  # start together: the first view has all six
+    while not restarted and len([f for f in os.listdir(run_dir) if f.startswith("ready-")]) < REPLICAS * SIZE:
+        time.sleep(0.02)
+    seen = {"six": None, "run": 0, "last": None}
+
+    def step(info):
+        if info.world_size == REPLICAS * SIZE and seen["six"] is None:
+            seen["six"] = info.step
+        if info.world_size < REPLICAS * SIZE and seen["six"] is not None:
+            time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace
+        optimizer.zero_grad()
+        loss = model(batch(info.step, info.rank)).pow(2).mean()
+        if seen["six"] is not None and info.step == seen["six"] + KILL_AT and name == "r1s1" and not restarted:
+            os.kill(os.getpid(), signal.SIGKILL)
+        loss.backward()
+        optimizer.step()
+        return info
+
+    # reports go to a file: a pipe the parent reads one process at a time would fill and stop the worker
+    report = open(os.path.join(run_dir, f"report-{name}{'b' if restarted else ''}.jsonl"), "w", buffering=1)
+    with agent:  # to the same step on every worker: STEPS done and WHOLE_AGAIN consecutive steps of six
+        while agent.job_status()["step"] < STEPS or seen["run"] < WHOLE_AGAIN:
+            info = agent.execute(step)
+            whole = info.world_size == REPLICAS * SIZE
+            seen["run"] = seen["run"] + 1 if whole and seen["last"] == info.step - 1 else int(whole)
+            seen["last"] = info.step
+            report.write(json.dumps({"worker": name, "step": info.step, "view": info.view_epoch, "rank": info.rank,
+                                     "world": info.world_size, "attempt": info.attempt, "digest": state.digest(),
+                                     "params": [p._local_tensor.detach().reshape(-1).tolist()
+                                                for p in model.parameters()]}) + "\n")
+
+
+def replay(rows_by_step):
+    """One process, the whole model, the same steps: each step's gradient the mean over the step's ranks."""
+    import torch
+    model = make_model(seed=7)  # the first replica's start is the job's
+    optimizer = adam(model)
+    out = {}
+    for step in sorted(rows_by_step):
+        world = rows_by_step[step]
+        optimizer.zero_grad()
+        losses = [model(batch(step, r)).pow(2).mean() for r in range(world)]
+        (sum(losses) / world).backward()
+        optimizer.step()
+        out[step] = [p.detach().clone() for p in model.parameters()]
+    return out
+
+
+def shard_of(rows, index):
+    """FSDP2's shard `index` of a parameter: torch.chunk by rows (dim 0), none where the rows run out."""
+    import torch
+    chunks = torch.chunk(rows, SIZE)
+    return chunks[index].reshape(-1) if index < len(chunks) else torch.empty(0)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker(int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4].split(",")], sys.argv[5],
+               sys.argv[6] == "1")
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
+    from cluster import free_port
+    ports = [free_port() for _ in range(REPLICAS * SIZE)]
+
+    def start(replica, index, restarted):
+        return subprocess.Popen([sys.executable, __file__, "--worker", str(replica), str(index),
+                                 ",".join(map(str, ports)), run_dir, "1" if restarted else "0"],
+                                stdout=subprocess.PIPE, text=True)
+    with tempfile.TemporaryDirectory() as run_dir:
+        procs = [start(r, i, False) for r in range(REPLICAS) for i in range(SIZE)]
+        victim = procs[1 * SIZE + 1]
+        victim.wait(timeout=150)
+        procs.append(start(1, 1, True))  # its pod restarted
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from ranks import outputs
+        outs = outputs(procs, 150)
+        reports = [json.loads(line) for f in sorted(os.listdir(run_dir)) if f.startswith("report-")
+                   for line in open(os.path.join(run_dir, f)) if line.startswith("{")]
+    bad = []
+    codes = [c for c, _ in outs]
+    if codes[SIZE + 1] != -signal.SIGKILL or any(c != 0 for i, c in enumerate(codes) if i != SIZE + 1):
+        bad.append(f"wanted r1s1 killed and every other worker (and its restart) to exit 0, got {codes}")
+    by_step = {}
+    for r in reports:
+        by_step.setdefault(r["step"], []).append(r)
+    worlds = {s: rs[0]["world"] for s, rs in by_step.items()}
+    for s, rs in sorted(by_step.items()):
+        for index in range(SIZE):
+            digests = {r["digest"] for r in rs if r["rank"] % SIZE == index}
+            if len(digests) != 1:
+                bad.append(f"step {s}: shard {index}'s replicas hold different state {sorted(digests)}")
+        if len({r["world"] for r in rs}) != 1 or len(rs) != rs[0]["world"]:
+            bad.append(f"step {s}: {len(rs)} reports of worlds {sorted({r['world'] for r in rs})}")
+    if not any(w == 4 for w in worlds.values()) or worlds.get(max(worlds, default=0)) != 6:
+        bad.append(f"wanted steps in a view of four, then six again at the end, got worlds {worlds}")
+    first_six = min([s for s, w in worlds.items() if w == 6] or [0])
+    partner = [r["step"] for r in reports if r["worker"] == "r1s0"]
+    if any(worlds[s] == 4 and s > first_six for s in partner):
+        bad.append("r1's shard 0 ran a step while its replica was not whole")
+    want = replay(worlds)
+    import torch
+    for r in reports:
+        got = [torch.tensor(p) for p in r["params"]]
+        index = r["rank"] % SIZE
+        ref = [p.reshape(-1) for p in want[r["step"]]]
+        # FSDP2 shards each parameter by rows (dim 0): this shard's rows of the replay's
+        ref = [shard_of(p.reshape(q.shape[0], -1), index) for p, q in zip(ref, want[r["step"]])]
+        if any(not torch.allclose(a, b, atol=1e-5) for a, b in zip(got, ref)):
+            bad.append(f"step {r['step']}: {r['worker']}'s shard differs from the one-process replay: "
+                       f"{[t[:3].tolist() for t in got]} against {[t[:3].tolist() for t in ref]}")
+            break
+    for line in bad[:20]:
+        print(line)
+    print(json.dumps({"steps": len(by_step), "worlds": worlds, "retries": sum(r["attempt"] > 0 for r in reports)}))
+    print("HSDP through a death and a rejoin: " + ("ok" if not bad else f"{len(bad)} broken promises"))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
