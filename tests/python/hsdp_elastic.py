@@ -22,13 +22,14 @@ import tempfile
 import time
 
 REPLICAS, SIZE, STEPS, KILL_AT, ROWS, DIM = 3, 2, 10, 4, 4, 8
+HIDDEN = int(os.environ.get("HSDP_HIDDEN", "16"))  # bench/rescale/hsdp.py sizes the shards with it
 WHOLE_AGAIN = 3  # steps of all six after the rejoin before the job ends
 
 
 def make_model(seed):
     import torch
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(DIM, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+    return torch.nn.Sequential(torch.nn.Linear(DIM, HIDDEN), torch.nn.Tanh(), torch.nn.Linear(HIDDEN, 1))
 
 
 def adam(model):
@@ -71,11 +72,11 @@ def worker(replica, index, ports, run_dir, restarted):
     def step(info):
         if info.world_size == REPLICAS * SIZE and seen["six"] is None:
             seen["six"] = info.step
-        if info.world_size < REPLICAS * SIZE and seen["six"] is not None:
-            time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace
         optimizer.zero_grad()
         loss = model(batch(info.step, info.rank)).pow(2).mean()
         if seen["six"] is not None and info.step == seen["six"] + KILL_AT and name == "r1s1" and not restarted:
+            with open(os.path.join(run_dir, "killed-at"), "w") as f:
+                f.write(repr(time.time()))
             os.kill(os.getpid(), signal.SIGKILL)
         loss.backward()
         optimizer.step()
@@ -86,13 +87,16 @@ def worker(replica, index, ports, run_dir, restarted):
     with agent:  # to the same step on every worker: STEPS done and WHOLE_AGAIN consecutive steps of six
         while agent.job_status()["step"] < STEPS or seen["run"] < WHOLE_AGAIN:
             info = agent.execute(step)
+            done_at = time.time()  # the step's end, before the pause below
             whole = info.world_size == REPLICAS * SIZE
             seen["run"] = seen["run"] + 1 if whole and seen["last"] == info.step - 1 else int(whole)
             seen["last"] = info.step
+            if not whole and seen["six"] is not None:
+                time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace (after the step)
             report.write(json.dumps({"worker": name, "step": info.step, "view": info.view_epoch, "rank": info.rank,
-                                     "world": info.world_size, "attempt": info.attempt, "digest": state.digest(),
+                                     "world": info.world_size, "attempt": info.attempt, "digest": state.digest(), "t": done_at,
                                      "params": [p._local_tensor.detach().reshape(-1).tolist()
-                                                for p in model.parameters()]}) + "\n")
+                                                for p in model.parameters()] if HIDDEN <= 64 else None}) + "\n")
 
 
 def replay(rows_by_step):
@@ -141,6 +145,9 @@ def main():
         outs = outputs(procs, 150)
         reports = [json.loads(line) for f in sorted(os.listdir(run_dir)) if f.startswith("report-")
                    for line in open(os.path.join(run_dir, f)) if line.startswith("{")]
+        if len(sys.argv) > 2 and sys.argv[1] == "--reports":  # bench/rescale/hsdp.py reads them
+            with open(sys.argv[2], "w") as out:
+                json.dump({"reports": reports, "killed_at": float(open(os.path.join(run_dir, "killed-at")).read())}, out)
     bad = []
     codes = [c for c, _ in outs]
     if codes[SIZE + 1] != -signal.SIGKILL or any(c != 0 for i, c in enumerate(codes) if i != SIZE + 1):
@@ -162,9 +169,9 @@ def main():
     partner = [r["step"] for r in reports if r["worker"] == "r1s0"]
     if any(worlds[s] == 4 and s > first_six for s in partner):
         bad.append("r1's shard 0 ran a step while its replica was not whole")
-    want = replay(worlds)
+    want = replay(worlds) if HIDDEN <= 64 else {}
     import torch
-    for r in reports:
+    for r in reports if want else ():
         got = [torch.tensor(p) for p in r["params"]]
         index = r["rank"] % SIZE
         ref = [p.reshape(-1) for p in want[r["step"]]]
