@@ -4,7 +4,8 @@ Why not the agent's state sync: that one sends rank 0's registered tensors and b
 and in a job of replicas rank 0 holds shard 0 only; shard i must come from shard i of a replica that holds
 the job's state. So ElasticState keeps an HSDP model's DTensors (and the optimizer state, which is sharded
 with them) out of the agent's registry and syncs them here, over the replicate group (the same index of every
-replica: _hsdp.py), before the step runs in each new view and on each retry.
+replica: _hsdp.py), before the step runs in each new view and on each retry, from one source to the
+workers that lack the step only.
 
 Who holds what: every worker counts the job steps its shards hold (`at`: -1 until it took part in a sync,
 then the step the sync was at, plus one for every step its step function finished). Before a step of a
@@ -67,6 +68,10 @@ class ShardSync:
             self.at = info.step + 1
 
     def before_step(self, info: Any) -> None:
+        if getattr(getattr(self.agent, "_loop", None), "_driver", None) is not None:  # loop mode: the vote
+            raise Error("ftl: an HSDP model on ftl.torch.hsdp_mesh trains in agent.execute(step) in this "
+                        "version, not in the loop mode (ftl.torch.steps, an ElasticSampler): write the step "
+                        "as a function and call agent.execute(step)", INVALID)  # would raise out of optimizer.step()
         if not self.finished:  # FSDP2 halfway through a forward or backward that lost a peer: start clean
             self.model.reset_iter_state()
         self.finished = False
@@ -83,25 +88,48 @@ class ShardSync:
                         f"shards hold {counts} steps): a death in the last collectives of a step let other shards "
                         "commit it and made this one fail it everywhere; resume from your last "
                         "torch.distributed.checkpoint", INVALID)
-        if any(c != info.step for c in counts):
-            self._send_or_take(src)
+        takers = [rank for rank, held in enumerate(counts) if held != info.step and rank != src]
+        if takers:
+            self._send_or_take(src, takers)
         self.at = info.step
         self.synced_view = info.view_epoch
 
-    def _send_or_take(self, src: int) -> None:
-        with torch.no_grad():
-            for _, t in self.tensors:
-                dist.broadcast(local(t), group=self.group, group_src=src)
-        if self.optimizer is None:
+    def _send_or_take(self, src: int, takers: List[int]) -> None:
+        """The source's shards and their optimizer state to the workers that lack the step, point-to-point
+        (a replica that holds it receives nothing): first the optimizer state's layout (small: its
+        param_groups, its scalars, the shape of each sharded value), then every tensor in one batch of
+        messages, received in place (the parameters) or into fresh tensors (the optimizer's)."""
+        me = self.group.rank()
+        if me != src and me not in takers:
             return
-        mine = self.group.rank() == src
-        data = optimizer_bytes(self.optimizer) if mine else b""
-        length = torch.tensor([len(data)], dtype=torch.int64)
-        dist.broadcast(length, group=self.group, group_src=src)
-        buf = torch.frombuffer(bytearray(data), dtype=torch.uint8) if mine else torch.empty(int(length), dtype=torch.uint8)
-        dist.broadcast(buf, group=self.group, group_src=src)
-        if not mine:
-            load_optimizer(self.optimizer, buf.numpy().tobytes())
+        with torch.no_grad():
+            if me == src:
+                layout, values = optimizer_layout(self.optimizer)
+                data = torch.frombuffer(bytearray(layout), dtype=torch.uint8)
+                for t in takers:
+                    dist.send(torch.tensor([len(layout)], dtype=torch.int64), group=self.group, group_dst=t)
+                    dist.send(data, group=self.group, group_dst=t)
+                tensors = [local(t) for _, t in self.tensors] + values
+                wait_all(self.agent, [dist.P2POp(dist.isend, x, group=self.group, group_peer=t)
+                                      for t in takers for x in tensors])
+                return
+            length = torch.empty(1, dtype=torch.int64)
+            dist.recv(length, group=self.group, group_src=src)
+            data = torch.empty(int(length), dtype=torch.uint8)
+            dist.recv(data, group=self.group, group_src=src)
+            layout = torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu", weights_only=False)
+            values = [torch.empty(shape, dtype=dtype) for shape, dtype in layout["sharded"]]
+            tensors = [local(t) for _, t in self.tensors] + values
+            wait_all(self.agent, [dist.P2POp(dist.irecv, x, group=self.group, group_peer=src) for x in tensors])
+            load_optimizer(self.optimizer, layout, values)
+
+
+def wait_all(agent: Any, ops: List[Any]) -> None:
+    """One batch of messages, all in flight at once, waited for; PeerLostError when it lost a peer."""
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    if agent._peer_failure is not None:
+        raise agent._peer_failure
 
 
 def fsdp_root(model: torch.nn.Module) -> Any:
@@ -154,29 +182,37 @@ def local(t: Any) -> torch.Tensor:
     return t._local_tensor if hasattr(t, "_local_tensor") else t
 
 
-def optimizer_bytes(optimizer: torch.optim.Optimizer) -> bytes:
-    """optimizer.state_dict(), its DTensor values as their local shards (a DTensor names its mesh, which
-    does not travel)."""
+def optimizer_layout(optimizer: torch.optim.Optimizer) -> Tuple[bytes, List[torch.Tensor]]:
+    """optimizer.state_dict() in two parts: the bytes of everything but its DTensor values (each marked with
+    its place in the list, its shape and dtype) and the list of those values' local shards (a DTensor names
+    its mesh, which does not travel; the shards go as tensors, unpickled)."""
     sd = optimizer.state_dict()
-    state = {k: {n: (_DTENSOR, local(v).detach().clone()) if _is_dtensor(v) else v for n, v in s.items()}
-             for k, s in sd["state"].items()}
-    out = io.BytesIO()
-    torch.save({"state": state, "param_groups": sd["param_groups"]}, out)
-    return out.getvalue()
-
-
-def load_optimizer(optimizer: torch.optim.Optimizer, data: bytes) -> None:
-    """The inverse of optimizer_bytes: each shard made a DTensor again on its parameter's mesh."""
-    from torch.distributed.tensor import DTensor
-    sd = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
-    params = [p for g in optimizer.param_groups for p in g["params"]]
-    state: Dict[int, Dict[str, Any]] = {}
+    values: List[torch.Tensor] = []
+    state: Dict[Any, Dict[str, Any]] = {}
     for k, s in sd["state"].items():
+        state[k] = {}
+        for n, v in s.items():
+            if _is_dtensor(v):
+                values.append(local(v).detach().contiguous())
+                v = (_DTENSOR, len(values) - 1)
+            state[k][n] = v
+    out = io.BytesIO()
+    torch.save({"state": state, "param_groups": sd["param_groups"],
+                "sharded": [(tuple(v.shape), v.dtype) for v in values]}, out)
+    return out.getvalue(), values
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, layout: Dict[str, Any], values: List[torch.Tensor]) -> None:
+    """The inverse of optimizer_layout: each shard made a DTensor again on its parameter's mesh."""
+    from torch.distributed.tensor import DTensor
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    state: Dict[Any, Dict[str, Any]] = {}
+    for k, s in layout["state"].items():
         p = params[int(k)]
-        state[k] = {n: DTensor.from_local(v[1].to(local(p).device), p.device_mesh, p.placements, run_check=False,
-                                          shape=p.shape, stride=p.stride())
+        state[k] = {n: DTensor.from_local(values[v[1]].to(local(p).device), p.device_mesh, p.placements,
+                                          run_check=False, shape=p.shape, stride=p.stride())
                     if isinstance(v, tuple) and v and v[0] == _DTENSOR else v for n, v in s.items()}
-    optimizer.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
+    optimizer.load_state_dict({"state": state, "param_groups": layout["param_groups"]})
 
 
 def _is_dtensor(v: Any) -> bool:
