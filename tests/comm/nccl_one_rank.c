@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cuda_runtime.h>
+
 int nccl_one_rank_failures;
 
 void nccl_one_rank_require_gpu(const char *program)
@@ -15,6 +17,12 @@ void nccl_one_rank_require_gpu(const char *program)
 		printf("SKIP: %s needs a GPU: %s\n", program, ftl_diag_message());
 		exit(NCCL_ONE_RANK_SKIP);
 	}
+}
+
+void nccl_one_rank_upload(void *dev, const void *host, size_t bytes)
+{
+	CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+	CHECK(cudaDeviceSynchronize() == cudaSuccess);
 }
 
 struct ftl_comm *nccl_one_rank_host(void)

@@ -4,6 +4,7 @@
 #ifndef FTL_TESTS_COMM_NCCL_ONE_RANK_H
 #define FTL_TESTS_COMM_NCCL_ONE_RANK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -32,6 +33,12 @@ struct ftl_comm_config nccl_one_rank_config(unsigned char id[FTL_COMM_NCCL_ID_LE
 
 /* Waits (up to limit_ms) until every detached NCCL teardown has finished; the milliseconds it took, or -1. */
 int64_t nccl_one_rank_drain_teardowns(int64_t limit_ms);
+
+/* host's bytes copied to dev, and finished. A cudaMemcpy from pageable memory may return before its DMA has
+ * written the device, and the communicator's stream (non-blocking) does not wait for the default stream: a
+ * collective called next could read the buffer half written. The calls' contract (comm.h): the caller orders
+ * what produced a buffer before the call. */
+void nccl_one_rank_upload(void *dev, const void *host, size_t bytes);
 
 /* Milliseconds since t0_ns on CLOCK_MONOTONIC, and that clock in ns. */
 int64_t nccl_one_rank_now_ns(void);

@@ -37,7 +37,7 @@ static void check_collectives(ftl_comm *comm)
 	CHECK(cudaMalloc((void **)&dev2, N * sizeof(float)) == cudaSuccess);
 	for (int i = 0; i < N; i++)
 		host[i] = (float)(i % 1000) - 500.0f;
-	cudaMemcpy(dev, host, sizeof(host), cudaMemcpyHostToDevice);
+	nccl_one_rank_upload(dev, host, sizeof(host));
 	for (int op = 0; op < FTL_REDUCE_OP_MAX; op++) {
 		if (!ftl_reduce_op_accepts((ftl_reduce_op)op, FTL_F32)) {
 			CHECK(ftl_comm_allreduce(comm, dev, dev2, N, FTL_F32, (ftl_reduce_op)op, NULL, NULL) == FTL_ERR_INVALID);

@@ -52,7 +52,7 @@ static void check_order(void)
 		CHECK(cudaMemset(buf[k], 0, N * sizeof(float)) == cudaSuccess);
 	}
 	fill(in, 3.0f);
-	CHECK(cudaMemcpy(buf[0], in, sizeof(in), cudaMemcpyHostToDevice) == cudaSuccess);
+	nccl_one_rank_upload(buf[0], in, sizeof(in));
 	ftl_comm_request *req[CHAIN];
 	for (int k = 0; k < CHAIN; k++) {
 		CHECK(ftl_comm_allreduce(comm, buf[k], buf[k + 1], N, FTL_F32, FTL_SUM, NULL, &req[k]) == FTL_OK);

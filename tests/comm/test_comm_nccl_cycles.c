@@ -95,7 +95,7 @@ int main(void)
 	size_t base_free = 0;
 	int base_fds = 0;
 	for (int i = 0; i < CYCLES && nccl_one_rank_failures == 0; i++) {
-		cudaMemcpy(dev, ones, N * sizeof(float), cudaMemcpyHostToDevice);
+		nccl_one_rank_upload(dev, ones, N * sizeof(float));
 		comm = cycle(comm, host, i, dev, times);
 		if (i == WARMUP - 1) {
 			CHECK(nccl_one_rank_drain_teardowns(DRAIN_LIMIT_MS) >= 0);
