@@ -49,6 +49,7 @@ static const char *const known_names[] = {
 	"FTL_TEST_SEED", "FTL_TRAIN_EXAMPLE",
 	/* scripts/test-gpu.sh and scripts/fetch-gpu-debs.sh */
 	"FTL_GPU_DEBS", "FTL_GPU_PREFIX", "FTL_GPU_FORCE_DEBS", "FTL_GPU_OUT", "FTL_GPU_BENCH", "FTL_GPU_PART_TIMEOUT",
+	"FTL_GPU_ONLY",
 };
 #define N_KNOWN (sizeof(known_names) / sizeof(known_names[0]))
 

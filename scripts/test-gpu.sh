@@ -24,7 +24,9 @@
 # Settings: FTL_GPU_PART_TIMEOUT (240 s: a part that runs longer is killed and FAILs), NCCL_DEBUG (WARN
 # for the communicator tests),
 # FTL_BUILD_DIR (build-gpu), FTL_GPU_DEBS (.device/debs), FTL_GPU_PREFIX (.device/prefix),
-# FTL_GPU_FORCE_DEBS=1 (use the .debs even where the system has the libraries), NCCL_ROOT, FTL_CUDA_DEVICE.
+# FTL_GPU_FORCE_DEBS=1 (use the .debs even where the system has the libraries), NCCL_ROOT, FTL_CUDA_DEVICE,
+# FTL_GPU_ONLY (an extended regular expression: only the parts whose names match run, e.g. 'e_torch' to run
+# again what failed; the communicator test a_nccl_comm always runs, it tells whether CUDA works at all).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -105,6 +107,9 @@ part_limit="${FTL_GPU_PART_TIMEOUT:-240}"
 # lines go to stdout and $out; records PASS, FAIL or SKIP (77).
 run() {
   local name=$1; shift
+  if [[ -n "${FTL_GPU_ONLY:-}" && $name != a_nccl_comm ]] && ! grep -Eq -- "$FTL_GPU_ONLY" <<<"$name"; then
+    return 0
+  fi
   say "---- $name: $*"
   local t0=$SECONDS cmd=("$@")
   # timeout runs programs, not this script's functions: a function goes along into a bash of its own.
