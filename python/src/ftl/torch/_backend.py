@@ -5,9 +5,14 @@ A torch group written in Python (ElasticProcessGroup) runs its collectives itsel
 facts about a group on its per-device C++ backends, not on the group: the group's name (group.group_name,
 what DeviceMesh, the functional collectives and the flight recorder file a group under; "ProcessGroup
 name not set" without one) and what the backend supports (dist.split_group asks supports_splitting,
-batch_isend_irecv supports_coalescing). So each group registers one FtlBackend for the CPU and CUDA
-devices: a torch Backend that holds the name torch gives the group and answers those questions. It runs no
-collective: the group's own methods take every call before torch would reach a backend.
+batch_isend_irecv supports_coalescing). So each group registers one backend for the CPU and CUDA devices,
+which holds the name torch gives the group, and answers those questions. It runs no collective: the
+group's own methods take every call before torch would reach a backend, and one that reached it anyway
+raises (never a made-up result).
+
+Which backend depends on the torch: where Python can make a torch Backend (newer torches), an FtlBackend;
+where it cannot (torch 2.11: "No constructor defined!"), torch's own FakeProcessGroup told to raise on every
+collective, behind a BackendFacade that gives torch's Python code the same answers.
 """
 from typing import Any
 
@@ -15,10 +20,12 @@ import torch
 from torch._C._distributed_c10d import Backend as _CppBackend
 from torch._C._distributed_c10d import ProcessGroup as _CppGroup
 
+from ..errors import INVALID, Error
 
-class FtlBackend(_CppBackend):
-    # What torch asks of a backend; the answers stand in for the C++ properties (which, on a subclass
-    # made in Python, would call back into Python without end).
+
+class _Answers:
+    """What torch asks of a backend; the answers stand in for the C++ properties (which, on a subclass made
+    in Python, would call back into Python without end)."""
     supports_splitting = True        # dist.split_group: ElasticProcessGroup.split_group makes the subgroup
     supports_coalescing = False      # batch_isend_irecv posts op by op (the group runs them as one batch)
     supports_tensor_alloc = False
@@ -26,15 +33,56 @@ class FtlBackend(_CppBackend):
     supports_reconfigure = False
     supports_window = False
     _supports_time_estimate = False
+    supports_time_estimate = False
 
     def getBackendName(self) -> str:  # noqa: N802 (torch's name)
         return "ftl"
 
+    def name(self) -> str:
+        return "ftl"
 
-def attach(group: Any, rank: int, size: int) -> FtlBackend:
-    """A new FtlBackend registered on group for the CPU and CUDA devices, and made its default."""
-    backend = FtlBackend(rank, size)
+
+class FtlBackend(_Answers, _CppBackend):
+    pass
+
+
+class BackendFacade(_Answers):
+    """Where torch's Backend cannot be made in Python: the answers above, the rest (rank, size, the sequence
+    number split_group sets, a collective, which raises) from the backend registered in its place."""
+
+    def __init__(self, registered: Any):
+        self._registered = registered
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._registered, attr)
+
+    def eager_connect_single_device(self, device: Any) -> None:
+        """Nothing to connect: the group's communicator is the agent's."""
+
+
+def _made(rank: int, size: int) -> Any:
+    """(the C++ backend to register, what the group's _get_backend answers)."""
+    try:
+        backend = FtlBackend(rank, size)
+        return backend, backend
+    except TypeError:
+        pass  # this torch binds no constructor of Backend for Python
+    from torch._C._distributed_c10d import FakeProcessGroup
+    options = FakeProcessGroup.Options()
+    if not hasattr(options, "error_on_collective") or not hasattr(FakeProcessGroup, "_create_internal"):
+        raise Error(f"ftl: torch {torch.__version__} offers no backend object ftl's group can register (neither a "
+                    f"torch Backend made in Python nor FakeProcessGroup's error_on_collective): upgrade torch "
+                    f"(2.11 or newer)", INVALID)
+    options.error_on_collective = True  # a collective that reached it would fail, not pretend
+    registered = FakeProcessGroup._create_internal(rank, size, options)
+    return registered, BackendFacade(registered)
+
+
+def attach(group: Any, rank: int, size: int) -> Any:
+    """A new backend registered on group for the CPU and CUDA devices and made its default; returns what the
+    group's _get_backend hands torch (an FtlBackend, or a BackendFacade)."""
+    registered, answered = _made(rank, size)
     for device in ("cpu", "cuda"):
-        group._register_backend(torch.device(device), _CppGroup.BackendType.CUSTOM, backend)
+        group._register_backend(torch.device(device), _CppGroup.BackendType.CUSTOM, registered)
     group._set_default_backend(_CppGroup.BackendType.CUSTOM)
-    return backend
+    return answered

@@ -39,7 +39,14 @@ def premul_factor(opts: Any, tensors: List[torch.Tensor], what: str) -> Any:
     for t in tensors:
         if not (t.is_floating_point() or t.is_complex()):
             raise Error(f"ftl: {what}: PREMUL_SUM multiplies by a factor, and is not defined on {t.dtype}", INVALID)
-    return reduce_op.factor
+    if hasattr(reduce_op, "factor"):
+        return reduce_op.factor
+    # Older torches (2.11) show the factor only in the pickled state: (RedOpType.PREMUL_SUM, factor).
+    state = reduce_op.__getstate__() if hasattr(reduce_op, "__getstate__") else None
+    if isinstance(state, tuple) and len(state) == 2 and state[0] == dist.ReduceOp.PREMUL_SUM:
+        return state[1]
+    raise Error(f"ftl: {what}: this torch ({torch.__version__}) does not show a PREMUL_SUM's factor, so ftl cannot "
+                "multiply by it; upgrade torch, or scale the tensor and use SUM", INVALID)
 
 
 def op_name(reduce_op: Any) -> str:
