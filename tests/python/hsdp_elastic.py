@@ -10,8 +10,11 @@ of replica r1 kills itself with kill -9 between its forward and backward passes.
   the same steps by one process over the same global batch (the data of the step is a function of the
   step and of the global rank's place, so the replay knows it).
 Each worker writes a JSON line per step to a file; the parent checks them and exits 1 on any broken promise.
+With --loop the workers are written in loop mode (the program's own loop over ftl.torch.steps, the step's
+rank from dist.get_rank(); a step that loses a peer is dropped at optimizer.step() and comes again) and the
+same promises hold.
 
-    hsdp_elastic.py
+    hsdp_elastic.py [--loop] [--reports FILE]
 """
 import json
 import os
@@ -43,7 +46,7 @@ def batch(step, rank):
     return torch.randn(ROWS, DIM, generator=g)
 
 
-def worker(replica, index, ports, run_dir, restarted):
+def worker(replica, index, ports, run_dir, restarted, is_loop):
     import faulthandler
     faulthandler.dump_traceback_later(100, exit=True)  # a worker stuck past the test's time says where
     import torch
@@ -84,19 +87,41 @@ def worker(replica, index, ports, run_dir, restarted):
 
     # reports go to a file: a pipe the parent reads one process at a time would fill and stop the worker
     report = open(os.path.join(run_dir, f"report-{name}{'b' if restarted else ''}.jsonl"), "w", buffering=1)
-    with agent:  # to the same step on every worker: STEPS done and WHOLE_AGAIN consecutive steps of six
-        while agent.job_status()["step"] < STEPS or seen["run"] < WHOLE_AGAIN:
-            info = agent.execute(step)
-            done_at = time.time()  # the step's end, before the pause below
-            whole = info.world_size == REPLICAS * SIZE
-            seen["run"] = seen["run"] + 1 if whole and seen["last"] == info.step - 1 else int(whole)
-            seen["last"] = info.step
-            if not whole and seen["six"] is not None:
-                time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace (after the step)
-            report.write(json.dumps({"worker": name, "step": info.step, "view": info.view_epoch, "rank": info.rank,
-                                     "world": info.world_size, "attempt": info.attempt, "digest": state.digest(), "t": done_at,
-                                     "params": [p._local_tensor.detach().reshape(-1).tolist()
-                                                for p in model.parameters()] if HIDDEN <= 64 else None}) + "\n")
+
+    def done(info):
+        """After a step that committed: the report, and whether the job is over (the same answer on every
+        worker: STEPS done and WHOLE_AGAIN consecutive steps of six)."""
+        done_at = time.time()  # the step's end, before the pause below
+        whole = info.world_size == REPLICAS * SIZE
+        seen["run"] = seen["run"] + 1 if whole and seen["last"] == info.step - 1 else int(whole)
+        seen["last"] = info.step
+        if not whole and seen["six"] is not None:
+            time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace (after the step)
+        report.write(json.dumps({"worker": name, "step": info.step, "view": info.view_epoch, "rank": info.rank,
+                                 "world": info.world_size, "attempt": info.attempt, "digest": state.digest(),
+                                 "t": done_at, "params": [p._local_tensor.detach().reshape(-1).tolist()
+                                                          for p in model.parameters()] if HIDDEN <= 64 else None}) + "\n")
+        return info.step + 1 >= STEPS and seen["run"] >= WHOLE_AGAIN
+
+    with agent:
+        if not is_loop:
+            while not done(agent.execute(step)):
+                pass
+            return
+        import torch.distributed as dist
+        for at in ftl.torch.steps(10 ** 6):  # the program's own loop; the job's step numbers
+            before = ftl.torch.last_commit()
+            step(StepLike(at, dist.get_rank(), dist.get_world_size()))
+            info = ftl.torch.last_commit()
+            if info is not before and done(info):  # committed (a dropped step's last_commit stays as it was)
+                break
+
+
+class StepLike:
+    """What step() reads of a StepInfo, in loop mode (the rank and world size of the step's view)."""
+
+    def __init__(self, step, rank, world_size):
+        self.step, self.rank, self.world_size = step, rank, world_size
 
 
 def replay(rows_by_step):
@@ -125,15 +150,23 @@ def shard_of(rows, index):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4].split(",")], sys.argv[5],
-               sys.argv[6] == "1")
+               sys.argv[6] == "1", sys.argv[7] == "loop")
         return
+    is_loop = "--loop" in sys.argv[1:]
+    reports_to = sys.argv[sys.argv.index("--reports") + 1] if "--reports" in sys.argv[1:] else None
+    import torch
+    from torch.distributed.fsdp import FSDPModule
+    if not hasattr(FSDPModule, "reset_iter_state"):
+        print(f"SKIP: this torch ({torch.__version__}) has no FSDPModule.reset_iter_state; ftl refuses HSDP on it")
+        sys.exit(77)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
     from cluster import free_port
     ports = [free_port() for _ in range(REPLICAS * SIZE)]
 
     def start(replica, index, restarted):
         return subprocess.Popen([sys.executable, __file__, "--worker", str(replica), str(index),
-                                 ",".join(map(str, ports)), run_dir, "1" if restarted else "0"],
+                                 ",".join(map(str, ports)), run_dir, "1" if restarted else "0",
+                                 "loop" if is_loop else "step"],
                                 stdout=subprocess.PIPE, text=True)
     with tempfile.TemporaryDirectory() as run_dir:
         procs = [start(r, i, False) for r in range(REPLICAS) for i in range(SIZE)]
@@ -145,8 +178,8 @@ def main():
         outs = outputs(procs, 150)
         reports = [json.loads(line) for f in sorted(os.listdir(run_dir)) if f.startswith("report-")
                    for line in open(os.path.join(run_dir, f)) if line.startswith("{")]
-        if len(sys.argv) > 2 and sys.argv[1] == "--reports":  # bench/rescale/hsdp.py reads them
-            with open(sys.argv[2], "w") as out:
+        if reports_to is not None:  # bench/rescale/hsdp.py reads them
+            with open(reports_to, "w") as out:
                 json.dump({"reports": reports, "killed_at": float(open(os.path.join(run_dir, "killed-at")).read())}, out)
     bad = []
     codes = [c for c, _ in outs]
@@ -184,7 +217,8 @@ def main():
     for line in bad[:20]:
         print(line)
     print(json.dumps({"steps": len(by_step), "worlds": worlds, "retries": sum(r["attempt"] > 0 for r in reports)}))
-    print("HSDP through a death and a rejoin: " + ("ok" if not bad else f"{len(bad)} broken promises"))
+    print(f"HSDP{' in loop mode' if is_loop else ''} through a death and a rejoin: "
+          + ("ok" if not bad else f"{len(bad)} broken promises"))
     sys.exit(1 if bad else 0)
 
 

@@ -108,6 +108,7 @@ class Agent:
         self._loop: Any = None  # loop mode's driver (ftl.torch.ElasticSampler)
         self._step_end: List[Callable[[], None]] = []
         self._step_done: List[Callable[[StepInfo], None]] = []
+        self._before_commit: List[Callable[[], None]] = []  # loop mode: at optimizer.step(), before its verdict
         self._peer_failure: Optional[Error] = None
         self._saved = b""
         self._epoch_end: list = []       # on_data_epoch_end's functions

@@ -256,6 +256,8 @@ def commit_point(agent: Any, optimizer: Any) -> None:
         works = getattr(agent, "_torch_works", None)
         if works is not None:
             works.wait_all()  # a collective still running could yet lose a peer
+        for hook in agent._before_commit:  # HSDP's vote over the view (a failure there drops the step)
+            hook()
         if agent._peer_failure is not None or loop.catching_up:
             for group in optimizer.param_groups:
                 for p in group["params"]:

@@ -41,6 +41,7 @@ class ShardSync:
         self.tensors = sharded_tensors(model)
         check_optimizer(optimizer, self.tensors)
         optimizer.register_step_pre_hook(self.vote)
+        agent._before_commit.append(self.vote_at_commit)
         self.at = -1            # job steps this worker's shards hold (-1: never synced)
         self.finished = True    # the last run of the step function here ended (False: it failed midway)
         self.synced_view: Optional[int] = None
@@ -53,14 +54,24 @@ class ShardSync:
         (and the job's end: leave) while shard 1's last reduction is still in flight, and a death then would
         let one index commit a step that another fails everywhere. An allreduce of one number over the whole
         view makes every rank's update wait for every rank's gradients; PeerLostError (nothing stepped) when
-        it fails."""
+        it fails. In loop mode the commit point has voted already (vote_at_commit)."""
         agent = self.agent
-        if agent._step_thread is None:
+        if agent._step_thread is None or self._in_loop():
             return
-        from ._process_group import process_group
-        dist.all_reduce(torch.ones(1), group=process_group(agent), async_op=False)
+        self.vote_at_commit()
         if agent._peer_failure is not None:
             raise agent._peer_failure
+
+    def vote_at_commit(self) -> None:
+        """The vote itself. In loop mode a collective that loses a peer returns (the step's failure is
+        noted, not raised), and the commit point drops the step; a step the loop drops anyway (a joiner
+        catching up) votes too, since every other rank of the view does."""
+        from ._process_group import process_group
+        dist.all_reduce(torch.ones(1), group=process_group(self.agent), async_op=False)
+
+    def _in_loop(self) -> bool:
+        loop = getattr(self.agent, "_loop", None)
+        return loop is not None and loop.running
 
     def step_done(self, info: Any) -> None:
         self.finished = True
@@ -68,10 +79,6 @@ class ShardSync:
             self.at = info.step + 1
 
     def before_step(self, info: Any) -> None:
-        if getattr(getattr(self.agent, "_loop", None), "_driver", None) is not None:  # loop mode: the vote
-            raise Error("ftl: an HSDP model on ftl.torch.hsdp_mesh trains in agent.execute(step) in this "
-                        "version, not in the loop mode (ftl.torch.steps, an ElasticSampler): write the step "
-                        "as a function and call agent.execute(step)", INVALID)  # would raise out of optimizer.step()
         if not self.finished:  # FSDP2 halfway through a forward or backward that lost a peer: start clean
             self.model.reset_iter_state()
         self.finished = False
@@ -80,6 +87,7 @@ class ShardSync:
         counts = torch.tensor([self.at], dtype=torch.int64)
         gathered = torch.empty(self.group.size(), dtype=torch.int64)
         dist.all_gather_into_tensor(gathered, counts, group=self.group)
+        raise_if_lost(self.agent)
         counts = gathered.tolist()
         src = source(counts, info.step)
         if src is None:
@@ -109,14 +117,17 @@ class ShardSync:
                 for t in takers:
                     dist.send(torch.tensor([len(layout)], dtype=torch.int64), group=self.group, group_dst=t)
                     dist.send(data, group=self.group, group_dst=t)
+                    raise_if_lost(self.agent)
                 tensors = [local(t) for _, t in self.tensors] + values
                 wait_all(self.agent, [dist.P2POp(dist.isend, x, group=self.group, group_peer=t)
                                       for t in takers for x in tensors])
                 return
             length = torch.empty(1, dtype=torch.int64)
             dist.recv(length, group=self.group, group_src=src)
+            raise_if_lost(self.agent)
             data = torch.empty(int(length), dtype=torch.uint8)
             dist.recv(data, group=self.group, group_src=src)
+            raise_if_lost(self.agent)
             layout = torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu", weights_only=False)
             values = [torch.empty(shape, dtype=dtype) for shape, dtype in layout["sharded"]]
             tensors = [local(t) for _, t in self.tensors] + values
@@ -128,6 +139,13 @@ def wait_all(agent: Any, ops: List[Any]) -> None:
     """One batch of messages, all in flight at once, waited for; PeerLostError when it lost a peer."""
     for work in dist.batch_isend_irecv(ops):
         work.wait()
+    raise_if_lost(agent)
+
+
+def raise_if_lost(agent: Any) -> None:
+    """PeerLostError when a collective of the step lost a peer. In loop mode such a call returns with its
+    tensors as they were (the commit point drops the step): here, before the step, what it received must
+    not be read (a length, the replicas' counts)."""
     if agent._peer_failure is not None:
         raise agent._peer_failure
 
