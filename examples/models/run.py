@@ -71,9 +71,10 @@ def committed(step):
     return info.step, info.rank, info.world_size, info.view_epoch
 
 
-def print_step(name, step, stats, digest):
+def print_step(name, step, stats, digest, shard=None):
     """The line of a step that counts (committed(step)); stats: the step's [loss sum, correct, targets] over
-    every rank."""
+    every rank. shard: a sharded model's index in its replica, whose digest is that shard's (equal on the
+    same index of every replica, tests/agent/workers.py checks)."""
     where = committed(step)
     if where is None:
         return
@@ -81,7 +82,7 @@ def print_step(name, step, stats, digest):
     n = stats[2].item()
     emit({"worker": name, "step": step, "rank": rank, "world": world, "epoch": epoch, "samples": int(n),
           "loss": round(stats[0].item() / max(n, 1), 6), "accuracy": round(stats[1].item() / max(n, 1), 6),
-          "digest": digest})
+          "digest": digest, **({} if shard is None else {"shard": shard})})
 
 
 def print_final(name, steps, model, held_out, digest, chunk=256):
@@ -102,6 +103,19 @@ def digest(model, optimizer):
     learning rate too, which the parameters alone would show only later)."""
     buf = io.BytesIO()
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buf)
+    return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
+
+
+def shard_digest(model, optimizer):
+    """digest() of a sharded model (FSDP2's DTensors): of this rank's shards of the parameters and of the
+    optimizer's state, in order; equal on the same shard of every replica."""
+    def local(t):
+        return t.to_local() if hasattr(t, "to_local") else t
+    params = [local(p.detach()) for p in model.parameters()]
+    state = [local(v) if torch.is_tensor(v) else v for p in model.parameters()
+             for _, v in sorted(optimizer.state.get(p, {}).items())]
+    buf = io.BytesIO()
+    torch.save({"params": params, "optimizer": state}, buf)
     return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
 
 

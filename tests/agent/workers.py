@@ -166,12 +166,17 @@ def final_groups(records):
 
 def digest_problems(groups):
     """Descriptions of steps whose final group is not one consistent view: digests differ, world sizes
-    differ, or a rank reports twice (two views with the same epoch: a split brain)."""
+    differ, or a rank reports twice (two views with the same epoch: a split brain). A sharded model's lines
+    name their shard ("shard": the index in the replica): then each shard's digests must agree."""
     problems = []
     for step, lines in groups.items():
-        digests = {r["worker"]: r["digest"] for r in lines}
-        if len(set(digests.values())) != 1:
-            problems.append(f"step {step}: digests differ: {digests}")
+        by_shard = {}
+        for r in lines:
+            by_shard.setdefault(r.get("shard"), {})[r["worker"]] = r["digest"]
+        for shard, digests in sorted(by_shard.items(), key=lambda kv: str(kv[0])):
+            if len(set(digests.values())) != 1:
+                problems.append(f"step {step}: digests differ{'' if shard is None else f' on shard {shard}'}: "
+                                f"{digests}")
         worlds = sorted({r["world"] for r in lines})
         ranks = sorted(r["rank"] for r in lines)
         if len(worlds) != 1 or len(set(ranks)) != len(ranks) or len(lines) > worlds[0]:

@@ -6,7 +6,8 @@ adam_joiner: Adam's state (in the digest) equal on a joiner, and the test accura
 through a kill -9 and a join; ddp_*: with the model in DistributedDataParallel on ftl's process group.
 --example char_gpt or resnet_digits runs a scenario with examples/torch_char_gpt.py or
 torch_resnet_digits.py instead (a smaller model than their defaults: the scenario's four workers share the
-test machine's cores).
+test machine's cores); --example char_gpt_hsdp replicas runs examples/torch_char_gpt_hsdp.py (FSDP2, 3
+replicas of 2) through tests/agent/test_training.py's kill -9 of one shard and the replica's return.
     python test_torch_training.py --python PY --ctl PATH [--limit S] [--example NAME] SCENARIO"""
 import argparse
 import functools
@@ -25,7 +26,8 @@ EXAMPLES_DIR = os.path.join(HERE, "..", "..", "examples")
 # (the scenarios' own settings, FTL_STEPS and FTL_BATCH, still apply).
 EXAMPLES = {"digits": ("torch_digits.py", {}),
             "char_gpt": ("torch_char_gpt.py", {"FTL_WIDTH": 32, "FTL_DEPTH": 1, "FTL_CONTEXT": 32}),
-            "resnet_digits": ("torch_resnet_digits.py", {"FTL_WIDTH": 8, "FTL_DEPTH": 1})}
+            "resnet_digits": ("torch_resnet_digits.py", {"FTL_WIDTH": 8, "FTL_DEPTH": 1}),
+            "char_gpt_hsdp": ("torch_char_gpt_hsdp.py", {"FTL_WIDTH": 32, "FTL_DEPTH": 1, "FTL_CONTEXT": 32})}
 DIGITS_TRAIN = 1437  # load_digits' 1797 samples less the example's 20% test split
 # Longer steps than the C example's tests: a joining Python worker needs seconds to import torch, and
 # must arrive while the job still runs (80 ms x 250 steps: 20 s).
@@ -175,7 +177,8 @@ SCENARIOS = {"kill9": gated(quick_steps(base.scenario_kill9), 4), "join": gated(
              "compressed_loss_curve": gated(scenario_compressed_loss_curve, 2),
              "ddp_kill9": on_ddp(gated(base.scenario_kill9, 4)), "ddp_join": on_ddp(gated(base.scenario_join, 3)),
              "ddp_leave": on_ddp(gated(base.scenario_leave, 4)),
-             "ddp_kill_join": on_ddp(gated(scenario_adam_joiner, 4))}
+             "ddp_kill_join": on_ddp(gated(scenario_adam_joiner, 4)),
+             "replicas": gated(base.scenario_replica_that_loses_a_shard_waits_whole, 6)}
 
 
 def main():
