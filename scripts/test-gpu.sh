@@ -16,7 +16,7 @@
 #         checkpoint into device memory with the digest the checkpoint recorded (tests/gpu/test_hot_spare.py);
 #     (d) 100 abort/rebuild cycles with no leak of device memory or file descriptors;
 #     (e) the Python package's CUDA-tensor path (ftl.torch with CUDA tensors; then DDP on
-#         ftl.torch.process_group), when python3 has torch with CUDA (else a visible SKIP);
+#         ftl.torch.process_group; then DDP in loop mode), when python3 has torch with CUDA (else a visible SKIP);
 #     then the benchmarks (bench/nccl: communicator rebuild; takeover with 100 MB and 1 GB of device state),
 #     FTL_GPU_BENCH=0 skips them.
 # Every timing is a JSON line on stdout, also collected in $FTL_GPU_OUT (default <build>/gpu-results.jsonl).
@@ -165,6 +165,7 @@ run c_hot_spare python3 tests/gpu/test_hot_spare.py --train "$build/examples/ftl
 run d_rebuild_cycles "${nccl_warn[@]}" "$build/tests/comm/test_comm_nccl_cycles"
 run e_torch_cuda env FTL_LIBRARY="$build/lib/libftl.so" PYTHONPATH="$root/python/src" python3 tests/gpu/torch_cuda.py
 run e_torch_cuda_ddp env FTL_LIBRARY="$build/lib/libftl.so" PYTHONPATH="$root/python/src" python3 tests/gpu/torch_cuda.py --ddp
+run e_torch_cuda_loop env FTL_LIBRARY="$build/lib/libftl.so" PYTHONPATH="$root/python/src" python3 tests/gpu/torch_cuda.py --loop
 
 if [[ "$is_bench" != 0 ]]; then
   run bench_nccl_rebuild "${nccl_warn[@]}" "$build/bench/nccl/bench_nccl_rebuild" 10
