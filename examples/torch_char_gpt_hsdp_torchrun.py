@@ -56,7 +56,8 @@ def main():
         stats = train_step()
         run.print_step(name, step, stats, run.shard_digest(model, optimizer), shard=mesh["shard"].get_local_rank())
     dist.barrier()  # every rank has finished training
-    run.print_final(name, s["steps"], model, val, run.shard_digest(model, optimizer))
+    run.print_final(name, s["steps"], model, val, run.shard_digest(model, optimizer),
+                    shard=mesh["shard"].get_local_rank())
     dist.destroy_process_group()
     return 0
 

@@ -85,8 +85,11 @@ def print_step(name, step, stats, digest, shard=None):
           "digest": digest, **({} if shard is None else {"shard": shard})})
 
 
-def print_final(name, steps, model, held_out, digest, chunk=256):
-    """The final line: loss and accuracy on the held-out split (every rank computes the same)."""
+def print_final(name, steps, model, held_out, digest, chunk=256, shard=None):
+    """The final line: loss and accuracy on the held-out split (every rank computes the same). shard: as
+    print_step's. A sharded model's evaluation gathers its parameters: in loop mode it runs in the job's
+    step after the last, which never commits, and a peer lost there would leave these figures wrong
+    without an error (its collectives return failed); the digest, taken before, stays right."""
     model.eval()
     total = torch.zeros(3, dtype=torch.float64)
     with torch.no_grad():
@@ -94,7 +97,8 @@ def print_final(name, steps, model, held_out, digest, chunk=256):
             x, y = held_out[start:start + chunk]
             total += loss_and_stats(model(x), y)[1]
     emit({"worker": name, "final": True, "steps": steps, "test_loss": round(total[0].item() / total[2].item(), 6),
-          "test_accuracy": round(total[1].item() / total[2].item(), 6), "digest": digest})
+          "test_accuracy": round(total[1].item() / total[2].item(), 6), "digest": digest,
+          **({} if shard is None else {"shard": shard})})
 
 
 def digest(model, optimizer):

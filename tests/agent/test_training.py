@@ -54,8 +54,8 @@ def finish(job, among=None, timeout=None):
     assert all(c == 0 for c in codes.values()), f"exit codes {codes}"
     finals = {w.name: w.final() for w in among}
     assert all(finals.values()), f"a worker did not report its final line: {finals}"
-    # a sharded model's digest is of its shard: one digest per shard index (what its step lines name)
-    shard = {w.name: next((r.get("shard") for r in reversed(w.steps())), None) for w in among}
+    # a sharded model's digest is of its shard: one digest per shard index (what its final line names)
+    shard = {n: f.get("shard") for n, f in finals.items()}
     for index in set(shard.values()):
         digests = {n: f["digest"] for n, f in finals.items() if shard[n] == index}
         assert len(set(digests.values())) == 1, f"final digests differ: {digests}"

@@ -7,8 +7,10 @@ what DeviceMesh, the functional collectives and the flight recorder file a group
 name not set" without one) and what the backend supports (dist.split_group asks supports_splitting,
 batch_isend_irecv supports_coalescing). So each group registers one backend for the CPU and CUDA devices,
 which holds the name torch gives the group, and answers those questions. It runs no collective: the
-group's own methods take every call before torch would reach a backend, and one that reached it anyway
-raises (never a made-up result).
+group's own methods (torch's Python API and its C++ callers reach them alike) take every call before torch
+would reach a backend. A collective that reached it anyway raises; on torch 2.11 a send or recv called on
+the registered backend itself (torch.ops.c10d.send, not dist.send) would not, since FakeProcessGroup's
+point-to-point calls ignore error_on_collective.
 
 Which backend depends on the torch: where Python can make a torch Backend (newer torches), an FtlBackend;
 where it cannot (torch 2.11: "No constructor defined!"), torch's own FakeProcessGroup told to raise on every
@@ -47,14 +49,19 @@ class FtlBackend(_Answers, _CppBackend):
 
 
 class BackendFacade(_Answers):
-    """Where torch's Backend cannot be made in Python: the answers above, the rest (rank, size, the sequence
-    number split_group sets, a collective, which raises) from the backend registered in its place."""
+    """Where torch's Backend cannot be made in Python: the answers above, the rest (rank, size, a
+    collective, which raises) from the backend registered in its place."""
 
     def __init__(self, registered: Any):
         self._registered = registered
 
     def __getattr__(self, attr: str) -> Any:
+        if attr == "_registered" or attr.startswith("__"):  # a copy or unpickling probes before __init__
+            raise AttributeError(attr)
         return getattr(self._registered, attr)
+
+    def _set_sequence_number_for_group(self) -> None:
+        """dist.split_group sets one on the new group's backend; FakeProcessGroup raises for it."""
 
     def eager_connect_single_device(self, device: Any) -> None:
         """Nothing to connect: the group's communicator is the agent's."""

@@ -64,8 +64,9 @@ class ShardSync:
 
     def vote_at_commit(self) -> None:
         """The vote itself. In loop mode a collective that loses a peer returns (the step's failure is
-        noted, not raised), and the commit point drops the step; a step the loop drops anyway (a joiner
-        catching up) votes too, since every other rank of the view does."""
+        noted, not raised), and the commit point drops the step; in a step loop mode drops anyway (a
+        joiner's pass over epochs the job has finished) the call is absorbed and makes no call at all, as
+        every collective of that pass."""
         from ._process_group import process_group
         dist.all_reduce(torch.ones(1), group=process_group(self.agent), async_op=False)
 
