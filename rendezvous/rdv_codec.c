@@ -352,6 +352,14 @@ static int read_msg(const msgpack_object *root, rdv_msg *msg)
 	for (size_t i = n_own; i < n_parts; i++)
 		if (wire_read_fields(map, parts[i], msg) != 0)
 			return -1;
+	/* A part whose leading field is 0 (or an empty name) says nothing, as its absence would: its other
+	 * fields go too, since the encoder would not send them (decode, encode and decode give one message). */
+	if (msg->max_epoch == 0)
+		msg->max_request = 0;
+	if (msg->bench_epoch == 0)
+		memset(&msg->bench, 0, sizeof msg->bench);
+	if (!msg->view.benched.name[0])
+		memset(&msg->view.benched, 0, sizeof msg->view.benched);
 	return has_members(parts, n_parts) ? read_members(map, &msg->view) : 0;
 }
 
