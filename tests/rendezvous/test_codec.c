@@ -269,6 +269,46 @@ static void test_encoder_refuses_what_a_decoder_would(void **state)
 	assert_int_equal(rdv_encode(&m, &buf, &len), -1);
 }
 
+/* A ready whose scale and bench parts lead with an explicit 0 (keys 21 and 24): the parts say nothing, as if
+ * absent, so the message decodes, encodes and decodes as one (fuzz_rdv_msg found a max_request kept). */
+static void test_a_part_that_leads_with_zero_says_nothing(void **state)
+{
+	uint8_t *buf;
+	size_t len;
+	rdv_msg m = rdv_sample_msg(RDV_MSG_READY, true, members, 3);
+	assert_int_equal(rdv_encode(&m, &buf, &len), 0);
+	msgpack_unpacked up;
+	msgpack_unpacked_init(&up);
+	assert_int_equal(msgpack_unpack_next(&up, (const char *)buf + 1, len - 1, NULL), MSGPACK_UNPACK_SUCCESS);
+	int zeroed = 0;
+	for (uint32_t i = 0; i < up.data.via.map.size; i++) {
+		msgpack_object_kv *kv = &up.data.via.map.ptr[i];
+		if (kv->key.via.u64 == 21 || kv->key.via.u64 == 24) {
+			kv->val.via.u64 = 0;
+			zeroed++;
+		}
+	}
+	assert_int_equal(zeroed, 2);
+	msgpack_sbuffer sb;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_sbuffer_write(&sb, (const char *)buf, 1); /* the version byte */
+	assert_int_equal(msgpack_pack_object(&pk, up.data), 0);
+	rdv_msg back;
+	assert_int_equal(rdv_decode((const uint8_t *)sb.data, sb.size, &back), 0);
+	assert_int_equal(back.max_epoch, 0);
+	assert_int_equal(back.max_request, 0);
+	assert_int_equal(back.bench_epoch, 0);
+	assert_int_equal(back.bench.generation, 0);
+	assert_int_equal(back.bench.name[0], '\0');
+	round_trip(&back);
+	rdv_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	msgpack_unpacked_destroy(&up);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +319,7 @@ int main(void)
 		cmocka_unit_test(test_a_members_replica_must_be_in_range),
 		cmocka_unit_test(test_malformed_frames_are_refused_with_a_reason),
 		cmocka_unit_test(test_encoder_refuses_what_a_decoder_would),
+		cmocka_unit_test(test_a_part_that_leads_with_zero_says_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
