@@ -105,9 +105,7 @@ def digest(model, optimizer):
     """16 hex digits of a BLAKE2b hash of the model's and the optimizer's state dicts as torch.save writes
     them: equal on every rank after every step when the ranks are in step (the optimizer's moments and
     learning rate too, which the parameters alone would show only later)."""
-    buf = io.BytesIO()
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, buf)
-    return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
+    return _hash({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
 
 
 def shard_digest(model, optimizer):
@@ -118,8 +116,13 @@ def shard_digest(model, optimizer):
     params = [local(p.detach()) for p in model.parameters()]
     state = [local(v) if torch.is_tensor(v) else v for p in model.parameters()
              for _, v in sorted(optimizer.state.get(p, {}).items())]
+    return _hash({"params": params, "optimizer": state})
+
+
+def _hash(obj):
+    """16 hex digits of BLAKE2b over obj as torch.save writes it."""
     buf = io.BytesIO()
-    torch.save({"params": params, "optimizer": state}, buf)
+    torch.save(obj, buf)
     return hashlib.blake2b(buf.getvalue(), digest_size=8).hexdigest()
 
 

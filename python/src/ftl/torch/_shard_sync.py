@@ -59,8 +59,7 @@ class ShardSync:
         if agent._step_thread is None or self._in_loop():
             return
         self.vote_at_commit()
-        if agent._peer_failure is not None:
-            raise agent._peer_failure
+        raise_if_lost(agent)
 
     def vote_at_commit(self) -> None:
         """The vote itself. In loop mode a collective that loses a peer returns (the step's failure is
