@@ -303,6 +303,26 @@ def test_state_refuses_what_shards_over_the_world(agent):
         dist.destroy_process_group()
 
 
+def test_hsdp_mesh_gives_each_shard_its_place_before_the_first_view(tmp_path):
+    """Before the first view a worker is rank 0 of a world of one (the default group), yet its shard's place
+    is already known: torch's dist.get_rank(group), and the mesh's get_local_rank through it, answer the
+    worker's FTL_REPLICA_INDEX, not 0 on every shard (and not an error on the replicate group)."""
+    import torch.distributed as dist
+    a = ftl.Agent(name="w1", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path / "run"), insecure=True,
+                  log_level="warn", replica="r0", replica_index=1, replica_size=2)
+    ftl.torch.init_process_group(a)
+    try:
+        mesh = ftl.torch.hsdp_mesh(a)
+        assert mesh.get_coordinate() == (0, 1)
+        assert mesh["shard"].get_local_rank() == 1
+        assert dist.get_rank(mesh.get_group("shard")) == 1
+        assert len(dist.get_process_group_ranks(mesh.get_group("shard"))) == 2
+        assert mesh["replicate"].get_local_rank() == 0
+    finally:
+        dist.destroy_process_group()
+        a.close()
+
+
 def test_hsdp_mesh_and_its_refusals(tmp_path):
     """ftl.torch.hsdp_mesh on a worker of a replica of one: FSDP2 trains on it through execute(); what would
     go wrong without a word is refused with a sentence: a mesh for a worker of no replica, an optimizer made

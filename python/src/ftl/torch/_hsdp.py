@@ -53,8 +53,12 @@ class LayoutGroup(ElasticProcessGroup):
         self._calls = Calls.of_comm(agent._lib)
         self._comm: Optional[int] = None
         self._view = 0                      # the view its layout and communicator are of
-        self._ranks: List[int] = [index] if dim == REPLICATE else list(range(size))
         self._rank_now = 0 if dim == REPLICATE else index
+        # Before the first view this worker is global rank 0, alone (_process_group.py), so the members'
+        # global ranks are counted from it: torch's dist.get_rank(group), and so the mesh's get_local_rank,
+        # read this worker's group rank at global rank 0. _follow lays the view's ranks out at the first view.
+        n = 1 if dim == REPLICATE else size
+        self._ranks: List[int] = [(i - self._rank_now) % n for i in range(n)]
         name = f"ftl-hsdp-{dim}.{next(_registry.SERIAL)}"  # unique: DeviceMesh tells meshes apart by names
         self._set_group_name(name)
         if dist.is_initialized():  # DeviceMesh and torch's helpers look it up by name
