@@ -88,8 +88,8 @@ def print_step(name, step, stats, digest, shard=None):
 def print_final(name, steps, model, held_out, digest, chunk=256, shard=None):
     """The final line: loss and accuracy on the held-out split (every rank computes the same). shard: as
     print_step's. A sharded model's evaluation gathers its parameters: in loop mode it runs in the job's
-    step after the last, which never commits, and a peer lost there would leave these figures wrong
-    without an error (its collectives return failed); the digest, taken before, stays right."""
+    step after the last, which never commits, and a peer lost there raises PeerLostError (after the loop of
+    ftl.torch.steps(n) nothing is left to drop a wrong result); the digest, taken before, stays right."""
     model.eval()
     total = torch.zeros(3, dtype=torch.float64)
     with torch.no_grad():

@@ -4,6 +4,9 @@ step commits); the refusals that name what to change. The kill, join and leave: 
 torch_loop_mode).
     FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python -m pytest tests/python/test_loop.py"""
 import collections
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -193,3 +196,56 @@ def test_in_the_loop_agent_collectives_and_other_optimizers_are_refused(run_dir)
     finally:
         agent.close()
     assert scheduler.last_epoch == 2  # both steps committed: the schedule moved twice
+
+
+AFTER_THE_LOOP = r"""
+import os, signal, sys
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, TensorDataset
+import ftl, ftl.torch
+
+index, seed, port, run_dir = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+agent = ftl.Agent(name=f"w{index}", bind=f"127.0.0.1:{port}", seeds=seed, insecure=1, run_dir=run_dir,
+                  min_workers=1, expected_workers=2, settle_ms=100, log_level="warn", collective_timeout_ms=20000)
+ftl.torch.init_process_group(agent)
+model = torch.nn.Linear(1, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+ftl.torch.ElasticState(agent, model, optimizer)
+data = TensorDataset(torch.arange(16.0).reshape(16, 1))
+sampler = ftl.torch.ElasticSampler(data, agent=agent)
+batches = iter(DataLoader(data, batch_size=2, sampler=sampler))
+for step in ftl.torch.steps(3):
+    (x,) = next(batches)
+    optimizer.zero_grad()
+    model(x).sum().backward()
+    optimizer.step()
+dist.barrier()  # both have left the loop
+if index == 1:
+    os.kill(os.getpid(), signal.SIGKILL)  # lost while its peer's evaluation waits for it
+total = torch.ones(1)
+try:
+    dist.all_reduce(total)
+    print("returned", total.item(), flush=True)
+except ftl.PeerLostError as e:
+    print("raised", e, flush=True)
+"""
+
+
+def test_a_peer_lost_after_the_loop_of_steps_raises_rather_than_answers(run_dir):
+    """After `for step in ftl.torch.steps(n)` the program's code (a final evaluation) runs in a step that never
+    commits: a collective there that loses a peer raises PeerLostError, since no commit point is left to drop
+    its result (inside the loop it returns and the step is dropped). Two processes: both train 3 steps and
+    meet at a barrier, then w1 is killed and w0's all_reduce must raise, not return its own tensor as the sum."""
+    seed_port = free_port()
+    procs = [subprocess.Popen([sys.executable, "-c", AFTER_THE_LOOP, str(i), f"127.0.0.1:{seed_port}",
+                               str(seed_port if i == 0 else free_port()), os.path.join(run_dir, f"w{i}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        out, err = procs[0].communicate(timeout=120)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert out.startswith("raised"), f"w0's all_reduce after the loop: {out!r}\n{err[-2000:]}"
+    assert "after the training loop" in out, out

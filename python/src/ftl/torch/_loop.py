@@ -57,6 +57,8 @@ class Loop:
         self.step_parts: List[Any] = []      # the fresh samples' parts delivered since the last commit
         self.last_commit: Optional[Any] = None  # the StepInfo of the step committed last
         self.dropped = False                 # the commit point dropped the step in progress (until the next batch)
+        self.finished = False                # steps(n) has ended: the program's code after its loop runs in a step
+                                             # that never commits, so a lost peer raises there (_work.absorbed)
         self.pending: Optional[str] = None   # the commit point's verdict, handed over at the step's end (settle)
         # A trainer that runs the loop for the program (ftl.lightning's strategy), told after each batch how
         # many this iteration has left (batches_left(n)): it counts an epoch's batches from len() at the
@@ -212,15 +214,18 @@ def steps(total: int, agent: Any = None) -> Iterator[int]:
     ends once the job has committed `total` steps. Each next() ends the step before (the commit point's
     verdict, as the sampler's next batch does) and waits for the next attempt, so make the ElasticState
     first. After the last step the program's own code (a final barrier, an evaluation) runs in the job's
-    next step, which never commits: a collective there that loses a peer returns, failed, and nothing
-    raises. agent: the agent of ftl.torch.init_process_group by default."""
+    next step, which never commits, so no commit point is left to drop what a lost peer spoiled: a
+    collective there that loses a peer raises PeerLostError (its result would be wrong) instead of
+    returning as the loop's own do. agent: the agent of ftl.torch.init_process_group by default."""
     if agent is None:
         from ._process_group import agent as default_agent
         agent = default_agent()
     loop = loop_of(agent)
+    loop.finished = False
     while True:
         info = loop.begin()
         if info.step >= total:
+            loop.finished = True
             return
         yield info.step
 

@@ -91,6 +91,9 @@ def check_not_dropped(agent: Any, what: str) -> None:
     loop = getattr(agent, "_loop", None)
     if loop is not None and loop.running and (agent._peer_failure is not None or loop.catching_up or
                                               (loop.trainer is not None and not loop.looping)):
+        if loop.finished:
+            raise Error(f"ftl: {what} after the training loop, where a collective has lost a peer: its result "
+                        f"would be wrong ({agent._peer_failure})", PEER_LOST)
         raise Error(f"ftl: {what} in a step that loop mode drops", PEER_LOST)
 
 

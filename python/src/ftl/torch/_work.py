@@ -11,7 +11,11 @@ from ..errors import PEER_CODES, Error, from_code
 
 
 def _failed(agent: Any, rc: int, why: str) -> Error:
-    """The error of a failed collective; a peer error also fails the running step (the first one is kept)."""
+    """The error of a failed collective; a peer error also fails the running step (the first one is kept).
+    After the loop of ftl.torch.steps(n) a peer error is raised (absorbed), and says why."""
+    loop = getattr(agent, "_loop", None)
+    if rc in PEER_CODES and loop is not None and loop.finished:
+        why += " (after the training loop: nothing is left to drop the step, so its result would be wrong)"
     error = from_code(rc, why)
     if rc in PEER_CODES and agent._step_thread is not None and agent._peer_failure is None:
         agent._peer_failure = error
@@ -22,9 +26,10 @@ def absorbed(agent: Any, error: Error) -> bool:
     """Loop mode (ElasticSampler): a collective that lost a peer returns, its tensors as they were, instead
     of raising into the program's own loop; the step's commit point (optimizer.step) then drops the step,
     and the loop trains its samples again in the next view. Its results are not valid: the step that
-    made it never commits."""
+    made it never commits. Not after the loop of ftl.torch.steps(n) has ended: no commit point is left to
+    drop the program's use of them, so the error is raised."""
     loop = getattr(agent, "_loop", None)
-    return loop is not None and loop.running and error.code in PEER_CODES
+    return loop is not None and loop.running and not loop.finished and error.code in PEER_CODES
 
 
 class ChainedFuture(torch.futures.Future):
