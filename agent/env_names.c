@@ -33,7 +33,8 @@ static const char *const known_names[] = {
 	/* ftlctl */
 	"FTL_CONTROL_SOCKET",
 	/* examples/train_softmax.c and train_cuda.c (the examples and the demo set these on every worker) */
-	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_LOG_INDICES", "FTL_EXTRA_STATE_MB",
+	"FTL_STEPS", "FTL_BATCH", "FTL_DATA_SIZE", "FTL_STEP_SLEEP_MS", "FTL_SAMPLE_SLEEP_US", "FTL_LOG_INDICES",
+	"FTL_EXTRA_STATE_MB",
 	"FTL_LR_SCALING", "FTL_LR_WARMUP_STEPS",
 	/* examples/torch_digits.py */
 	"FTL_OPTIMIZER", "FTL_LR", "FTL_DDP",

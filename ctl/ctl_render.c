@@ -124,6 +124,22 @@ static void render_pace(FILE *out, const json_t *pace)
 		ctl_render_integer(row, "rank"), real_of(row, "lead_ms"), real_of(row, "step_ms"));
 }
 
+/* The rebalance policy's shares (each rank's "share", when the policy is on): the rank that takes the least. */
+static void render_shares(FILE *out, const json_t *pace)
+{
+	const json_t *ranks = json_object_get(pace, "ranks"), *row;
+	size_t i, least = 0, n = json_array_size(ranks);
+	if (n == 0 || !json_is_number(json_object_get(json_array_get(ranks, 0), "share")))
+		return;
+	json_array_foreach(ranks, i, row)
+		if (real_of(row, "share") < real_of(json_array_get(ranks, least), "share"))
+			least = i;
+	row = json_array_get(ranks, least);
+	fprintf(out, "shares       rank %lld (%s) takes the least of the global batch: %.1f%% (even: %.1f%%)\n",
+		ctl_render_integer(row, "rank"), ctl_render_text(row, "name"), 100.0 * real_of(row, "share"),
+		100.0 / (double)n);
+}
+
 static void render_view(FILE *out, const json_t *view)
 {
 	char epoch[32], world[32], step[32];
@@ -139,6 +155,7 @@ static void render_view(FILE *out, const json_t *view)
 	if (json_is_string(json_object_get(view, "missing")))
 		fprintf(out, "missing      %s\nto resolve   %s\n", ctl_render_text(view, "missing"), ctl_render_text(view, "resolve"));
 	render_pace(out, json_object_get(view, "pace"));
+	render_shares(out, json_object_get(view, "pace"));
 }
 
 /* Where ftl_execute stands on this worker (an optional field: agents without training omit it). */

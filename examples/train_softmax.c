@@ -26,6 +26,8 @@
  *   FTL_BATCH          samples per rank per step (32)
  *   FTL_DATA_SIZE      training samples (40000); a test split of a fifth of that is held out
  *   FTL_STEP_SLEEP_MS  extra time per step, standing in for a real model's compute (0)
+ *   FTL_SAMPLE_SLEEP_US extra time per sample of the rank's share, standing in for compute that grows with
+ *                      the batch (0): what a slow worker's share changes under FTL_SLOW_POLICY=rebalance
  *   FTL_LOG_INDICES=1  also log the dataset indices of every step attempt
  *   FTL_EXTRA_STATE_MB extra registered state ("ballast", touched every step) to make the state as large as
  *                      a real model's, for checkpoint and state-sync benchmarks (0)
@@ -86,6 +88,7 @@ typedef struct settings {
 	uint32_t batch_per_rank;
 	uint64_t data_size;
 	uint64_t step_sleep_ms;
+	uint64_t sample_sleep_us;
 	bool is_logging_indices;
 	uint64_t extra_state_mb;
 	ftl_lr_scaling lr_scaling;
@@ -136,6 +139,7 @@ static void settings_from_env(settings *s)
 	s->batch_per_rank = (uint32_t)env_number("FTL_BATCH", 32, 1, 65536);
 	s->data_size = env_number("FTL_DATA_SIZE", 40000, 100, 10000000);
 	s->step_sleep_ms = env_number("FTL_STEP_SLEEP_MS", 0, 0, 60000);
+	s->sample_sleep_us = env_number("FTL_SAMPLE_SLEEP_US", 0, 0, 1000000);
 	s->is_logging_indices = env_number("FTL_LOG_INDICES", 0, 0, 1) == 1;
 	s->extra_state_mb = env_number("FTL_EXTRA_STATE_MB", 0, 0, 65536);
 	s->lr_warmup_steps = env_number("FTL_LR_WARMUP_STEPS", 10, 0, 1000000);
@@ -168,9 +172,9 @@ static double wall_clock_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void sleep_ms(uint64_t ms)
+static void sleep_us(uint64_t us)
 {
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000L};
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
 }
@@ -278,8 +282,8 @@ static ftl_err train_step(void *ctx, const ftl_step_info *info)
 	size_t np = t->n_params;
 	if (t->cfg.is_logging_indices)
 		print_indices(t, info); /* before the allreduce: a rank that dies in it has still logged */
-	if (t->cfg.step_sleep_ms)
-		sleep_ms(t->cfg.step_sleep_ms);
+	if (t->cfg.step_sleep_ms || t->cfg.sample_sleep_us)
+		sleep_us(t->cfg.step_sleep_ms * 1000 + t->cfg.sample_sleep_us * info->n_indices);
 	ftl_err err = info->total_micro ? sum_gradients_exactly(t, info) : sum_gradients(t, info);
 	if (err)
 		return err; /* nothing changed: ftl_execute may run this step again on a new view */

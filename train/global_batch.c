@@ -5,7 +5,8 @@
  *
  * Why reproducible mode splits by whole micro-shards: a shard's gradient is a float sum over its samples
  * in a fixed order; computed whole on one rank it is the same bits whichever rank computes it, and the
- * exact sum of the shards (FTL_ALLREDUCE_EXACT) is then the same at any world size. The contiguous order
+ * exact sum of the shards (FTL_ALLREDUCE_EXACT) is then the same at any world size, and under any weights
+ * (the rebalance policy, rebalance.h, deals whole shards in proportion to the ranks' speed). The contiguous order
  * deals its streams whole for another reason: a rank must keep reading the same streams.
  *
  * Why one function computes a step's indices for ftl_execute (ftl_batch_fill_step) and for the look-ahead
@@ -34,18 +35,35 @@ static void even_run(uint64_t n, uint64_t w, uint64_t r, uint64_t *first, uint64
 	*count = base + (r < extra);
 }
 
+/* Item r of n items dealt to w takers in consecutive runs in proportion to weights[w] (NULL: even_run).
+ * n < 2^32 and the weights' sum < 2^28 (rebalance.h), so n times a partial sum fits in 64 bits. */
+static void run_of(uint64_t n, const uint32_t *weights, uint64_t w, uint64_t r, uint64_t *first, uint64_t *count)
+{
+	if (weights == NULL) {
+		even_run(n, w, r, first, count);
+		return;
+	}
+	uint64_t before = 0, total = 0;
+	for (uint64_t i = 0; i < w; i++) {
+		total += weights[i];
+		before += i < r ? weights[i] : 0;
+	}
+	*first = total ? n * before / total : 0;
+	*count = (total ? n * (before + weights[r]) / total : 0) - *first;
+}
+
 void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible, int world, int rank,
-			ftl_batch_share *out)
+			const uint32_t *weights, ftl_batch_share *out)
 {
 	*out = (ftl_batch_share){0};
 	if (world <= 0 || rank < 0 || rank >= world)
 		return;
 	if (!is_reproducible || micro == 0) {
-		even_run(step_len, (uint64_t)world, (uint64_t)rank, &out->offset, &out->count);
+		run_of(step_len, weights, (uint64_t)world, (uint64_t)rank, &out->offset, &out->count);
 		return;
 	}
 	uint64_t shards = (step_len + micro - 1) / micro, first, n;
-	even_run(shards, (uint64_t)world, (uint64_t)rank, &first, &n);
+	run_of(shards, weights, (uint64_t)world, (uint64_t)rank, &first, &n);
 	uint64_t start = first * micro < step_len ? first * micro : step_len; /* a rank without shards: the end */
 	uint64_t end = (first + n) * micro < step_len ? (first + n) * micro : step_len;
 	out->offset = start;
@@ -79,7 +97,8 @@ ftl_err ftl_batch_config_from_settings(ftl_batch_config *b, const ftl_settings *
 	return FTL_OK;
 }
 
-/* Contiguous streams are whole chunks of a fixed global batch (FTL_SAMPLER_CONTIGUOUS, ftl/execute.h). */
+/* Contiguous streams are whole chunks of a fixed global batch (FTL_SAMPLER_CONTIGUOUS, ftl/execute.h); the
+ * rebalance policy deals out a fixed global batch, and a stream must stay with its rank. */
 static ftl_err order_check(const ftl_state_registry *r)
 {
 	const ftl_batch_config *b = &r->batch;
@@ -89,13 +108,44 @@ static ftl_err order_check(const ftl_state_registry *r)
 				    "the contiguous sampler order needs a fixed global batch of whole streams: set "
 				    "FTL_MAX_BATCH_PER_RANK to the chunk each stream gives a step and FTL_GLOBAL_BATCH to "
 				    "streams x chunk");
+	if (r->is_rebalanced && !b->global_batch)
+		return ftl_diag_set_setting("FTL_SLOW_POLICY", FTL_ERR_INVALID,
+					    "FTL_SLOW_POLICY=rebalance moves samples of a fixed global batch from slow ranks to "
+					    "fast ones: set FTL_GLOBAL_BATCH (and average gradients by sample count), or use "
+					    "FTL_SLOW_POLICY=replace");
+	if (r->is_rebalanced && r->order == FTL_SAMPLER_CONTIGUOUS)
+		return ftl_diag_set_setting("FTL_SLOW_POLICY", FTL_ERR_INVALID,
+					    "FTL_SLOW_POLICY=rebalance would move streams of the contiguous sampler order "
+					    "between ranks, and a stream stays with its rank: use FTL_SLOW_POLICY=replace");
 	return FTL_OK;
 }
 
+ftl_err ftl_batch_set_weights(ftl_state_registry *r, uint64_t view_epoch, uint32_t n, const uint32_t *w)
+{
+	if (n != r->shares.n) {
+		free(r->shares.w);
+		r->shares = (ftl_batch_weights){0};
+		if (n && (r->shares.w = malloc(n * sizeof *w)) == NULL)
+			return ftl_diag_set(FTL_ERR_SYSTEM, "out of memory for the shares of %u ranks", n);
+	}
+	r->shares.n = n;
+	r->shares.view_epoch = view_epoch;
+	if (n)
+		memcpy(r->shares.w, w, n * sizeof *w);
+	return FTL_OK;
+}
+
+const uint32_t *ftl_batch_weights_in(const ftl_state_registry *r, int world, uint64_t view_epoch)
+{
+	const ftl_batch_weights *s = &r->shares;
+	return s->n && s->n == (uint32_t)world && s->view_epoch == view_epoch ? s->w : NULL;
+}
+
 /* Rank's positions in a step that starts at pos (relative to pos), and the step's length with a fixed
- * global batch (0 otherwise). Streams, like reproducible micro-shards, are dealt whole. */
-static void share_at(const ftl_state_registry *r, uint64_t pos, int rank, int world, ftl_batch_share *share,
-		     uint64_t *step_len)
+ * global batch (0 otherwise), in a view whose shares are weights (NULL: even). Streams, like reproducible
+ * micro-shards, are dealt whole. */
+static void share_at(const ftl_state_registry *r, uint64_t pos, int rank, int world, const uint32_t *weights,
+		     ftl_batch_share *share, uint64_t *step_len)
 {
 	const ftl_batch_config *b = &r->batch;
 	*share = (ftl_batch_share){0};
@@ -111,7 +161,7 @@ static void share_at(const ftl_state_registry *r, uint64_t pos, int rank, int wo
 	}
 	*step_len = ftl_batch_step_len(r->dataset_size, pos, b->global_batch);
 	ftl_batch_share_of(*step_len, b->max_batch_per_rank, b->is_reproducible || r->order == FTL_SAMPLER_CONTIGUOUS,
-			   world, rank, share);
+			   world, rank, weights, share);
 }
 
 /* The indices at positions [first, first + n) of data epoch `epoch`, in the registry's order. */
@@ -153,7 +203,7 @@ ftl_err ftl_batch_fill_step(ftl_state_registry *r, int rank, int world, ftl_step
 	}
 	ftl_batch_share share;
 	uint64_t step_len;
-	share_at(r, r->sample_pos, rank, world, &share, &step_len);
+	share_at(r, r->sample_pos, rank, world, ftl_batch_weights_in(r, world, info->view_epoch), &share, &step_len);
 	indices_at(r, r->data_epoch, r->sample_pos + share.offset, share.count, r->indices);
 	info->indices = r->indices;
 	info->n_indices = (size_t)share.count;
@@ -196,7 +246,8 @@ ftl_err ftl_batch_peek(const ftl_state_registry *r, int world, int rank, uint64_
 		return e;
 	ftl_batch_share share;
 	uint64_t step_len;
-	share_at(r, *pos, rank, world, &share, &step_len);
+	/* the shares agreed last (a view change is found by the loader: the step's own indices differ) */
+	share_at(r, *pos, rank, world, ftl_batch_weights_in(r, world, r->shares.view_epoch), &share, &step_len);
 	indices_at(r, *epoch, *pos + share.offset, share.count, out);
 	*n = (size_t)share.count;
 	ftl_batch_move(r, world, epoch, pos);

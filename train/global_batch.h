@@ -25,9 +25,16 @@ uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global
 /* Rank r of world's share of a step of step_len positions. Plain: ranks take consecutive runs whose sizes
  * differ by at most one. Reproducible: the step is cut into micro-shards of `micro` positions (the last
  * may be shorter) and ranks take consecutive runs of whole shards whose counts differ by at most one, so
- * a shard's positions never depend on the world size. */
+ * a shard's positions never depend on the world size. With weights (world of them, rebalance.h) the runs
+ * (of positions, or of whole shards) are in proportion to them instead; NULL: even. */
 void ftl_batch_share_of(uint64_t step_len, uint32_t micro, bool is_reproducible, int world, int rank,
-			ftl_batch_share *out);
+			const uint32_t *weights, ftl_batch_share *out);
+/* The weights every rank of view_epoch agreed for its n ranks (the rebalance policy, rebalance.h) become the
+ * shares of that view's steps; n == 0 makes them even. FTL_ERR_SYSTEM when out of memory (shares then
+ * even). */
+ftl_err ftl_batch_set_weights(ftl_state_registry *r, uint64_t view_epoch, uint32_t n, const uint32_t *w);
+/* The weights in force for a step of world ranks in view_epoch; NULL: even shares. */
+const uint32_t *ftl_batch_weights_in(const ftl_state_registry *r, int world, uint64_t view_epoch);
 
 /* FTL_ERR_INVALID with the diag naming the setting and the fix for a configuration that cannot work. */
 ftl_err ftl_batch_config_check(const ftl_batch_config *b);

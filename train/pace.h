@@ -40,6 +40,8 @@ typedef struct ftl_pace_row {
 	double step_ms;
 	double comm_ms;
 	double lead_ms;                 /* how long the others waited for this rank per step */
+	double share;                   /* FTL_SLOW_POLICY=rebalance: its share of the global batch from now on
+					 * (rebalance.h); 0 under the other policies */
 } ftl_pace_row;
 
 /* What the ranks agree on after each exchange. */

@@ -11,7 +11,11 @@
  *
  * The replace policy (FTL_SLOW_POLICY=replace): rank 0 asks the rendezvous to bench the slow rank
  * (ftl_rdv_request_bench, through the loop thread) when it is first found slow in a view, and again every
- * ASK_AGAIN_EXCHANGES exchanges while it stays slow (a spare may have come since a refusal). */
+ * ASK_AGAIN_EXCHANGES exchanges while it stays slow (a spare may have come since a refusal).
+ *
+ * The rebalance policy (FTL_SLOW_POLICY=rebalance): every rank computes the view's new weights from the
+ * same table (rebalance.h) and the steps after this one take their shares by them (global_batch.h); a new
+ * view starts even, since a joiner has no window yet. */
 #include "agent/agent_training.h"
 
 #include <stdlib.h>
@@ -19,6 +23,8 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "global_batch.h"
+#include "rebalance.h"
 #include "training.h"
 
 #define ASK_AGAIN_EXCHANGES 4
@@ -64,6 +70,42 @@ static void log_verdict_locked(ftl_agent *a, const ftl_pace *p, int slow_before)
 		FTL_F_DOUBLE("lead_ms", r->lead_ms), FTL_F_DOUBLE("step_ms", r->step_ms));
 }
 
+/* Under the lock: the rebalance policy's shares from the windows (rebalance.h), into the registry and the
+ * verdict's rows; said in the log when they move. */
+static ftl_err rebalance_locked(ftl_agent *a, ftl_training *t, const ftl_step_info *info,
+				const ftl_pace_window *windows, uint32_t n)
+{
+	ftl_pace *p = &t->pace;
+	const uint32_t *old = ftl_batch_weights_in(&t->state, (int)n, info->view_epoch);
+	uint32_t *w = malloc(n * sizeof *w);
+	if (w == NULL)
+		return ftl_diag_set(FTL_ERR_SYSTEM, "ftl_execute: out of memory for the shares of %u ranks", n);
+	const ftl_batch_config *b = &t->state.batch;
+	ftl_rebalance_split split = {b->global_batch, b->max_batch_per_rank, b->is_reproducible};
+	bool is_moved = false;
+	ftl_err e = p->rows[0].step_ms > 0 ? ftl_rebalance(windows, n, old, &split, w, &is_moved) : FTL_OK;
+	if (e == FTL_OK && is_moved)
+		e = ftl_batch_set_weights(&t->state, info->view_epoch, n, w);
+	free(w);
+	old = ftl_batch_weights_in(&t->state, (int)n, info->view_epoch);
+	uint64_t total = 0;
+	for (uint32_t i = 0; old != NULL && i < n; i++)
+		total += old[i];
+	uint32_t least = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		p->rows[i].share = old != NULL && total ? (double)old[i] / (double)total : 1.0 / n;
+		least = p->rows[i].share < p->rows[least].share ? i : least;
+	}
+	if (is_moved && e == FTL_OK)
+		ftl_log(ftl_agent_logger(a), FTL_LOG_INFO, "pace",
+			FTL_MSG("shares of the global batch follow the ranks' speed (FTL_SLOW_POLICY=rebalance): rank %u "
+				"(%s) takes the least, %.1f%% (even: %.1f%%)", least, ftl_pace_name_locked(a, p, least),
+				100.0 * p->rows[least].share, 100.0 / n),
+			FTL_F_INT("rank", (int)least), FTL_F_STR("name", ftl_pace_name_locked(a, p, least)),
+			FTL_F_DOUBLE("share", p->rows[least].share));
+	return e;
+}
+
 static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info)
 {
 	uint32_t n = (uint32_t)info->world_size;
@@ -95,6 +137,8 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 		if (e == FTL_OK) {
 			log_verdict_locked(a, &t->pace, slow_before);
 			ask_bench_locked(a, t, info);
+			if (t->state.is_rebalanced)
+				e = rebalance_locked(a, t, info, windows, n);
 		}
 		ftl_agent_unlock(a);
 	}
@@ -107,8 +151,10 @@ ftl_err ftl_pace_before_step(ftl_agent *a, const ftl_step_info *info)
 {
 	ftl_training *t = ftl_agent_training(a);
 	bool is_new_view = t->pace_window.view_epoch != info->view_epoch;
-	if (is_new_view)
+	if (is_new_view) {
 		start_window(t, info->view_epoch);
+		ftl_batch_set_weights(&t->state, 0, 0, NULL); /* even: a joiner has no window (and no weights) */
+	}
 	/* collectives between steps count in none; a new view's comm aborted the old one's requests */
 	ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), is_new_view);
 	if (info->world_size < 2 || info->step == 0 || info->step % FTL_PACE_WINDOW_STEPS != 0 || t->comm == NULL)

@@ -1,7 +1,7 @@
 /* The pace verdict (pace.h) as people read it: the view object of `ftlctl status --json` gains "pace" (each
- * rank's step, in-flight and lead times of the last window, and the slow rank), and /metrics gains one
- * gauge per rank of each, and ftl_slow_rank. Only a verdict of the agent's newest view is shown. Loop
- * thread, under the agent's lock. */
+ * rank's step, in-flight and lead times of the last window, its share of the global batch under the
+ * rebalance policy, and the slow rank), and /metrics gains one gauge per rank of each, and ftl_slow_rank.
+ * Only a verdict of the agent's newest view is shown. Loop thread, under the agent's lock. */
 #include "agent/agent_training.h"
 
 #include <stdbool.h>
@@ -27,11 +27,16 @@ void ftl_pace_status_locked(ftl_agent *a, json_t *view)
 	const ftl_pace *p = &ftl_agent_training(a)->pace;
 	if (!is_current_locked(a, p))
 		return;
+	bool is_rebalanced = ftl_agent_training(a)->cfg.slow_rebalance;
 	json_t *ranks = json_array();
-	for (uint32_t i = 0; i < p->n; i++)
-		json_array_append_new(ranks, json_pack("{s:I,s:s,s:f,s:f,s:f}", "rank", (json_int_t)i, "name",
-							ftl_pace_name_locked(a, p, i), "step_ms", p->rows[i].step_ms, "comm_ms",
-							p->rows[i].comm_ms, "lead_ms", p->rows[i].lead_ms));
+	for (uint32_t i = 0; i < p->n; i++) {
+		json_t *row = json_pack("{s:I,s:s,s:f,s:f,s:f}", "rank", (json_int_t)i, "name",
+					ftl_pace_name_locked(a, p, i), "step_ms", p->rows[i].step_ms, "comm_ms",
+					p->rows[i].comm_ms, "lead_ms", p->rows[i].lead_ms);
+		if (is_rebalanced)
+			json_object_set_new(row, "share", json_real(p->rows[i].share));
+		json_array_append_new(ranks, row);
+	}
 	json_t *slow = p->slow >= 0 ? json_integer(p->slow) : json_null();
 	json_t *slow_name = p->slow >= 0 ? json_string(ftl_pace_name_locked(a, p, (uint32_t)p->slow)) : json_null();
 	json_object_set_new(view, "pace", json_pack("{s:I,s:i,s:o,s:o,s:o}", "epoch", (json_int_t)p->view_epoch,
@@ -39,14 +44,15 @@ void ftl_pace_status_locked(ftl_agent *a, json_t *view)
 						    "slow_name", slow_name, "ranks", ranks));
 }
 
+/* One gauge per rank of the row's field at offset, times scale. */
 static void per_rank(ftl_agent *a, ftl_metrics_text *t, const ftl_pace *p, const char *name, const char *help,
-		     size_t offset)
+		     size_t offset, double scale)
 {
 	ftl_metrics_family(t, name, "gauge", help);
 	for (uint32_t i = 0; i < p->n; i++) {
 		ftl_metrics_put(t, "%s{rank=\"%u\",name=", name, i);
 		ftl_metrics_label_value(t, ftl_pace_name_locked(a, p, i));
-		ftl_metrics_put(t, "} %.9g\n", *(const double *)((const char *)&p->rows[i] + offset) / 1000.0);
+		ftl_metrics_put(t, "} %.9g\n", *(const double *)((const char *)&p->rows[i] + offset) * scale);
 	}
 }
 
@@ -60,10 +66,14 @@ void ftl_pace_metrics_locked(ftl_agent *a, ftl_metrics_text *t)
 	if (!is_current)
 		return;
 	per_rank(a, t, p, "ftl_rank_step_seconds", "Each rank's mean step time in the last window.",
-		 offsetof(ftl_pace_row, step_ms));
+		 offsetof(ftl_pace_row, step_ms), 1e-3);
 	per_rank(a, t, p, "ftl_rank_comm_seconds", "Each rank's mean time per step with a collective in flight.",
-		 offsetof(ftl_pace_row, comm_ms));
+		 offsetof(ftl_pace_row, comm_ms), 1e-3);
 	per_rank(a, t, p, "ftl_rank_lead_seconds",
 		 "How long per step the other ranks waited for each rank (the median of theirs in flight minus its).",
-		 offsetof(ftl_pace_row, lead_ms));
+		 offsetof(ftl_pace_row, lead_ms), 1e-3);
+	if (ftl_agent_training(a)->cfg.slow_rebalance)
+		per_rank(a, t, p, "ftl_rank_batch_share",
+			 "Each rank's share of the global batch from the last exchange on (FTL_SLOW_POLICY=rebalance).",
+			 offsetof(ftl_pace_row, share), 1.0);
 }

@@ -115,4 +115,6 @@ void ftl_state_free(ftl_state_registry *r)
 	free(r->indices);
 	r->indices = NULL;
 	r->indices_cap = 0;
+	free(r->shares.w);
+	r->shares = (ftl_batch_weights){0};
 }

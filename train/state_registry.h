@@ -25,6 +25,14 @@ typedef struct ftl_buffer_reg {
 	bool is_device;                  /* device memory: broadcast by the data comm only, never memcpy'd */
 } ftl_buffer_reg;
 
+/* Each rank's weight in a step's share of the fixed global batch, agreed by every rank of one view
+ * (rebalance.h); n == 0: even shares. */
+typedef struct ftl_batch_weights {
+	uint64_t view_epoch;
+	uint32_t n;
+	uint32_t *w;                     /* [n], owned */
+} ftl_batch_weights;
+
 typedef struct ftl_state_registry {
 	ftl_comm_backend backend;        /* which memory buffers must be (set by ftl_set_training) */
 	ftl_buffer_reg buffers[FTL_MAX_BUFFERS];
@@ -41,6 +49,8 @@ typedef struct ftl_state_registry {
 	ftl_sampler_order order;         /* which index sits at each position (ftl_set_sampler_order) */
 	ftl_batch_config batch;          /* a fixed global batch (global_batch.h): set by ftl_set_training and
 					  * ftl_set_batch, checked against rank 0's by state sync */
+	bool is_rebalanced;              /* FTL_SLOW_POLICY=rebalance: shares follow the ranks' speed (rebalance.h) */
+	ftl_batch_weights shares;        /* ... agreed in one view (by the pace exchange); even in any other */
 	uint64_t *indices;               /* [indices_cap]: this rank's share of the step */
 	size_t indices_cap;              /* batch_per_rank, or the global batch once a step took one */
 	bool has_state;                  /* holds the job's state: stepped, synced from rank 0, or resumed */

@@ -15,6 +15,9 @@ typedef struct shape_buffer {
 
 enum { W_BACKEND, W_N_BUFFERS, W_DATASET, W_BATCH_PER_RANK, W_SEED, W_GLOBAL_BATCH, W_MAX_PER_RANK, W_REPRO,
        W_ORDER };
+/* The bits of W_REPRO: FTL_REPRODUCIBLE, and (0.4.5) FTL_SLOW_POLICY=rebalance, under which every rank must
+ * compute the same shares: a worker without it (of an older ftl too, which packs 0 there) is refused. */
+enum { SHAPE_REPRODUCIBLE = 1, SHAPE_REBALANCED = 2 };
 
 void ftl_shape_pack(const ftl_state_registry *r, int64_t *words)
 {
@@ -26,7 +29,7 @@ void ftl_shape_pack(const ftl_state_registry *r, int64_t *words)
 	words[W_SEED] = (int64_t)r->sampler_seed;
 	words[W_GLOBAL_BATCH] = (int64_t)r->batch.global_batch;
 	words[W_MAX_PER_RANK] = r->batch.max_batch_per_rank;
-	words[W_REPRO] = r->batch.is_reproducible;
+	words[W_REPRO] = (r->batch.is_reproducible ? SHAPE_REPRODUCIBLE : 0) | (r->is_rebalanced ? SHAPE_REBALANCED : 0);
 	words[W_ORDER] = r->order;
 	for (int i = 0; i < r->n_buffers; i++) {
 		int64_t *slot = words + FTL_SHAPE_FIXED_WORDS + i * FTL_SHAPE_BUFFER_WORDS;
@@ -120,11 +123,18 @@ static bool setting_difference(const int64_t *mine, const int64_t *job, char *wh
 			 is_known ? ftl_comm_backend_strs[j] : "?");
 		return true;
 	}
+	if ((mine[W_REPRO] ^ job[W_REPRO]) & SHAPE_REBALANCED) {
+		snprintf(why, cap, "FTL_SLOW_POLICY=rebalance %s (every worker must deal the global batch the same way; "
+			 "the policy needs ftl 0.4.5 or later)", mine[W_REPRO] & SHAPE_REBALANCED ? "here but not in the job"
+												: "in the job but not here");
+		return true;
+	}
 	if (memcmp(mine + W_GLOBAL_BATCH, job + W_GLOBAL_BATCH, 3 * sizeof(*mine)) != 0) {
 		snprintf(why, cap, "FTL_GLOBAL_BATCH=%lld FTL_MAX_BATCH_PER_RANK=%lld FTL_REPRODUCIBLE=%lld here but %lld, "
 			 "%lld, %lld in the job (every worker must cut its steps the same way)",
-			 (long long)mine[W_GLOBAL_BATCH], (long long)mine[W_MAX_PER_RANK], (long long)mine[W_REPRO],
-			 (long long)job[W_GLOBAL_BATCH], (long long)job[W_MAX_PER_RANK], (long long)job[W_REPRO]);
+			 (long long)mine[W_GLOBAL_BATCH], (long long)mine[W_MAX_PER_RANK],
+			 (long long)(mine[W_REPRO] & SHAPE_REPRODUCIBLE), (long long)job[W_GLOBAL_BATCH],
+			 (long long)job[W_MAX_PER_RANK], (long long)(job[W_REPRO] & SHAPE_REPRODUCIBLE));
 		return true;
 	}
 	static const struct { int word; const char *what; } sampler[] = {

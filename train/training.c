@@ -118,6 +118,22 @@ static ftl_err replica_from_settings(ftl_training_config *t, const ftl_settings 
 	return FTL_OK;
 }
 
+/* FTL_SLOW_POLICY=report|replace|rebalance. */
+static ftl_err slow_policy_from_settings(ftl_training_config *t, const ftl_settings *s)
+{
+	const char *v = ftl_settings_get(s, "FTL_SLOW_POLICY");
+	if (v == NULL)
+		return FTL_OK;
+	bool is_report = strcmp(v, "report") == 0;
+	t->slow_replace = strcmp(v, "replace") == 0;
+	t->slow_rebalance = strcmp(v, "rebalance") == 0;
+	if (is_report || t->slow_replace || t->slow_rebalance)
+		return FTL_OK;
+	return ftl_diag_set_setting("FTL_SLOW_POLICY", FTL_ERR_INVALID,
+				    "FTL_SLOW_POLICY=%s: expected report (name the slow rank), replace (a spare takes its "
+				    "place) or rebalance (shares of the global batch follow each rank's speed)", v);
+}
+
 static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 {
 	int64_t min = t->min_workers, max = t->max_workers, settle = t->settle_ms, retries = t->max_retries;
@@ -139,7 +155,7 @@ static ftl_err read_settings(ftl_training_config *t, const ftl_settings *s)
 		return FTL_ERR_INVALID;
 	int64_t slot_kb = t->comm_shm_slot_kb;
 	bool is_shm_off = t->comm_shm == FTL_COMM_SHM_OFF;
-	if (ftl_setting_choice(s, "FTL_SLOW_POLICY", "report", "replace", NULL, &t->slow_replace) ||
+	if (slow_policy_from_settings(t, s) ||
 	    ftl_setting_choice(s, "FTL_COMM_SHM", "auto", "off", NULL, &is_shm_off) ||
 	    ftl_setting_int(s, "FTL_COMM_SHM_SLOT_KB", &slot_kb, 4, 262144))
 		return FTL_ERR_INVALID;
@@ -234,6 +250,11 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 		return ftl_diag_set_setting("FTL_CHECKPOINT_EVERY", FTL_ERR_INVALID,
 				    "FTL_CHECKPOINT_EVERY (%lld) and FTL_CHECKPOINT_KEEP (%d) must be at least 1",
 				    (long long)t->checkpoint_every, t->checkpoint_keep);
+	if (t->slow_rebalance && (t->slow_replace || t->replica_size > 0))
+		return ftl_diag_set_setting("FTL_SLOW_POLICY", FTL_ERR_INVALID, "FTL_SLOW_POLICY=rebalance: %s",
+					    t->slow_replace ? "one policy at a time (slow_replace is set too)"
+							    : "a replica's shards train one model together, so no share of "
+							      "theirs can move alone; a job of replicas reports slow ranks only");
 	err = ftl_batch_config_check(&t->batch);
 	if (!err)
 		err = ftl_compress_check(t->compress, t->backend, &t->batch);
@@ -250,6 +271,7 @@ ftl_err ftl_set_training(ftl_agent *a, const ftl_training_config *caller_t)
 		return err;
 	tr->state.backend = t->backend;
 	tr->state.batch = t->batch;
+	tr->state.is_rebalanced = t->slow_rebalance;
 	ftl_exec_retry_policy policy = {
 		.max_retries = t->max_retries,
 		.setup_grace_us = (int64_t)t->collective_timeout_ms * 1000,

@@ -161,6 +161,12 @@ typedef struct ftl_training_config {
 	bool slow_replace;             /* [FTL_SLOW_POLICY=report|replace] report the slow rank only
 					* (default), or also send it to the spares when one waits to take its
 					* place (the view keeps its size; the slow worker waits as the last spare) */
+	/* 0.4.5: [FTL_SLOW_POLICY=rebalance] each rank's share of the fixed global batch follows its speed,
+	 * measured every 16 steps (a rank twice as slow per sample takes about half the samples; even again
+	 * in every new view). Needs global_batch set (batch above), gradients averaged by sample count
+	 * (ftl_step_info.n_indices), not the contiguous order, no replicas; not with slow_replace.
+	 * Reproducible mode keeps its bits: whole micro-shards move. */
+	bool slow_rebalance;
 } ftl_training_config;
 #define FTL_REPLICA_INDEX_UNSET UINT32_MAX
 

@@ -89,7 +89,7 @@ static const setting_case setting_cases[] = {
 	{"FTL_MAX_BATCH_PER_RANK", true, {"4294967296"}, NULL},
 	{"FTL_REPRODUCIBLE", true, {"2", "yes"}, NULL},
 	{"FTL_COMM_COMPRESS", false, {"", "on", "1", "BF16", "fp16", "bf16ef", "bf16-EF"}, NULL},
-	{"FTL_SLOW_POLICY", false, {"", "rebalance", "Replace", "1"}, NULL},
+	{"FTL_SLOW_POLICY", false, {"", "Rebalance", "Replace", "1"}, NULL},
 };
 
 /* What every number setting refuses besides its own bad values. */

@@ -327,6 +327,10 @@ static void test_replica_settings_come_together_and_in_range(void **state)
 	set_replica("h", "0", "4");
 	setenv("FTL_MAX_WORKERS", "3", 1);
 	expect_replica_refused("FTL_MAX_WORKERS", "is below FTL_REPLICA_SIZE (4)");
+	/* a replica's shards train one model together: no share of theirs moves alone */
+	set_replica("h", "0", "2");
+	setenv("FTL_SLOW_POLICY", "rebalance", 1);
+	expect_replica_refused("FTL_SLOW_POLICY", "a job of replicas reports slow ranks only");
 	clear_ftl_environment(); /* the tests after this one start from an empty environment */
 }
 

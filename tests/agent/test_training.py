@@ -515,6 +515,46 @@ def scenario_slow_rank_is_replaced(train, ctl):
     assert codes["w1"] == 0, f"w1 (the benched spare) exited {codes}"
 
 
+def scenario_slow_rank_is_rebalanced(train, ctl, size=3000, batch=96, steps=240):
+    """FTL_SLOW_POLICY=rebalance (issue 41 item 3): a job of 3 with a fixed global batch, one worker three
+    times as slow per sample (FTL_SAMPLE_SLEEP_US): the shares move so that it takes fewer samples than the
+    others (every status shows the shares, `ftlctl status` names the rank that takes the least); every data
+    epoch's samples are still used exactly once, digests are equal after every step and the job finishes, in
+    reproducible mode with the very bits one worker alone computes."""
+    reproducible = dict(FTL_GLOBAL_BATCH=batch, FTL_REPRODUCIBLE=1, FTL_MAX_BATCH_PER_RANK=8)
+    job = new_job(train, ctl, FTL_STEPS=steps, FTL_SLOW_POLICY="rebalance", **reproducible,
+                  **{**JOB, "FTL_STEP_SLEEP_MS": 0, "FTL_SAMPLE_SLEEP_US": 300, "FTL_DATA_SIZE": size,
+                     "FTL_LOG_INDICES": 1})
+    start_job(job, 3, env_of=lambda name: {"FTL_SAMPLE_SLEEP_US": 900} if name == "w2" else {})
+
+    def shares(name):
+        rows = ((job.status(job.agents[name]).get("view") or {}).get("pace") or {}).get("ranks") or []
+        return {r["name"]: r.get("share", 0) for r in rows}
+    job.wait("w2's share moves below the others' on every worker", lambda: all(
+        0 < shares(n).get("w2", 0) < min(shares(n)["w0"], shares(n)["w1"]) for n in ("w0", "w1", "w2")), 60)
+    print("shares:", shares("w0"))
+    text = job.ctl(job.agents["w0"], "status").stdout
+    assert "(w2) takes the least of the global batch" in text, text
+    assert "shares of the global batch follow the ranks' speed" in job.agents["w0"].log_text()
+    final = finish(job)
+    groups = check_every_step(job, steps)
+    solo = new_job(train, ctl, FTL_STEPS=steps, **reproducible, **{**JOB, "FTL_STEP_SLEEP_MS": 0, "FTL_DATA_SIZE": size})
+    start_job(solo, 1)
+    alone = finish(solo, solo.workers())["digest"]
+    assert alone == final["digest"], f"the rebalanced job's bits ({final['digest']}) differ from one worker's ({alone})"
+    used = used_indices(job.records())
+    whole = [e for e in used if (e + 1) * size <= steps * batch]  # the data epochs the job finished
+    assert whole, f"no data epoch finished: {sorted(used)}"
+    for e in whole:
+        assert sorted(used[e]) == list(range(size)) and set(used[e].values()) == {1}, \
+            f"data epoch {e}: {sum(c > 1 for c in used[e].values())} used twice, {size - len(used[e])} never"
+    late = [r for r in job.records() if "indices" in r and r["step"] >= steps - 20 and groups.get(r["step"])
+            and r["epoch"] == groups[r["step"]][0]["epoch"]]
+    taken = {w: sum(len(r["indices"]) for r in late if r["worker"] == w) for w in ("w0", "w1", "w2")}
+    assert taken["w2"] < min(taken["w0"], taken["w1"]), f"samples of the last 20 steps by worker: {taken}"
+    print(f"samples of the last 20 steps: {taken}; data epochs {whole} each used exactly once")
+
+
 def show_logs():
     for job in jobs:
         print(f"--- run directory {job.dir} (kept)")

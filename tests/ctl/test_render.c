@@ -127,6 +127,21 @@ static void test_status_shows_the_last_checkpoint_and_the_writer(void **state)
 	json_decref(status);
 }
 
+static void test_status_shows_the_slow_rank_and_the_least_share(void **state)
+{
+	json_t *status = parse("{\"ok\":true,\"members\":[],\"view\":{\"epoch\":3,\"phase\":\"training\",\"pace\":{"
+			       "\"slow_rank\":null,\"ranks\":["
+			       "{\"rank\":0,\"name\":\"w0\",\"step_ms\":40.0,\"lead_ms\":0.5,\"share\":0.3},"
+			       "{\"rank\":1,\"name\":\"w1\",\"step_ms\":40.0,\"lead_ms\":1.5,\"share\":0.3},"
+			       "{\"rank\":2,\"name\":\"w2\",\"step_ms\":40.0,\"lead_ms\":0.2,\"share\":0.125},"
+			       "{\"rank\":3,\"name\":\"w3\",\"step_ms\":40.0,\"lead_ms\":0.1,\"share\":0.275}]}}}");
+	char *text = render_to_string(ctl_render_status, status);
+	assert_contains(text, "pace         no slow rank (the most waited for: rank 1, 1.5 ms of a 40.0 ms step)\n");
+	assert_contains(text, "shares       rank 2 (w2) takes the least of the global batch: 12.5% (even: 25.0%)\n");
+	free(text);
+	json_decref(status);
+}
+
 static void test_status_shows_where_ftl_execute_stands(void **state)
 {
 	json_t *status = parse("{\"ok\":true,\"view\":null,\"members\":[],\"execute\":{\"state\":\"backing_off\"}}");
@@ -282,6 +297,7 @@ int main(void)
 		cmocka_unit_test(test_members_of_replicas_show_their_replica),
 		cmocka_unit_test(test_missing_fields_print_as_question_marks),
 		cmocka_unit_test(test_status_shows_the_last_checkpoint_and_the_writer),
+		cmocka_unit_test(test_status_shows_the_slow_rank_and_the_least_share),
 		cmocka_unit_test(test_status_shows_where_ftl_execute_stands),
 		cmocka_unit_test(test_top_frame_shows_view_step_rate_recovery_and_members),
 		cmocka_unit_test(test_keys_list_shows_how_many_members_hold_each_key),

@@ -380,3 +380,47 @@ def test_hsdp_mesh_and_its_refusals(tmp_path):
         finally:
             dist.destroy_process_group()
             a.close()
+
+
+def test_the_rebalance_policy_refuses_what_averages_over_ranks(tmp_path):
+    """FTL_SLOW_POLICY=rebalance gives the ranks unequal shares of the global batch: whatever averages
+    gradients over ranks rather than samples would weigh a slow rank's few samples as much as a fast rank's
+    many, without an error. So DDP in an ElasticState, the ElasticSampler's loop (an equal part a rank) and a
+    GradientAverager without a sample count are refused with a sentence; with counts it averages, and the
+    C side refuses the policy without a fixed global batch at the first step."""
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    a = ftl.Agent(name="solo", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path / "run"), insecure=True,
+                  log_level="warn", slow_policy="rebalance")
+    assert a.slow_policy == "rebalance"
+    ftl.torch.init_process_group(a)
+    try:
+        model = mlp()
+        with pytest.raises(ftl.Error, match="FTL_SLOW_POLICY=rebalance"):
+            ftl.torch.ElasticState(a, DDP(model), torch.optim.SGD(model.parameters(), lr=0.1))
+        with pytest.raises(ftl.Error, match="FTL_SLOW_POLICY=rebalance"):
+            ftl.torch.ElasticSampler(list(range(10)), agent=a)
+        grads = ftl.torch.GradientAverager(a, model)
+        a.register("w", torch.zeros(1))
+        a.set_sampler(64, 8)
+
+        def step(info):
+            model(torch.ones(2, 8)).sum().backward()
+            with pytest.raises(ftl.Error, match="without a sample count"):
+                grads.average()
+            assert grads.average(samples=len(info.indices)) == len(info.indices)
+        with pytest.raises(ftl.Error, match="set FTL_GLOBAL_BATCH"):
+            a.execute(step)  # the growing batch: nothing to rebalance
+    finally:
+        dist.destroy_process_group()
+        a.close()
+    b = ftl.Agent(name="solo", bind=f"127.0.0.1:{free_port()}", run_dir=str(tmp_path / "run2"), insecure=True,
+                  log_level="warn", slow_policy="rebalance", global_batch=16)
+    try:
+        grads = ftl.torch.GradientAverager(b, model)
+        b.register("w", torch.zeros(1))
+        b.set_sampler(64, 8)
+        b.execute(step)
+        assert b.job_status()["step"] == 1
+    finally:
+        b.close()

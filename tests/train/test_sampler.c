@@ -216,7 +216,7 @@ static void test_global_batch_of_100_on_3_ranks_splits_34_33_33(void **state)
 	static const uint64_t offsets[] = {0, 34, 67}, counts[] = {34, 33, 33};
 	for (int rank = 0; rank < 3; rank++) {
 		ftl_batch_share s;
-		ftl_batch_share_of(100, 0, false, 3, rank, &s);
+		ftl_batch_share_of(100, 0, false, 3, rank, NULL, &s);
 		assert_int_equal(s.offset, offsets[rank]);
 		assert_int_equal(s.count, counts[rank]);
 	}
@@ -231,7 +231,17 @@ struct global_batch_cfg {
 	uint64_t batch;
 	uint32_t micro;
 	bool is_reproducible;
+	bool is_weighted;               /* shares by made-up uneven weights (the rebalance policy's) */
 };
+
+/* Uneven weights for a world (as the rebalance policy's: at least 1, changing with the world). */
+static const uint32_t *weights_of(int world)
+{
+	static uint32_t w[64];
+	for (int i = 0; i < world && i < 64; i++)
+		w[i] = 1 + (uint32_t)((i * 7919 + world * 31) % 4096);
+	return w;
+}
 
 static uint64_t global_batch_step(const void *cfg, uint64_t m, int epoch, uint64_t pos, int world, coverage *c,
 				  uint64_t *slice)
@@ -241,7 +251,8 @@ static uint64_t global_batch_step(const void *cfg, uint64_t m, int epoch, uint64
 	assert_int_equal(len, m - pos < g->batch ? m - pos : g->batch);
 	for (int rank = 0; rank < world; rank++) {
 		ftl_batch_share sh;
-		ftl_batch_share_of(len, g->micro, g->is_reproducible, world, rank, &sh);
+		ftl_batch_share_of(len, g->micro, g->is_reproducible, world, rank, g->is_weighted ? weights_of(world) : NULL,
+				   &sh);
 		assert_int_equal(sh.offset, taken);
 		size_t n = sh.count ? ftl_sampler_slice(m, 9, (uint64_t)epoch, pos + sh.offset, 0, (uint32_t)sh.count,
 							slice) : 0;
@@ -258,6 +269,8 @@ static void run_global_batch_epochs(uint64_t m, uint64_t batch, uint32_t micro, 
 				    const int *worlds, size_t n_worlds, int epochs)
 {
 	struct global_batch_cfg cfg = {.batch = batch, .micro = micro, .is_reproducible = is_reproducible};
+	run_epochs(m, batch, worlds, n_worlds, epochs, global_batch_step, &cfg);
+	cfg.is_weighted = true;
 	run_epochs(m, batch, worlds, n_worlds, epochs, global_batch_step, &cfg);
 }
 
@@ -281,7 +294,7 @@ static void test_micro_shards_do_not_depend_on_the_world_size(void **state)
 		uint32_t next_shard = 0;
 		for (int rank = 0; rank < world; rank++) {
 			ftl_batch_share sh;
-			ftl_batch_share_of(len, micro, true, world, rank, &sh);
+			ftl_batch_share_of(len, micro, true, world, rank, NULL, &sh);
 			assert_int_equal(sh.total_micro, 7);
 			if (sh.count == 0)
 				continue;
@@ -293,6 +306,28 @@ static void test_micro_shards_do_not_depend_on_the_world_size(void **state)
 			assert_int_equal(sh.offset + sh.count, end); /* whole shards only */
 		}
 		assert_int_equal(next_shard, 7);
+	}
+}
+
+/* The rebalance policy's weights: shares in proportion, consecutive, whole micro-shards in reproducible mode. */
+static void test_weighted_shares_follow_the_weights(void **state)
+{
+	static const uint32_t half_speed_last[] = {2, 2, 2, 1};
+	static const uint64_t counts[] = {20, 20, 20, 10};
+	for (int rank = 0, next = 0; rank < 4; rank++) {
+		ftl_batch_share s;
+		ftl_batch_share_of(70, 0, false, 4, rank, half_speed_last, &s);
+		assert_int_equal(s.offset, next);
+		assert_int_equal(s.count, counts[rank]);
+		next += (int)s.count;
+	}
+	static const uint64_t shards[] = {2, 2, 2, 1}; /* 7 micro-shards of 10: the last rank takes one */
+	for (int rank = 0, next = 0; rank < 4; rank++) {
+		ftl_batch_share s;
+		ftl_batch_share_of(70, 10, true, 4, rank, half_speed_last, &s);
+		assert_int_equal(s.first_micro, next);
+		assert_int_equal(s.count, shards[rank] * 10);
+		next += (int)shards[rank];
 	}
 }
 
@@ -309,6 +344,7 @@ int main(void)
 		cmocka_unit_test(test_global_batch_of_100_on_3_ranks_splits_34_33_33),
 		cmocka_unit_test(test_global_batch_covers_every_index_exactly_once_as_the_world_changes),
 		cmocka_unit_test(test_micro_shards_do_not_depend_on_the_world_size),
+		cmocka_unit_test(test_weighted_shares_follow_the_weights),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

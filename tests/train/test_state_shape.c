@@ -133,6 +133,25 @@ static void test_another_sampler_order_is_refused_naming_both(void **state)
 	refused_saying(&r, (const char *[]){"the sampler's order is contiguous here but shuffle in the job", NULL});
 }
 
+/* The rebalance policy deals the global batch by weights every rank computes alike: a worker without it
+ * (an older ftl packs 0 in its place) is refused, and the reproducible bit beside it still reads right. */
+static void test_another_slow_policy_is_refused_naming_it(void **state)
+{
+	ftl_state_registry r;
+	job_state(&r);
+	r.is_rebalanced = true;
+	refused_saying(&r, (const char *[]){"FTL_SLOW_POLICY=rebalance here but not in the job", "0.4.5", NULL});
+	job_state(&r);
+	r.is_rebalanced = true;
+	r.batch.is_reproducible = true;
+	r.batch.global_batch = 64;
+	r.batch.max_batch_per_rank = 8;
+	refused_saying(&r, (const char *[]){"FTL_SLOW_POLICY=rebalance here", NULL});
+	job_state(&r);
+	r.batch.is_reproducible = true;
+	refused_saying(&r, (const char *[]){"FTL_REPRODUCIBLE=1 here but 0, 0, 0 in the job", NULL});
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -144,6 +163,7 @@ int main(void)
 		cmocka_unit_test(test_another_order_is_refused),
 		cmocka_unit_test(test_another_sampler_is_refused_naming_the_setting),
 		cmocka_unit_test(test_another_sampler_order_is_refused_naming_both),
+		cmocka_unit_test(test_another_slow_policy_is_refused_naming_it),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

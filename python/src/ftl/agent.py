@@ -51,7 +51,7 @@ class StepInfo:
 def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
     """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py). Returns
     (pointer, the job's backend, (replica index, replica size) or None without a replica, whether it
-    writes checkpoints)."""
+    writes checkpoints, its FTL_SLOW_POLICY)."""
     with settings(lib_, values, with_env=True) as s:
         backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
         ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
@@ -59,7 +59,8 @@ def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
             raise config_error(lib_, "ftl: the agent could not be created")
         size = text(lib_.ftl_settings_get(s, b"replica_size"))  # the agent has refused a bad one already
         replica = (int(text(lib_.ftl_settings_get(s, b"replica_index"))), int(size)) if size and int(size) else None
-        return ptr, backend, replica, bool(text(lib_.ftl_settings_get(s, b"checkpoint_dir")))
+        return (ptr, backend, replica, bool(text(lib_.ftl_settings_get(s, b"checkpoint_dir"))),
+                text(lib_.ftl_settings_get(s, b"slow_policy")) or "report")
 
 
 class Agent:
@@ -84,8 +85,10 @@ class Agent:
         self._ptr: Optional[int] = None
         target = _logging.resolve(logger)
         self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
-        # replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP), else None
-        ptr, self.backend, self.replica, self.checkpointing = _new_agent(self._lib, settings, self._log_fn)
+        # replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP), else None;
+        # slow_policy: FTL_SLOW_POLICY (report, replace or rebalance: ranks' shares of the batch then differ)
+        ptr, self.backend, self.replica, self.checkpointing, self.slow_policy = _new_agent(self._lib, settings,
+                                                                                            self._log_fn)
         self._ptr = ptr
         if self._log_fn is not None:
             _logging.track(self)

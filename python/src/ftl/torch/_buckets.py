@@ -37,6 +37,7 @@ from typing import Any, Iterable, List, Optional, Tuple, Union
 
 import torch
 
+from ..errors import INVALID, Error
 from ..gradient import GradientBucket
 
 _WEIGHT_DTYPES = (torch.float32, torch.float64)
@@ -127,7 +128,20 @@ class GradientAverager:
     def set_samples(self, samples: Optional[float]) -> None:
         """Overlap: this rank's sample count for the coming backward (the weight the buckets are scaled by
         as they start); None weighs 1."""
-        self._weight = 1.0 if samples is None else float(samples)
+        self._weight = self._weight_of(samples)
+
+    def _weight_of(self, samples: Optional[float]) -> float:
+        """The weight of this rank's gradient: its sample count, or 1 without one, which the rebalance policy
+        refuses (ranks' shares differ there, so an average over ranks would weigh a slow rank's few samples
+        as much as a fast rank's many)."""
+        if samples is not None:
+            return float(samples)
+        if getattr(self.agent, "slow_policy", None) == "rebalance":
+            raise Error("ftl.torch: GradientAverager without a sample count under FTL_SLOW_POLICY=rebalance, where "
+                        "the ranks' shares of the global batch differ: pass this rank's count "
+                        "(average(samples=len(info.indices)), or set_samples() before backward with overlap)",
+                        INVALID)
+        return 1.0
 
     def _on_gradient(self, b: _Bucket) -> None:
         if b.ready == len(b.slots):  # a second backward without average(): the first was abandoned
@@ -138,7 +152,7 @@ class GradientAverager:
     def _start_ready(self, everything: bool) -> None:
         """Starts the buckets whose turn it is: complete ones (or every one left, at average())."""
         if self._weight is None:
-            self._weight = 1.0
+            self._weight = self._weight_of(None)
         while self._next < len(self._order):
             b = self._order[self._next]
             if not everything and (not b.slots or b.ready < len(b.slots)):
@@ -206,7 +220,7 @@ class GradientAverager:
         summed weight: the global sample count, or the world size without counts."""
         if self.overlap:
             return self._average_overlapped(samples)
-        weight = 1.0 if samples is None else float(samples)
+        weight = self._weight_of(samples)
         with torch.no_grad():
             for b in self.buckets:
                 self._copy_in(b, weight)

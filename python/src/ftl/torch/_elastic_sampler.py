@@ -177,6 +177,11 @@ class ElasticSampler(Sampler):
                 raise Error("ftl: ElasticSampler: call ftl.torch.init_process_group(agent) first, or pass agent=",
                             INVALID)
             agent = _default_group._agent
+        if getattr(agent, "slow_policy", None) == "rebalance":
+            raise Error("ftl: ElasticSampler gives every rank an equal part of a step (a DDP loop averages over "
+                        "ranks), and FTL_SLOW_POLICY=rebalance would give a slow rank fewer samples: use "
+                        "FTL_SLOW_POLICY=replace, or step mode with a fixed global batch (agent.execute, "
+                        "ElasticLoader, GradientAverager with sample counts)", INVALID)
         self.size = len(dataset)
         self.shuffle, self.seed, self.drop_last = shuffle, seed, drop_last
         self.epoch: Optional[int] = None

@@ -72,6 +72,15 @@ def _sharding_of(agent: Any, model: torch.nn.Module) -> bool:
     return sharded
 
 
+def _refuse_rebalanced_ddp(agent: Any) -> None:
+    """DDP averages gradients over the ranks; under FTL_SLOW_POLICY=rebalance the ranks' shares of the global
+    batch differ, so a slow rank's few samples would weigh as much as a fast rank's many: refused, named."""
+    if getattr(agent, "slow_policy", None) == "rebalance":
+        raise Error("ftl: DistributedDataParallel averages gradients over the ranks, and FTL_SLOW_POLICY=rebalance "
+                    "gives the ranks unequal shares of the global batch, so each sample would not weigh the same: "
+                    "use ftl.torch.GradientAverager with sample counts, or FTL_SLOW_POLICY=replace", INVALID)
+
+
 class ElasticState:
     """Registers `model` (parameters and buffers), `optimizer`, a torch.amp `scaler` (GradScaler), the
     random number generators (`rng=True`: torch's CPU and CUDA, NumPy's, Python's random) and `extras`
@@ -115,6 +124,7 @@ class ElasticState:
         self._shards = None  # an HSDP model's own sync (_shard_sync.py), or None
         is_sharded = _sharding_of(agent, model)
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
+            _refuse_rebalanced_ddp(agent)
             follow_views(agent, model)                                    # at each view's group
             model = model.module
         self.agent, self.model, self.optimizer, self.extras = agent, model, optimizer, dict(extras)
