@@ -12,6 +12,9 @@ transfer's rate), then prints one JSON line per figure:
 - partition: the hosts split in two halves of equal size: steps completed anywhere while split (0: neither
   side has a quorum), then heal -> the first step in a view of every worker (heal_s);
 - join_s: a new worker's start -> its first step, with --state-mb of registered state to receive;
+- allreduce_busbw: the tcp backend's allreduce, one rank per host (allreduce_rank, built beside the shaper),
+  f32 sum up to --busbw-max bytes: bench_comm_tcp's JSON lines (busbw_GBps, nccl-tests' convention), with the
+  profile;
 - soak (--soak-s): training that long at --loss-pct on every link: false deaths and views after forming.
 Usage:
   sudo python3 bench/cluster/cluster.py --train build-rel/examples/ftl-train-example --ctl build-rel/ctl/ftlctl \\
@@ -244,6 +247,22 @@ def join(links, args):
         job.close()
 
 
+def busbw(links, args):
+    """The allreduce's JSON lines from rank 0, one rank per host, each on its host's address."""
+    ranks = os.path.join(os.path.dirname(args.shaper), "allreduce_rank")
+    addrs = ",".join(f"{host_ip(h)}:{PORT + 100}" for h in range(args.hosts))
+    procs = [subprocess.Popen(links.enter(h) + [ranks, str(h), addrs, str(args.busbw_max)], text=True,
+                              stdout=subprocess.PIPE if h == 0 else subprocess.DEVNULL) for h in range(args.hosts)]
+    try:
+        out, _ = procs[0].communicate(timeout=1800)
+        if any(p.wait(60) != 0 for p in procs):
+            raise RuntimeError("allreduce_rank failed (its stderr says why)")
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    finally:
+        for p in procs:
+            p.kill()
+
+
 def soak(links, args):
     job = start_job(links, args)
     try:
@@ -275,8 +294,9 @@ def main():
     p.add_argument("--state-mb", type=int, default=100, help="the joiner's state")
     p.add_argument("--partition-s", type=float, default=5.0)
     p.add_argument("--soak-s", type=float, default=0, help="0: no soak")
+    p.add_argument("--busbw-max", type=int, default=128 << 20, help="the allreduce's largest size in bytes")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--only", choices=["kill9", "host_loss", "partition", "join", "soak"])
+    p.add_argument("--only", choices=["kill9", "host_loss", "partition", "join", "busbw", "soak"])
     args = p.parse_args()
     args.train, args.ctl, args.shaper = (os.path.abspath(x) for x in (args.train, args.ctl, args.shaper))
     if os.geteuid() != 0:
@@ -296,6 +316,9 @@ def main():
         if args.only in (None, "partition"):
             print(json.dumps({**base, "figure": "partition", "split_s": args.partition_s,
                               **partition(links, args)}), flush=True)
+        if args.only in (None, "busbw"):
+            for line in busbw(links, args):
+                print(json.dumps({**line, **base, "figure": "allreduce_busbw"}), flush=True)
         if args.soak_s and args.only in (None, "soak"):
             print(json.dumps({**base, "figure": "soak", **soak(links, args)}), flush=True)
         print(json.dumps({**base, "figure": "shaper", **links.stats()}), flush=True)
