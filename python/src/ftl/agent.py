@@ -19,11 +19,12 @@ import logging
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, TypeVar, Union
 
 import numpy as np
 
 from . import _buffers, _logging
+from ._door import AgentDoor
 from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, config_error, lib, text
 from ._requests import InFlight, Request
 from ._settings import settings
@@ -97,22 +98,11 @@ class Agent:
         self._registered: list = []      # (name, where the watched tensor starts now (a call), where it started)
         self._in_flight = InFlight()     # the running step's asynchronous requests
         self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
-        self._step_thread: Optional[int] = None
-        self._step_view = 0
         self._step: Optional[Callable[[StepInfo], Any]] = None
         self._before_run: Optional[Callable[[StepInfo], Any]] = None  # execute(before=): runs ahead of the step
         self._outcome: Dict[str, Any] = {}
         self._trampoline = STEP_FN(self._run_step)  # one C callback for every execute()
-        # ftl.torch's process group: hooks that see each step's StepInfo before it runs (a DDP re-pointed at
-        # the view's group), waits for its asynchronous collectives at the step's end (before C may drop
-        # the communicator), and the first peer error any of them met, which fails the step whatever the
-        # step made of it (DDP turns it into a RuntimeError out of backward()).
-        self._before_step: List[Callable[[StepInfo], None]] = []
-        self._loop: Any = None  # loop mode's driver (ftl.torch.ElasticSampler)
-        self._step_end: List[Callable[[], None]] = []
-        self._step_done: List[Callable[[StepInfo], None]] = []
-        self._before_commit: List[Callable[[], None]] = []  # loop mode: at optimizer.step(), before its verdict
-        self._peer_failure: Optional[Error] = None
+        self._door = AgentDoor(self)     # the running step and its hooks, as ftl.torch sees them (_door.py)
         self._saved = b""
         self._epoch_end: list = []       # on_data_epoch_end's functions
 
@@ -132,8 +122,8 @@ class Agent:
 
     def leave(self, timeout: float = 5.0) -> bool:
         """Leaves the cluster gracefully; True once the leave went out within timeout seconds."""
-        if self._loop is not None:
-            self._loop.stop()
+        if self._door.loop is not None:
+            self._door.loop.stop()
         return self._lib.ftl_agent_leave(self._handle(), int(timeout * 1000)) == 0
 
     @property
@@ -145,8 +135,8 @@ class Agent:
         """Stops the agent (without a leave) and frees it; later calls raise Error. Refused while another
         thread is in execute()."""
         if self._ptr is not None:
-            if self._loop is not None:
-                self._loop.stop()
+            if self._door.loop is not None:
+                self._door.loop.stop()
             if not self._executing.acquire(blocking=False):
                 raise Error("ftl: close() while execute() runs on another thread: let the step finish (or "
                             "leave() to make the job go on without this worker), then close", INVALID)
@@ -303,26 +293,26 @@ class Agent:
         info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
                         c.global_batch, c.micro_batch, c.first_micro)
         self._outcome["data_epoch"] = info.data_epoch  # the run that succeeds says which data epoch it drew from
-        self._step_thread = threading.get_ident()
-        self._step_view = info.view_epoch  # the view the running step runs in (a subgroup's check)
-        self._step_place = (info.view_epoch, info.rank, info.world_size)  # where it runs (HSDP's groups)
-        self._peer_failure = None
+        door = self._door
+        door.step_thread = threading.get_ident()
+        door.step_place = (info.view_epoch, info.rank, info.world_size)
+        door.peer_failure = None
         try:
             try:
-                for hook in self._before_step:
+                for hook in door.before_step:
                     hook(info)
                 if self._before_run is not None:
                     self._before_run(info)
                 self._outcome["result"] = self._step(info)
             finally:
                 unwaited = self._in_flight.wait_all()  # before the step's memory may go
-                for wait in self._step_end:
+                for wait in door.step_end:
                     wait()
             if unwaited is not None:       # a request the step did not wait for failed: so did the step
                 raise unwaited
-            if self._peer_failure is not None:  # a process-group collective lost a peer, caught or not
-                raise self._peer_failure
-            for hook in self._step_done:  # the step is done on this worker (HSDP's shards count it)
+            if door.peer_failure is not None:  # a process-group collective lost a peer, caught or not
+                raise door.peer_failure
+            for hook in door.step_done:  # the step is done on this worker (HSDP's shards count it)
                 hook(info)
             return 0  # a registered tensor the step gave other storage is refused by the next execute
         except Error as e:
@@ -331,22 +321,22 @@ class Agent:
             self._outcome["exception"] = e
             return e.code or INVALID
         except BaseException as e:     # the program's own error (or KeyboardInterrupt): out of execute()
-            if self._peer_failure is not None:  # ... unless it came from a collective that lost a peer
+            if door.peer_failure is not None:  # ... unless it came from a collective that lost a peer
                 self._outcome.pop("result", None)
-                return self._peer_failure.code
+                return door.peer_failure.code
             self._outcome["exception"] = e
             return INVALID
         finally:
-            self._step_thread = None
+            door.step_thread = None
 
     # ---- collectives (inside a step) ----
 
     def _collective(self, what: str) -> int:
-        if self._loop is not None and self._loop.running:
+        if self._door.loop is not None and self._door.loop.running:
             raise Error(f"ftl: agent.{what} in loop mode (ftl.torch.ElasticSampler): the step's collectives are "
                         "torch.distributed's on ftl's group (DDP's, dist.all_reduce), which loop mode drops with "
                         "a step that does not commit; call those instead", INVALID)
-        if self._step_thread != threading.get_ident():
+        if self._door.step_thread != threading.get_ident():
             raise Error(f"ftl: {what} called outside a step: call collectives inside agent.execute(step), "
                         "on the thread that runs it", INVALID)
         return self._handle()

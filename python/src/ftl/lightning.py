@@ -41,6 +41,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from .errors import INVALID, Error
 from .torch import ElasticSampler, ElasticState, init_process_group
 from .torch import agent as default_agent
+from .torch._loop import loop_of
 
 __all__ = ["ElasticStrategy"]
 
@@ -164,7 +165,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         schedulers = {f"lr_scheduler_{i}": config.scheduler for i, config in enumerate(self.lr_scheduler_configs)}
         scaler = getattr(self.precision_plugin, "scaler", None)
         self.state = ElasticState(self._agent, self.model, self.optimizers[0], scaler=scaler, **schedulers)
-        self._agent._loop.trainer = self
+        loop_of(self._agent).trainer = self
         trainer.callbacks.append(_LiveEpoch(self))
         self._step_boundary_at_advance(trainer.fit_loop.epoch_loop)
         trainer.fit_loop.epoch_loop._broadcast_sigterm_tensor = lambda: self._sigterm_leaves(trainer)
@@ -188,7 +189,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         strategy = self
 
         def settled_advance(data_fetcher: Any) -> Any:
-            loop = strategy._agent._loop
+            loop = loop_of(strategy._agent)
             loop.looping = True  # the trainer's own collectives before this were its setup's
             if loop.running:
                 loop.settle()
@@ -234,7 +235,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
 
     def optimizer_step(self, optimizer: Any, closure: Any, model: Any = None, **kwargs: Any) -> Any:
         output = super().optimizer_step(optimizer, closure, model, **kwargs)
-        if self._agent._loop.dropped:  # its samples come again: the epoch has a batch more than Lightning counted
+        if loop_of(self._agent).dropped:  # its samples come again: the epoch has a batch more than Lightning counted
             fit = self.lightning_module.trainer.fit_loop
             progress = fit.epoch_loop.batch_progress
             progress.is_last_batch = False
@@ -262,4 +263,4 @@ class _LiveEpoch(_pl.Callback):
         self.strategy._follow_rank()
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self.strategy._ended_plan = self.strategy._agent._loop.plan
+        self.strategy._ended_plan = loop_of(self.strategy._agent).plan

@@ -224,7 +224,7 @@ class ElasticSampler(Sampler):
 
     def __len__(self) -> int:
         trainer = self.loop.trainer is not None  # see Loop.trainer: no wait, and never 0
-        if getattr(self.loop.agent, "_elastic_state", None) is not None and not trainer:
+        if self.loop.door.elastic_state is not None and not trainer:
             self.loop.begin(settle=False)  # the first view (and a joiner's position) first: the live view's
         epoch, start = self.loop.position
         if self.epoch is not None and self.epoch < epoch:

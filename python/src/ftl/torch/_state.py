@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import torch
 
+from .._door import door_of
 from ..errors import INVALID, Error
 from . import _formats
 from ._layout import Buffer, layout, named_tensors, plan
@@ -56,7 +57,7 @@ def _sharding_of(agent: Any, model: torch.nn.Module) -> bool:
     if isinstance(model, FullyShardedDataParallel):
         raise Error(f"ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, {why}",
                     INVALID)
-    mesh = getattr(agent, "_hsdp_mesh", None)
+    mesh = door_of(agent).hsdp_mesh
     sharded = False
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         if isinstance(t, DTensor):
@@ -131,7 +132,7 @@ class ElasticState:
         if optimizer is not None:
             guard_optimizer(agent, optimizer)
             commit_point(agent, optimizer)  # loop mode's (ElasticSampler); the optimizer's own step otherwise
-        agent._elastic_state = self
+        door_of(agent).elastic_state = self
         loop_of(agent)  # loop mode's position travels with this state (a checkpoint's too) from now on
         self.scaler, self.rng = scaler, rng
         if scaler is not None:
@@ -154,7 +155,7 @@ class ElasticState:
         """name -> the tensor the agent holds: the model's own ones, or flat packs of them."""
         registered = {b.name: _packed(b) if b.is_pack else b.members[0][0] for b in buffers}
         for name, t in registered.items():
-            self.agent._register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
+            door_of(self.agent).register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
         return registered
 
     # ---- what travels besides the registered tensors ----
