@@ -19,7 +19,7 @@ import logging
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
@@ -49,19 +49,18 @@ class StepInfo:
     first_micro: int = 0   # reproducible mode: this rank's first micro-shard; contiguous order: its first stream
 
 
-def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
-    """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py). Returns
-    (pointer, the job's backend, (replica index, replica size) or None without a replica, whether it
-    writes checkpoints, its FTL_SLOW_POLICY)."""
+# The settings Agent reads back from the settings object it was made from (the C agent refused bad values).
+_READ_BACK = ("comm", "replica_index", "replica_size", "checkpoint_dir", "slow_policy", "cuda_device")
+
+
+def _new_agent(lib_, values: Dict[str, Any], log_fn) -> Tuple[int, Dict[str, str]]:
+    """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py), and the text of
+    each setting in _READ_BACK as the agent took it ("" where unset)."""
     with settings(lib_, values, with_env=True) as s:
-        backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
         ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
         if not ptr:
             raise config_error(lib_, "ftl: the agent could not be created")
-        size = text(lib_.ftl_settings_get(s, b"replica_size"))  # the agent has refused a bad one already
-        replica = (int(text(lib_.ftl_settings_get(s, b"replica_index"))), int(size)) if size and int(size) else None
-        return (ptr, backend, replica, bool(text(lib_.ftl_settings_get(s, b"checkpoint_dir"))),
-                text(lib_.ftl_settings_get(s, b"slow_policy")) or "report")
+        return ptr, {name: text(lib_.ftl_settings_get(s, name.encode())) for name in _READ_BACK}
 
 
 class Agent:
@@ -86,11 +85,16 @@ class Agent:
         self._ptr: Optional[int] = None
         target = _logging.resolve(logger)
         self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
-        # replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP), else None;
-        # slow_policy: FTL_SLOW_POLICY (report, replace or rebalance: ranks' shares of the batch then differ)
-        ptr, self.backend, self.replica, self.checkpointing, self.slow_policy = _new_agent(self._lib, settings,
-                                                                                            self._log_fn)
-        self._ptr = ptr
+        self._ptr, taken = _new_agent(self._lib, settings, self._log_fn)
+        # backend: FTL_COMM; replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP),
+        # else None; checkpointing: FTL_CHECKPOINT_DIR is set; slow_policy: FTL_SLOW_POLICY (report, replace
+        # or rebalance: ranks' shares of the batch then differ); cuda_device: FTL_CUDA_DEVICE, None when unset
+        self.backend = taken["comm"] or "tcp"
+        size = taken["replica_size"]
+        self.replica = (int(taken["replica_index"]), int(size)) if size and int(size) else None
+        self.checkpointing = bool(taken["checkpoint_dir"])
+        self.slow_policy = taken["slow_policy"] or "report"
+        self.cuda_device = int(taken["cuda_device"]) if taken["cuda_device"] else None
         if self._log_fn is not None:
             _logging.track(self)
         self._started = False

@@ -38,6 +38,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
+from ._lib import lib
+from ._settings import from_environment
 from .errors import INVALID, Error
 from .torch import ElasticSampler, ElasticState, init_process_group
 from .torch import agent as default_agent
@@ -106,10 +108,21 @@ class _LiveView(_ClusterEnvironment):
         pass  # the live view's
 
     def local_rank(self) -> int:
+        # The launcher's variable, not an ftl setting: ftlrun sets it for each worker as torchrun does, and
+        # Lightning's own environments read it the same way.
         return int(os.environ.get("LOCAL_RANK", "0"))
 
     def node_rank(self) -> int:
         return 0
+
+
+def _cuda_device(agent: Any) -> Optional[int]:
+    """The agent's FTL_CUDA_DEVICE (None when unset); before there is an agent (Lightning asks for the device
+    before it sets up the process group), the one of the FTL_* environment the agent will be made from."""
+    if agent is not None:
+        return agent.cuda_device
+    value = from_environment(lib(), "cuda_device")
+    return int(value) if value else None
 
 
 class ElasticStrategy(_pl.strategies.DDPStrategy):
@@ -135,8 +148,9 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         """This worker's device: on GPUs, ftl's (FTL_CUDA_DEVICE, which ftlrun gives each worker), else
         Lightning's device of this local rank (devices=1: the one)."""
         devices = self.parallel_devices or [torch.device("cpu")]
-        if devices[0].type == "cuda" and os.environ.get("FTL_CUDA_DEVICE"):
-            return torch.device("cuda", int(os.environ["FTL_CUDA_DEVICE"]))
+        cuda_device = _cuda_device(self._agent) if devices[0].type == "cuda" else None
+        if cuda_device is not None:
+            return torch.device("cuda", cuda_device)
         return devices[min(self.local_rank, len(devices) - 1)]
 
     def setup_distributed(self) -> None:
