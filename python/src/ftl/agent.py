@@ -26,6 +26,7 @@ import numpy as np
 from . import _buffers, _logging
 from ._door import AgentDoor
 from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, config_error, lib, text
+from ._names import SAMPLER_ORDER, names
 from ._requests import InFlight, Request
 from ._settings import settings
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
@@ -224,7 +225,7 @@ class Agent:
         epoch_order); "contiguous": each rank reads whole contiguous streams, for sequence models (needs
         set_batch(streams * chunk, chunk); ftl/execute.h, FTL_SAMPLER_CONTIGUOUS, says how)."""
         handle = self._handle()
-        orders = ("shuffle", "sequential", "contiguous")
+        orders = names(SAMPLER_ORDER)
         if order not in orders:
             raise ConfigError(f"ftl: set_sampler: order={order!r}, expected one of {', '.join(orders)}")
         if (self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0 or

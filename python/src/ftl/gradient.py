@@ -13,23 +13,23 @@ from typing import Any, Optional, TypeVar
 from . import _buffers
 from ._door import door_of
 from ._lib import AllreduceOptsC, lib, text
+from ._names import COMPRESS, names, value
 from ._requests import Request
 from .errors import ConfigError, Error, INVALID
 
 T = TypeVar("T")
-# ftl_compress values (include/ftl/execute.h); None is FTL_COMPRESS_DEFAULT, the job's setting.
-MODES = ("off", "bf16", "bf16-ef")
-_DEFAULT = -1
+_DEFAULT = -1  # FTL_COMPRESS_DEFAULT (include/ftl/execute.h): the job's FTL_COMM_COMPRESS
 
 
 def mode_code(compress: Optional[str]) -> int:
+    """The ftl_compress of a mode's name in libftl's table; None is the job's setting."""
     if compress is None:
         return _DEFAULT
     try:
-        return MODES.index(compress)
+        return value(COMPRESS, compress)
     except ValueError:
         raise ConfigError(f"ftl: compress={compress!r}: expected None (the job's FTL_COMM_COMPRESS), "
-                          f"{', '.join(MODES)}") from None
+                          f"{', '.join(names(COMPRESS))}") from None
 
 
 class GradientBucket:
@@ -43,12 +43,12 @@ class GradientBucket:
         self._ptr = self._lib.ftl_grad_bucket_new(handle, mode_code(compress))
         if not self._ptr:
             raise ConfigError(f"ftl: GradientBucket: {text(self._lib.ftl_last_error(handle))}")
-        self.compress = MODES[self._lib.ftl_grad_bucket_compress(self._ptr)]
+        self.compress = names(COMPRESS)[self._lib.ftl_grad_bucket_compress(self._ptr)]
         self._opts = AllreduceOptsC(bucket=self._ptr)  # ftl_allreduce with this bucket
 
     def _describe(self, x: Any, what: str) -> _buffers.Buffer:
         b = _buffers.describe(x, what)
-        if b.dtype != _buffers.F32:
+        if b.dtype != _buffers.dtype_code("f32"):
             raise Error(f"ftl: {what}: a gradient bucket reduces float32; use agent.allreduce for others", INVALID)
         self._door.check_backend(b, what)
         return b
