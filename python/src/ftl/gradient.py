@@ -33,9 +33,15 @@ def mode_code(compress: Optional[str]) -> int:
 
 
 class GradientBucket:
-    """The allreduce of one float32 gradient buffer, compressed as `compress` says (None: the job's
-    FTL_COMM_COMPRESS; "off", "bf16" or "bf16-ef"). Refused (ConfigError) with compression under
-    FTL_COMM=nccl or in reproducible mode."""
+    """The allreduce of one float32 gradient buffer, compressed; `bucket.compress` is the mode in force.
+
+    Args:
+        agent (ftl.Agent): the agent.
+        compress (str, optional): None (the job's FTL_COMM_COMPRESS), "off", "bf16" or "bf16-ef".
+
+    Raises:
+        ConfigError: an unknown mode, or compression under FTL_COMM=nccl or in reproducible mode.
+    """
 
     def __init__(self, agent: Any, compress: Optional[str] = None):
         self._agent, self._door, self._lib = agent, door_of(agent), lib()

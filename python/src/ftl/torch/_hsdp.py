@@ -156,7 +156,19 @@ def hsdp_mesh(agent: Any, device_type: Optional[str] = None) -> Any:
     mesh=ftl.torch.hsdp_mesh(agent)) once, before agent.start(), and the model trains through views that
     lose or gain whole replicas. Its shard dimension is this worker's replica (FTL_REPLICA_SIZE workers,
     this one at FTL_REPLICA_INDEX), its replicate dimension the same index of every replica of the live
-    view (the module's docstring says why the mesh's own shape is (1, size)). One per agent."""
+    view (the module's docstring says why the mesh's own shape is (1, size)). One per agent.
+
+    Args:
+        agent (ftl.Agent): a worker of a replica (FTL_REPLICA, FTL_REPLICA_INDEX, FTL_REPLICA_SIZE).
+        device_type (str, optional): the mesh's ("cpu" by default).
+
+    Returns:
+        torch.distributed.device_mesh.DeviceMesh: the mesh, made at the first call.
+
+    Raises:
+        Error: before init_process_group, without a replica, under FTL_COMM=nccl, or with a torch that makes
+            a DeviceMesh otherwise.
+    """
     from torch.distributed.device_mesh import DeviceMesh
     door = door_of(agent)
     if door.hsdp_mesh is not None:

@@ -195,11 +195,17 @@ class Loop:
 
 
 def last_commit(agent: Any = None) -> Optional[Any]:
-    """The StepInfo (step, rank, world_size, view_epoch, ...) of the step the program's own loop
-    (ElasticSampler) committed last in this process, None before its first. After optimizer.step(), the
-    same one as before says the step was dropped (a peer was lost, or its batch was stale) and its samples
-    come again: log a step's loss only when it changed. Read the step's rank and world size here, not from
-    dist.get_rank() then: a view change between steps shows there first."""
+    """The step the program's own loop (ElasticSampler) committed last in this process. After
+    optimizer.step(), the same one as before says the step was dropped (a peer was lost, or its batch was
+    stale) and its samples come again: log a step's loss only when it changed. Read the step's rank and
+    world size here, not from dist.get_rank() then: a view change between steps shows there first.
+
+    Args:
+        agent (ftl.Agent, optional): the agent of ftl.torch.init_process_group by default.
+
+    Returns:
+        StepInfo: its step, rank, world_size, view_epoch, ...; None before the first commit.
+    """
     if agent is None:
         from ._process_group import agent as default_agent
         agent = default_agent()
@@ -217,7 +223,15 @@ def steps(total: int, agent: Any = None) -> Iterator[int]:
     first. After the last step the program's own code (a final barrier, an evaluation) runs in the job's
     next step, which never commits, so no commit point is left to drop what a lost peer spoiled: a
     collective there that loses a peer raises PeerLostError (its result would be wrong) instead of
-    returning as the loop's own do. agent: the agent of ftl.torch.init_process_group by default."""
+    returning as the loop's own do.
+
+    Args:
+        total (int): the job's steps.
+        agent (ftl.Agent, optional): the agent of ftl.torch.init_process_group by default.
+
+    Returns:
+        An iterator of the job's step numbers.
+    """
     if agent is None:
         from ._process_group import agent as default_agent
         agent = default_agent()

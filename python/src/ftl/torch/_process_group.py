@@ -57,7 +57,14 @@ from ._work import _failed, _Work, absorbed
 
 def process_group(agent: Any) -> "ElasticProcessGroup":
     """The agent's torch.distributed group: DDP(model, process_group=process_group(agent)), and
-    dist.all_reduce(x, group=...) and the like inside a step. One per agent."""
+    dist.all_reduce(x, group=...) and the like inside a step. One per agent.
+
+    Args:
+        agent (ftl.Agent): the agent.
+
+    Returns:
+        ElasticProcessGroup: the group, made at the first call.
+    """
     door = door_of(agent)
     if door.torch_group is None:
         door.torch_group = ElasticProcessGroup(agent)
@@ -70,7 +77,17 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
     dist.barrier(), dist.get_rank() and dist.get_world_size() run on ftl's live view unchanged. Through
     torch's own door: a backend named "ftl" whose creator returns the agent's group (torch takes a Python
     ProcessGroup that a backend returns as the group itself). Once per process, before DDP;
-    dist.destroy_process_group() ends it, the agent goes on. Returns the group."""
+    dist.destroy_process_group() ends it, the agent goes on.
+
+    Args:
+        agent (ftl.Agent): the agent.
+
+    Returns:
+        ElasticProcessGroup: process_group(agent).
+
+    Raises:
+        Error: torch.distributed already has a default group.
+    """
     global _default_group
     if dist.is_initialized():
         raise Error("ftl: init_process_group: torch.distributed already has a default group "
@@ -101,7 +118,14 @@ def check_not_dropped(agent: Any, what: str) -> None:
 
 def agent() -> Any:
     """The agent of init_process_group, for a script that holds only torch's default group:
-    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer)."""
+    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer).
+
+    Returns:
+        ftl.Agent: the agent.
+
+    Raises:
+        Error: init_process_group was not called.
+    """
     if _default_group is None:
         raise Error("ftl: ftl.torch.agent(): call ftl.torch.init_process_group(agent) first", INVALID)
     return _default_group._agent
@@ -149,13 +173,21 @@ class Calls:
 
 
 class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
-    _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
-
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
     Here: allreduce (every ReduceOp), broadcast, allgather and reduce_scatter (lists or
     tensors), barrier; in RootedCollectives (_rooted.py): reduce, gather, scatter, all-to-all, send/recv.
     dtypes: float32, float64, float16, bfloat16, int64, int32, int8, uint8, bool (others moved as bytes);
-    CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all."""
+    CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all.
+
+    Made by process_group(agent), not by hand.
+
+    Args:
+        agent (ftl.Agent): the agent whose views it runs on.
+        rank, size (int): torch's record of it: the view's, for a group of one view (for_view); 0 and 1 for
+            the group that follows the agent, whose rank() and size() are the live view's.
+        view_epoch (int): the view it belongs to; 0: it follows the agent's views.
+    """
+    _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
 
     def __init__(self, agent: Any, rank: int = 0, size: int = 1, view_epoch: int = 0):
         super().__init__(rank, size)
