@@ -5,7 +5,7 @@ Why a door. Those packages work from inside the agent's step: a process group wh
 running step's and whose first lost peer fails it, loop mode's driver that lets the program's own loop be
 the step, hooks at the step's edges; and each hangs an object of its own on the agent (one process group,
 one loop driver, one HSDP mesh per agent). They used to reach into Agent's private attributes for that,
-some twenty-five names in a dozen files, slots set on the agent ad hoc: nothing said what they relied on,
+twenty-three names in fourteen files, slots set on the agent ad hoc: nothing said what they relied on,
 and Agent could not change its insides without breaking them. Here is the list, each with a name that says
 what it is. agent.py and this module are the only ones that read an Agent attribute starting with "_"
 (tests/python/test_door.py checks it).

@@ -73,14 +73,14 @@ class Completions:
                 self._idle.wait()
 
     def _run(self) -> None:
-        c, door = lib(), door_of(self._agent)
+        libftl, door = lib(), door_of(self._agent)
         while True:
             req, keep, work, result = self._queue.get()
             handle = door.handle_if_open()
-            rc = c.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
+            rc = libftl.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
             error = None
             if rc != 0:  # every failed request fails the step, the Work's last one or not
-                error = _failed(self._agent, rc, (text(c.ftl_last_error(handle)) if handle else "") or
+                error = _failed(self._agent, rc, (text(libftl.ftl_last_error(handle)) if handle else "") or
                                 "ftl: the collective failed")
             is_counted = False
             if work is not None:
