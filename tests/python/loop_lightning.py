@@ -17,6 +17,7 @@ def train_lightning(index, ports, run_dir, log_path, scenario):
     import pytorch_lightning as pl
     import ftl.lightning
     import ftl.torch
+    from ftl._door import door_of  # the loop driver's count of stale batches
 
     name = f"w{index}"
     joins = scenario.startswith("lightning_joins")
@@ -72,7 +73,7 @@ def train_lightning(index, ports, run_dir, log_path, scenario):
                          max_epochs=epochs, callbacks=[callback], logger=False, enable_checkpointing=False,
                          enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(Regression(), loader)
-    callback.out.write(json.dumps({"worker": name, "final": True, "stale": agent._loop.stale}) + "\n")
+    callback.out.write(json.dumps({"worker": name, "final": True, "stale": door_of(agent).loop.stale}) + "\n")
     agent.leave()
     return 0
 

@@ -79,6 +79,7 @@ def train(index, ports, run_dir, log_path, scenario):
     from torch.nn.parallel import DistributedDataParallel
     from torch.utils.data import DataLoader
     import ftl.torch
+    from ftl._door import door_of  # the loop driver's count of stale batches
 
     if scenario.startswith("lightning"):
         from loop_lightning import train_lightning
@@ -118,7 +119,7 @@ def train(index, ports, run_dir, log_path, scenario):
                 agent.leave()
                 return 0
         log.write(json.dumps({"worker": name, "epoch_end": epoch, "batches": batches}) + "\n")
-    log.write(json.dumps({"worker": name, "final": True, "stale": agent._loop.stale}) + "\n")
+    log.write(json.dumps({"worker": name, "final": True, "stale": door_of(agent).loop.stale}) + "\n")
     agent.leave()
     return 0
 

@@ -102,3 +102,17 @@ def test_limit_train_batches_is_refused(agent):
 def test_ftls_own_settings_are_refused_as_arguments():
     with pytest.raises(ftl.Error, match="cluster_environment"):
         ftl.lightning.ElasticStrategy(cluster_environment=None)
+
+
+def test_the_gpu_is_the_agents_cuda_device_not_a_variable_read_behind_its_back(run_dir, monkeypatch):
+    """FTL_CUDA_DEVICE as the agent took it (a keyword too); before there is an agent, as the FTL_* environment
+    it will be made from gives it, read by libftl's settings object."""
+    from ftl.lightning import _cuda_device
+    monkeypatch.setenv("FTL_CUDA_DEVICE", "2")
+    assert _cuda_device(None) == 2
+    a = ftl.Agent(name="gpu", bind=f"127.0.0.1:{free_port()}", run_dir=run_dir, insecure=True, log_level="warn",
+                  cuda_device=3)
+    assert _cuda_device(a) == 3
+    a.close()
+    monkeypatch.delenv("FTL_CUDA_DEVICE")
+    assert _cuda_device(None) is None

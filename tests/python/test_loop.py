@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 import ftl
 import ftl.torch
 from conftest import free_port
+from ftl._door import door_of
 
 torch.set_num_threads(1)
 
@@ -170,7 +171,7 @@ def test_close_ends_the_loop_and_nothing_is_left_untrained(run_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         agent.close()
-    assert not agent._loop.running
+    assert not door_of(agent).loop.running
 
 
 def test_in_the_loop_agent_collectives_and_other_optimizers_are_refused(run_dir):

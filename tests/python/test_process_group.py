@@ -9,6 +9,7 @@ from torch.nn.parallel import DistributedDataParallel
 import ftl
 import ftl.torch
 from conftest import free_port, on_threads, two_agents
+from ftl._door import door_of
 
 
 def each(pair, body):
@@ -145,7 +146,7 @@ def test_a_group_of_an_old_view_refuses_to_run(pair):
                                                "world_size": 2})())
         with pytest.raises(ftl.PeerLostError, match="group of view"):
             dist.all_reduce(torch.ones(1), group=old)
-        agent._peer_failure = None  # the step itself goes on: this test made the stale call on purpose
+        door_of(agent).peer_failure = None  # the step itself goes on: this test made the stale call on purpose
     each(pair, body)
 
 
@@ -159,10 +160,10 @@ def test_an_optimizer_never_steps_after_a_collective_lost_a_peer(run_dir):
 
         def step(info):
             model(torch.ones(1, 2)).sum().backward()
-            agent._peer_failure = ftl.PeerLostError("ftl: a peer was lost (injected)", ftl.errors.PEER_LOST)
+            door_of(agent).peer_failure = ftl.PeerLostError("ftl: a peer was lost (injected)", ftl.errors.PEER_LOST)
             with pytest.raises(ftl.PeerLostError, match="injected"):
                 opt.step()
-            agent._peer_failure = None
+            door_of(agent).peer_failure = None
         agent.execute(step)
         assert torch.equal(model.weight.detach(), before)
 

@@ -12,26 +12,24 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ._names import DTYPE, REDUCE_OP, names, value
 from .errors import Error, INVALID
 
-# ftl_dtype values (include/ftl/comm.h).
-F32, F64, F16, BF16, I32, I64, U8, I8, BOOL = range(9)
-_NUMPY = {np.dtype(np.float32): F32, np.dtype(np.float64): F64, np.dtype(np.float16): F16,
-          np.dtype(np.int32): I32, np.dtype(np.int64): I64, np.dtype(np.uint8): U8, np.dtype(np.int8): I8,
-          np.dtype(np.bool_): BOOL}
-_TORCH = {"torch.float32": F32, "torch.float64": F64, "torch.float16": F16, "torch.bfloat16": BF16,
-          "torch.int32": I32, "torch.int64": I64, "torch.uint8": U8, "torch.int8": I8, "torch.bool": BOOL}
+# NumPy's and torch's dtypes, each by its ftl_dtype's name in libftl's table (_names.py gives the value)
+_NUMPY = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64", np.dtype(np.float16): "f16",
+          np.dtype(np.int32): "i32", np.dtype(np.int64): "i64", np.dtype(np.uint8): "u8", np.dtype(np.int8): "i8",
+          np.dtype(np.bool_): "bool"}
+_TORCH = {"torch.float32": "f32", "torch.float64": "f64", "torch.float16": "f16", "torch.bfloat16": "bf16",
+          "torch.int32": "i32", "torch.int64": "i64", "torch.uint8": "u8", "torch.int8": "i8", "torch.bool": "bool"}
 TORCH_DTYPES = frozenset(_TORCH)  # the names of the torch dtypes ftl passes as they are
 _TORCH_NAMES = "float32, float64, float16, bfloat16, int64, int32, int8, uint8 or bool"
-# ftl_reduce_op values: the bitwise three take integers and bool only; avg is refused on bool.
-OPS = {"sum": 0, "avg": 1, "min": 2, "max": 3, "prod": 4, "band": 5, "bor": 6, "bxor": 7}
 
 
 @dataclass(frozen=True)
 class Buffer:
     ptr: int
     count: int      # elements
-    dtype: int      # ftl_dtype
+    dtype: int      # ftl_dtype (dtype_code)
     nbytes: int
     is_device: bool
     owner: Any      # the array or tensor; with storage, keeps the memory alive while C holds the pointer
@@ -75,8 +73,8 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
                         "result back), since ftl works in place on the tensor's memory", INVALID)
         if writable and x.requires_grad and x.is_leaf:
             raise Error(f"ftl: {what}: the tensor requires grad; pass x.detach() or x.grad", INVALID)
-        return Buffer(x.data_ptr(), x.numel(), dtype, x.numel() * x.element_size(), x.device.type == "cuda", x,
-                      x.untyped_storage())
+        return Buffer(x.data_ptr(), x.numel(), dtype_code(dtype), x.numel() * x.element_size(),
+                      x.device.type == "cuda", x, x.untyped_storage())
     if isinstance(x, np.ndarray):
         dtype = _NUMPY.get(x.dtype)
         if dtype is None:
@@ -87,7 +85,7 @@ def describe(x: Any, what: str, writable: bool = True) -> Buffer:
                         "copy the result back), since ftl works in place on the array's memory", INVALID)
         if writable and not x.flags.writeable:
             raise Error(f"ftl: {what}: the array is read-only; ftl writes the result into it", INVALID)
-        return Buffer(x.ctypes.data, x.size, dtype, x.nbytes, False, x)
+        return Buffer(x.ctypes.data, x.size, dtype_code(dtype), x.nbytes, False, x)
     raise Error(f"ftl: {what}: expected a NumPy array or a torch tensor, got {type(x).__name__}", INVALID)
 
 
@@ -99,8 +97,15 @@ def wait_for_producer(b: Buffer) -> None:
         torch.cuda.current_stream(b.owner.device).synchronize()
 
 
+def dtype_code(name: str) -> int:
+    """The ftl_dtype of a name in libftl's table ("f32")."""
+    return value(DTYPE, name)
+
+
 def op_code(op: str) -> int:
+    """The ftl_reduce_op of a reduction's name in libftl's table (sum, avg, min, max, prod, band, bor, bxor:
+    the bitwise three take integers and bool only; avg is refused on bool)."""
     try:
-        return OPS[op]
-    except KeyError:
-        raise Error(f"ftl: unknown reduction {op!r}; use one of {', '.join(OPS)}", INVALID) from None
+        return value(REDUCE_OP, op)
+    except ValueError:
+        raise Error(f"ftl: unknown reduction {op!r}; use one of {', '.join(names(REDUCE_OP))}", INVALID) from None

@@ -14,7 +14,8 @@ import ctypes
 from typing import Any, List, Optional
 
 from ._buffers import Buffer
-from ._lib import text
+from ._door import door_of
+from ._lib import lib, text
 from .errors import INVALID, Error, from_code
 
 
@@ -25,15 +26,15 @@ class Request:
     answer from the recorded outcome."""
 
     def __init__(self, agent: Any, buf: Buffer, req: ctypes.c_void_p, keep: Any = None):
-        self._agent, self._buf, self._req, self._keep = agent, buf, req, keep
+        self._door, self._buf, self._req, self._keep = door_of(agent), buf, req, keep
         self._x = buf.owner
         self._rc: Optional[int] = None
         self._error = ""
-        agent._in_flight.add(self)
+        self._door.in_flight.add(self)
 
     def _finish(self, rc: int, handle: int) -> None:
         if rc != 0:
-            self._error = text(self._agent._lib.ftl_last_error(handle))
+            self._error = text(lib().ftl_last_error(handle))
         elif self._buf.is_moved(self._x):
             rc, self._error = INVALID, ("ftl: allreduce_async: the tensor was given other storage (set_, resize_ "
                                         "or .data =) while its allreduce ran, so the result is not in it: leave "
@@ -48,9 +49,9 @@ class Request:
     def done(self) -> bool:
         """True once the allreduce has completed (or failed: wait() then raises)."""
         if self._rc is None:
-            handle = self._agent._collective("Request.done")
+            handle = self._door.collective("Request.done")
             flag = ctypes.c_int(0)
-            rc = self._agent._lib.ftl_test(handle, ctypes.byref(self._req), ctypes.byref(flag))
+            rc = lib().ftl_test(handle, ctypes.byref(self._req), ctypes.byref(flag))
             if flag.value or rc != 0:
                 self._finish(rc, handle)
         return self._rc is not None
@@ -58,8 +59,8 @@ class Request:
     def wait(self) -> Any:
         """Blocks until every rank has reduced x; returns x, or raises the collective's error."""
         if self._rc is None:
-            handle = self._agent._collective("Request.wait")
-            self._finish(self._agent._lib.ftl_wait(handle, ctypes.byref(self._req)), handle)
+            handle = self._door.collective("Request.wait")
+            self._finish(lib().ftl_wait(handle, ctypes.byref(self._req)), handle)
         return self._outcome()
 
 

@@ -35,3 +35,10 @@ def settings(lib_, values: Dict[str, Any], with_env: bool = False) -> Iterator[i
         yield s
     finally:
         lib_.ftl_settings_free(s)
+
+
+def from_environment(lib_, name: str) -> str:
+    """One setting's text as the FTL_* environment gives it, read by libftl's settings object ("" when unset):
+    for a value needed before the agent that will be made from that environment exists."""
+    with settings(lib_, {}, with_env=True) as s:
+        return text(lib_.ftl_settings_get(s, name.encode()))

@@ -19,12 +19,14 @@ import logging
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, TypeVar, Union
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 
 from . import _buffers, _logging
+from ._door import AgentDoor
 from ._lib import LOAD_FN, LOG_FN, SAVE_FN, STEP_FN, JobStatusC, config_error, lib, text
+from ._names import SAMPLER_ORDER, names
 from ._requests import InFlight, Request
 from ._settings import settings
 from .errors import INVALID, PEER_CODES, ConfigError, Error, from_code
@@ -48,36 +50,41 @@ class StepInfo:
     first_micro: int = 0   # reproducible mode: this rank's first micro-shard; contiguous order: its first stream
 
 
-def _new_agent(lib_, values: Dict[str, Any], log_fn) -> tuple:
-    """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py). Returns
-    (pointer, the job's backend, (replica index, replica size) or None without a replica, whether it
-    writes checkpoints, its FTL_SLOW_POLICY)."""
+# The settings Agent reads back from the settings object it was made from (the C agent refused bad values).
+_READ_BACK = ("comm", "replica_index", "replica_size", "checkpoint_dir", "slow_policy", "cuda_device")
+
+
+def _new_agent(lib_, values: Dict[str, Any], log_fn) -> Tuple[int, Dict[str, str]]:
+    """A C agent from the FTL_* environment overlaid with the keyword settings (_settings.py), and the text of
+    each setting in _READ_BACK as the agent took it ("" where unset)."""
     with settings(lib_, values, with_env=True) as s:
-        backend = text(lib_.ftl_settings_get(s, b"comm")) or "tcp"
         ptr = lib_.ftl_agent_new_from_settings(s, log_fn if log_fn is not None else LOG_FN(), None)
         if not ptr:
             raise config_error(lib_, "ftl: the agent could not be created")
-        size = text(lib_.ftl_settings_get(s, b"replica_size"))  # the agent has refused a bad one already
-        replica = (int(text(lib_.ftl_settings_get(s, b"replica_index"))), int(size)) if size and int(size) else None
-        return (ptr, backend, replica, bool(text(lib_.ftl_settings_get(s, b"checkpoint_dir"))),
-                text(lib_.ftl_settings_get(s, b"slow_policy")) or "report")
+        return ptr, {name: text(lib_.ftl_settings_get(s, name.encode())) for name in _READ_BACK}
 
 
 class Agent:
     """A worker of an elastic job. `with ftl.Agent() as agent:` starts it and, at the end, leaves the
     cluster gracefully (others go on at once, without waiting to detect a failure).
 
-    Settings come from the FTL_* environment, as in the C API (docs/reference/settings.md); keyword arguments
-    override it: `ftl.Agent(name="w1", min_workers=2)`. They go to libftl's settings object (ftl/settings.h),
-    never into os.environ. A refused setting raises ConfigError naming the variable. Register state
-    (register, register_state, set_sampler) before start() (or before the first
+    Register state (register, register_state, set_sampler) before start() (or before the first
     execute(), which starts the agent when nothing did).
 
     `agent.replica` is (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) for a worker of a replica (a sharded model's:
     ftl.torch.hsdp_mesh), else None.
 
-    The agent's log records are lines on stderr; `logger=logging.getLogger("myjob")` (or True for "ftl")
-    sends them to Python's logging instead, with their fields as values (ftl/_logging.py says how).
+    Args:
+        logger (logging.Logger, bool or None): where the agent's log records go: lines on stderr (None),
+            or Python's logging, with their fields as values (a Logger, or True for "ftl"; ftl/_logging.py
+            says how).
+        **settings: override the FTL_* environment, which the settings come from as in the C API
+            (docs/reference/settings.md): `ftl.Agent(name="w1", min_workers=2)`. They go to libftl's
+            settings object (ftl/settings.h), never into os.environ.
+
+    Raises:
+        ConfigError: a setting was refused; it names the variable.
+        LibraryNotFoundError: libftl.so could not be loaded.
     """
 
     def __init__(self, logger: Union[logging.Logger, bool, None] = None, **settings: Any):
@@ -85,11 +92,16 @@ class Agent:
         self._ptr: Optional[int] = None
         target = _logging.resolve(logger)
         self._log_fn = _logging.callback(target) if target is not None else None  # alive while the agent is
-        # replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP), else None;
-        # slow_policy: FTL_SLOW_POLICY (report, replace or rebalance: ranks' shares of the batch then differ)
-        ptr, self.backend, self.replica, self.checkpointing, self.slow_policy = _new_agent(self._lib, settings,
-                                                                                            self._log_fn)
-        self._ptr = ptr
+        self._ptr, taken = _new_agent(self._lib, settings, self._log_fn)
+        # backend: FTL_COMM; replica: (FTL_REPLICA_INDEX, FTL_REPLICA_SIZE) of a worker of a replica (HSDP),
+        # else None; checkpointing: FTL_CHECKPOINT_DIR is set; slow_policy: FTL_SLOW_POLICY (report, replace
+        # or rebalance: ranks' shares of the batch then differ); cuda_device: FTL_CUDA_DEVICE, None when unset
+        self.backend = taken["comm"] or "tcp"
+        size = taken["replica_size"]
+        self.replica = (int(taken["replica_index"]), int(size)) if size and int(size) else None
+        self.checkpointing = bool(taken["checkpoint_dir"])
+        self.slow_policy = taken["slow_policy"] or "report"
+        self.cuda_device = int(taken["cuda_device"]) if taken["cuda_device"] else None
         if self._log_fn is not None:
             _logging.track(self)
         self._started = False
@@ -97,22 +109,11 @@ class Agent:
         self._registered: list = []      # (name, where the watched tensor starts now (a call), where it started)
         self._in_flight = InFlight()     # the running step's asynchronous requests
         self._executing = threading.Lock()  # one execute at a time: ftl_execute is not reentrant
-        self._step_thread: Optional[int] = None
-        self._step_view = 0
         self._step: Optional[Callable[[StepInfo], Any]] = None
         self._before_run: Optional[Callable[[StepInfo], Any]] = None  # execute(before=): runs ahead of the step
         self._outcome: Dict[str, Any] = {}
         self._trampoline = STEP_FN(self._run_step)  # one C callback for every execute()
-        # ftl.torch's process group: hooks that see each step's StepInfo before it runs (a DDP re-pointed at
-        # the view's group), waits for its asynchronous collectives at the step's end (before C may drop
-        # the communicator), and the first peer error any of them met, which fails the step whatever the
-        # step made of it (DDP turns it into a RuntimeError out of backward()).
-        self._before_step: List[Callable[[StepInfo], None]] = []
-        self._loop: Any = None  # loop mode's driver (ftl.torch.ElasticSampler)
-        self._step_end: List[Callable[[], None]] = []
-        self._step_done: List[Callable[[StepInfo], None]] = []
-        self._before_commit: List[Callable[[], None]] = []  # loop mode: at optimizer.step(), before its verdict
-        self._peer_failure: Optional[Error] = None
+        self._door = AgentDoor(self)     # the running step and its hooks, as ftl.torch sees them (_door.py)
         self._saved = b""
         self._epoch_end: list = []       # on_data_epoch_end's functions
 
@@ -124,16 +125,30 @@ class Agent:
         return self._ptr
 
     def start(self) -> "Agent":
-        """Binds, starts gossip and joins the seeds (FTL_SEEDS)."""
+        """Binds, starts gossip and joins the seeds (FTL_SEEDS).
+
+        Returns:
+            The agent.
+
+        Raises:
+            ConfigError: it could not start (a port in use, a second agent with this name).
+        """
         if self._lib.ftl_agent_start(self._handle()) != 0:
             raise config_error(self._lib, "ftl: the agent could not start")
         self._started = True
         return self
 
     def leave(self, timeout: float = 5.0) -> bool:
-        """Leaves the cluster gracefully; True once the leave went out within timeout seconds."""
-        if self._loop is not None:
-            self._loop.stop()
+        """Leaves the cluster gracefully.
+
+        Args:
+            timeout (float): seconds to wait for the leave to go out.
+
+        Returns:
+            True once the leave went out within timeout seconds.
+        """
+        if self._door.loop is not None:
+            self._door.loop.stop()
         return self._lib.ftl_agent_leave(self._handle(), int(timeout * 1000)) == 0
 
     @property
@@ -142,11 +157,14 @@ class Agent:
         return bool(self._lib.ftl_agent_has_left(self._handle()))
 
     def close(self) -> None:
-        """Stops the agent (without a leave) and frees it; later calls raise Error. Refused while another
-        thread is in execute()."""
+        """Stops the agent (without a leave) and frees it; later calls raise Error.
+
+        Raises:
+            Error: another thread is in execute().
+        """
         if self._ptr is not None:
-            if self._loop is not None:
-                self._loop.stop()
+            if self._door.loop is not None:
+                self._door.loop.stop()
             if not self._executing.acquire(blocking=False):
                 raise Error("ftl: close() while execute() runs on another thread: let the step finish (or "
                             "leave() to make the job go on without this worker), then close", INVALID)
@@ -179,9 +197,17 @@ class Agent:
 
     def register(self, name: str, buf: Any) -> None:
         """Registers an array or tensor as job state, by reference (no copy): after a view change every
-        worker gets rank 0's contents in place, and checkpoints hold it. Change its values in place
-        (x.copy_(new), x[:] = new): a tensor given other storage (set_, resize_, .data =) is refused at the
-        next execute(), since ftl would sync memory the program no longer uses."""
+        worker gets rank 0's contents in place, and checkpoints hold it.
+
+        Args:
+            name (str): the buffer's name, the same on every worker.
+            buf (numpy.ndarray or torch.Tensor): its memory. Change its values in place (x.copy_(new),
+                x[:] = new): a tensor given other storage (set_, resize_, .data =) is refused at the next
+                execute(), since ftl would sync memory the program no longer uses.
+
+        Raises:
+            Error: the buffer cannot be passed as it is (the sentence says why), or the agent refused it.
+        """
         self._register(name, buf, buf)
 
     def _register(self, name: str, buf: Any, watched: Any) -> None:
@@ -205,8 +231,15 @@ class Agent:
                             "longer uses: change its values in place (x.copy_(new)) instead", INVALID)
 
     def register_state(self, save: Callable[[], bytes], load: Callable[[bytes], None]) -> None:
-        """State that is not a flat buffer (an optimizer's, a data loader's): save() returns bytes on rank 0,
-        load(bytes) takes them on the others after a view change; checkpoints hold them too."""
+        """Registers state that is not a flat buffer (an optimizer's, a data loader's); checkpoints hold it too.
+
+        Args:
+            save (callable): returns the state as bytes, on rank 0.
+            load (callable): takes those bytes, on the others after a view change.
+
+        Raises:
+            Error: called twice, or after start().
+        """
         def save_c(_ctx, buf, cap):
             if not buf or cap == 0:       # the size query comes first; the copy follows
                 self._saved = bytes(save())
@@ -225,12 +258,23 @@ class Agent:
 
     def set_sampler(self, dataset_size: int, batch_per_rank: int, seed: int = 0, order: str = "shuffle") -> None:
         """The elastic sampler: each step hands every rank its slice (StepInfo.indices) of a seeded
-        permutation, so each sample is used once per data epoch at any world size. order="sequential":
-        the indices are the positions themselves (a program's own order maps them, ftl.torch.ElasticLoader's
-        epoch_order); "contiguous": each rank reads whole contiguous streams, for sequence models (needs
-        set_batch(streams * chunk, chunk); ftl/execute.h, FTL_SAMPLER_CONTIGUOUS, says how)."""
+        permutation, so each sample is used once per data epoch at any world size.
+
+        Args:
+            dataset_size (int): samples in the dataset.
+            batch_per_rank (int): samples a rank takes in a step.
+            seed (int): the permutations' seed.
+            order (str): "shuffle"; "sequential": the indices are the positions themselves (a program's own
+                order maps them, ftl.torch.ElasticLoader's epoch_order); "contiguous": each rank reads whole
+                contiguous streams, for sequence models (needs set_batch(streams * chunk, chunk);
+                ftl/execute.h, FTL_SAMPLER_CONTIGUOUS, says how).
+
+        Raises:
+            ConfigError: an order the library does not know.
+            Error: the library refused the sampler (the sentence says why).
+        """
         handle = self._handle()
-        orders = ("shuffle", "sequential", "contiguous")
+        orders = names(SAMPLER_ORDER)
         if order not in orders:
             raise ConfigError(f"ftl: set_sampler: order={order!r}, expected one of {', '.join(orders)}")
         if (self._lib.ftl_set_sampler(handle, dataset_size, batch_per_rank, seed) != 0 or
@@ -238,11 +282,20 @@ class Agent:
             raise Error(f"ftl: set_sampler refused: {text(self._lib.ftl_error_message())}", INVALID)
 
     def set_batch(self, global_batch: int, max_batch_per_rank: int = 0, reproducible: bool = False) -> None:
-        """A fixed global batch (FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE do the same):
-        every step takes global_batch samples at any world size, split across the ranks (StepInfo.indices);
-        average the gradients by sample count (GradientAverager.average(samples=...)). max_batch_per_rank
-        sets StepInfo.micro_batch: compute the share in chunks of that many, accumulating gradients.
-        Before start()."""
+        """A fixed global batch (FTL_GLOBAL_BATCH, FTL_MAX_BATCH_PER_RANK, FTL_REPRODUCIBLE do the same).
+        Before start().
+
+        Args:
+            global_batch (int): samples every step takes at any world size, split across the ranks
+                (StepInfo.indices); average the gradients by sample count (GradientAverager.average(samples=...)).
+            max_batch_per_rank (int): sets StepInfo.micro_batch: compute the share in chunks of that many,
+                accumulating gradients (0: at once).
+            reproducible (bool): the parameters after each step bit for bit the same at any world size
+                (fixed micro-shards of max_batch_per_rank, summed exactly; ftl/execute.h says how).
+
+        Raises:
+            ConfigError: a value was refused; it names the variable.
+        """
         values = {"global_batch": global_batch, "max_batch_per_rank": max_batch_per_rank, "reproducible": reproducible}
         with settings(self._lib, values) as s:
             if self._lib.ftl_set_batch_from_settings(self._handle(), s) != 0:
@@ -251,19 +304,31 @@ class Agent:
     # ---- steps ----
 
     def execute(self, step: Callable[[StepInfo], T], before: Optional[Callable[[StepInfo], Any]] = None) -> T:
-        """Runs one training step across the current view and returns what step returned.
+        """Runs one training step across the current view.
 
         Starts the agent if it is not started yet (start(): register state before the first execute).
         Waits for a view with this worker in it, syncs state to joiners, calls step(info); when a peer is
-        lost during the step, waits for the next view and calls it again. Raises the step's own exception,
-        or Error when the job cannot go on (not enough workers for too long, retries exhausted).
+        lost during the step, waits for the next view and calls it again.
 
-        before(info), when given, runs first in every attempt, after the state sync: work between steps
-        that needs collectives (validation with an all-reduced loss, a best-model save on rank 0) with the
-        step's re-run contract, and no step or samples of its own. Decide whether to do it from info (the
-        same on every rank, a joiner's too): `info.step % 500 == 0`, or `info.sample_pos == 0` for the
-        first step of a data epoch. Why not a call of its own between steps: a worker that joins
-        meanwhile runs the step function, and a re-run would need it to run code it never reached."""
+        Args:
+            step (callable): step(info: StepInfo), under the step contract (ftl/execute.h): it may run more
+                than once for the same step number.
+            before (callable, optional): before(info), run first in every attempt, after the state sync:
+                work between steps that needs collectives (validation with an all-reduced loss, a best-model
+                save on rank 0) with the step's re-run contract, and no step or samples of its own. Decide
+                whether to do it from info (the same on every rank, a joiner's too): `info.step % 500 == 0`,
+                or `info.sample_pos == 0` for the first step of a data epoch. Why not a call of its own
+                between steps: a worker that joins meanwhile runs the step function, and a re-run would need
+                it to run code it never reached.
+
+        Returns:
+            What step returned.
+
+        Raises:
+            Exception: the step's own exception.
+            Error: the job cannot go on (not enough workers for too long, retries exhausted), or execute()
+                is already running.
+        """
         if not self._executing.acquire(blocking=False):
             raise Error("ftl: execute() is already running (on another thread, or this step called it): one "
                         "execute() at a time per agent; run the training loop on one thread", INVALID)
@@ -289,11 +354,15 @@ class Agent:
         return outcome.get("result")
 
     def on_data_epoch_end(self, fn: Callable[[int], Any]) -> None:
-        """Calls fn(data_epoch) when a step completes that data epoch: once on every rank that ran the step,
-        inside execute() after the step succeeded, outside the step. For validation, annealing, saving.
-        No collectives in fn (and no execute(): every step moves the sampler past its samples): compute
-        on this rank, and combine results in the next step's collectives if the ranks must agree. An
-        exception from fn leaves execute() (the step itself is done)."""
+        """Calls fn when a step completes a data epoch: once on every rank that ran the step, inside execute()
+        after the step succeeded, outside the step. For validation, annealing, saving.
+
+        Args:
+            fn (callable): fn(data_epoch). No collectives in it (and no execute(): every step moves the
+                sampler past its samples): compute on this rank, and combine results in the next step's
+                collectives if the ranks must agree. An exception from fn leaves execute() (the step itself
+                is done).
+        """
         self._epoch_end.append(fn)
 
     def _run_step(self, _ctx, info_p) -> int:
@@ -303,26 +372,26 @@ class Agent:
         info = StepInfo(c.rank, c.world_size, c.step, c.view_epoch, c.attempt, indices, c.data_epoch, c.sample_pos,
                         c.global_batch, c.micro_batch, c.first_micro)
         self._outcome["data_epoch"] = info.data_epoch  # the run that succeeds says which data epoch it drew from
-        self._step_thread = threading.get_ident()
-        self._step_view = info.view_epoch  # the view the running step runs in (a subgroup's check)
-        self._step_place = (info.view_epoch, info.rank, info.world_size)  # where it runs (HSDP's groups)
-        self._peer_failure = None
+        door = self._door
+        door.step_thread = threading.get_ident()
+        door.step_place = (info.view_epoch, info.rank, info.world_size)
+        door.peer_failure = None
         try:
             try:
-                for hook in self._before_step:
+                for hook in door.before_step:
                     hook(info)
                 if self._before_run is not None:
                     self._before_run(info)
                 self._outcome["result"] = self._step(info)
             finally:
                 unwaited = self._in_flight.wait_all()  # before the step's memory may go
-                for wait in self._step_end:
+                for wait in door.step_end:
                     wait()
             if unwaited is not None:       # a request the step did not wait for failed: so did the step
                 raise unwaited
-            if self._peer_failure is not None:  # a process-group collective lost a peer, caught or not
-                raise self._peer_failure
-            for hook in self._step_done:  # the step is done on this worker (HSDP's shards count it)
+            if door.peer_failure is not None:  # a process-group collective lost a peer, caught or not
+                raise door.peer_failure
+            for hook in door.step_done:  # the step is done on this worker (HSDP's shards count it)
                 hook(info)
             return 0  # a registered tensor the step gave other storage is refused by the next execute
         except Error as e:
@@ -331,22 +400,22 @@ class Agent:
             self._outcome["exception"] = e
             return e.code or INVALID
         except BaseException as e:     # the program's own error (or KeyboardInterrupt): out of execute()
-            if self._peer_failure is not None:  # ... unless it came from a collective that lost a peer
+            if door.peer_failure is not None:  # ... unless it came from a collective that lost a peer
                 self._outcome.pop("result", None)
-                return self._peer_failure.code
+                return door.peer_failure.code
             self._outcome["exception"] = e
             return INVALID
         finally:
-            self._step_thread = None
+            door.step_thread = None
 
     # ---- collectives (inside a step) ----
 
     def _collective(self, what: str) -> int:
-        if self._loop is not None and self._loop.running:
+        if self._door.loop is not None and self._door.loop.running:
             raise Error(f"ftl: agent.{what} in loop mode (ftl.torch.ElasticSampler): the step's collectives are "
                         "torch.distributed's on ftl's group (DDP's, dist.all_reduce), which loop mode drops with "
                         "a step that does not commit; call those instead", INVALID)
-        if self._step_thread != threading.get_ident():
+        if self._door.step_thread != threading.get_ident():
             raise Error(f"ftl: {what} called outside a step: call collectives inside agent.execute(step), "
                         "on the thread that runs it", INVALID)
         return self._handle()
@@ -366,7 +435,19 @@ class Agent:
             raise from_code(rc, text(self._lib.ftl_last_error(handle)))
 
     def allreduce(self, x: T, op: str = "sum") -> T:
-        """x = op over every rank's x, in place (sum, avg, min, max); returns x."""
+        """x = op over every rank's x, in place. Inside a step, as every collective here.
+
+        Args:
+            x (numpy.ndarray or torch.Tensor): input and output.
+            op (str): the reduction: sum, avg, min, max, prod, band, bor or bxor.
+
+        Returns:
+            x.
+
+        Raises:
+            PeerLostError: a peer was lost (let it propagate: execute() runs the step again).
+            Error: outside a step, or x cannot be passed as it is (the sentence says why).
+        """
         handle = self._collective("allreduce")
         b = _buffers.describe(x, "allreduce")
         self._check_backend(b, "allreduce")
@@ -375,11 +456,17 @@ class Agent:
         return x
 
     def allreduce_async(self, x: T, op: str = "sum") -> "Request":
-        """Starts x = op over every rank's x, in place, and returns at once with a Request: wait() returns x
-        once it is done, done() tells without blocking. Requests run in the order they were made (every
-        rank makes them in the same order), blocking collectives queue behind them; x must not be touched
-        until the request is done. A lost peer fails every outstanding request: wait() raises PeerLostError
-        (let it propagate, as with allreduce). Wait for every request inside the step that made it."""
+        """Starts x = op over every rank's x, in place, and returns at once. Requests run in the order they
+        were made (every rank makes them in the same order), blocking collectives queue behind them; x must
+        not be touched until the request is done. Wait for every request inside the step that made it.
+
+        Args:
+            x, op: as allreduce's.
+
+        Returns:
+            Request: wait() returns x once it is done, done() tells without blocking. A lost peer fails
+            every outstanding request: wait() raises PeerLostError (let it propagate, as with allreduce).
+        """
         handle = self._collective("allreduce_async")
         b = _buffers.describe(x, "allreduce_async")
         self._check_backend(b, "allreduce_async")
@@ -389,7 +476,18 @@ class Agent:
         return Request(self, b, req)
 
     def broadcast(self, x: T, root: int = 0) -> T:
-        """x on every rank = x on rank root, in place; returns x."""
+        """x on every rank = x on rank root, in place.
+
+        Args:
+            x (numpy.ndarray or torch.Tensor): the data on root, the output elsewhere.
+            root (int): the rank that sends.
+
+        Returns:
+            x.
+
+        Raises:
+            PeerLostError, Error: as allreduce.
+        """
         handle = self._collective("broadcast")
         b = _buffers.describe(x, "broadcast")
         self._check_backend(b, "broadcast")
@@ -397,7 +495,18 @@ class Agent:
         return x
 
     def allgather(self, x: Any, out: T) -> T:
-        """out = every rank's x, concatenated in rank order (out has world_size times x's elements)."""
+        """out = every rank's x, concatenated in rank order.
+
+        Args:
+            x (numpy.ndarray or torch.Tensor): this rank's part.
+            out (numpy.ndarray or torch.Tensor): world_size times x's elements, of x's dtype.
+
+        Returns:
+            out.
+
+        Raises:
+            PeerLostError, Error: as allreduce; Error also when out's size or dtype does not fit.
+        """
         handle = self._collective("allgather")
         src = _buffers.describe(x, "allgather (x)", writable=False)
         dst = _buffers.describe(out, "allgather (out)")
@@ -413,14 +522,22 @@ class Agent:
         return out
 
     def barrier(self) -> None:
-        """Returns once every rank reached it."""
+        """Returns once every rank reached it.
+
+        Raises:
+            PeerLostError, Error: as allreduce.
+        """
         handle = self._collective("barrier")
         self._call(self._lib.ftl_barrier(handle), handle)
 
     # ---- where things stand ----
 
     def job_status(self) -> Dict[str, int]:
-        """step, view_epoch, rank, world_size, views_seen, retries, data_epoch (any thread)."""
+        """Where the job stands, from any thread.
+
+        Returns:
+            dict: step, view_epoch, rank, world_size, views_seen, retries, data_epoch.
+        """
         s = JobStatusC()
         rc = self._lib.ftl_get_job_status(self._handle(), ctypes.byref(s))
         if rc != 0:
@@ -429,10 +546,12 @@ class Agent:
 
     @property
     def rank(self) -> int:
+        """This worker's rank in the current view (job_status()'s)."""
         return self.job_status()["rank"]
 
     @property
     def world_size(self) -> int:
+        """The current view's size (job_status()'s)."""
         return self.job_status()["world_size"]
 
     @property
@@ -441,11 +560,28 @@ class Agent:
         return text(self._lib.ftl_agent_control_path(self._handle()))
 
     def status(self, timeout: float = 5.0) -> Dict[str, Any]:
-        """What `ftlctl status --json` shows: the cluster, this member, the view, counts, counters."""
+        """What `ftlctl status --json` shows.
+
+        Args:
+            timeout (float): seconds to wait for the answer.
+
+        Returns:
+            dict: the cluster, this member, the view, counts, counters.
+
+        Raises:
+            Error: before start(), or the agent refused the request.
+        """
         return self._control({"cmd": "status"}, timeout)
 
     def members(self, timeout: float = 5.0) -> list:
-        """Every member this agent knows, with status, address, incarnation and rank."""
+        """Every member this agent knows.
+
+        Args:
+            timeout (float): seconds to wait for the answer.
+
+        Returns:
+            list: a dict per member, with status, address, incarnation and rank.
+        """
         return self._control({"cmd": "members"}, timeout)["members"]
 
     def _control(self, request: Dict[str, Any], timeout: float) -> Dict[str, Any]:

@@ -38,9 +38,12 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
+from ._lib import lib
+from ._settings import from_environment
 from .errors import INVALID, Error
 from .torch import ElasticSampler, ElasticState, init_process_group
 from .torch import agent as default_agent
+from .torch._loop import loop_of
 
 __all__ = ["ElasticStrategy"]
 
@@ -105,10 +108,21 @@ class _LiveView(_ClusterEnvironment):
         pass  # the live view's
 
     def local_rank(self) -> int:
+        # The launcher's variable, not an ftl setting: ftlrun sets it for each worker as torchrun does, and
+        # Lightning's own environments read it the same way.
         return int(os.environ.get("LOCAL_RANK", "0"))
 
     def node_rank(self) -> int:
         return 0
+
+
+def _cuda_device(agent: Any) -> Optional[int]:
+    """The agent's FTL_CUDA_DEVICE (None when unset); before there is an agent (Lightning asks for the device
+    before it sets up the process group), the one of the FTL_* environment the agent will be made from."""
+    if agent is not None:
+        return agent.cuda_device
+    value = from_environment(lib(), "cuda_device")
+    return int(value) if value else None
 
 
 class ElasticStrategy(_pl.strategies.DDPStrategy):
@@ -134,8 +148,9 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         """This worker's device: on GPUs, ftl's (FTL_CUDA_DEVICE, which ftlrun gives each worker), else
         Lightning's device of this local rank (devices=1: the one)."""
         devices = self.parallel_devices or [torch.device("cpu")]
-        if devices[0].type == "cuda" and os.environ.get("FTL_CUDA_DEVICE"):
-            return torch.device("cuda", int(os.environ["FTL_CUDA_DEVICE"]))
+        cuda_device = _cuda_device(self._agent) if devices[0].type == "cuda" else None
+        if cuda_device is not None:
+            return torch.device("cuda", cuda_device)
         return devices[min(self.local_rank, len(devices) - 1)]
 
     def setup_distributed(self) -> None:
@@ -164,7 +179,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         schedulers = {f"lr_scheduler_{i}": config.scheduler for i, config in enumerate(self.lr_scheduler_configs)}
         scaler = getattr(self.precision_plugin, "scaler", None)
         self.state = ElasticState(self._agent, self.model, self.optimizers[0], scaler=scaler, **schedulers)
-        self._agent._loop.trainer = self
+        loop_of(self._agent).trainer = self
         trainer.callbacks.append(_LiveEpoch(self))
         self._step_boundary_at_advance(trainer.fit_loop.epoch_loop)
         trainer.fit_loop.epoch_loop._broadcast_sigterm_tensor = lambda: self._sigterm_leaves(trainer)
@@ -188,7 +203,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
         strategy = self
 
         def settled_advance(data_fetcher: Any) -> Any:
-            loop = strategy._agent._loop
+            loop = loop_of(strategy._agent)
             loop.looping = True  # the trainer's own collectives before this were its setup's
             if loop.running:
                 loop.settle()
@@ -234,7 +249,7 @@ class ElasticStrategy(_pl.strategies.DDPStrategy):
 
     def optimizer_step(self, optimizer: Any, closure: Any, model: Any = None, **kwargs: Any) -> Any:
         output = super().optimizer_step(optimizer, closure, model, **kwargs)
-        if self._agent._loop.dropped:  # its samples come again: the epoch has a batch more than Lightning counted
+        if loop_of(self._agent).dropped:  # its samples come again: the epoch has a batch more than Lightning counted
             fit = self.lightning_module.trainer.fit_loop
             progress = fit.epoch_loop.batch_progress
             progress.is_last_batch = False
@@ -262,4 +277,4 @@ class _LiveEpoch(_pl.Callback):
         self.strategy._follow_rank()
 
     def on_train_epoch_end(self, trainer: Any, pl_module: Any) -> None:
-        self.strategy._ended_plan = self.strategy._agent._loop.plan
+        self.strategy._ended_plan = loop_of(self.strategy._agent).plan

@@ -72,12 +72,22 @@ def _plan(params: List[torch.nn.Parameter], cap_bytes: int) -> List[Tuple[List[t
 
 
 class GradientAverager:
-    """Averages the gradients of `model` (a Module, or an iterable of parameters) over the world.
+    """Averages a model's gradients over the world, in fused buckets. Call average() in the step after
+    backward() and before optimizer.step().
 
-    Call average() in the step after backward() and before optimizer.step(); it raises PeerLostError when
-    a peer is lost (let it propagate: the step runs again on the next view). With overlap=True the
-    allreduces start during backward (see the module's notes; call set_samples() before backward).
-    compress: None (the job's FTL_COMM_COMPRESS), "off", "bf16" or "bf16-ef", for the float32 buckets."""
+    Args:
+        agent (ftl.Agent): the agent.
+        model (torch.nn.Module or iterable of parameters): whose gradients (those that require grad).
+        bucket_cap_mb (float): a bucket's size.
+        overlap (bool): the allreduces start during backward (see the module's notes; call set_samples()
+            before backward).
+        compress (str, optional): None (the job's FTL_COMM_COMPRESS), "off", "bf16" or "bf16-ef", for the
+            float32 buckets.
+
+    Raises:
+        ValueError: bucket_cap_mb is not positive.
+        ConfigError: compression this job cannot do (under nccl, in reproducible mode).
+    """
 
     def __init__(self, agent: Any, model: Union[torch.nn.Module, Iterable[torch.nn.Parameter]],
                  bucket_cap_mb: float = 25, overlap: bool = False, compress: Optional[str] = None):
@@ -126,8 +136,11 @@ class GradientAverager:
         return (b.reducer or self.agent).allreduce_async(b.flat, op="sum")
 
     def set_samples(self, samples: Optional[float]) -> None:
-        """Overlap: this rank's sample count for the coming backward (the weight the buckets are scaled by
-        as they start); None weighs 1."""
+        """Overlap: this rank's sample count for the coming backward.
+
+        Args:
+            samples (float, optional): the weight the buckets are scaled by as they start; None weighs 1.
+        """
         self._weight = self._weight_of(samples)
 
     def _weight_of(self, samples: Optional[float]) -> float:
@@ -214,10 +227,20 @@ class GradientAverager:
         return bucket
 
     def average(self, samples: Optional[float] = None) -> float:
-        """Replaces every parameter's gradient by the world's average. With `samples` (this rank's sample
-        count in the step, which may be 0) the average is weighted by the counts: the gradient of the mean
-        loss over the global batch, when each rank's gradient is that of its own mean loss. Returns the
-        summed weight: the global sample count, or the world size without counts."""
+        """Replaces every parameter's gradient by the world's average.
+
+        Args:
+            samples (float, optional): this rank's sample count in the step, which may be 0: the average is
+                then weighted by the counts (the gradient of the mean loss over the global batch, when each
+                rank's gradient is that of its own mean loss).
+
+        Returns:
+            float: the summed weight: the global sample count, or the world size without counts.
+
+        Raises:
+            PeerLostError: a peer was lost (let it propagate: the step runs again on the next view).
+            Error: no sample count under FTL_SLOW_POLICY=rebalance.
+        """
         if self.overlap:
             return self._average_overlapped(samples)
         weight = self._weight_of(samples)

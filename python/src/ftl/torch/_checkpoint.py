@@ -20,11 +20,19 @@ from ._layout import IN_SAVED_BYTES, layout_of
 
 
 def load_checkpoint(path: Union[str, os.PathLike], model: Optional[torch.nn.Module] = None) -> Dict[str, Any]:
-    """The ftl checkpoint at path (a file, or a checkpoint directory: its newest file that verifies) as
-    {"model": state dict, "optimizer", "scaler", "extras", "rng", "step", "sampler", "file"}, written by a
-    job whose state is an ElasticState; tensors on the CPU. `model.load_state_dict(ck["model"])` takes it.
-    Pass `model` (the program's, any values) for a checkpoint saved without a layout. Raises ftl.Error when
-    the file is missing or damaged, holds no ElasticState, or does not match `model`."""
+    """An ftl checkpoint written by a job whose state is an ElasticState, in PyTorch's form; tensors on the CPU.
+
+    Args:
+        path (str or os.PathLike): a file, or a checkpoint directory: its newest file that verifies.
+        model (torch.nn.Module, optional): the program's (any values), for a checkpoint saved without a layout.
+
+    Returns:
+        dict: {"model": state dict, "optimizer", "scaler", "extras", "rng", "step", "sampler", "file"};
+        `model.load_state_dict(ck["model"])` takes it.
+
+    Raises:
+        Error: the file is missing or damaged, holds no ElasticState, or does not match `model`.
+    """
     ck = read_checkpoint(path)
     saved = torch.load(io.BytesIO(ck.state), map_location="cpu", weights_only=False) if ck.state else {}
     if not isinstance(saved, dict) or "extras" not in saved:

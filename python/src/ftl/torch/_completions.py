@@ -22,7 +22,8 @@ import queue
 import threading
 from typing import Any, List, Optional
 
-from .._lib import text
+from .._door import door_of
+from .._lib import lib, text
 from ..errors import PEER_LOST
 from ._work import ChainedFuture, _failed, _Work, absorbed
 
@@ -72,14 +73,14 @@ class Completions:
                 self._idle.wait()
 
     def _run(self) -> None:
-        lib = self._agent._lib
+        libftl, door = lib(), door_of(self._agent)
         while True:
             req, keep, work, result = self._queue.get()
-            handle = self._agent._ptr
-            rc = lib.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
+            handle = door.handle_if_open()
+            rc = libftl.ftl_wait(handle, ctypes.byref(req)) if handle else PEER_LOST
             error = None
             if rc != 0:  # every failed request fails the step, the Work's last one or not
-                error = _failed(self._agent, rc, (text(lib.ftl_last_error(handle)) if handle else "") or
+                error = _failed(self._agent, rc, (text(libftl.ftl_last_error(handle)) if handle else "") or
                                 "ftl: the collective failed")
             is_counted = False
             if work is not None:

@@ -160,11 +160,23 @@ class ElasticSampler(Sampler):
     the next view, so each sample of a data epoch is trained once (drop_last=False pads an epoch's tail by
     up to world - 1 samples, as DistributedSampler does). len() is this rank's share of what is left of
     the epoch in the live view: once there is an ElasticState, the first len() waits for the job's first
-    view, as iterating does (before it, len() counts this worker alone). shuffle, seed: a permutation per epoch,
-    the same on every rank (set_epoch's epoch, or the job's data epoch if set_epoch is never called).
+    view, as iterating does (before it, len() counts this worker alone).
 
     A joiner's loop starts at the job's data epoch: its iterations of the epochs the job has finished are
-    empty. agent: the agent of ftl.torch.init_process_group by default."""
+    empty.
+
+    Args:
+        dataset (torch.utils.data.Dataset): the training data (its len()).
+        shuffle (bool), seed (int): a permutation per epoch, the same on every rank (set_epoch's epoch, or
+            the job's data epoch if set_epoch is never called).
+        drop_last (bool): as DistributedSampler's.
+        agent (ftl.Agent, optional): the agent of ftl.torch.init_process_group by default.
+        num_replicas, rank: DistributedSampler's, refused: the live view gives them.
+
+    Raises:
+        Error: num_replicas or rank given, no agent, FTL_SLOW_POLICY=rebalance, or a second ElasticSampler
+            while the first one's DataLoader is in an epoch.
+    """
 
     def __init__(self, dataset: Any, shuffle: bool = True, seed: int = 0, drop_last: bool = False,
                  agent: Any = None, num_replicas: Optional[int] = None, rank: Optional[int] = None):
@@ -206,6 +218,7 @@ class ElasticSampler(Sampler):
         return wanted < self.loop.loop_epoch or wanted < self.loop.position[0]
 
     def set_epoch(self, epoch: int) -> None:
+        """The data epoch the next iteration trains, as DistributedSampler's set_epoch."""
         self.epoch = int(epoch)
 
     def index(self, part: _Part, i: int) -> int:
@@ -224,7 +237,7 @@ class ElasticSampler(Sampler):
 
     def __len__(self) -> int:
         trainer = self.loop.trainer is not None  # see Loop.trainer: no wait, and never 0
-        if getattr(self.loop.agent, "_elastic_state", None) is not None and not trainer:
+        if self.loop.door.elastic_state is not None and not trainer:
             self.loop.begin(settle=False)  # the first view (and a joiner's position) first: the live view's
         epoch, start = self.loop.position
         if self.epoch is not None and self.epoch < epoch:

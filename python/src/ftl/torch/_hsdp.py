@@ -25,10 +25,12 @@ from typing import Any, List, Optional
 import torch.distributed as dist
 from torch.distributed import distributed_c10d as c10d
 
+from .._door import door_of
+from .._lib import lib
 from ..errors import INVALID, Error
 from . import _registry
 from ._process_group import Calls, ElasticProcessGroup, check_not_dropped
-from ._subgroup import new_comm
+from ._subgroup import delete_comm, new_comm
 
 SHARD, REPLICATE = "shard", "replicate"
 
@@ -50,7 +52,7 @@ class LayoutGroup(ElasticProcessGroup):
         index, size = replica_of(agent, "ftl.torch.hsdp_mesh")
         super().__init__(agent, index if dim == SHARD else 0, size if dim == SHARD else 1)
         self._dim, self._index, self._replica_size = dim, index, size
-        self._calls = Calls.of_comm(agent._lib)
+        self._calls = Calls.of_comm(lib())
         self._comm: Optional[int] = None
         self._view = 0                      # the view its layout and communicator are of
         self._rank_now = 0 if dim == REPLICATE else index
@@ -72,9 +74,9 @@ class LayoutGroup(ElasticProcessGroup):
 
     def _place(self) -> tuple:
         """(view, rank, world) of the running step, or between steps of the view in hand."""
-        agent = self._agent
-        if agent._step_thread is not None:
-            return agent._step_place
+        place = self._door.running_place()
+        if place is not None:
+            return place
         s = self._status()
         return s["view_epoch"], s["rank"], s["world_size"]
 
@@ -137,9 +139,8 @@ class LayoutGroup(ElasticProcessGroup):
         self._comm = new_comm(self._agent, self._ranks, f"the HSDP {self._dim} group")
 
     def _drop_comm(self) -> None:
-        agent = self._agent
-        if self._comm is not None and agent._ptr is not None:
-            agent._lib.ftl_subgroup_delete(agent._ptr, self._comm)
+        if self._comm is not None:
+            delete_comm(self._agent, self._comm)
         self._comm = None
 
     def _rank_in(self, handle: Optional[int]) -> int:
@@ -155,11 +156,23 @@ def hsdp_mesh(agent: Any, device_type: Optional[str] = None) -> Any:
     mesh=ftl.torch.hsdp_mesh(agent)) once, before agent.start(), and the model trains through views that
     lose or gain whole replicas. Its shard dimension is this worker's replica (FTL_REPLICA_SIZE workers,
     this one at FTL_REPLICA_INDEX), its replicate dimension the same index of every replica of the live
-    view (the module's docstring says why the mesh's own shape is (1, size)). One per agent."""
+    view (the module's docstring says why the mesh's own shape is (1, size)). One per agent.
+
+    Args:
+        agent (ftl.Agent): a worker of a replica (FTL_REPLICA, FTL_REPLICA_INDEX, FTL_REPLICA_SIZE).
+        device_type (str, optional): the mesh's ("cpu" by default).
+
+    Returns:
+        torch.distributed.device_mesh.DeviceMesh: the mesh, made at the first call.
+
+    Raises:
+        Error: before init_process_group, without a replica, under FTL_COMM=nccl, or with a torch that makes
+            a DeviceMesh otherwise.
+    """
     from torch.distributed.device_mesh import DeviceMesh
-    mesh = getattr(agent, "_hsdp_mesh", None)
-    if mesh is not None:
-        return mesh
+    door = door_of(agent)
+    if door.hsdp_mesh is not None:
+        return door.hsdp_mesh
     if not dist.is_initialized():
         raise Error("ftl: ftl.torch.hsdp_mesh: call ftl.torch.init_process_group(agent) first", INVALID)
     index, size = replica_of(agent, "ftl.torch.hsdp_mesh")
@@ -178,5 +191,5 @@ def hsdp_mesh(agent: Any, device_type: Optional[str] = None) -> Any:
     mesh._dim_group_names = [g.group_name for g in groups]
     for g in groups:
         mesh._pg_registry[g.group_name] = g
-    agent._hsdp_mesh, agent._hsdp_groups = mesh, groups
+    door.hsdp_mesh, door.hsdp_groups = mesh, groups
     return mesh

@@ -23,11 +23,17 @@ from ._sampler import ElasticBatchSampler
 
 class ElasticLoader:
     """loader = ElasticLoader(agent, dataset, num_workers=2, pin_memory=True); inside a step,
-    batch = loader.batch(info). Keyword arguments go to DataLoader (collate_fn, num_workers, pin_memory,
-    prefetch_factor, worker_init_fn, ...), except those that choose samples (batch_size, shuffle, sampler,
-    batch_sampler, drop_last): ftl chooses them (agent.set_sampler, set_batch). epoch_order: a custom order
-    of samples (ElasticBatchSampler says how). The DataLoader is self.loader; self.dropped counts the
-    prefetched batches dropped as stale."""
+    batch = loader.batch(info). The DataLoader is self.loader; self.dropped counts the prefetched batches
+    dropped as stale.
+
+    Args:
+        agent (ftl.Agent): the agent, whose sampler (agent.set_sampler, set_batch) chooses the samples.
+        dataset (torch.utils.data.Dataset): indexed by ftl's indices.
+        epoch_order (callable, optional): a custom order of samples (ElasticBatchSampler says how).
+        **dataloader_args: go to DataLoader (collate_fn, num_workers, pin_memory, prefetch_factor,
+            worker_init_fn, ...), except those that choose samples (batch_size, shuffle, sampler,
+            batch_sampler, drop_last): ftl chooses them.
+    """
 
     def __init__(self, agent: Any, dataset: Any, epoch_order: Optional[Callable[[int], Sequence[int]]] = None,
                  **dataloader_args: Any):
@@ -39,8 +45,15 @@ class ElasticLoader:
         self.dropped = 0
 
     def batch(self, info: Any) -> Optional[Any]:
-        """This rank's samples of the step of info (a StepInfo), collated, as the DataLoader fetched them;
-        None when this rank has no samples in the step (it still takes part in the step's collectives)."""
+        """This rank's samples of a step, as the DataLoader fetched them.
+
+        Args:
+            info (StepInfo): the step's.
+
+        Returns:
+            The collated samples; None when this rank has no samples in the step (it still takes part in
+            the step's collectives).
+        """
         if not len(info.indices):
             return None
         if self._batches is not None:
@@ -58,7 +71,14 @@ class ElasticLoader:
         return taken[1]
 
     def indices(self, info: Any) -> list:
-        """The dataset indices of info's samples (info.indices through epoch_order, if any)."""
+        """The dataset indices of a step's samples.
+
+        Args:
+            info (StepInfo): the step's.
+
+        Returns:
+            list: info.indices through epoch_order, if any.
+        """
         return self.sampler.dataset_indices(info.indices, info.data_epoch)
 
     def _take(self) -> Optional[tuple]:

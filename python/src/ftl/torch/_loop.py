@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
 
+from .._door import door_of
 from ..errors import INVALID, PEER_LOST, Error
 
 
@@ -38,6 +39,7 @@ class Loop:
 
     def __init__(self, agent: Any):
         self.agent = agent
+        self.door = door_of(agent)
         self._cv = threading.Condition()
         self._driver: Optional[threading.Thread] = None
         self._loop_thread: Optional[int] = None
@@ -77,7 +79,7 @@ class Loop:
     def begin(self, settle: bool = True) -> Any:
         """The attempt the loop trains now (after handing the driver a verdict the step left, unless not
         settle); the first call starts the driver (and the agent)."""
-        state = getattr(self.agent, "_elastic_state", None)
+        state = self.door.elastic_state
         if state is None or state.optimizer is None:
             raise Error("ftl: ElasticSampler trains the program's own loop, whose commit point is the "
                         "optimizer.step() of an ElasticState: make ftl.torch.ElasticState(agent, model, "
@@ -168,7 +170,7 @@ class Loop:
                 self._cv.notify_all()
 
     def _step(self, info: Any) -> None:
-        self.agent._step_thread = self._loop_thread  # the step's collectives come from the loop's thread
+        self.door.step_thread = self._loop_thread  # the step's collectives come from the loop's thread
         with self._cv:
             if self._stopping:
                 raise _Stop()
@@ -184,25 +186,30 @@ class Loop:
         if verdict == "stop":
             raise _Stop()
         if verdict == "commit":  # final: the update is made, whatever a later collective of it met
-            works = getattr(self.agent, "_torch_works", None)
-            if works is not None:
-                works.wait_all()
-            self.agent._peer_failure = None
+            if self.door.torch_works is not None:
+                self.door.torch_works.wait_all()
+            self.door.peer_failure = None
             return
         if verdict == "fail":
-            raise self.agent._peer_failure or Error("ftl: a collective of the step lost a peer", PEER_LOST)
+            raise self.door.peer_failure or Error("ftl: a collective of the step lost a peer", PEER_LOST)
 
 
 def last_commit(agent: Any = None) -> Optional[Any]:
-    """The StepInfo (step, rank, world_size, view_epoch, ...) of the step the program's own loop
-    (ElasticSampler) committed last in this process, None before its first. After optimizer.step(), the
-    same one as before says the step was dropped (a peer was lost, or its batch was stale) and its samples
-    come again: log a step's loss only when it changed. Read the step's rank and world size here, not from
-    dist.get_rank() then: a view change between steps shows there first."""
+    """The step the program's own loop (ElasticSampler) committed last in this process. After
+    optimizer.step(), the same one as before says the step was dropped (a peer was lost, or its batch was
+    stale) and its samples come again: log a step's loss only when it changed. Read the step's rank and
+    world size here, not from dist.get_rank() then: a view change between steps shows there first.
+
+    Args:
+        agent (ftl.Agent, optional): the agent of ftl.torch.init_process_group by default.
+
+    Returns:
+        StepInfo: its step, rank, world_size, view_epoch, ...; None before the first commit.
+    """
     if agent is None:
         from ._process_group import agent as default_agent
         agent = default_agent()
-    loop = getattr(agent, "_loop", None)
+    loop = door_of(agent).loop
     return loop.last_commit if loop is not None else None
 
 
@@ -216,7 +223,15 @@ def steps(total: int, agent: Any = None) -> Iterator[int]:
     first. After the last step the program's own code (a final barrier, an evaluation) runs in the job's
     next step, which never commits, so no commit point is left to drop what a lost peer spoiled: a
     collective there that loses a peer raises PeerLostError (its result would be wrong) instead of
-    returning as the loop's own do. agent: the agent of ftl.torch.init_process_group by default."""
+    returning as the loop's own do.
+
+    Args:
+        total (int): the job's steps.
+        agent (ftl.Agent, optional): the agent of ftl.torch.init_process_group by default.
+
+    Returns:
+        An iterator of the job's step numbers.
+    """
     if agent is None:
         from ._process_group import agent as default_agent
         agent = default_agent()
@@ -232,9 +247,10 @@ def steps(total: int, agent: Any = None) -> Iterator[int]:
 
 def loop_of(agent: Any) -> Loop:
     """The agent's loop driver, made at the first call."""
-    if getattr(agent, "_loop", None) is None:
-        agent._loop = Loop(agent)
-    return agent._loop
+    door = door_of(agent)
+    if door.loop is None:
+        door.loop = Loop(agent)
+    return door.loop
 
 
 def commit_point(agent: Any, optimizer: Any) -> None:
@@ -247,9 +263,10 @@ def commit_point(agent: Any, optimizer: Any) -> None:
     call its closure again, LBFGS, refuses a step without one: loop mode does not serve it)."""
     step: Callable[..., Any] = optimizer.step
     _refuse_other_optimizers(agent, optimizer)
+    door = door_of(agent)
 
     def step_or_discard(*args: Any, **kwargs: Any) -> Any:
-        loop = getattr(agent, "_loop", None)
+        loop = door.loop
         if loop is None or not loop.running:
             return step(*args, **kwargs)
         loss = None
@@ -258,16 +275,15 @@ def commit_point(agent: Any, optimizer: Any) -> None:
         if closure is not None:  # optimizer.step(closure), a trainer's form: the step's forward and backward
             with torch.enable_grad():
                 loss = closure()
-        works = getattr(agent, "_torch_works", None)
-        if works is not None:
-            works.wait_all()  # a collective still running could yet lose a peer
-        for hook in agent._before_commit:  # HSDP's vote over the view (a failure there drops the step)
+        if door.torch_works is not None:
+            door.torch_works.wait_all()  # a collective still running could yet lose a peer
+        for hook in door.before_commit:  # HSDP's vote over the view (a failure there drops the step)
             hook()
-        if agent._peer_failure is not None or loop.catching_up:
+        if door.peer_failure is not None or loop.catching_up:
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     p.grad = None
-            if agent._peer_failure is not None:
+            if door.peer_failure is not None:
                 loop.pending = "fail"
             loop.step_parts, loop.dropped = [], True
             return loss
@@ -288,8 +304,9 @@ def commit_point(agent: Any, optimizer: Any) -> None:
 def is_dropping(agent: Any) -> bool:
     """Loop mode is dropping the step in progress (it lost a peer, or the commit point dropped it), or a
     joiner passes an epoch the job has finished (a per-epoch scheduler step there is rank 0's already)."""
-    loop = getattr(agent, "_loop", None)
-    return loop is not None and loop.running and (loop.dropped or loop.catching_up or agent._peer_failure is not None)
+    door = door_of(agent)
+    loop = door.loop
+    return loop is not None and loop.running and (loop.dropped or loop.catching_up or door.peer_failure is not None)
 
 
 _SKIPPING: Dict[tuple, type] = {}
@@ -319,11 +336,12 @@ def skip_when_dropped(agent: Any, obj: Any, method: str) -> None:
 def _refuse_other_optimizers(agent: Any, committed: Any) -> None:
     """In loop mode another optimizer's step() would apply a dropped step's gradients: refused, named."""
     from torch.optim.optimizer import register_optimizer_step_pre_hook
+    door = door_of(agent)
 
     def only_the_committed(optimizer: Any, *_: Any) -> None:
-        loop = getattr(agent, "_loop", None)
+        loop, state = door.loop, door.elastic_state
         if optimizer is not committed and loop is not None and loop.running and \
-                getattr(agent, "_elastic_state", None) is not None and agent._elastic_state.optimizer is committed:
+                state is not None and state.optimizer is committed:
             raise Error(f"ftl: loop mode commits the step of the ElasticState's optimizer only; this "
                         f"{type(optimizer).__name__} would apply the gradients of steps that loop mode drops: give "
                         "ElasticState the one optimizer (one with several param_groups serves several models)",

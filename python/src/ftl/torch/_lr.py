@@ -23,7 +23,12 @@ POLICIES = ("linear", "sqrt", None)
 
 
 class LRScaling:
-    """Sets every param group's lr for the current world size; `hook(info)` once per step."""
+    """Sets every param group's lr for the current world size; `hook(info)` once per step. lr_scaling()
+    makes one; its arguments are this one's.
+
+    Raises:
+        ValueError: a policy other than "linear", "sqrt" or None, base_world below 1, warmup_steps below 0.
+    """
 
     def __init__(self, optimizer: torch.optim.Optimizer, base_lr: float, policy: Optional[str] = "linear",
                  warmup_steps: int = 0, base_world: int = 1):
@@ -43,7 +48,14 @@ class LRScaling:
         return self.base_lr * {"linear": ratio, "sqrt": math.sqrt(ratio), None: 1.0}[self.policy]
 
     def __call__(self, info: Any) -> float:
-        """Sets the lr for this step (a StepInfo) and returns it."""
+        """Sets the lr for this step.
+
+        Args:
+            info (StepInfo): the step's.
+
+        Returns:
+            float: the first param group's lr.
+        """
         groups = self.optimizer.param_groups
         if info.view_epoch != self._view:
             self._view, self._ramp_step = info.view_epoch, info.step
@@ -57,8 +69,18 @@ class LRScaling:
 
 def lr_scaling(optimizer: torch.optim.Optimizer, base_lr: float, policy: Optional[str] = "linear",
                warmup_steps: int = 0, base_world: int = 1) -> LRScaling:
-    """The hook that sets the optimizer's lr to base_lr x world/base_world ("linear"), x its square root
-    ("sqrt"), or base_lr (None), ramped over warmup_steps steps after every view change. Call it with the
-    step's info before optimizer.step(): `scale = lr_scaling(opt, 0.1, "linear", 50, base_world=4)`,
-    then `scale(info)` in the step."""
+    """The hook that sets the optimizer's lr for the world size. Call it with the step's info before
+    optimizer.step(): `scale = lr_scaling(opt, 0.1, "linear", 50, base_world=4)`, then `scale(info)` in the step.
+
+    Args:
+        optimizer (torch.optim.Optimizer): whose param groups' lr it sets.
+        base_lr (float): the lr tuned for base_world workers.
+        policy (str, optional): base_lr x world/base_world ("linear"), x its square root ("sqrt"), or
+            base_lr (None).
+        warmup_steps (int): the ramp to the new lr after every view change, in steps.
+        base_world (int): the world size base_lr was tuned for.
+
+    Returns:
+        LRScaling: the hook.
+    """
     return LRScaling(optimizer, base_lr, policy, warmup_steps, base_world)

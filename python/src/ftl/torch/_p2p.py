@@ -14,11 +14,12 @@ refused: they would need matching that the communicator does not do.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List
 
 import torch
 
 from .. import _buffers
+from .._door import door_of
 from .._lib import P2POpC, text
 from ..errors import INVALID, Error
 from ._tensor_args import as_bytes
@@ -83,7 +84,7 @@ class Posted:
             handle = group._handle_for("p2p")
             keep = [_buffers.describe(as_bytes(m.dense), "p2p") for m in messages]
             for b in keep:
-                agent._check_backend(b, "p2p")
+                door_of(agent).check_backend(b, "p2p")
                 _buffers.wait_for_producer(b)
             ops = (P2POpC * len(messages))(*[P2POpC(int(m.is_recv), m.peer, b.ptr, b.count, b.dtype)
                                               for m, b in zip(messages, keep)])
@@ -104,8 +105,8 @@ class Posted:
 
 def posted(agent: Any) -> Posted:
     """The agent's queue of posted messages (made once; flushed at every step's end)."""
-    queue: Optional[Posted] = getattr(agent, "_torch_p2p", None)
-    if queue is None:
-        queue = agent._torch_p2p = Posted(agent)
-        agent._step_end.append(queue.flush)
-    return queue
+    door = door_of(agent)
+    if door.torch_p2p is None:
+        door.torch_p2p = Posted(agent)
+        door.step_end.append(door.torch_p2p.flush)
+    return door.torch_p2p

@@ -43,7 +43,8 @@ import torch
 import torch.distributed as dist
 
 from .. import _buffers
-from .._lib import text
+from .._door import door_of
+from .._lib import lib, text
 from ..errors import INVALID, PEER_LOST, Error
 from . import _backend, _registry
 from ._completions import Completions
@@ -56,11 +57,18 @@ from ._work import _failed, _Work, absorbed
 
 def process_group(agent: Any) -> "ElasticProcessGroup":
     """The agent's torch.distributed group: DDP(model, process_group=process_group(agent)), and
-    dist.all_reduce(x, group=...) and the like inside a step. One per agent."""
-    group = getattr(agent, "_torch_group", None)
-    if group is None:
-        group = agent._torch_group = ElasticProcessGroup(agent)
-    return group
+    dist.all_reduce(x, group=...) and the like inside a step. One per agent.
+
+    Args:
+        agent (ftl.Agent): the agent.
+
+    Returns:
+        ElasticProcessGroup: the group, made at the first call.
+    """
+    door = door_of(agent)
+    if door.torch_group is None:
+        door.torch_group = ElasticProcessGroup(agent)
+    return door.torch_group
 
 
 def init_process_group(agent: Any) -> "ElasticProcessGroup":
@@ -69,7 +77,17 @@ def init_process_group(agent: Any) -> "ElasticProcessGroup":
     dist.barrier(), dist.get_rank() and dist.get_world_size() run on ftl's live view unchanged. Through
     torch's own door: a backend named "ftl" whose creator returns the agent's group (torch takes a Python
     ProcessGroup that a backend returns as the group itself). Once per process, before DDP;
-    dist.destroy_process_group() ends it, the agent goes on. Returns the group."""
+    dist.destroy_process_group() ends it, the agent goes on.
+
+    Args:
+        agent (ftl.Agent): the agent.
+
+    Returns:
+        ElasticProcessGroup: process_group(agent).
+
+    Raises:
+        Error: torch.distributed already has a default group.
+    """
     global _default_group
     if dist.is_initialized():
         raise Error("ftl: init_process_group: torch.distributed already has a default group "
@@ -88,18 +106,26 @@ def check_not_dropped(agent: Any, what: str) -> None:
     collective makes no call (its peers are gone, or are in another step) and returns at once, absorbed
     (_work.absorbed: its tensors as they were), and the commit point drops the step. So is a trainer's own
     collective before its loop begins (Loop.looping): a joiner makes it while the job trains."""
-    loop = getattr(agent, "_loop", None)
-    if loop is not None and loop.running and (agent._peer_failure is not None or loop.catching_up or
+    door = door_of(agent)
+    loop = door.loop
+    if loop is not None and loop.running and (door.peer_failure is not None or loop.catching_up or
                                               (loop.trainer is not None and not loop.looping)):
         if loop.finished:
             raise Error(f"ftl: {what} after the training loop, where a collective has lost a peer: its result "
-                        f"would be wrong ({agent._peer_failure})", PEER_LOST)
+                        f"would be wrong ({door.peer_failure})", PEER_LOST)
         raise Error(f"ftl: {what} in a step that loop mode drops", PEER_LOST)
 
 
 def agent() -> Any:
     """The agent of init_process_group, for a script that holds only torch's default group:
-    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer)."""
+    ftl.torch.ElasticState(ftl.torch.agent(), model, optimizer).
+
+    Returns:
+        ftl.Agent: the agent.
+
+    Raises:
+        Error: init_process_group was not called.
+    """
     if _default_group is None:
         raise Error("ftl: ftl.torch.agent(): call ftl.torch.init_process_group(agent) first", INVALID)
     return _default_group._agent
@@ -147,26 +173,35 @@ class Calls:
 
 
 class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
-    _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
-
     """A torch.distributed process group over an ftl agent's current view (see the module's docstring).
     Here: allreduce (every ReduceOp), broadcast, allgather and reduce_scatter (lists or
     tensors), barrier; in RootedCollectives (_rooted.py): reduce, gather, scatter, all-to-all, send/recv.
     dtypes: float32, float64, float16, bfloat16, int64, int32, int8, uint8, bool (others moved as bytes);
-    CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all."""
+    CPU tensors under FTL_COMM=tcp, CUDA tensors under nccl. docs/concepts/torch-distributed.md has it all.
+
+    Made by process_group(agent), not by hand.
+
+    Args:
+        agent (ftl.Agent): the agent whose views it runs on.
+        rank, size (int): torch's record of it: the view's, for a group of one view (for_view); 0 and 1 for
+            the group that follows the agent, whose rank() and size() are the live view's.
+        view_epoch (int): the view it belongs to; 0: it follows the agent's views.
+    """
+    _is_subgroup = False  # ElasticSubgroup (_subgroup.py): its own communicator, blocking calls
 
     def __init__(self, agent: Any, rank: int = 0, size: int = 1, view_epoch: int = 0):
         super().__init__(rank, size)
         self._backend = _backend.attach(self, rank, size)  # its name and what torch asks of a backend
         self._agent = agent
+        self._door = door_of(agent)
         self._view_epoch = view_epoch  # 0: follows the agent's views; else this view only
         self._tracks_ranks = False     # keeps torch's record of its ranks at the live view (_sync_ranks)
-        self._calls = Calls.of_agent(agent._lib)
+        self._calls = Calls.of_agent(lib())
         self._lock = threading.Lock()   # one submission at a time: every rank starts collectives in one order
         self._views: Dict[int, "ElasticProcessGroup"] = {}
-        if not hasattr(agent, "_torch_works"):
-            agent._torch_works = Completions(agent)
-            agent._step_end.append(agent._torch_works.wait_all)
+        if self._door.torch_works is None:
+            self._door.torch_works = Completions(agent)
+            self._door.step_end.append(self._door.torch_works.wait_all)
 
     # ---- who is in it ----
 
@@ -256,11 +291,11 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         self._sync_ranks(max(status["world_size"], 1))
         if status["world_size"] == 0:
             return None
-        return self._agent._handle()
+        return self._door.handle()
 
     def _buffer(self, t: torch.Tensor, what: str, writable: bool = True) -> _buffers.Buffer:
         b = _buffers.describe(t, what, writable=writable)
-        self._agent._check_backend(b, what)
+        self._door.check_backend(b, what)
         return b
 
     def _check(self, rc: int, handle: int) -> None:
@@ -269,7 +304,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
 
     def _run(self, what: str, body: Any) -> Any:
         """A blocking collective, as a completed Work; its error is raised here, to the caller."""
-        self._agent._torch_works.wait_chained()
+        self._door.torch_works.wait_chained()
         with self._lock:
             try:
                 return _Work(body(self._where(what)), done=True)
@@ -292,7 +327,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
             for t in tensors:
                 t.mul_(factor)
         flat = [real(t, op) for t in tensors]
-        works = self._agent._torch_works
+        works = self._door.torch_works
         in_callback = works.is_this_thread()  # a comm hook's callback: blocking, at once (_completions.py)
         works.wait_chained()
         with self._lock:
@@ -309,7 +344,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
         if handle is None:
             return _Work(tensors, done=True)
         is_blocking = opts is not None and not getattr(opts, "asyncOp", True)  # dist.all_reduce(async_op=False)
-        if is_blocking or in_callback or self._is_subgroup or self._agent._step_thread is None:  # between steps too
+        if is_blocking or in_callback or self._is_subgroup or self._door.step_thread is None:  # between steps too
             for t in flat:
                 b = self._buffer(t, "allreduce")
                 self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
@@ -325,7 +360,7 @@ class ElasticProcessGroup(RootedCollectives, dist.ProcessGroup):
             self._check(self._calls.allreduce(handle, b.ptr, b.ptr, b.count, b.dtype, op, None,
                                                        ctypes.byref(req)), handle)
             last = i == len(flat) - 1  # requests finish in order: the last one completes the Work
-            self._agent._torch_works.add(req, [b], work if last else None, tensors)
+            self._door.torch_works.add(req, [b], work if last else None, tensors)
         return work
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts: Any = None) -> Any:
@@ -496,7 +531,7 @@ def follow_views(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel) -> 
         if info.view_epoch != seen["epoch"] or info.attempt > 0:
             repoint(agent, ddp, info)
             seen["epoch"] = info.view_epoch
-    agent._before_step.append(before_step)
+    door_of(agent).before_step.append(before_step)
 
 
 def repoint(agent: Any, ddp: torch.nn.parallel.DistributedDataParallel, info: Any) -> None:
@@ -534,7 +569,9 @@ def guard_optimizer(agent: Any, optimizer: torch.optim.Optimizer) -> None:
     """optimizer.step() raises, changing nothing, when a process-group collective of the running step lost
     a peer (its Work completed with the tensors as they were: see _Work), so a failed allreduce can never
     become an update; execute() then runs the step again on the next view."""
+    door = door_of(agent)
+
     def before_step(*_: Any) -> None:
-        if agent._peer_failure is not None and agent._step_thread is not None:
-            raise agent._peer_failure
+        if door.peer_failure is not None and door.step_thread is not None:
+            raise door.peer_failure
     optimizer.register_step_pre_hook(before_step)

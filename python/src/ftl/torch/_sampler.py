@@ -23,9 +23,14 @@ MAX_EMPTY_STEPS = 64
 
 class ElasticBatchSampler(Sampler):
     """Yields, for each coming step in which this rank has samples, the dataset indices of its share.
-    epoch_order(data_epoch) -> a sequence of dataset_size dataset indices: a custom order, through which
-    ftl's indices are mapped (with set_sampler(order="sequential") it is visited as given; it must be the
-    same on every rank). predicted holds ftl's indices of the batches yielded and not yet taken."""
+    predicted holds ftl's indices of the batches yielded and not yet taken.
+
+    Args:
+        agent (ftl.Agent): the agent whose sampler it predicts.
+        epoch_order (callable, optional): epoch_order(data_epoch) -> a sequence of dataset_size dataset
+            indices: a custom order, through which ftl's indices are mapped (with
+            set_sampler(order="sequential") it is visited as given; it must be the same on every rank).
+    """
 
     def __init__(self, agent: Any, epoch_order: Optional[Callable[[int], Sequence[int]]] = None):
         self._peek = SamplerPeek(agent)

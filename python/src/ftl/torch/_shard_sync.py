@@ -26,6 +26,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 
+from .._door import door_of
 from ..errors import INVALID, Error
 
 _DTENSOR = "ftl.dtensor"  # marks an optimizer state value that was a DTensor (its local shard travels)
@@ -34,19 +35,19 @@ _DTENSOR = "ftl.dtensor"  # marks an optimizer state value that was a DTensor (i
 class ShardSync:
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer]):
         from ._hsdp import REPLICATE
-        self.agent, self.optimizer = agent, optimizer
-        self.group = agent._hsdp_groups[0]
+        self.agent, self.optimizer, self.door = agent, optimizer, door_of(agent)
+        self.group = self.door.hsdp_groups[0]
         assert self.group._dim == REPLICATE
         self.model = fsdp_root(model)
         self.tensors = sharded_tensors(model)
         check_optimizer(optimizer, self.tensors)
         optimizer.register_step_pre_hook(self.vote)
-        agent._before_commit.append(self.vote_at_commit)
+        self.door.before_commit.append(self.vote_at_commit)
         self.at = -1            # job steps this worker's shards hold (-1: never synced)
         self.finished = True    # the last run of the step function here ended (False: it failed midway)
         self.synced_view: Optional[int] = None
-        agent._before_step.append(self.before_step)
-        agent._step_done.append(self.step_done)
+        self.door.before_step.append(self.before_step)
+        self.door.step_done.append(self.step_done)
 
     def vote(self, *_: Any) -> None:
         """Before the optimizer steps, every rank of the view has finished its step's reductions. The shards'
@@ -55,11 +56,10 @@ class ShardSync:
         let one index commit a step that another fails everywhere. An allreduce of one number over the whole
         view makes every rank's update wait for every rank's gradients; PeerLostError (nothing stepped) when
         it fails. In loop mode the commit point has voted already (vote_at_commit)."""
-        agent = self.agent
-        if agent._step_thread is None or self._in_loop():
+        if self.door.step_thread is None or self._in_loop():
             return
         self.vote_at_commit()
-        raise_if_lost(agent)
+        raise_if_lost(self.agent)
 
     def vote_at_commit(self) -> None:
         """The vote itself. In loop mode a collective that loses a peer returns (the step's failure is
@@ -70,7 +70,7 @@ class ShardSync:
         dist.all_reduce(torch.ones(1), group=process_group(self.agent), async_op=False)
 
     def _in_loop(self) -> bool:
-        loop = getattr(self.agent, "_loop", None)
+        loop = self.door.loop
         return loop is not None and loop.running
 
     def step_done(self, info: Any) -> None:
@@ -146,8 +146,9 @@ def raise_if_lost(agent: Any) -> None:
     """PeerLostError when a collective of the step lost a peer. In loop mode such a call returns with its
     tensors as they were (the commit point drops the step): here, before the step, what it received must
     not be read (a length, the replicas' counts)."""
-    if agent._peer_failure is not None:
-        raise agent._peer_failure
+    failure = door_of(agent).peer_failure
+    if failure is not None:
+        raise failure
 
 
 def fsdp_root(model: torch.nn.Module) -> Any:

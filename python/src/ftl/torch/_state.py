@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import torch
 
+from .._door import door_of
 from ..errors import INVALID, Error
 from . import _formats
 from ._layout import Buffer, layout, named_tensors, plan
@@ -56,7 +57,7 @@ def _sharding_of(agent: Any, model: torch.nn.Module) -> bool:
     if isinstance(model, FullyShardedDataParallel):
         raise Error(f"ftl: ElasticState: a FullyShardedDataParallel model holds a different shard on each rank, {why}",
                     INVALID)
-    mesh = getattr(agent, "_hsdp_mesh", None)
+    mesh = door_of(agent).hsdp_mesh
     sharded = False
     for name, t in list(model.named_parameters()) + list(model.named_buffers()):
         if isinstance(t, DTensor):
@@ -82,24 +83,13 @@ def _refuse_rebalanced_ddp(agent: Any) -> None:
 
 
 class ElasticState:
-    """Registers `model` (parameters and buffers), `optimizer`, a torch.amp `scaler` (GradScaler), the
-    random number generators (`rng=True`: torch's CPU and CUDA, NumPy's, Python's random) and `extras`
-    with `agent` before it starts: after a view change every rank has rank 0's, and checkpoints hold them.
-    Extras are picklable values, and a rank that receives rank 0's updates its own IN PLACE where it can:
-    an object with load_state_dict() (a scheduler) is loaded, a dict is cleared and updated, a list gets
-    rank 0's items; anything else (an int, a tuple) is replaced in `state.extras`, so read it from there.
-    With rng=True every rank draws rank 0's random numbers after a view change; seed from info.rank inside
-    the step where ranks must differ (dropout masks per rank, say).
+    """Registers a model, its optimizer and a few extras with `agent` before it starts: after a view change
+    every rank has rank 0's, and checkpoints hold them.
 
-    `model` may be a DistributedDataParallel on ftl.torch.process_group(agent): its module is the state, and
-    before the first step of every view (and every retry) DDP gets a new reducer on that view's group. An
-    optimizer given here never steps after a collective of the step lost a peer (its step() raises
-    PeerLostError, and execute() runs the step again).
-
-    `model` may be FSDP2 modules on ftl.torch.hsdp_mesh(agent) (HSDP over replicas), with the optimizer made
-    after fully_shard: then shard i and its optimizer state come from shard i of a replica that holds the
-    job's step (_shard_sync.py), not from rank 0, and ftl's own checkpoints and save() are refused (use
-    torch.distributed.checkpoint); docs/guides/sharded.md.
+    The step contract applies: change the model, the optimizer and the extras only after the step's
+    collectives succeeded (optimizer.step() after GradientAverager.average()). A model whose forward
+    pass changes its buffers (BatchNorm's running statistics) breaks it on a retried step; use
+    model.eval() statistics or GroupNorm/LayerNorm with ftl, or accept that a retry counts twice.
 
     PyTorch's formats:
     - state.state_dict() is {"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"};
@@ -112,10 +102,31 @@ class ElasticState:
       at 0 whatever the file's "step" says; a checkpoint of this job in FTL_CHECKPOINT_DIR wins over it.
       Files are unpickled (RNG states and extras are Python objects): load only files you trust.
 
-    The step contract applies: change the model, the optimizer and the extras only after the step's
-    collectives succeeded (optimizer.step() after GradientAverager.average()). A model whose forward
-    pass changes its buffers (BatchNorm's running statistics) breaks it on a retried step; use
-    model.eval() statistics or GroupNorm/LayerNorm with ftl, or accept that a retry counts twice."""
+    Args:
+        agent (ftl.Agent): the agent, not started yet.
+        model (torch.nn.Module): its parameters and buffers. A DistributedDataParallel on
+            ftl.torch.process_group(agent): its module is the state, and before the first step of every view
+            (and every retry) DDP gets a new reducer on that view's group. FSDP2 modules on
+            ftl.torch.hsdp_mesh(agent) (HSDP over replicas), with the optimizer made after fully_shard: then
+            shard i and its optimizer state come from shard i of a replica that holds the job's step
+            (_shard_sync.py), not from rank 0, and ftl's own checkpoints and save() are refused (use
+            torch.distributed.checkpoint); docs/guides/sharded.md.
+        optimizer (torch.optim.Optimizer, optional): never steps after a collective of the step lost a peer
+            (its step() raises PeerLostError, and execute() runs the step again); loop mode's commit point.
+        scaler (torch.amp.GradScaler, optional): its state too.
+        rng (bool): the random number generators too (torch's CPU and CUDA, NumPy's, Python's random): every
+            rank draws rank 0's random numbers after a view change; seed from info.rank inside the step where
+            ranks must differ (dropout masks per rank, say).
+        init_from (str or os.PathLike, optional): state.load(init_from) at once.
+        **extras: picklable values. A rank that receives rank 0's updates its own IN PLACE where it can:
+            an object with load_state_dict() (a scheduler) is loaded, a dict is cleared and updated, a list
+            gets rank 0's items; anything else (an int, a tuple) is replaced in `state.extras`, so read it
+            from there.
+
+    Raises:
+        Error: a model or optimizer ftl cannot keep consistent across views (ZeroRedundancyOptimizer, FSDP1,
+            a DTensor on another mesh, DDP under FTL_SLOW_POLICY=rebalance, ...), with the sentence why.
+    """
 
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                  scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
@@ -131,7 +142,7 @@ class ElasticState:
         if optimizer is not None:
             guard_optimizer(agent, optimizer)
             commit_point(agent, optimizer)  # loop mode's (ElasticSampler); the optimizer's own step otherwise
-        agent._elastic_state = self
+        door_of(agent).elastic_state = self
         loop_of(agent)  # loop mode's position travels with this state (a checkpoint's too) from now on
         self.scaler, self.rng = scaler, rng
         if scaler is not None:
@@ -154,7 +165,7 @@ class ElasticState:
         """name -> the tensor the agent holds: the model's own ones, or flat packs of them."""
         registered = {b.name: _packed(b) if b.is_pack else b.members[0][0] for b in buffers}
         for name, t in registered.items():
-            self.agent._register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
+            door_of(self.agent).register(name, t.detach(), t)  # a set_() on the model's own tensor is refused
         return registered
 
     # ---- what travels besides the registered tensors ----
@@ -209,22 +220,38 @@ class ElasticState:
     # ---- PyTorch's formats ----
 
     def state_dict(self) -> Dict[str, Any]:
-        """{"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"} (the job's step)."""
+        """The state in PyTorch's form.
+
+        Returns:
+            dict: {"model": model.state_dict(), "optimizer", "scaler", "extras", "rng", "step"} (the job's step).
+        """
         return {"model": self.model.state_dict(), **self._extra_state(), "step": self.agent.job_status()["step"]}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Copies state["model"] into the model's own tensors (so what ftl registered stays registered) and
-        loads the rest as a joiner does. Before the first execute, on every rank (see the class docstring)."""
+        loads the rest as a joiner does. Before the first execute, on every rank (see the class docstring).
+
+        Args:
+            state (dict): as state_dict() makes it.
+        """
         self.model.load_state_dict(state["model"])
         self._apply_extra_state(state)
 
     def save(self, path: Union[str, os.PathLike]) -> None:
-        """torch.save(state.state_dict(), path), atomically. On rank 0 only."""
+        """torch.save(state.state_dict(), path), atomically. On rank 0 only.
+
+        Raises:
+            Error: the model is HSDP's (rank 0 holds one shard).
+        """
         self._refuse_on_one_rank("save")
         _formats.save_torch(self.state_dict(), path)
 
     def save_dcp(self, path: Union[str, os.PathLike]) -> None:
-        """state.state_dict() as a torch.distributed.checkpoint directory. On rank 0 only."""
+        """state.state_dict() as a torch.distributed.checkpoint directory. On rank 0 only.
+
+        Raises:
+            Error: the model is HSDP's (rank 0 holds one shard).
+        """
         self._refuse_on_one_rank("save_dcp")
         _formats.save_dcp(self.state_dict(), path)
 
@@ -235,14 +262,25 @@ class ElasticState:
                         "rank in a step", INVALID)
 
     def load(self, path: Union[str, os.PathLike]) -> Dict[str, Any]:
-        """Loads a torch.save file, a DCP directory or an ftl checkpoint (load_state_dict); returns it."""
+        """Loads a torch.save file, a DCP directory or an ftl checkpoint (load_state_dict).
+
+        Args:
+            path (str or os.PathLike): the file or directory.
+
+        Returns:
+            dict: the state it loaded.
+        """
         state = _formats.read(path, self.model)
         self.load_state_dict(state)
         return state
 
     def digest(self) -> str:
-        """16 hex digits of a BLAKE2b hash of the parameters, buffers, optimizer state and hyperparameters:
-        equal on every rank after every step when the job is consistent."""
+        """A hash of the parameters, buffers, optimizer state and hyperparameters.
+
+        Returns:
+            str: 16 hex digits of a BLAKE2b hash, equal on every rank after every step when the job is
+            consistent.
+        """
         h = hashlib.blake2b(digest_size=8)
         for t in list(self.model.parameters()) + [b for b in self.model.buffers() if b is not None]:
             _hash_tensor(h, t)

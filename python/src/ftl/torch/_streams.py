@@ -14,8 +14,15 @@ from typing import Any
 
 
 def streams(info: Any) -> range:
-    """The stream numbers of info's samples (a StepInfo): info.indices holds info.micro_batch samples of
-    each (fewer in a data epoch's last step), stream by stream, in this order."""
+    """The streams this rank reads in the step.
+
+    Args:
+        info (StepInfo): the step's, in the contiguous order.
+
+    Returns:
+        range: the stream numbers of info's samples: info.indices holds info.micro_batch samples of each
+        (fewer in a data epoch's last step), stream by stream, in this order.
+    """
     if not info.micro_batch or not len(info.indices):
         return range(0)
     count = -(-len(info.indices) // info.micro_batch)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any, List, Optional
 
-from .._lib import text
+from .._door import door_of
+from .._lib import lib, text
 from ..errors import INVALID, PEER_LOST, Error
 from ._process_group import Calls, ElasticProcessGroup, check_not_dropped
 from ._work import _failed
@@ -25,12 +26,19 @@ from ._work import _failed
 def new_comm(agent: Any, ranks: List[int], what: str) -> int:
     """A communicator over these view ranks, split from the view's (ftl_subgroup_new); PeerLostError and the
     like when it cannot be made."""
-    handle = agent._handle()
+    handle = door_of(agent).handle()
     out = ctypes.c_void_p()
-    rc = agent._lib.ftl_subgroup_new(handle, (ctypes.c_int * len(ranks))(*ranks), len(ranks), ctypes.byref(out))
+    rc = lib().ftl_subgroup_new(handle, (ctypes.c_int * len(ranks))(*ranks), len(ranks), ctypes.byref(out))
     if rc != 0:
-        raise _failed(agent, rc, text(agent._lib.ftl_last_error(handle)) or f"ftl: {what} was not made")
+        raise _failed(agent, rc, text(lib().ftl_last_error(handle)) or f"ftl: {what} was not made")
     return out.value
+
+
+def delete_comm(agent: Any, comm: int) -> None:
+    """Frees a communicator of new_comm; nothing to do once the agent is closed (it freed them all)."""
+    handle = door_of(agent).handle_if_open()
+    if handle is not None:
+        lib().ftl_subgroup_delete(handle, comm)
 
 
 class ElasticSubgroup(ElasticProcessGroup):
@@ -40,14 +48,14 @@ class ElasticSubgroup(ElasticProcessGroup):
         super().__init__(agent, group_rank, len(ranks))
         self._ranks = list(ranks)
         self._group_rank = group_rank
-        self._calls = Calls.of_comm(agent._lib)
+        self._calls = Calls.of_comm(lib())
         self._comm: Optional[int] = None
         self._view = self._running_view()  # the view it belongs to
 
     def _running_view(self) -> int:
         """The view of the running step, or between steps the job's."""
-        agent = self._agent
-        return agent._step_view if agent._step_thread is not None else self._status()["view_epoch"]
+        place = self._door.running_place()
+        return place[0] if place is not None else self._status()["view_epoch"]
 
     def rank(self) -> int:
         return self._group_rank
@@ -81,5 +89,5 @@ class ElasticSubgroup(ElasticProcessGroup):
 
     def __del__(self) -> None:
         agent = getattr(self, "_agent", None)
-        if getattr(self, "_comm", None) is not None and agent is not None and agent._ptr is not None:
-            agent._lib.ftl_subgroup_delete(agent._ptr, self._comm)
+        if getattr(self, "_comm", None) is not None and agent is not None:
+            delete_comm(agent, self._comm)

@@ -69,7 +69,7 @@ def real(t: torch.Tensor, op: int) -> torch.Tensor:
     """A complex tensor as its real and imaginary parts (what gloo reduces), for a sum or an average."""
     if not t.is_complex():
         return t
-    if op not in (_buffers.OPS["sum"], _buffers.OPS["avg"]):
+    if op not in (_buffers.op_code("sum"), _buffers.op_code("avg")):
         raise Error(f"ftl: allreduce: a complex tensor ({t.dtype}) reduces with SUM or AVG only", INVALID)
     return torch.view_as_real(t)
 

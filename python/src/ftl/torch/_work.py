@@ -7,18 +7,19 @@ from typing import Any, Callable, Optional
 import torch
 import torch.distributed as dist
 
+from .._door import door_of
 from ..errors import PEER_CODES, Error, from_code
 
 
 def _failed(agent: Any, rc: int, why: str) -> Error:
     """The error of a failed collective; a peer error also fails the running step (the first one is kept).
     After the loop of ftl.torch.steps(n) a peer error is raised (absorbed), and says why."""
-    loop = getattr(agent, "_loop", None)
-    if rc in PEER_CODES and loop is not None and loop.finished:
+    door = door_of(agent)
+    if rc in PEER_CODES and door.loop is not None and door.loop.finished:
         why += " (after the training loop: nothing is left to drop the step, so its result would be wrong)"
     error = from_code(rc, why)
-    if rc in PEER_CODES and agent._step_thread is not None and agent._peer_failure is None:
-        agent._peer_failure = error
+    if rc in PEER_CODES:
+        door.note_peer_failure(error)
     return error
 
 
@@ -28,7 +29,7 @@ def absorbed(agent: Any, error: Error) -> bool:
     and the loop trains its samples again in the next view. Its results are not valid: the step that
     made it never commits. Not after the loop of ftl.torch.steps(n) has ended: no commit point is left to
     drop the program's use of them, so the error is raised."""
-    loop = getattr(agent, "_loop", None)
+    loop = door_of(agent).loop
     return loop is not None and loop.running and not loop.finished and error.code in PEER_CODES
 
 
