@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "node/node_meta.h"
 #include "agent_fork.h"
 #include "base/log.h"

@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "base/log.h"
 #include "channel/seal.h"
 #include "witness.h"

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"

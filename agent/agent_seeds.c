@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "base/log.h"
 
 typedef struct seed_lookup {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "ftl/execute.h"
-#include "metrics_text.h"
+#include "base/metrics_text.h"
 #include "node/node.h" /* the view, its members and phases: the rendezvous's types, through the node */
 
 struct ftl_agent;

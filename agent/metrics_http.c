@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "agent_internal.h"
