@@ -211,7 +211,7 @@ static void start_witness(ftl_agent *a)
 			"by the usual paths", FTL_F_STR("why", ftl_diag_message()));
 		return;
 	}
-	ftl_witness_update(a->witness, snap.members);
+	ftl_witness_update_from_node(a->witness, a->node);
 }
 
 static void run_loop(void *arg)

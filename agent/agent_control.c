@@ -15,7 +15,7 @@ json_t *ftl_agent_error_reply(const char *msg)
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
 }
 
-static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_member *m, int64_t now_us)
+static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_node_member *m, int64_t now_us)
 {
 	if (strcmp(m->name, snap->name) == 0)
 		now_us = m->last_heard_us; /* we always hear ourselves */
@@ -44,10 +44,10 @@ static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ft
 static json_t *members_json(ftl_agent *a, const ftl_node_snapshot *snap)
 {
 	json_t *arr = json_array();
-	const ftl_members *t = snap->members;
 	int64_t now = ftl_agent_now_us(a);
-	for (uint32_t i = 0; i < t->len; i++)
-		json_array_append_new(arr, member_json(a, snap, &t->arr[i], now));
+	ftl_node_member m;
+	for (uint32_t i = 0; ftl_node_member_at(a->node, i, &m); i++)
+		json_array_append_new(arr, member_json(a, snap, &m, now));
 	return arr;
 }
 

@@ -58,8 +58,8 @@ void ftl_agent_wake(ftl_agent *a) { uv_async_send(&a->wake); }
 
 bool ftl_agent_member_has_left(ftl_agent *a, const char *name)
 {
-	const ftl_member *m = ftl_node_member(a->node, name);
-	return m && m->state == FTL_MEMBER_LEFT;
+	ftl_node_member m;
+	return ftl_node_find_member(a->node, name, &m) && m.state == FTL_MEMBER_LEFT;
 }
 
 void ftl_agent_gossip_addrs(const ftl_agent *a, struct sockaddr_storage *bind, const char **bind_text,

@@ -71,8 +71,7 @@ void ftl_agent_members_changed(ftl_agent *a)
 	a->counts.left = snap.count[FTL_MEMBER_LEFT];
 	pthread_cond_broadcast(&a->changed);
 	pthread_mutex_unlock(&a->lock);
-	if (a->witness)
-		ftl_witness_update(a->witness, snap.members);
+	ftl_witness_update_from_node(a->witness, a->node);
 }
 
 /* A membership event: logged, published, and, when the node's abort rule says so, the end of the

@@ -14,9 +14,7 @@
 static json_t *lacking_json(ftl_agent *a, const uint8_t fp[FTL_KEY_FP_SIZE])
 {
 	const char *names[LACKING_NAMES_MAX];
-	ftl_node_snapshot snap;
-	ftl_node_read(a->node, &snap);
-	uint32_t n = ftl_key_census_lacking(snap.members, fp, names, LACKING_NAMES_MAX);
+	uint32_t n = ftl_node_key_lacking(a->node, fp, names, LACKING_NAMES_MAX);
 	json_t *arr = json_array();
 	for (uint32_t i = 0; i < n && i < LACKING_NAMES_MAX; i++)
 		json_array_append_new(arr, json_string(names[i]));

@@ -155,15 +155,16 @@ static void touch(peer_conn *p)
 
 void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len)
 {
-	const ftl_member *m = ftl_node_member(a->node, name);
-	if (!m || a->is_closing) /* a connection opened now would keep the closing loop alive */
+	ftl_node_member m;
+	if (!ftl_node_find_member(a->node, name, &m) || a->is_closing) /* a connection opened now would keep the
+									* closing loop alive */
 		return;
 	peer_conn *p = find(a, name);
-	if (p && strcmp(p->addr, m->addr) != 0) {
+	if (p && strcmp(p->addr, m.addr) != 0) {
 		peer_close(p);
 		p = NULL;
 	}
-	if (!p && !(p = dial(a, name, m->addr)))
+	if (!p && !(p = dial(a, name, m.addr)))
 		return;
 	touch(p);
 	if (uv_stream_get_write_queue_size((uv_stream_t *)&p->conn.tcp) > FTL_PEER_QUEUED_MAX) {
