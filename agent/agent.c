@@ -1,10 +1,12 @@
-/* ftl_agent: lifecycle, the loop thread, and UDP gossip in.
+/* ftl_agent: lifecycle, the loop thread, and the requests of other threads.
  *
- * The node is a pure state machine (node/node.h: membership joined to the rendezvous); this file gives it a
- * UDP socket whose datagrams the peer channel's seal (channel/seal.h) opens, and what every input is
- * followed by, ftl_agent_flush (agent_flush.c), carries out what it decides. Requests from other threads
- * (leave, stop, hints) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off
- * the loop. This is the face: the satellites (agent_*.c) never call back into it. */
+ * The node is a pure state machine (node/node.h: membership joined to the rendezvous). This file makes it
+ * and opens the rooms around it, each of which only feeds it (agent_turn.c): gossip datagrams
+ * (agent_udp.c), TCP between agents (agent_tcp.c, agent_peers.c, agent_check.c), DNS (agent_seeds.c), the
+ * control socket (agent_control.c) and /metrics; the drain (agent_drain.c) carries out what the node
+ * decided, once per turn of the loop. Requests from other threads (leave, stop, hints, metadata, the
+ * witness's deaths) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the
+ * loop. This is the face: the rooms never call back into it. */
 #include "agent_internal.h"
 
 #include <signal.h>
@@ -23,30 +25,6 @@
 #include "base/sized.h"
 #include "base/diag.h"
 #include "witness.h"
-#include "channel/seal.h"
-
-/* ---- receiving ---- */
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	ftl_agent *a = h->data;
-	*buf = uv_buf_init((char *)a->recv_buf, sizeof(a->recv_buf));
-}
-
-static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from, unsigned flags)
-{
-	ftl_agent *a = h->data;
-	if (n <= 0 || !from)
-		return;
-	uint8_t plain[FTL_UDP_PACKET_MAX];
-	size_t plain_len;
-	if (ftl_open_datagram(a->keyring, (const uint8_t *)buf->base, (size_t)n, plain, &plain_len) != 0) {
-		ftl_node_count_drop(a->node, FTL_DROP_KEYRING);
-		return;
-	}
-	ftl_node_receive_datagram(a->node, ftl_agent_now_us(a), plain, plain_len);
-	ftl_agent_flush(a);
-}
 
 /* ---- requests from other threads ---- */
 
@@ -85,7 +63,7 @@ static void on_wake(uv_async_t *h)
 	if (leave)
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
 	if (n_witnessed || n_hints || meta || leave)
-		ftl_agent_flush(a);
+		ftl_agent_fed(a);
 	ftl_agent_rdv_wake(a);
 	if (stop)
 		close_all(a);
@@ -236,23 +214,6 @@ static void run_loop(void *arg)
 	pthread_mutex_unlock(&a->lock);
 }
 
-static ftl_err bind_udp(ftl_agent *a)
-{
-	uv_udp_init(&a->loop, &a->udp);
-	a->udp.data = a;
-	int rc = uv_udp_bind(&a->udp, (struct sockaddr *)&a->set.bind, 0);
-	if (rc == 0) {
-		/* Room for bursts of gossip while the loop is busy. */
-		int size = 4 << 20;
-		uv_recv_buffer_size((uv_handle_t *)&a->udp, &size);
-		rc = uv_udp_recv_start(&a->udp, on_alloc, on_udp_recv);
-	}
-	if (rc != 0)
-		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
-	ftl_agent_fork_track((uv_handle_t *)&a->udp);
-	return FTL_OK;
-}
-
 /* A start that failed half way (err, with its reason in the diag): closes what it opened and leaves the
  * agent not started, so that ftl_agent_stop (from ftl_agent_delete) does not join a loop thread that was
  * never created. Returns err. */
@@ -280,11 +241,10 @@ ftl_err ftl_agent_start(ftl_agent *a)
 	a->is_started = true;
 	a->is_closing = false;
 	ftl_kept_error_clear(&a->stop_error);
-	uv_timer_init(&a->loop, &a->timer);
-	a->timer.data = a;
+	ftl_agent_drain_start(a);
 	uv_async_init(&a->loop, &a->wake, on_wake);
 	a->wake.data = a;
-	err = bind_udp(a);
+	err = ftl_agent_udp_bind(a);
 	if (!err)
 		err = ftl_agent_tcp_listen(a);
 	if (err)
@@ -302,7 +262,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control_path));
 	ftl_agent_seeds_start(a);
 	ftl_agent_members_changed(a);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a); /* the join the node queued goes out in the loop's first turn */
 	if (uv_thread_create(&a->thread, run_loop, a) != 0)
 		return abandon_start(a, ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent thread"));
 	return FTL_OK;
@@ -320,6 +280,7 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	ftl_agent_drain_pending(a); /* what the node decided in this turn goes out before the sockets close */
 	a->is_closing = true;
 	ftl_witness_stop(a->witness); /* before the wake handle closes: it reports through it */
 	ftl_agent_tcp_close_all(a);
@@ -366,16 +327,6 @@ ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 	if (a->is_started)
 		uv_async_send(&a->wake);
 	return FTL_OK;
-}
-
-void ftl_agent_fail(ftl_agent *a)
-{
-	pthread_mutex_lock(&a->lock);
-	if (!a->stop_error.code)
-		ftl_kept_error_from_diag(&a->stop_error);
-	a->want_stop = true;
-	pthread_mutex_unlock(&a->lock);
-	uv_async_send(&a->wake);
 }
 
 ftl_err ftl_agent_error(ftl_agent *a)

@@ -1,19 +1,15 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
- * events and keys (agent_keys.c), built on the loop thread from the node's snapshot (node.h). */
+ * events, scale, quorum-reset and keys (agent_keys.c), built on the loop thread from the node's snapshot
+ * (node.h). A request that changes something only feeds the node; the drain carries it out at the end of
+ * the turn (agent_drain.c), and a leave is answered when it has gone out (agent_notices.c). */
 #include "agent_internal.h"
 #include "gossip_counters.h"
 #include "witness.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "node/node_meta.h"
 #include "base/log.h"
-
-json_t *ftl_agent_error_reply(const char *msg)
-{
-	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-}
 
 static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_node_member *m, int64_t now_us)
 {
@@ -133,7 +129,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	ftl_agent *a = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
 	if (!cmd)
-		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
+		return ftl_control_refusal("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
 	if (strcmp(cmd, "members") == 0) {
@@ -143,7 +139,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	}
 	if (strcmp(cmd, "events") == 0) {
 		*is_stream = true;
-		return json_pack("{s:b}", "ok", 1);
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "keys") == 0)
 		return ftl_agent_keys_json(a, req);
@@ -151,79 +147,27 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		const json_t *given = json_object_get(req, "max");
 		json_int_t max = json_integer_value(given);
 		if (!json_is_integer(given) || max < 1 || max > FTL_RDV_MAX_MEMBERS)
-			return ftl_agent_error_reply("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
+			return ftl_control_refusal("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
 		if (ftl_agent_rdv_request_max(a, (uint32_t)max) != FTL_OK)
-			return ftl_agent_error_reply(ftl_diag_message());
-		return json_pack("{s:b}", "ok", 1);
+			return ftl_control_refusal(ftl_diag_message());
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "quorum-reset") == 0) {
 		if (ftl_agent_rdv_waive_quorum(a) != FTL_OK)
-			return ftl_agent_error_reply(ftl_diag_message());
-		return json_pack("{s:b}", "ok", 1);
+			return ftl_control_refusal(ftl_diag_message());
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "leave") == 0) {
 		ftl_node_snapshot snap;
 		ftl_node_read(a->node, &snap);
 		if (snap.is_leave_done)
-			return json_pack("{s:b}", "ok", 1);
-		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
-			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");
-		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
+			return ftl_control_ok();
+		if (!ftl_agent_control_hold_leave(a, client)) /* answered by ftl_agent_control_left */
+			return ftl_control_refusal("too many leave requests waiting; try again in a moment");
 		ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "leaving the cluster (requested over the control socket)");
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
-		ftl_agent_flush(a);
+		ftl_agent_fed(a);
 		return NULL;
 	}
-	return ftl_agent_error_reply("unknown cmd: expected status, members, leave, events, keys, scale or quorum-reset");
-}
-
-void ftl_agent_control_left(ftl_agent *a)
-{
-	for (int i = 0; a->control && i < a->n_leave_clients; i++)
-		ftl_control_reply(a->control, a->leave_clients[i], json_pack("{s:b}", "ok", 1));
-	a->n_leave_clients = 0;
-}
-
-static void utc_now(char *when, size_t len)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(when, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields)
-{
-	if (!a->control) {
-		json_decref(fields);
-		return;
-	}
-	char when[32];
-	utc_now(when, sizeof(when));
-	json_object_set_new(fields, "event", json_string(event));
-	json_object_set_new(fields, "name", json_string(a->cfg.name));
-	json_object_set_new(fields, "time", json_string(when));
-	ftl_control_publish(a->control, fields);
-	json_decref(fields);
-}
-
-void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
-{
-	if (!a->control)
-		return;
-	char when[32];
-	utc_now(when, sizeof(when));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
-			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
-			      (json_int_t)ev->incarnation, "time", when);
-	if (ev->type == FTL_EVENT_DEAD) { /* which path declared it; readers ignore keys they do not know */
-		json_object_set_new(j, "reason", json_string(ftl_death_reason_strs[ev->reason]));
-		json_object_set_new(j, "from", json_string(ev->from));
-	}
-	if (ev->type == FTL_EVENT_NAME_REFUSED || ev->type == FTL_EVENT_NAME_TAKEN) { /* who holds the name, who said so */
-		json_object_set_new(j, "holder_addr", json_string(ev->holder_addr));
-		json_object_set_new(j, "from", json_string(ev->from));
-	}
-	ftl_control_publish(a->control, j);
-	json_decref(j);
+	return ftl_control_refusal("unknown cmd: expected status, members, leave, events, keys, scale or quorum-reset");
 }

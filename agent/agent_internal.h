@@ -1,4 +1,5 @@
-/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread, UDP, the node's timer), agent_tcp.c
+/* The inside of ftl_agent, shared by agent.c (lifecycle, loop thread), agent_udp.c (gossip datagrams),
+ * agent_turn.c and agent_drain.c (the node fed, and drained once per turn of the loop), agent_tcp.c
  * (push-pull and incoming rendezvous frames over TCP), agent_peers.c (outgoing rendezvous connections),
  * agent_seeds.c (DNS lookups of the seeds), agent_rdv.c (views handed to the training thread),
  * agent_control.c and agent_keys.c (the control socket's requests). Everything here is touched on the loop
@@ -39,7 +40,12 @@ struct ftl_agent {
 	uv_tcp_t tcp;
 	uv_prepare_t turn_counter;       /* counts loop_turns: before each poll for I/O */
 	uint64_t loop_turns;             /* loop thread: how young a stranger's connection is (admission.h) */
-	uv_timer_t timer;
+	struct {
+		uv_check_t check;        /* after each turn's I/O callbacks: the drain, when fed */
+		uv_idle_t keep_polling;  /* active while fed: the turn's poll does not sleep on undrained outputs */
+		bool is_fed;             /* the node took an input since the last drain */
+		uv_timer_t timer;        /* the node's next deadline (a tick is an input too) */
+	} drain;                         /* agent_turn.c feeds it, agent_drain.c drains */
 	uv_timer_t reseed_timer;
 	uint32_t seed_lookups_failed[8]; /* loop thread: each seed's failed DNS lookups in a row (logged 1, 2, 4, ...) */
 	uint32_t seed_lookups_in_flight; /* loop thread: asked and not answered; none more are asked meanwhile */
@@ -103,14 +109,30 @@ struct ftl_agent {
 	const ftl_agent_training_ops *train_ops;
 };
 
-/* agent_flush.c: after any call into the core: send its outputs, hand out its events, re-arm the timer. */
-void ftl_agent_flush(ftl_agent *a);
-/* agent_flush.c: the members changed: the counts (ftl_agent_get_counts), waking whoever waits on them, and
- * the witness's watch list. */
+/* agent_turn.c: after every input a room hands the node (stamped with ftl_agent_now_us, agent_training.h):
+ * the node is drained at the end of this turn of the loop. Rooms only feed; none calls the drain. */
+void ftl_agent_fed(ftl_agent *a);
+
+/* agent_drain.c: the one place the node's outputs are carried out (its datagrams, checks, push-pulls and
+ * frames sent, its events and views handed out, its timer armed), once per turn in which it was fed. */
+void ftl_agent_drain_start(ftl_agent *a);
+/* Drains now if anything was fed (the stop's last drain, before the handles close). */
+void ftl_agent_drain_pending(ftl_agent *a);
+/* The members changed: the counts (ftl_agent_get_counts), waking whoever waits on them, and the witness's
+ * watch list. */
 void ftl_agent_members_changed(ftl_agent *a);
 
-/* agent.c: loop thread: the agent cannot go on (the reason in the diag): keeps it for ftl_agent_error and
- * stops the loop, as ftl_agent_stop would (the training thread sees the agent gone). */
+/* agent_udp.c: the gossip socket; datagrams in feed the node, and the drain sends the node's out. */
+ftl_err ftl_agent_udp_bind(ftl_agent *a);
+void ftl_agent_udp_send(ftl_agent *a, const ftl_swim_output *out);
+
+/* agent_shared.c: the loop thread's writes to what it shares with the other threads (under the lock). The
+ * member counts (ftl_agent_get_counts) from the node, and our leave gone out (ftl_agent_has_left): each
+ * wakes whoever waits. */
+void ftl_agent_publish_counts(ftl_agent *a);
+void ftl_agent_publish_left(ftl_agent *a);
+/* The agent cannot go on (the reason in the diag): keeps it for ftl_agent_error and stops the loop, as
+ * ftl_agent_stop would (the training thread sees the agent gone). */
 void ftl_agent_fail(ftl_agent *a);
 
 /* agent_name.c: a name event (FTL_EVENT_NAME_REFUSED, _TAKEN): its sentence, and for ours the stop. */
@@ -154,14 +176,16 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -
 /* agent_seeds.c */
 void ftl_agent_seeds_start(ftl_agent *a);
 
-/* agent_control.c */
+/* agent_control.c: the control socket's requests */
 json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const json_t *req, bool *is_stream);
+
+/* agent_notices.c: what control clients hear between their requests. A membership event to `ftlctl events`;
+ * an event of the agent's own (not membership's), which takes fields; a leave request's reply held until
+ * ftl_agent_control_left answers every held one (false: too many wait). */
 void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev);
-void ftl_agent_control_left(ftl_agent *a);
-/* Publishes an event of the agent's own (not membership's) to `ftlctl events`; takes fields. */
 void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields);
-/* {"ok":false,"error":msg}, the shape of every refusal. */
-json_t *ftl_agent_error_reply(const char *msg);
+bool ftl_agent_control_hold_leave(ftl_agent *a, ftl_control_client *client);
+void ftl_agent_control_left(ftl_agent *a);
 
 /* agent_keys.c: {"cmd":"keys",...} */
 json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req);

@@ -44,7 +44,7 @@ void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len)
 	if (!a->is_training)
 		return;
 	ftl_node_receive_frame(a->node, ftl_agent_now_us(a), plain, len);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f)
@@ -158,7 +158,7 @@ static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b, uint64_t epoch)
 		FTL_MSG("%s is slow (FTL_SLOW_POLICY=replace): a spare takes its place, and it waits as a spare",
 			b->name),
 		FTL_F_STR("member", b->name));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 void ftl_agent_rdv_wake(ftl_agent *a)
@@ -183,7 +183,7 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 		"asking for the same members under a new epoch: this view's communicator failed here",
 		FTL_F_UINT("epoch", epoch));
 	ftl_node_request_rebuild(a->node, ftl_agent_now_us(a), epoch);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers)
@@ -196,7 +196,7 @@ ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers)
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("the job's maximum becomes %u workers (asked by the operator)", max_workers),
 		FTL_F_UINT("max_workers", max_workers));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 	return FTL_OK;
 }
 
@@ -215,7 +215,7 @@ ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("quorum reset by the operator: the survivors go on without the %s", missing),
 		FTL_F_STR("missing", missing));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 	return FTL_OK;
 }
 

@@ -60,12 +60,11 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	}
 	uv_freeaddrinfo(res);
 	size_t joins = ftl_node_seeds_answered(a->node, ftl_agent_now_us(a), answer, answers);
-	if (joins) {
+	ftl_agent_fed(a);
+	if (joins)
 		ftl_log(&a->set.log, FTL_LOG_DEBUG, "seeds",
 			FTL_MSG("%s: %zu answers, joining the %zu not seen alive", l->name, answers, joins),
 			FTL_F_STR("seed", l->name), FTL_F_UINT("answers", answers), FTL_F_UINT("joins", joins));
-		ftl_agent_flush(a);
-	}
 	free(l);
 }
 

@@ -234,12 +234,13 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
 	bool is_join = false;
-	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != FTL_OK) {
+	ftl_err err = ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join);
+	ftl_agent_fed(a);
+	if (err) {
 		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
 			FTL_MSG("dropped a push-pull frame from %s: %s", c->peer, ftl_diag_message()),
 			FTL_F_STR("peer", c->peer), FTL_F_STR("error", ftl_diag_message()));
 		conn_close(c);
-		ftl_agent_flush(a);
 		return;
 	}
 	if (c->is_initiator) {
@@ -249,7 +250,6 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 	} else {
 		conn_close(c);
 	}
-	ftl_agent_flush(a);
 }
 
 /* The connection has read one frame of used bytes: keep what follows, give the buffer back when that is
