@@ -33,20 +33,21 @@ static void close_all(ftl_agent *a);
 static void on_wake(uv_async_t *h)
 {
 	ftl_agent *a = h->data;
-	pthread_mutex_lock(&a->lock);
-	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
+	pthread_mutex_lock(&a->shared.lock);
+	bool leave = a->shared.want_leave, stop = a->shared.want_stop, meta = a->shared.want_meta;
 	uint8_t meta_buf[FTL_META_MAX];
-	uint16_t meta_len = (uint16_t)ftl_meta_pack(&a->training_self, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
+	uint16_t meta_len = (uint16_t)ftl_meta_pack(&a->training.self, a->shared.meta, a->shared.meta_len, meta_buf,
+						    sizeof(meta_buf));
 	char hints[FTL_MAX_HINTS][FTL_NAME_MAX];
-	int n_hints = a->n_hints;
-	memcpy(hints, a->hints, sizeof(hints));
-	a->n_hints = 0;
-	__typeof__(a->witnessed) witnessed;
-	int n_witnessed = a->n_witnessed;
-	memcpy(witnessed, a->witnessed, sizeof(witnessed));
-	a->n_witnessed = 0;
-	a->want_leave = a->want_meta = false;
-	pthread_mutex_unlock(&a->lock);
+	int n_hints = a->shared.n_hints;
+	memcpy(hints, a->shared.hints, sizeof(hints));
+	a->shared.n_hints = 0;
+	__typeof__(a->shared.witnessed) witnessed;
+	int n_witnessed = a->shared.n_witnessed;
+	memcpy(witnessed, a->shared.witnessed, sizeof(witnessed));
+	a->shared.n_witnessed = 0;
+	a->shared.want_leave = a->shared.want_meta = false;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (n_witnessed) {
 		const char *names[FTL_MAX_WITNESSED];
 		uint64_t generations[FTL_MAX_WITNESSED];
@@ -96,20 +97,20 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *caller_cfg)
 	}
 	char dir[256];
 	if (ftl_run_dir_resolve(cfg->run_dir, dir, sizeof(dir)) != 0 ||
-	    ftl_run_dir_socket_path(dir, cfg->name, a->control_path, sizeof(a->control_path)) != 0) {
+	    ftl_run_dir_socket_path(dir, cfg->name, a->control.path, sizeof(a->control.path)) != 0) {
 		ftl_diag_set(FTL_ERR_INVALID,
 			     "FTL_RUN_DIR: the control socket path is too long; choose a shorter directory");
 		ftl_keyring_delete(a->keyring);
 		free(a);
 		return NULL;
 	}
-	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->shared.lock, NULL);
 	/* on the monotonic clock: the training thread's waits (train/exec_agent_feed.c) and leave's deadline
 	 * must not move with the wall clock */
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->changed, &attr);
+	pthread_cond_init(&a->shared.changed, &attr);
 	pthread_condattr_destroy(&attr);
 	return a;
 }
@@ -130,9 +131,9 @@ static uint64_t wall_us(void)
 static ftl_err make_node(ftl_agent *a)
 {
 	uint8_t meta[FTL_META_MAX];
-	size_t meta_len = ftl_meta_pack(&a->training_self, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
+	size_t meta_len = ftl_meta_pack(&a->training.self, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
 					sizeof(meta));
-	if (!a->training_self.data_addr[0]) { /* not training: the metadata is the user's alone */
+	if (!a->training.self.data_addr[0]) { /* not training: the metadata is the user's alone */
 		meta_len = strlen(a->cfg.meta);
 		memcpy(meta, a->cfg.meta, meta_len);
 	}
@@ -151,8 +152,8 @@ static ftl_err make_node(ftl_agent *a)
 		.is_addr_valid = ftl_addr_is_member,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
 	}};
-	if (a->is_training)
-		a->train_ops->node_options(a, &o);
+	if (a->training.is_on)
+		a->training.ops->node_options(a, &o);
 	a->node = ftl_node_new(&o, ftl_agent_now_us(a));
 	if (!a->node)
 		return ftl_diag_code();
@@ -163,12 +164,12 @@ static ftl_err make_node(ftl_agent *a)
 static void on_witnessed(void *ctx, const char *name, uint64_t generation)
 {
 	ftl_agent *a = ctx;
-	pthread_mutex_lock(&a->lock);
-	if (a->n_witnessed < FTL_MAX_WITNESSED) {
-		strcpy(a->witnessed[a->n_witnessed].name, name);
-		a->witnessed[a->n_witnessed++].generation = generation;
+	pthread_mutex_lock(&a->shared.lock);
+	if (a->shared.n_witnessed < FTL_MAX_WITNESSED) {
+		strcpy(a->shared.witnessed[a->shared.n_witnessed].name, name);
+		a->shared.witnessed[a->shared.n_witnessed++].generation = generation;
 	}
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	uv_async_send(&a->wake);
 }
 
@@ -208,10 +209,10 @@ static void run_loop(void *arg)
 		ftl_witness_delete(a->witness);
 		a->witness = NULL;
 	}
-	pthread_mutex_lock(&a->lock);
-	a->is_stopped = true;
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.is_stopped = true;
+	pthread_cond_broadcast(&a->shared.changed);
+	pthread_mutex_unlock(&a->shared.lock);
 }
 
 /* A start that failed half way (err, with its reason in the diag): closes what it opened and leaves the
@@ -230,7 +231,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 {
 	if (a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "the agent is already started");
-	ftl_err err = a->is_training ? a->train_ops->listen(a) : FTL_OK;
+	ftl_err err = a->training.is_on ? a->training.ops->listen(a) : FTL_OK;
 	if (!err)
 		err = make_node(a);
 	if (err)
@@ -240,7 +241,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent's event loop: %s", uv_strerror(rc));
 	a->is_started = true;
 	a->is_closing = false;
-	ftl_kept_error_clear(&a->stop_error);
+	ftl_kept_error_clear(&a->shared.stop_error);
 	ftl_agent_drain_start(a);
 	uv_async_init(&a->loop, &a->wake, on_wake);
 	a->wake.data = a;
@@ -249,8 +250,8 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		err = ftl_agent_tcp_listen(a);
 	if (err)
 		return abandon_start(a, err);
-	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a);
-	if (!a->control) /* most often a second agent with the same name: a configuration error worth stopping for */
+	a->control.server = ftl_control_start(&a->loop, a->control.path, ftl_agent_control_handle, a);
+	if (!a->control.server) /* most often a second agent with the same name: a configuration error worth stopping for */
 		return abandon_start(a, ftl_diag_prefix("control socket: "));
 	err = ftl_metrics_http_start(a);
 	if (err)
@@ -259,7 +260,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		ftl_log(&a->set.log, FTL_LOG_WARN, "agent", "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
 	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "started", FTL_F_STR("bind", a->cfg.bind),
 		FTL_F_STR("advertise", a->set.advertise), FTL_F_STR("cluster", a->cfg.cluster),
-		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control_path));
+		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control.path));
 	ftl_agent_seeds_start(a);
 	ftl_agent_members_changed(a);
 	ftl_agent_fed(a); /* the join the node queued goes out in the loop's first turn */
@@ -287,9 +288,9 @@ static void close_all(ftl_agent *a)
 	ftl_agent_peers_close_all(a);
 	ftl_agent_check_close_all(a);
 	ftl_metrics_http_close(a);
-	if (a->control) {
-		ftl_control_close(a->control);
-		a->control = NULL;
+	if (a->control.server) {
+		ftl_control_close(a->control.server);
+		a->control.server = NULL;
 	}
 	uv_walk(&a->loop, close_one, NULL);
 }
@@ -298,32 +299,32 @@ ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_leave: the agent is not started");
-	if (a->is_training)
-		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
-	struct timespec until = ftl_deadline_monotonic_in((int64_t)timeout_ms * 1000); /* the clock of a->changed */
-	pthread_mutex_lock(&a->lock);
-	a->want_leave = true;
+	if (a->training.is_on)
+		a->training.ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
+	struct timespec until = ftl_deadline_monotonic_in((int64_t)timeout_ms * 1000); /* the clock of a->shared.changed */
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.want_leave = true;
 	uv_async_send(&a->wake);
 	int rc = 0;
-	while (!a->has_left && !a->is_stopped && rc == 0)
-		rc = pthread_cond_timedwait(&a->changed, &a->lock, &until);
-	bool is_done = a->has_left;
-	pthread_mutex_unlock(&a->lock);
+	while (!a->shared.has_left && !a->shared.is_stopped && rc == 0)
+		rc = pthread_cond_timedwait(&a->shared.changed, &a->shared.lock, &until);
+	bool is_done = a->shared.has_left;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (is_done)
 		return FTL_OK;
 	return ftl_diag_set(FTL_ERR_TIMEOUT, "ftl_agent_leave: the leave did not go out within %d ms%s", timeout_ms,
-			    a->is_stopped ? " (the agent stopped)" : "");
+			    a->shared.is_stopped ? " (the agent stopped)" : "");
 }
 
 ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 {
 	if (len > FTL_META_MAX)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_set_meta: %zu bytes, at most %d", len, FTL_META_MAX);
-	pthread_mutex_lock(&a->lock);
-	memcpy(a->meta, meta, len);
-	a->meta_len = (uint16_t)len;
-	a->want_meta = true;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	memcpy(a->shared.meta, meta, len);
+	a->shared.meta_len = (uint16_t)len;
+	a->shared.want_meta = true;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (a->is_started)
 		uv_async_send(&a->wake);
 	return FTL_OK;
@@ -331,17 +332,17 @@ ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 
 ftl_err ftl_agent_error(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	ftl_err err = ftl_kept_error_to_diag(&a->stop_error);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	ftl_err err = ftl_kept_error_to_diag(&a->shared.stop_error);
+	pthread_mutex_unlock(&a->shared.lock);
 	return err;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	bool left = a->has_left;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	bool left = a->shared.has_left;
+	pthread_mutex_unlock(&a->shared.lock);
 	return left;
 }
 
@@ -349,10 +350,10 @@ void ftl_agent_stop(ftl_agent *a)
 {
 	if (!a->is_started)
 		return;
-	pthread_mutex_lock(&a->lock);
-	a->want_stop = true;
-	bool is_stopped = a->is_stopped;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.want_stop = true;
+	bool is_stopped = a->shared.is_stopped;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (!is_stopped)
 		uv_async_send(&a->wake);
 	uv_thread_join(&a->thread);
@@ -366,22 +367,22 @@ void ftl_agent_delete(ftl_agent *a)
 	if (!a)
 		return;
 	ftl_agent_stop(a);
-	if (a->train_ops)
-		a->train_ops->free(a);
-	ftl_node_view_clear(&a->views.view);
+	if (a->training.ops)
+		a->training.ops->free(a);
+	ftl_node_view_clear(&a->shared.views.view);
 	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
-	pthread_mutex_destroy(&a->lock);
-	pthread_cond_destroy(&a->changed);
+	pthread_mutex_destroy(&a->shared.lock);
+	pthread_cond_destroy(&a->shared.changed);
 	free(a);
 }
 
 ftl_err ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out)
 {
-	pthread_mutex_lock(&a->lock);
-	ftl_agent_counts full = a->counts;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	ftl_agent_counts full = a->shared.counts;
+	pthread_mutex_unlock(&a->shared.lock);
 	return ftl_sized_out(&full, out, sizeof(full), sizeof(full), "ftl_agent_counts");
 }
 
-const char *ftl_agent_control_path(const ftl_agent *a) { return a->control_path; }
+const char *ftl_agent_control_path(const ftl_agent *a) { return a->control.path; }

@@ -18,9 +18,9 @@ static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ft
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "name", m->name, "addr", m->addr, "status",
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
 			      (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000));
-	pthread_mutex_lock(&a->lock);
-	int rank = a->is_training ? ftl_agent_rank_of(a, m->name) : -1;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	int rank = a->training.is_on ? ftl_agent_rank_of(a, m->name) : -1;
+	pthread_mutex_unlock(&a->shared.lock);
 	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
 	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
 	ftl_rdv_member training = {0};
@@ -64,15 +64,15 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 			      counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
 			      counts_by(ks->dropped, ftl_keyring_drop_strs, FTL_KEYRING_DROP_MAX));
 	ftl_gossip_counters_json(j, st);
-	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp.timeouts));
 	json_object_set_new(j, "control_followers_dropped",
-			    json_integer((json_int_t)ftl_control_followers_dropped(a->control)));
-	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peer_frames_dropped));
-	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peer_frames_sent));
-	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peer_dials));
-	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
+			    json_integer((json_int_t)ftl_control_followers_dropped(a->control.server)));
+	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peers.frames_dropped));
+	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peers.frames_sent));
+	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peers.dials));
+	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp.dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
 	json_object_set_new(j, "metrics_http_dropped",
-			    counts_by(a->metrics_http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
+			    counts_by(a->metrics.http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
 	json_object_set_new(j, "witness_watching", json_integer(a->witness ? ftl_witness_watching(a->witness) : 0));
 	json_object_set_new(j, "witness_lookups", json_integer(a->witness ? (json_int_t)ftl_witness_lookups(a->witness) : 0));
 	/* Deaths by the path that declared them (the proof-of-death checks and the witness: the table's). */
@@ -115,8 +115,8 @@ static json_t *status_json(ftl_agent *a)
 	json_object_set_new(j, "members", members_json(a, &snap));
 	json_object_set_new(j, "counters", counters_json(a, &snap));
 	json_object_set_new(j, "timing", timing_json(&snap));
-	if (a->is_training) {
-		a->train_ops->status(a, j);
+	if (a->training.is_on) {
+		a->training.ops->status(a, j);
 	} else {
 		json_object_set_new(j, "checkpoint", json_null());
 		json_object_set_new(j, "execute", json_null());

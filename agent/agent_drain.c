@@ -42,7 +42,7 @@ static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 			FTL_F_STR("member", ev->name), FTL_F_STR("addr", ev->addr), FTL_F_UINT("generation", ev->generation),
 			FTL_F_UINT("incarnation", ev->incarnation));
 	ftl_agent_control_event(a, ev);
-	a->events_seen[ev->type]++;
+	a->drain.events_seen[ev->type]++;
 	if (nev->is_abort)
 		ftl_agent_rdv_member_gone(a, nev->why);
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT || ev->type == FTL_EVENT_JOIN)

@@ -16,7 +16,7 @@ static void utc_now(char *when, size_t len)
 
 void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 {
-	if (!a->control)
+	if (!a->control.server)
 		return;
 	char when[32];
 	utc_now(when, sizeof(when));
@@ -31,13 +31,13 @@ void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
 		json_object_set_new(j, "holder_addr", json_string(ev->holder_addr));
 		json_object_set_new(j, "from", json_string(ev->from));
 	}
-	ftl_control_publish(a->control, j);
+	ftl_control_publish(a->control.server, j);
 	json_decref(j);
 }
 
 void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields)
 {
-	if (!a->control) {
+	if (!a->control.server) {
 		json_decref(fields);
 		return;
 	}
@@ -46,21 +46,21 @@ void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields)
 	json_object_set_new(fields, "event", json_string(event));
 	json_object_set_new(fields, "name", json_string(a->cfg.name));
 	json_object_set_new(fields, "time", json_string(when));
-	ftl_control_publish(a->control, fields);
+	ftl_control_publish(a->control.server, fields);
 	json_decref(fields);
 }
 
 bool ftl_agent_control_hold_leave(ftl_agent *a, ftl_control_client *client)
 {
-	if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
+	if (a->control.n_leave_clients == (int)(sizeof(a->control.leave_clients) / sizeof(a->control.leave_clients[0])))
 		return false;
-	a->leave_clients[a->n_leave_clients++] = client;
+	a->control.leave_clients[a->control.n_leave_clients++] = client;
 	return true;
 }
 
 void ftl_agent_control_left(ftl_agent *a)
 {
-	for (int i = 0; a->control && i < a->n_leave_clients; i++)
-		ftl_control_reply(a->control, a->leave_clients[i], ftl_control_ok());
-	a->n_leave_clients = 0;
+	for (int i = 0; a->control.server && i < a->control.n_leave_clients; i++)
+		ftl_control_reply(a->control.server, a->control.leave_clients[i], ftl_control_ok());
+	a->control.n_leave_clients = 0;
 }

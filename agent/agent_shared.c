@@ -8,29 +8,29 @@ void ftl_agent_publish_counts(ftl_agent *a)
 {
 	ftl_node_snapshot snap;
 	ftl_node_read(a->node, &snap);
-	pthread_mutex_lock(&a->lock);
-	a->counts.alive = snap.count[FTL_MEMBER_ALIVE];
-	a->counts.suspect = snap.count[FTL_MEMBER_SUSPECT];
-	a->counts.dead = snap.count[FTL_MEMBER_DEAD];
-	a->counts.left = snap.count[FTL_MEMBER_LEFT];
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.counts.alive = snap.count[FTL_MEMBER_ALIVE];
+	a->shared.counts.suspect = snap.count[FTL_MEMBER_SUSPECT];
+	a->shared.counts.dead = snap.count[FTL_MEMBER_DEAD];
+	a->shared.counts.left = snap.count[FTL_MEMBER_LEFT];
+	pthread_cond_broadcast(&a->shared.changed);
+	pthread_mutex_unlock(&a->shared.lock);
 }
 
 void ftl_agent_publish_left(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	a->has_left = true;
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.has_left = true;
+	pthread_cond_broadcast(&a->shared.changed);
+	pthread_mutex_unlock(&a->shared.lock);
 }
 
 void ftl_agent_fail(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	if (!a->stop_error.code)
-		ftl_kept_error_from_diag(&a->stop_error);
-	a->want_stop = true;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	if (!a->shared.stop_error.code)
+		ftl_kept_error_from_diag(&a->shared.stop_error);
+	a->shared.want_stop = true;
+	pthread_mutex_unlock(&a->shared.lock);
 	uv_async_send(&a->wake);
 }

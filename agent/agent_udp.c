@@ -15,7 +15,7 @@
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	ftl_agent *a = h->data;
-	*buf = uv_buf_init((char *)a->recv_buf, sizeof(a->recv_buf));
+	*buf = uv_buf_init((char *)a->udp.recv_buf, sizeof(a->udp.recv_buf));
 }
 
 static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from, unsigned flags)
@@ -35,18 +35,18 @@ static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struc
 
 ftl_err ftl_agent_udp_bind(ftl_agent *a)
 {
-	uv_udp_init(&a->loop, &a->udp);
-	a->udp.data = a;
-	int rc = uv_udp_bind(&a->udp, (struct sockaddr *)&a->set.bind, 0);
+	uv_udp_init(&a->loop, &a->udp.socket);
+	a->udp.socket.data = a;
+	int rc = uv_udp_bind(&a->udp.socket, (struct sockaddr *)&a->set.bind, 0);
 	if (rc == 0) {
 		/* Room for bursts of gossip while the loop is busy. */
 		int size = 4 << 20;
-		uv_recv_buffer_size((uv_handle_t *)&a->udp, &size);
-		rc = uv_udp_recv_start(&a->udp, on_alloc, on_udp_recv);
+		uv_recv_buffer_size((uv_handle_t *)&a->udp.socket, &size);
+		rc = uv_udp_recv_start(&a->udp.socket, on_alloc, on_udp_recv);
 	}
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
-	ftl_agent_fork_track((uv_handle_t *)&a->udp);
+	ftl_agent_fork_track((uv_handle_t *)&a->udp.socket);
 	return FTL_OK;
 }
 
@@ -86,7 +86,7 @@ void ftl_agent_udp_send(ftl_agent *a, const ftl_swim_output *out)
 		return;
 	}
 	uv_buf_t buf = uv_buf_init((char *)s->data, (unsigned)s->len);
-	int rc = uv_udp_send(&s->req, &a->udp, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
+	int rc = uv_udp_send(&s->req, &a->udp.socket, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
 	if (rc < 0) {
 		ftl_log(&a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("udp send to %s: %s", out->to_addr, uv_strerror(rc)),
 			FTL_F_STR("to", out->to_addr), FTL_F_STR("error", uv_strerror(rc)));
