@@ -1,10 +1,12 @@
-/* ftl_agent: lifecycle, the loop thread, and UDP gossip in.
+/* ftl_agent: lifecycle, the loop thread, and the requests of other threads.
  *
- * The node is a pure state machine (node/node.h: membership joined to the rendezvous); this file gives it a
- * UDP socket whose datagrams the peer channel's seal (channel/seal.h) opens, and what every input is
- * followed by, ftl_agent_flush (agent_flush.c), carries out what it decides. Requests from other threads
- * (leave, stop, hints) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off
- * the loop. This is the face: the satellites (agent_*.c) never call back into it. */
+ * The node is a pure state machine (node/node.h: membership joined to the rendezvous). This file makes it
+ * and opens the rooms around it, each of which only feeds it (agent_turn.c): gossip datagrams
+ * (agent_udp.c), TCP between agents (agent_tcp.c, agent_peers.c, agent_check.c), DNS (agent_seeds.c), the
+ * control socket (agent_control.c) and /metrics; the drain (agent_drain.c) carries out what the node
+ * decided, once per turn of the loop. Requests from other threads (leave, stop, hints, metadata, the
+ * witness's deaths) are flags under a mutex plus a uv_async wake-up, so no libuv handle is touched off the
+ * loop. This is the face: the rooms never call back into it. */
 #include "agent_internal.h"
 
 #include <signal.h>
@@ -14,7 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "node/node_meta.h"
 #include "agent_fork.h"
 #include "base/log.h"
@@ -23,30 +25,6 @@
 #include "base/sized.h"
 #include "base/diag.h"
 #include "witness.h"
-#include "channel/seal.h"
-
-/* ---- receiving ---- */
-
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	ftl_agent *a = h->data;
-	*buf = uv_buf_init((char *)a->recv_buf, sizeof(a->recv_buf));
-}
-
-static void on_udp_recv(uv_udp_t *h, ssize_t n, const uv_buf_t *buf, const struct sockaddr *from, unsigned flags)
-{
-	ftl_agent *a = h->data;
-	if (n <= 0 || !from)
-		return;
-	uint8_t plain[FTL_UDP_PACKET_MAX];
-	size_t plain_len;
-	if (ftl_open_datagram(a->keyring, (const uint8_t *)buf->base, (size_t)n, plain, &plain_len) != 0) {
-		ftl_node_count_drop(a->node, FTL_DROP_KEYRING);
-		return;
-	}
-	ftl_node_receive_datagram(a->node, ftl_agent_now_us(a), plain, plain_len);
-	ftl_agent_flush(a);
-}
 
 /* ---- requests from other threads ---- */
 
@@ -55,20 +33,21 @@ static void close_all(ftl_agent *a);
 static void on_wake(uv_async_t *h)
 {
 	ftl_agent *a = h->data;
-	pthread_mutex_lock(&a->lock);
-	bool leave = a->want_leave, stop = a->want_stop, meta = a->want_meta;
+	pthread_mutex_lock(&a->shared.lock);
+	bool leave = a->shared.want_leave, stop = a->shared.want_stop, meta = a->shared.want_meta;
 	uint8_t meta_buf[FTL_META_MAX];
-	uint16_t meta_len = (uint16_t)ftl_meta_pack(&a->training_self, a->meta, a->meta_len, meta_buf, sizeof(meta_buf));
+	uint16_t meta_len = (uint16_t)ftl_meta_pack(&a->training.self, a->shared.meta, a->shared.meta_len, meta_buf,
+						    sizeof(meta_buf));
 	char hints[FTL_MAX_HINTS][FTL_NAME_MAX];
-	int n_hints = a->n_hints;
-	memcpy(hints, a->hints, sizeof(hints));
-	a->n_hints = 0;
-	__typeof__(a->witnessed) witnessed;
-	int n_witnessed = a->n_witnessed;
-	memcpy(witnessed, a->witnessed, sizeof(witnessed));
-	a->n_witnessed = 0;
-	a->want_leave = a->want_meta = false;
-	pthread_mutex_unlock(&a->lock);
+	int n_hints = a->shared.n_hints;
+	memcpy(hints, a->shared.hints, sizeof(hints));
+	a->shared.n_hints = 0;
+	__typeof__(a->shared.witnessed) witnessed;
+	int n_witnessed = a->shared.n_witnessed;
+	memcpy(witnessed, a->shared.witnessed, sizeof(witnessed));
+	a->shared.n_witnessed = 0;
+	a->shared.want_leave = a->shared.want_meta = false;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (n_witnessed) {
 		const char *names[FTL_MAX_WITNESSED];
 		uint64_t generations[FTL_MAX_WITNESSED];
@@ -85,7 +64,7 @@ static void on_wake(uv_async_t *h)
 	if (leave)
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
 	if (n_witnessed || n_hints || meta || leave)
-		ftl_agent_flush(a);
+		ftl_agent_fed(a);
 	ftl_agent_rdv_wake(a);
 	if (stop)
 		close_all(a);
@@ -118,20 +97,20 @@ ftl_agent *ftl_agent_new(const ftl_agent_config *caller_cfg)
 	}
 	char dir[256];
 	if (ftl_run_dir_resolve(cfg->run_dir, dir, sizeof(dir)) != 0 ||
-	    ftl_run_dir_socket_path(dir, cfg->name, a->control_path, sizeof(a->control_path)) != 0) {
+	    ftl_run_dir_socket_path(dir, cfg->name, a->control.path, sizeof(a->control.path)) != 0) {
 		ftl_diag_set(FTL_ERR_INVALID,
 			     "FTL_RUN_DIR: the control socket path is too long; choose a shorter directory");
 		ftl_keyring_delete(a->keyring);
 		free(a);
 		return NULL;
 	}
-	pthread_mutex_init(&a->lock, NULL);
+	pthread_mutex_init(&a->shared.lock, NULL);
 	/* on the monotonic clock: the training thread's waits (train/exec_agent_feed.c) and leave's deadline
 	 * must not move with the wall clock */
 	pthread_condattr_t attr;
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&a->changed, &attr);
+	pthread_cond_init(&a->shared.changed, &attr);
 	pthread_condattr_destroy(&attr);
 	return a;
 }
@@ -152,9 +131,9 @@ static uint64_t wall_us(void)
 static ftl_err make_node(ftl_agent *a)
 {
 	uint8_t meta[FTL_META_MAX];
-	size_t meta_len = ftl_meta_pack(&a->training_self, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
+	size_t meta_len = ftl_meta_pack(&a->training.self, (const uint8_t *)a->cfg.meta, strlen(a->cfg.meta), meta,
 					sizeof(meta));
-	if (!a->training_self.data_addr[0]) { /* not training: the metadata is the user's alone */
+	if (!a->training.self.data_addr[0]) { /* not training: the metadata is the user's alone */
 		meta_len = strlen(a->cfg.meta);
 		memcpy(meta, a->cfg.meta, meta_len);
 	}
@@ -173,8 +152,8 @@ static ftl_err make_node(ftl_agent *a)
 		.is_addr_valid = ftl_addr_is_member,
 		.seed = wall_us() ^ ((uint64_t)getpid() << 32),
 	}};
-	if (a->is_training)
-		a->train_ops->node_options(a, &o);
+	if (a->training.is_on)
+		a->training.ops->node_options(a, &o);
 	a->node = ftl_node_new(&o, ftl_agent_now_us(a));
 	if (!a->node)
 		return ftl_diag_code();
@@ -185,12 +164,12 @@ static ftl_err make_node(ftl_agent *a)
 static void on_witnessed(void *ctx, const char *name, uint64_t generation)
 {
 	ftl_agent *a = ctx;
-	pthread_mutex_lock(&a->lock);
-	if (a->n_witnessed < FTL_MAX_WITNESSED) {
-		strcpy(a->witnessed[a->n_witnessed].name, name);
-		a->witnessed[a->n_witnessed++].generation = generation;
+	pthread_mutex_lock(&a->shared.lock);
+	if (a->shared.n_witnessed < FTL_MAX_WITNESSED) {
+		strcpy(a->shared.witnessed[a->shared.n_witnessed].name, name);
+		a->shared.witnessed[a->shared.n_witnessed++].generation = generation;
 	}
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	uv_async_send(&a->wake);
 }
 
@@ -211,7 +190,7 @@ static void start_witness(ftl_agent *a)
 			"by the usual paths", FTL_F_STR("why", ftl_diag_message()));
 		return;
 	}
-	ftl_witness_update(a->witness, snap.members);
+	ftl_witness_update_from_node(a->witness, a->node);
 }
 
 static void run_loop(void *arg)
@@ -230,27 +209,10 @@ static void run_loop(void *arg)
 		ftl_witness_delete(a->witness);
 		a->witness = NULL;
 	}
-	pthread_mutex_lock(&a->lock);
-	a->is_stopped = true;
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
-}
-
-static ftl_err bind_udp(ftl_agent *a)
-{
-	uv_udp_init(&a->loop, &a->udp);
-	a->udp.data = a;
-	int rc = uv_udp_bind(&a->udp, (struct sockaddr *)&a->set.bind, 0);
-	if (rc == 0) {
-		/* Room for bursts of gossip while the loop is busy. */
-		int size = 4 << 20;
-		uv_recv_buffer_size((uv_handle_t *)&a->udp, &size);
-		rc = uv_udp_recv_start(&a->udp, on_alloc, on_udp_recv);
-	}
-	if (rc != 0)
-		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot bind UDP: %s", a->cfg.bind, uv_strerror(rc));
-	ftl_agent_fork_track((uv_handle_t *)&a->udp);
-	return FTL_OK;
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.is_stopped = true;
+	pthread_cond_broadcast(&a->shared.changed);
+	pthread_mutex_unlock(&a->shared.lock);
 }
 
 /* A start that failed half way (err, with its reason in the diag): closes what it opened and leaves the
@@ -269,7 +231,7 @@ ftl_err ftl_agent_start(ftl_agent *a)
 {
 	if (a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "the agent is already started");
-	ftl_err err = a->is_training ? a->train_ops->listen(a) : FTL_OK;
+	ftl_err err = a->training.is_on ? a->training.ops->listen(a) : FTL_OK;
 	if (!err)
 		err = make_node(a);
 	if (err)
@@ -279,18 +241,17 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent's event loop: %s", uv_strerror(rc));
 	a->is_started = true;
 	a->is_closing = false;
-	ftl_kept_error_clear(&a->stop_error);
-	uv_timer_init(&a->loop, &a->timer);
-	a->timer.data = a;
+	ftl_kept_error_clear(&a->shared.stop_error);
+	ftl_agent_drain_start(a);
 	uv_async_init(&a->loop, &a->wake, on_wake);
 	a->wake.data = a;
-	err = bind_udp(a);
+	err = ftl_agent_udp_bind(a);
 	if (!err)
 		err = ftl_agent_tcp_listen(a);
 	if (err)
 		return abandon_start(a, err);
-	a->control = ftl_control_start(&a->loop, a->control_path, ftl_agent_control_handle, a);
-	if (!a->control) /* most often a second agent with the same name: a configuration error worth stopping for */
+	a->control.server = ftl_control_start(&a->loop, a->control.path, ftl_agent_control_handle, a);
+	if (!a->control.server) /* most often a second agent with the same name: a configuration error worth stopping for */
 		return abandon_start(a, ftl_diag_prefix("control socket: "));
 	err = ftl_metrics_http_start(a);
 	if (err)
@@ -299,10 +260,10 @@ ftl_err ftl_agent_start(ftl_agent *a)
 		ftl_log(&a->set.log, FTL_LOG_WARN, "agent", "FTL_INSECURE=1: gossip is plaintext and unauthenticated");
 	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "started", FTL_F_STR("bind", a->cfg.bind),
 		FTL_F_STR("advertise", a->set.advertise), FTL_F_STR("cluster", a->cfg.cluster),
-		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control_path));
+		FTL_F_STR("profile", a->cfg.profile), FTL_F_STR("control", a->control.path));
 	ftl_agent_seeds_start(a);
 	ftl_agent_members_changed(a);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a); /* the join the node queued goes out in the loop's first turn */
 	if (uv_thread_create(&a->thread, run_loop, a) != 0)
 		return abandon_start(a, ftl_diag_set(FTL_ERR_SYSTEM, "cannot start the agent thread"));
 	return FTL_OK;
@@ -320,15 +281,16 @@ static void close_one(uv_handle_t *h, void *arg)
 
 static void close_all(ftl_agent *a)
 {
+	ftl_agent_drain_pending(a); /* what the node decided in this turn goes out before the sockets close */
 	a->is_closing = true;
 	ftl_witness_stop(a->witness); /* before the wake handle closes: it reports through it */
 	ftl_agent_tcp_close_all(a);
 	ftl_agent_peers_close_all(a);
 	ftl_agent_check_close_all(a);
 	ftl_metrics_http_close(a);
-	if (a->control) {
-		ftl_control_close(a->control);
-		a->control = NULL;
+	if (a->control.server) {
+		ftl_control_close(a->control.server);
+		a->control.server = NULL;
 	}
 	uv_walk(&a->loop, close_one, NULL);
 }
@@ -337,60 +299,50 @@ ftl_err ftl_agent_leave(ftl_agent *a, int timeout_ms)
 {
 	if (!a->is_started)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_leave: the agent is not started");
-	if (a->is_training)
-		a->train_ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
-	struct timespec until = ftl_deadline_monotonic_in((int64_t)timeout_ms * 1000); /* the clock of a->changed */
-	pthread_mutex_lock(&a->lock);
-	a->want_leave = true;
+	if (a->training.is_on)
+		a->training.ops->before_leave(a); /* on the training thread, between steps: rank 0 checkpoints first */
+	struct timespec until = ftl_deadline_monotonic_in((int64_t)timeout_ms * 1000); /* the clock of a->shared.changed */
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.want_leave = true;
 	uv_async_send(&a->wake);
 	int rc = 0;
-	while (!a->has_left && !a->is_stopped && rc == 0)
-		rc = pthread_cond_timedwait(&a->changed, &a->lock, &until);
-	bool is_done = a->has_left;
-	pthread_mutex_unlock(&a->lock);
+	while (!a->shared.has_left && !a->shared.is_stopped && rc == 0)
+		rc = pthread_cond_timedwait(&a->shared.changed, &a->shared.lock, &until);
+	bool is_done = a->shared.has_left;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (is_done)
 		return FTL_OK;
 	return ftl_diag_set(FTL_ERR_TIMEOUT, "ftl_agent_leave: the leave did not go out within %d ms%s", timeout_ms,
-			    a->is_stopped ? " (the agent stopped)" : "");
+			    a->shared.is_stopped ? " (the agent stopped)" : "");
 }
 
 ftl_err ftl_agent_set_meta(ftl_agent *a, const void *meta, size_t len)
 {
 	if (len > FTL_META_MAX)
 		return ftl_diag_set(FTL_ERR_INVALID, "ftl_agent_set_meta: %zu bytes, at most %d", len, FTL_META_MAX);
-	pthread_mutex_lock(&a->lock);
-	memcpy(a->meta, meta, len);
-	a->meta_len = (uint16_t)len;
-	a->want_meta = true;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	memcpy(a->shared.meta, meta, len);
+	a->shared.meta_len = (uint16_t)len;
+	a->shared.want_meta = true;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (a->is_started)
 		uv_async_send(&a->wake);
 	return FTL_OK;
 }
 
-void ftl_agent_fail(ftl_agent *a)
-{
-	pthread_mutex_lock(&a->lock);
-	if (!a->stop_error.code)
-		ftl_kept_error_from_diag(&a->stop_error);
-	a->want_stop = true;
-	pthread_mutex_unlock(&a->lock);
-	uv_async_send(&a->wake);
-}
-
 ftl_err ftl_agent_error(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	ftl_err err = ftl_kept_error_to_diag(&a->stop_error);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	ftl_err err = ftl_kept_error_to_diag(&a->shared.stop_error);
+	pthread_mutex_unlock(&a->shared.lock);
 	return err;
 }
 
 bool ftl_agent_has_left(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	bool left = a->has_left;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	bool left = a->shared.has_left;
+	pthread_mutex_unlock(&a->shared.lock);
 	return left;
 }
 
@@ -398,10 +350,10 @@ void ftl_agent_stop(ftl_agent *a)
 {
 	if (!a->is_started)
 		return;
-	pthread_mutex_lock(&a->lock);
-	a->want_stop = true;
-	bool is_stopped = a->is_stopped;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->shared.want_stop = true;
+	bool is_stopped = a->shared.is_stopped;
+	pthread_mutex_unlock(&a->shared.lock);
 	if (!is_stopped)
 		uv_async_send(&a->wake);
 	uv_thread_join(&a->thread);
@@ -415,22 +367,22 @@ void ftl_agent_delete(ftl_agent *a)
 	if (!a)
 		return;
 	ftl_agent_stop(a);
-	if (a->train_ops)
-		a->train_ops->free(a);
-	ftl_node_view_clear(&a->views.view);
+	if (a->training.ops)
+		a->training.ops->free(a);
+	ftl_node_view_clear(&a->shared.views.view);
 	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
-	pthread_mutex_destroy(&a->lock);
-	pthread_cond_destroy(&a->changed);
+	pthread_mutex_destroy(&a->shared.lock);
+	pthread_cond_destroy(&a->shared.changed);
 	free(a);
 }
 
 ftl_err ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out)
 {
-	pthread_mutex_lock(&a->lock);
-	ftl_agent_counts full = a->counts;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	ftl_agent_counts full = a->shared.counts;
+	pthread_mutex_unlock(&a->shared.lock);
 	return ftl_sized_out(&full, out, sizeof(full), sizeof(full), "ftl_agent_counts");
 }
 
-const char *ftl_agent_control_path(const ftl_agent *a) { return a->control_path; }
+const char *ftl_agent_control_path(const ftl_agent *a) { return a->control.path; }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
@@ -40,7 +40,7 @@ static void finish(check *c, ftl_swim_check_result result, int status)
 		FTL_F_DOUBLE("took_ms", (double)(ftl_agent_now_us(a) - c->started_us) / 1000.0));
 	ftl_agent_conn_close(&c->conn);
 	ftl_node_check_done(a->node, ftl_agent_now_us(a), c->name, c->generation, c->addr, result);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 static void on_connect(uv_connect_t *req, int status)
@@ -74,8 +74,7 @@ void ftl_agent_check(ftl_agent *a, const ftl_swim_output *out)
 	c->connect.data = c;
 	uint64_t timeout_ms = (uint64_t)((out->timeout_us + 999) / 1000);
 	uv_timer_start(&c->conn.timer, on_timeout, timeout_ms ? timeout_ms : 1, 0);
-	/* Failing at once is never a refusal (that needs the peer's answer); the core lets the check expire.
-	 * Reporting here would re-enter ftl_agent_flush, which called us. */
+	/* Failing at once is never a refusal (that needs the peer's answer); the core lets the check expire. */
 	if (uv_tcp_connect(&c->connect, &c->conn.tcp, (const struct sockaddr *)&to, on_connect) != 0)
 		ftl_agent_conn_close(&c->conn);
 	else

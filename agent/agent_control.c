@@ -1,30 +1,26 @@
 /* The agent's answers on the control socket (the protocol is in control.h): status, members, leave,
- * events and keys (agent_keys.c), built on the loop thread from the node's snapshot (node.h). */
+ * events, scale, quorum-reset and keys (agent_keys.c), built on the loop thread from the node's snapshot
+ * (node.h). A request that changes something only feeds the node; the drain carries it out at the end of
+ * the turn (agent_drain.c), and a leave is answered when it has gone out (agent_notices.c). */
 #include "agent_internal.h"
 #include "gossip_counters.h"
 #include "witness.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "node/node_meta.h"
 #include "base/log.h"
 
-json_t *ftl_agent_error_reply(const char *msg)
-{
-	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-}
-
-static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_member *m, int64_t now_us)
+static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ftl_node_member *m, int64_t now_us)
 {
 	if (strcmp(m->name, snap->name) == 0)
 		now_us = m->last_heard_us; /* we always hear ourselves */
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "name", m->name, "addr", m->addr, "status",
 			      ftl_member_state_strs[m->state], "incarnation", (json_int_t)m->incarnation, "generation",
 			      (json_int_t)m->generation, "last_heard_ms", (json_int_t)((now_us - m->last_heard_us) / 1000));
-	pthread_mutex_lock(&a->lock);
-	int rank = a->is_training ? ftl_agent_rank_of(a, m->name) : -1;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	int rank = a->training.is_on ? ftl_agent_rank_of(a, m->name) : -1;
+	pthread_mutex_unlock(&a->shared.lock);
 	json_object_set_new(j, "rank", rank >= 0 ? json_integer(rank) : json_null());
 	/* Metadata is opaque bytes; the user's part is shown as text (omitted if it is not UTF-8). */
 	ftl_rdv_member training = {0};
@@ -44,10 +40,10 @@ static json_t *member_json(ftl_agent *a, const ftl_node_snapshot *snap, const ft
 static json_t *members_json(ftl_agent *a, const ftl_node_snapshot *snap)
 {
 	json_t *arr = json_array();
-	const ftl_members *t = snap->members;
 	int64_t now = ftl_agent_now_us(a);
-	for (uint32_t i = 0; i < t->len; i++)
-		json_array_append_new(arr, member_json(a, snap, &t->arr[i], now));
+	ftl_node_member m;
+	for (uint32_t i = 0; ftl_node_member_at(a->node, i, &m); i++)
+		json_array_append_new(arr, member_json(a, snap, &m, now));
 	return arr;
 }
 
@@ -68,15 +64,15 @@ static json_t *counters_json(ftl_agent *a, const ftl_node_snapshot *snap)
 			      counts_by(st->dropped, ftl_swim_drop_strs, FTL_DROP_MAX), "keyring_dropped",
 			      counts_by(ks->dropped, ftl_keyring_drop_strs, FTL_KEYRING_DROP_MAX));
 	ftl_gossip_counters_json(j, st);
-	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp_timeouts));
+	json_object_set_new(j, "tcp_timeouts", json_integer((json_int_t)a->tcp.timeouts));
 	json_object_set_new(j, "control_followers_dropped",
-			    json_integer((json_int_t)ftl_control_followers_dropped(a->control)));
-	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peer_frames_dropped));
-	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peer_frames_sent));
-	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peer_dials));
-	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp_dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
+			    json_integer((json_int_t)ftl_control_followers_dropped(a->control.server)));
+	json_object_set_new(j, "peer_frames_dropped", json_integer((json_int_t)a->peers.frames_dropped));
+	json_object_set_new(j, "peer_frames_sent", json_integer((json_int_t)a->peers.frames_sent));
+	json_object_set_new(j, "peer_dials", json_integer((json_int_t)a->peers.dials));
+	json_object_set_new(j, "tcp_dropped", counts_by(a->tcp.dropped, ftl_tcp_drop_strs, FTL_TCP_DROP_MAX));
 	json_object_set_new(j, "metrics_http_dropped",
-			    counts_by(a->metrics_http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
+			    counts_by(a->metrics.http_dropped, ftl_http_drop_strs, FTL_HTTP_DROP_MAX));
 	json_object_set_new(j, "witness_watching", json_integer(a->witness ? ftl_witness_watching(a->witness) : 0));
 	json_object_set_new(j, "witness_lookups", json_integer(a->witness ? (json_int_t)ftl_witness_lookups(a->witness) : 0));
 	/* Deaths by the path that declared them (the proof-of-death checks and the witness: the table's). */
@@ -119,8 +115,8 @@ static json_t *status_json(ftl_agent *a)
 	json_object_set_new(j, "members", members_json(a, &snap));
 	json_object_set_new(j, "counters", counters_json(a, &snap));
 	json_object_set_new(j, "timing", timing_json(&snap));
-	if (a->is_training) {
-		a->train_ops->status(a, j);
+	if (a->training.is_on) {
+		a->training.ops->status(a, j);
 	} else {
 		json_object_set_new(j, "checkpoint", json_null());
 		json_object_set_new(j, "execute", json_null());
@@ -133,7 +129,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	ftl_agent *a = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
 	if (!cmd)
-		return ftl_agent_error_reply("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
+		return ftl_control_refusal("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
 		return status_json(a);
 	if (strcmp(cmd, "members") == 0) {
@@ -143,7 +139,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	}
 	if (strcmp(cmd, "events") == 0) {
 		*is_stream = true;
-		return json_pack("{s:b}", "ok", 1);
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "keys") == 0)
 		return ftl_agent_keys_json(a, req);
@@ -151,79 +147,27 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 		const json_t *given = json_object_get(req, "max");
 		json_int_t max = json_integer_value(given);
 		if (!json_is_integer(given) || max < 1 || max > FTL_RDV_MAX_MEMBERS)
-			return ftl_agent_error_reply("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
+			return ftl_control_refusal("scale needs \"max\": the job's new maximum, 1 to 4096 workers");
 		if (ftl_agent_rdv_request_max(a, (uint32_t)max) != FTL_OK)
-			return ftl_agent_error_reply(ftl_diag_message());
-		return json_pack("{s:b}", "ok", 1);
+			return ftl_control_refusal(ftl_diag_message());
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "quorum-reset") == 0) {
 		if (ftl_agent_rdv_waive_quorum(a) != FTL_OK)
-			return ftl_agent_error_reply(ftl_diag_message());
-		return json_pack("{s:b}", "ok", 1);
+			return ftl_control_refusal(ftl_diag_message());
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "leave") == 0) {
 		ftl_node_snapshot snap;
 		ftl_node_read(a->node, &snap);
 		if (snap.is_leave_done)
-			return json_pack("{s:b}", "ok", 1);
-		if (a->n_leave_clients == (int)(sizeof(a->leave_clients) / sizeof(a->leave_clients[0])))
-			return ftl_agent_error_reply("too many leave requests waiting; try again in a moment");
-		a->leave_clients[a->n_leave_clients++] = client; /* answered by ftl_agent_control_left */
+			return ftl_control_ok();
+		if (!ftl_agent_control_hold_leave(a, client)) /* answered by ftl_agent_control_left */
+			return ftl_control_refusal("too many leave requests waiting; try again in a moment");
 		ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "leaving the cluster (requested over the control socket)");
 		ftl_node_leave(a->node, ftl_agent_now_us(a));
-		ftl_agent_flush(a);
+		ftl_agent_fed(a);
 		return NULL;
 	}
-	return ftl_agent_error_reply("unknown cmd: expected status, members, leave, events, keys, scale or quorum-reset");
-}
-
-void ftl_agent_control_left(ftl_agent *a)
-{
-	for (int i = 0; a->control && i < a->n_leave_clients; i++)
-		ftl_control_reply(a->control, a->leave_clients[i], json_pack("{s:b}", "ok", 1));
-	a->n_leave_clients = 0;
-}
-
-static void utc_now(char *when, size_t len)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-	gmtime_r(&now, &tm);
-	strftime(when, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void ftl_agent_control_notice(ftl_agent *a, const char *event, json_t *fields)
-{
-	if (!a->control) {
-		json_decref(fields);
-		return;
-	}
-	char when[32];
-	utc_now(when, sizeof(when));
-	json_object_set_new(fields, "event", json_string(event));
-	json_object_set_new(fields, "name", json_string(a->cfg.name));
-	json_object_set_new(fields, "time", json_string(when));
-	ftl_control_publish(a->control, fields);
-	json_decref(fields);
-}
-
-void ftl_agent_control_event(ftl_agent *a, const ftl_swim_event *ev)
-{
-	if (!a->control)
-		return;
-	char when[32];
-	utc_now(when, sizeof(when));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:I, s:s}", "event", ftl_swim_event_type_strs[ev->type], "name",
-			      ev->name, "addr", ev->addr, "generation", (json_int_t)ev->generation, "incarnation",
-			      (json_int_t)ev->incarnation, "time", when);
-	if (ev->type == FTL_EVENT_DEAD) { /* which path declared it; readers ignore keys they do not know */
-		json_object_set_new(j, "reason", json_string(ftl_death_reason_strs[ev->reason]));
-		json_object_set_new(j, "from", json_string(ev->from));
-	}
-	if (ev->type == FTL_EVENT_NAME_REFUSED || ev->type == FTL_EVENT_NAME_TAKEN) { /* who holds the name, who said so */
-		json_object_set_new(j, "holder_addr", json_string(ev->holder_addr));
-		json_object_set_new(j, "from", json_string(ev->from));
-	}
-	ftl_control_publish(a->control, j);
-	json_decref(j);
+	return ftl_control_refusal("unknown cmd: expected status, members, leave, events, keys, scale or quorum-reset");
 }

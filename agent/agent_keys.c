@@ -14,9 +14,7 @@
 static json_t *lacking_json(ftl_agent *a, const uint8_t fp[FTL_KEY_FP_SIZE])
 {
 	const char *names[LACKING_NAMES_MAX];
-	ftl_node_snapshot snap;
-	ftl_node_read(a->node, &snap);
-	uint32_t n = ftl_key_census_lacking(snap.members, fp, names, LACKING_NAMES_MAX);
+	uint32_t n = ftl_node_key_lacking(a->node, fp, names, LACKING_NAMES_MAX);
 	json_t *arr = json_array();
 	for (uint32_t i = 0; i < n && i < LACKING_NAMES_MAX; i++)
 		json_array_append_new(arr, json_string(names[i]));
@@ -66,7 +64,7 @@ json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req)
 {
 	const char *op = json_string_value(json_object_get(req, "op"));
 	if (!op)
-		return ftl_agent_error_reply("keys needs \"op\": list, install, use or remove");
+		return ftl_control_refusal("keys needs \"op\": list, install, use or remove");
 	if (strcmp(op, "list") == 0)
 		return list_json(a);
 	int kind = -1;
@@ -74,18 +72,17 @@ json_t *ftl_agent_keys_json(ftl_agent *a, const json_t *req)
 		if (strcmp(op, ftl_key_op_strs[i]) == 0)
 			kind = i;
 	if (kind < 0)
-		return ftl_agent_error_reply("unknown keys op: expected list, install, use or remove");
+		return ftl_control_refusal("unknown keys op: expected list, install, use or remove");
 	const char *text = json_string_value(json_object_get(req, "key"));
 	uint8_t key[FTL_KEY_SIZE];
 	if (!text || ftl_key_from_base64(text, key) != 0)
-		return ftl_agent_error_reply("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
+		return ftl_control_refusal("\"key\" must be the base64 of 32 bytes (ftlctl keygen makes one)");
 	ftl_err rc = ftl_node_key_op(a->node, ftl_agent_now_us(a), (ftl_key_op_kind)kind, key);
-	json_t *refusal = rc != FTL_OK ? ftl_agent_error_reply(ftl_diag_message()) : NULL; /* before the flush */
 	sodium_memzero(key, sizeof(key));
-	ftl_agent_flush(a);
-	if (refusal)
-		return refusal;
+	ftl_agent_fed(a);
+	if (rc != FTL_OK)
+		return ftl_control_refusal(ftl_diag_message());
 	ftl_log(&a->set.log, FTL_LOG_INFO, "keys", FTL_MSG("key %s applied here and gossiped to the cluster", op),
 		FTL_F_STR("op", op));
-	return json_pack("{s:b}", "ok", 1);
+	return ftl_control_ok();
 }

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
@@ -31,7 +31,7 @@
 
 typedef struct peer_conn {
 	ftl_agent *a;
-	ftl_agent_conn conn;           /* on a->peers while open, most recently used first; its timer is the
+	ftl_agent_conn conn;           /* on a->peers.conns while open, most recently used first; its timer is the
 	                                * connect timeout, then the idle timeout */
 	char name[FTL_NAME_MAX];
 	char addr[FTL_ADDR_MAX];
@@ -105,10 +105,10 @@ static void on_written(uv_write_t *req, int status)
 static void close_least_recent(ftl_agent *a)
 {
 	int n = 0;
-	for (ftl_list_link *l = a->peers.first; l; l = l->next)
+	for (ftl_list_link *l = a->peers.conns.first; l; l = l->next)
 		n++;
 	if (n >= FTL_PEER_CONNS_MAX)
-		peer_close(peer_of(a->peers.last));
+		peer_close(peer_of(a->peers.conns.last));
 }
 
 static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
@@ -120,11 +120,11 @@ static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
 	peer_conn *p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	a->peer_dials++;
+	a->peers.dials++;
 	p->a = a;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
-	ftl_agent_conn_init(&p->conn, &a->loop, &a->peers, p, peer_free);
+	ftl_agent_conn_init(&p->conn, &a->loop, &a->peers.conns, p, peer_free);
 	p->connect.data = p;
 	uv_tcp_nodelay(&p->conn.tcp, 1);
 	uv_timer_start(&p->conn.timer, on_timer, FTL_TCP_TIMEOUT_MS, 0);
@@ -138,7 +138,7 @@ static peer_conn *dial(ftl_agent *a, const char *name, const char *addr)
 
 static peer_conn *find(ftl_agent *a, const char *name)
 {
-	for (ftl_list_link *l = a->peers.first; l; l = l->next)
+	for (ftl_list_link *l = a->peers.conns.first; l; l = l->next)
 		if (strcmp(peer_of(l)->name, name) == 0)
 			return peer_of(l);
 	return NULL;
@@ -147,27 +147,28 @@ static peer_conn *find(ftl_agent *a, const char *name)
 /* p moves to the front of the list: the list is in order of use. */
 static void touch(peer_conn *p)
 {
-	ftl_list_unlink(&p->a->peers, &p->conn.link);
-	ftl_list_push_front(&p->a->peers, &p->conn.link);
+	ftl_list_unlink(&p->a->peers.conns, &p->conn.link);
+	ftl_list_push_front(&p->a->peers.conns, &p->conn.link);
 	if (p->is_connected)
 		uv_timer_start(&p->conn.timer, on_timer, FTL_PEER_IDLE_MS, 0);
 }
 
 void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, size_t len)
 {
-	const ftl_member *m = ftl_node_member(a->node, name);
-	if (!m || a->is_closing) /* a connection opened now would keep the closing loop alive */
+	ftl_node_member m;
+	if (!ftl_node_find_member(a->node, name, &m) || a->is_closing) /* a connection opened now would keep the
+									* closing loop alive */
 		return;
 	peer_conn *p = find(a, name);
-	if (p && strcmp(p->addr, m->addr) != 0) {
+	if (p && strcmp(p->addr, m.addr) != 0) {
 		peer_close(p);
 		p = NULL;
 	}
-	if (!p && !(p = dial(a, name, m->addr)))
+	if (!p && !(p = dial(a, name, m.addr)))
 		return;
 	touch(p);
 	if (uv_stream_get_write_queue_size((uv_stream_t *)&p->conn.tcp) > FTL_PEER_QUEUED_MAX) {
-		a->peer_frames_dropped++;
+		a->peers.frames_dropped++;
 		return;
 	}
 	frame_write *w = calloc(1, sizeof(*w));
@@ -184,7 +185,7 @@ void ftl_agent_peer_send(ftl_agent *a, const char *name, const uint8_t *plain, s
 		peer_close(p);
 		return;
 	}
-	a->peer_frames_sent++;
+	a->peers.frames_sent++;
 }
 
 void ftl_agent_peer_forget(ftl_agent *a, const char *name)
@@ -196,5 +197,5 @@ void ftl_agent_peer_forget(ftl_agent *a, const char *name)
 
 void ftl_agent_peers_close_all(ftl_agent *a)
 {
-	ftl_agent_conn_close_all(&a->peers);
+	ftl_agent_conn_close_all(&a->peers.conns);
 }

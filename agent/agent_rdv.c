@@ -20,7 +20,7 @@
 
 int ftl_agent_rank_of(ftl_agent *a, const char *name)
 {
-	const ftl_rdv_view *v = &a->views.view;
+	const ftl_rdv_view *v = &a->shared.views.view;
 	if (strcmp(name, a->cfg.name) == 0)
 		return v->seq ? v->self_rank : -1; /* by generation too: a restarted worker is not its predecessor */
 	for (uint32_t i = 0; i < v->n; i++)
@@ -32,19 +32,19 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name)
 
 void ftl_agent_rdv_member_gone(ftl_agent *a, const char *why)
 {
-	if (!a->is_training)
+	if (!a->training.is_on)
 		return;
-	pthread_mutex_lock(&a->lock);
-	a->train_ops->abort_locked(a, why, true);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
+	a->training.ops->abort_locked(a, why, true);
+	pthread_mutex_unlock(&a->shared.lock);
 }
 
 void ftl_agent_rdv_receive(ftl_agent *a, const uint8_t *plain, size_t len)
 {
-	if (!a->is_training)
+	if (!a->training.is_on)
 		return;
 	ftl_node_receive_frame(a->node, ftl_agent_now_us(a), plain, len);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 void ftl_agent_rdv_send(ftl_agent *a, const ftl_node_frame *f)
@@ -81,7 +81,7 @@ static void warn_lineage_merge(ftl_agent *a, uint64_t old_lineage, const ftl_rdv
 
 void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 {
-	ftl_agent_views *t = &a->views;
+	ftl_agent_views *t = &a->shared.views;
 	ftl_node_view_state snap;
 	ftl_node_read_view(a->node, &snap);
 	const ftl_rdv_view *v = snap.view;
@@ -89,10 +89,10 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 	if (ftl_node_view_copy(&copy, v) != FTL_OK)
 		return;
 	copy.self_rank = snap.rank;
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	uint64_t old_lineage = t->synced_lineage_seen, steps = t->status.step;
 	bool is_merge = old_lineage != 0 && v->lineage != old_lineage && t->status.step > 0;
-	a->train_ops->view_locked(a, v);
+	a->training.ops->view_locked(a, v);
 	copy.seq = t->view.seq + 1;
 	ftl_node_view_clear(&t->view);
 	t->view = copy;
@@ -102,9 +102,9 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
 		t->synced_lineage_seen = v->lineage;
 	else if (v->lineage != 0 && v->lineage == t->synced_lineage_seen)
 		t->left_out_seq = copy.seq; /* the job goes on without us: what we hold goes stale */
-	a->train_ops->abort_locked(a, why, false);
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
+	a->training.ops->abort_locked(a, why, false);
+	pthread_cond_broadcast(&a->shared.changed);
+	pthread_mutex_unlock(&a->shared.lock);
 	ftl_log(&a->set.log, FTL_LOG_INFO, "rendezvous",
 		FTL_MSG("view committed, coordinator %s", v->n ? v->members[0].name : "-"), FTL_F_UINT("epoch", v->epoch),
 		FTL_F_UINT("world_size", v->n), FTL_F_INT("rank", snap.rank),
@@ -117,7 +117,7 @@ void ftl_agent_rdv_adopt_view(ftl_agent *a, const char *why)
  * training thread's messages and `ftlctl status`). Logged at warn when it changes. */
 static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 {
-	ftl_agent_views *t = &a->views;
+	ftl_agent_views *t = &a->shared.views;
 	char text[sizeof(t->missing)] = "";
 	if (snap->phase == FTL_RDV_WAITING_FOR_QUORUM) {
 		const char *names[16];
@@ -131,10 +131,10 @@ static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 			snprintf(text + len, sizeof(text) - len, "%s (%u of %u alive, %u needed)", n > 16 ? ", ..." : "",
 				 q.alive, q.electorate, q.needed);
 	}
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	bool is_changed = strcmp(text, t->missing) != 0;
 	snprintf(t->missing, sizeof(t->missing), "%s", text);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	if (is_changed && text[0])
 		ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 			FTL_MSG("waiting for quorum: %s; training pauses until they return. If they are gone for good, "
@@ -147,8 +147,8 @@ static void describe_missing(ftl_agent *a, const ftl_node_view_state *snap)
 static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b, uint64_t epoch)
 {
 	if (ftl_node_request_bench(a->node, ftl_agent_now_us(a), b->name, b->generation) != FTL_OK) {
-		bool is_first = a->bench_refused_epoch != epoch; /* said once a view; asked again quietly */
-		a->bench_refused_epoch = epoch;
+		bool is_first = a->training.bench_refused_epoch != epoch; /* said once a view; asked again quietly */
+		a->training.bench_refused_epoch = epoch;
 		ftl_log(&a->set.log, is_first ? FTL_LOG_INFO : FTL_LOG_DEBUG, "rendezvous",
 			FTL_MSG("%s is slow and stays in the view: %s", b->name, ftl_diag_message()),
 			FTL_F_STR("member", b->name), FTL_F_STR("why", ftl_diag_message()));
@@ -158,15 +158,15 @@ static void bench_slow(ftl_agent *a, const ftl_rdv_benched *b, uint64_t epoch)
 		FTL_MSG("%s is slow (FTL_SLOW_POLICY=replace): a spare takes its place, and it waits as a spare",
 			b->name),
 		FTL_F_STR("member", b->name));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 void ftl_agent_rdv_wake(ftl_agent *a)
 {
-	ftl_agent_views *t = &a->views;
-	if (!a->is_training)
+	ftl_agent_views *t = &a->shared.views;
+	if (!a->training.is_on)
 		return;
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	uint64_t epoch = t->want_rebuild_seq && t->want_rebuild_seq == t->view.seq ? t->view.epoch : 0;
 	t->want_rebuild_seq = 0;
 	ftl_rdv_benched bench = {.generation = 0};
@@ -174,7 +174,7 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 	if (bench_epoch == t->view.epoch)
 		bench = t->want_bench;
 	t->want_bench_epoch = 0;
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	if (bench.name[0])
 		bench_slow(a, &bench, bench_epoch);
 	if (!epoch)
@@ -183,12 +183,12 @@ void ftl_agent_rdv_wake(ftl_agent *a)
 		"asking for the same members under a new epoch: this view's communicator failed here",
 		FTL_F_UINT("epoch", epoch));
 	ftl_node_request_rebuild(a->node, ftl_agent_now_us(a), epoch);
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
 ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers)
 {
-	if (!a->is_training)
+	if (!a->training.is_on)
 		return ftl_diag_set(FTL_ERR_INVALID, "this agent does not train (no rendezvous): no job to scale");
 	ftl_err err = ftl_node_request_max(a->node, ftl_agent_now_us(a), max_workers);
 	if (err)
@@ -196,42 +196,42 @@ ftl_err ftl_agent_rdv_request_max(ftl_agent *a, uint32_t max_workers)
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("the job's maximum becomes %u workers (asked by the operator)", max_workers),
 		FTL_F_UINT("max_workers", max_workers));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 	return FTL_OK;
 }
 
 ftl_err ftl_agent_rdv_waive_quorum(ftl_agent *a)
 {
-	ftl_agent_views *t = &a->views;
-	if (!a->is_training)
+	ftl_agent_views *t = &a->shared.views;
+	if (!a->training.is_on)
 		return ftl_diag_set(FTL_ERR_INVALID, "this agent does not train (no rendezvous)");
 	char missing[sizeof(t->missing)];
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	snprintf(missing, sizeof(missing), "%s", t->missing);
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	ftl_err err = ftl_node_waive_quorum(a->node, ftl_agent_now_us(a));
 	if (err)
 		return err;
 	ftl_log(&a->set.log, FTL_LOG_WARN, "rendezvous",
 		FTL_MSG("quorum reset by the operator: the survivors go on without the %s", missing),
 		FTL_F_STR("missing", missing));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 	return FTL_OK;
 }
 
 void ftl_agent_rdv_publish(ftl_agent *a)
 {
-	ftl_agent_views *t = &a->views;
+	ftl_agent_views *t = &a->shared.views;
 	ftl_node_view_state snap;
 	ftl_node_read_view(a->node, &snap);
 	if (!snap.view)
 		return;
 	ftl_rdv_phase phase = snap.phase;
 	describe_missing(a, &snap);
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	uint64_t lineage = t->status_lineage, steps = t->status.step;
 	if (phase != t->phase)
-		pthread_cond_broadcast(&a->changed);
+		pthread_cond_broadcast(&a->shared.changed);
 	t->phase = phase;
 	if (snap.view->lineage == t->view.lineage)
 		t->lineage_steps = snap.lineage_steps;
@@ -243,16 +243,16 @@ void ftl_agent_rdv_publish(ftl_agent *a)
 	} else {
 		t->below_min_since_us = 0;
 	}
-	pthread_mutex_unlock(&a->lock);
+	pthread_mutex_unlock(&a->shared.lock);
 	ftl_node_set_steps(a->node, lineage, steps); /* what our messages say of our lineage's work */
 }
 
 json_t *ftl_agent_rdv_status(ftl_agent *a)
 {
-	ftl_agent_views *t = &a->views;
-	if (!a->is_training)
+	ftl_agent_views *t = &a->shared.views;
+	if (!a->training.is_on)
 		return json_null();
-	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&a->shared.lock);
 	json_t *j = json_pack("{s:I, s:s, s:s, s:i, s:I, s:i}", "epoch", (json_int_t)t->view.epoch, "phase",
 			      ftl_rdv_phase_strs[t->phase], "coordinator", t->coordinator, "world_size", (int)t->view.n,
 			      "step", (json_int_t)t->status.step, "rank", ftl_agent_rank_of(a, a->cfg.name));
@@ -266,7 +266,7 @@ json_t *ftl_agent_rdv_status(ftl_agent *a)
 	json_object_set_new(j, "max_workers", json_integer((json_int_t)t->max_workers));
 	json_object_set_new(j, "benched", t->view.benched.name[0] ? json_string(t->view.benched.name) : json_null());
 	json_object_set_new(j, "retries", json_integer((json_int_t)t->status.retries));
-	a->train_ops->view_status_locked(a, j);
-	pthread_mutex_unlock(&a->lock);
+	a->training.ops->view_status_locked(a, j);
+	pthread_mutex_unlock(&a->shared.lock);
 	return j;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "base/log.h"
 
 typedef struct seed_lookup {
@@ -22,15 +22,15 @@ typedef struct seed_lookup {
 /* The seed's run of failed lookups; seeds past the last slot share it. */
 static uint32_t *failures_of(ftl_agent *a, size_t index)
 {
-	size_t slots = sizeof(a->seed_lookups_failed) / sizeof(a->seed_lookups_failed[0]);
-	return &a->seed_lookups_failed[index < slots ? index : slots - 1];
+	size_t slots = sizeof(a->seeds.lookups_failed) / sizeof(a->seeds.lookups_failed[0]);
+	return &a->seeds.lookups_failed[index < slots ? index : slots - 1];
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	seed_lookup *l = req->data;
 	ftl_agent *a = l->a;
-	a->seed_lookups_in_flight--;
+	a->seeds.lookups_in_flight--;
 	if (status < 0) {
 		/* A Service with no pod behind it yet fails every lookup of a lone node's quick retries: of a run
 		 * of failures of one seed, the 1st, 2nd, 4th, 8th ... is logged. */
@@ -60,12 +60,11 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	}
 	uv_freeaddrinfo(res);
 	size_t joins = ftl_node_seeds_answered(a->node, ftl_agent_now_us(a), answer, answers);
-	if (joins) {
+	ftl_agent_fed(a);
+	if (joins)
 		ftl_log(&a->set.log, FTL_LOG_DEBUG, "seeds",
 			FTL_MSG("%s: %zu answers, joining the %zu not seen alive", l->name, answers, joins),
 			FTL_F_STR("seed", l->name), FTL_F_UINT("answers", answers), FTL_F_UINT("joins", joins));
-		ftl_agent_flush(a);
-	}
 	free(l);
 }
 
@@ -92,24 +91,24 @@ static void resolve_all(ftl_agent *a)
 		if (uv_getaddrinfo(&a->loop, &l->req, on_resolved, l->name, NULL, &hints) != 0)
 			free(l);
 		else
-			a->seed_lookups_in_flight++;
+			a->seeds.lookups_in_flight++;
 	}
 }
 
 static void on_reseed(uv_timer_t *t)
 {
 	ftl_agent *a = t->data;
-	if (a->seed_lookups_in_flight == 0) /* a resolver that hangs gets no pile of lookups (libuv's 4 threads) */
+	if (a->seeds.lookups_in_flight == 0) /* a resolver that hangs gets no pile of lookups (libuv's 4 threads) */
 		resolve_all(a);
 	int64_t wait_us = ftl_node_seeds_next_wait_us(a->node, (int64_t)a->cfg.reseed_interval_ms * 1000);
-	uv_timer_start(&a->reseed_timer, on_reseed, (uint64_t)(wait_us / 1000), 0);
+	uv_timer_start(&a->seeds.timer, on_reseed, (uint64_t)(wait_us / 1000), 0);
 }
 
 void ftl_agent_seeds_start(ftl_agent *a)
 {
-	uv_timer_init(&a->loop, &a->reseed_timer);
-	a->reseed_timer.data = a;
+	uv_timer_init(&a->loop, &a->seeds.timer);
+	a->seeds.timer.data = a;
 	if (!a->cfg.seeds[0])
 		return;
-	on_reseed(&a->reseed_timer);
+	on_reseed(&a->seeds.timer);
 }

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "base/log.h"
@@ -30,7 +30,7 @@
 
 typedef struct pp_conn {
 	ftl_agent *a;
-	ftl_agent_conn conn;   /* on a->conns while open, closed first when the agent stops */
+	ftl_agent_conn conn;   /* on a->tcp.conns while open, closed first when the agent stops */
 	uv_connect_t connect;
 	uv_write_t write;
 	bool is_initiator;
@@ -43,7 +43,7 @@ typedef struct pp_conn {
 	size_t in_len, in_cap;
 	size_t in_need;        /* what the frame being read may still make us hold (the reader says) */
 	ftl_tcp_reader reader;
-	ftl_admit_entry stranger; /* queued in a->tcp_strangers while inbound and proved nothing yet */
+	ftl_admit_entry stranger; /* queued in a->tcp.strangers while inbound and proved nothing yet */
 	bool is_stream;        /* inbound rendezvous frames: idles quietly between them */
 } pp_conn;
 
@@ -54,14 +54,14 @@ static void leave_strangers(pp_conn *c)
 {
 	if (!c->stranger.is_queued)
 		return;
-	ftl_admit_remove(&c->a->tcp_strangers, &c->stranger);
-	c->a->tcp_strangers_buffered -= c->in_cap;
+	ftl_admit_remove(&c->a->tcp.strangers, &c->stranger);
+	c->a->tcp.strangers_buffered -= c->in_cap;
 }
 
 static void conn_free(ftl_agent_conn *conn)
 {
 	pp_conn *c = ftl_owner_of(conn, pp_conn, conn);
-	c->a->tcp_buffered -= c->in_cap;
+	c->a->tcp.buffered -= c->in_cap;
 	free(c->out);
 	free(c->in);
 	free(c);
@@ -95,15 +95,15 @@ static void on_timeout(uv_timer_t *t)
 		conn_close(c);
 		return;
 	}
-	a->tcp_timeouts++;
-	if (a->tcp_timeouts_logged == 0 || now - a->tcp_timeout_logged_ms >= TCP_TIMEOUT_LOG_EVERY_MS) {
+	a->tcp.timeouts++;
+	if (a->tcp.timeouts_logged == 0 || now - a->tcp.timeout_logged_ms >= TCP_TIMEOUT_LOG_EVERY_MS) {
 		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
 			FTL_MSG("push-pull with %s timed out (%llu timeouts since the last such line; "
 				"counters.tcp_timeouts in ftlctl status counts them all)",
-				c->peer, (unsigned long long)(a->tcp_timeouts - a->tcp_timeouts_logged)),
-			FTL_F_STR("peer", c->peer), FTL_F_UINT("timeouts", a->tcp_timeouts - a->tcp_timeouts_logged));
-		a->tcp_timeouts_logged = a->tcp_timeouts;
-		a->tcp_timeout_logged_ms = now;
+				c->peer, (unsigned long long)(a->tcp.timeouts - a->tcp.timeouts_logged)),
+			FTL_F_STR("peer", c->peer), FTL_F_UINT("timeouts", a->tcp.timeouts - a->tcp.timeouts_logged));
+		a->tcp.timeouts_logged = a->tcp.timeouts;
+		a->tcp.timeout_logged_ms = now;
 	}
 	conn_close(c);
 }
@@ -124,7 +124,7 @@ static pp_conn *conn_new(ftl_agent *a, bool is_initiator)
 		return NULL;
 	c->a = a;
 	c->is_initiator = is_initiator;
-	ftl_agent_conn_init(&c->conn, &a->loop, &a->conns, c, conn_free);
+	ftl_agent_conn_init(&c->conn, &a->loop, &a->tcp.conns, c, conn_free);
 	c->in_need = FTL_TCP_PREFIX + FTL_TCP_UNAUTH_MAX;
 	uv_timer_start(&c->conn.timer, on_timeout, FTL_TCP_TIMEOUT_MS, 0);
 	return c;
@@ -167,7 +167,7 @@ static void send_state(pp_conn *c)
  * cannot flood the log. */
 static void drop(pp_conn *c, ftl_tcp_drop why)
 {
-	uint64_t n = ++c->a->tcp_dropped[why];
+	uint64_t n = ++c->a->tcp.dropped[why];
 	if ((n & (n - 1)) == 0)
 		ftl_log(&c->a->set.log, FTL_LOG_WARN, "transport",
 			FTL_MSG("dropped TCP input from %s: %s (%llu so far; counters.tcp_dropped in ftlctl status "
@@ -182,8 +182,8 @@ static void drop(pp_conn *c, ftl_tcp_drop why)
 static bool stranger_may_grow(pp_conn *c, size_t more)
 {
 	ftl_agent *a = c->a;
-	while (a->tcp_strangers_buffered + more > FTL_TCP_UNAUTH_BUFFERED_MAX) {
-		ftl_admit_entry *e = ftl_admit_oldest(&a->tcp_strangers);
+	while (a->tcp.strangers_buffered + more > FTL_TCP_UNAUTH_BUFFERED_MAX) {
+		ftl_admit_entry *e = ftl_admit_oldest(&a->tcp.strangers);
 		while (e && (e == &c->stranger || conn_of(e)->in_cap == 0))
 			e = ftl_admit_newer(e);
 		if (!e) {
@@ -210,7 +210,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 			cap = c->in_need;
 		if (cap <= c->in_cap)
 			return;
-		if (a->tcp_buffered + (cap - c->in_cap) > FTL_TCP_BUFFERED_MAX) {
+		if (a->tcp.buffered + (cap - c->in_cap) > FTL_TCP_BUFFERED_MAX) {
 			drop(c, FTL_TCP_DROP_BUFFER_FULL);
 			return;
 		}
@@ -219,9 +219,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 		uint8_t *in = realloc(c->in, cap);
 		if (!in)
 			return;
-		a->tcp_buffered += cap - c->in_cap;
+		a->tcp.buffered += cap - c->in_cap;
 		if (c->stranger.is_queued)
-			a->tcp_strangers_buffered += cap - c->in_cap;
+			a->tcp.strangers_buffered += cap - c->in_cap;
 		c->in = in;
 		c->in_cap = cap;
 	}
@@ -234,12 +234,13 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 {
 	ftl_agent *a = c->a;
 	bool is_join = false;
-	if (ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join) != FTL_OK) {
+	ftl_err err = ftl_node_push_pull_merge(a->node, ftl_agent_now_us(a), frame, len, &is_join);
+	ftl_agent_fed(a);
+	if (err) {
 		ftl_log(&a->set.log, FTL_LOG_WARN, "transport",
 			FTL_MSG("dropped a push-pull frame from %s: %s", c->peer, ftl_diag_message()),
 			FTL_F_STR("peer", c->peer), FTL_F_STR("error", ftl_diag_message()));
 		conn_close(c);
-		ftl_agent_flush(a);
 		return;
 	}
 	if (c->is_initiator) {
@@ -249,7 +250,6 @@ static void on_push_pull(pp_conn *c, const uint8_t *frame, size_t len)
 	} else {
 		conn_close(c);
 	}
-	ftl_agent_flush(a);
 }
 
 /* The connection has read one frame of used bytes: keep what follows, give the buffer back when that is
@@ -259,7 +259,7 @@ static void next_frame(pp_conn *c, size_t used)
 	memmove(c->in, c->in + used, c->in_len - used);
 	c->in_len -= used;
 	if (c->in_len == 0) {
-		c->a->tcp_buffered -= c->in_cap;
+		c->a->tcp.buffered -= c->in_cap;
 		free(c->in);
 		c->in = NULL;
 		c->in_cap = 0;
@@ -336,9 +336,9 @@ static void admit(pp_conn *c, const struct sockaddr *peer)
 {
 	ftl_agent *a = c->a;
 	ftl_admit_entry *victim;
-	while ((victim = ftl_admit_victim(&a->tcp_strangers, peer, &a->tcp_stranger_limits, a->loop_turns)))
+	while ((victim = ftl_admit_victim(&a->tcp.strangers, peer, &a->tcp.stranger_limits, a->tcp.loop_turns)))
 		drop(conn_of(victim), FTL_TCP_DROP_TOO_MANY);
-	ftl_admit_push(&a->tcp_strangers, &c->stranger, peer, a->loop_turns);
+	ftl_admit_push(&a->tcp.strangers, &c->stranger, peer, a->tcp.loop_turns);
 	uv_timer_start(&c->conn.timer, on_timeout, FTL_TCP_UNAUTH_TIMEOUT_MS, 0);
 	uv_read_start((uv_stream_t *)&c->conn.tcp, on_alloc, on_read);
 }
@@ -348,7 +348,7 @@ static void accept_one(ftl_agent *a)
 	pp_conn *c = conn_new(a, false);
 	if (!c)
 		return;
-	if (uv_accept((uv_stream_t *)&a->tcp, (uv_stream_t *)&c->conn.tcp) != 0) {
+	if (uv_accept((uv_stream_t *)&a->tcp.listener, (uv_stream_t *)&c->conn.tcp) != 0) {
 		conn_close(c);
 		return;
 	}
@@ -367,32 +367,32 @@ static void on_connection(uv_stream_t *server, int status)
 	if (status < 0) {
 		/* Out of descriptors (EMFILE): libuv has refused those waiting; the oldest stranger makes room so
 		 * that the next one is accepted. Accepting goes on either way. */
-		ftl_admit_entry *oldest = ftl_admit_oldest(&a->tcp_strangers);
+		ftl_admit_entry *oldest = ftl_admit_oldest(&a->tcp.strangers);
 		if (oldest)
 			drop(conn_of(oldest), FTL_TCP_DROP_TOO_MANY);
 		return;
 	}
 	/* Too many strangers too young to push out: libuv holds this one and stops listening until on_turn
 	 * accepts it (admission.h). */
-	a->is_accept_waiting = ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns);
-	if (!a->is_accept_waiting)
+	a->tcp.is_accept_waiting = ftl_admit_must_wait(&a->tcp.strangers, &a->tcp.stranger_limits, a->tcp.loop_turns);
+	if (!a->tcp.is_accept_waiting)
 		accept_one(a);
 }
 
 void ftl_agent_tcp_close_all(ftl_agent *a)
 {
-	while (a->conns.first)
-		conn_close(ftl_owner_of(a->conns.first, pp_conn, conn.link));
+	while (a->tcp.conns.first)
+		conn_close(ftl_owner_of(a->tcp.conns.first, pp_conn, conn.link));
 }
 
 /* Before each poll for I/O: one more turn, and a connection that waited for one is accepted now if it may. */
 static void on_turn(uv_prepare_t *p)
 {
 	ftl_agent *a = p->data;
-	a->loop_turns++;
-	if (a->is_accept_waiting && !a->is_closing &&
-	    !ftl_admit_must_wait(&a->tcp_strangers, &a->tcp_stranger_limits, a->loop_turns)) {
-		a->is_accept_waiting = false;
+	a->tcp.loop_turns++;
+	if (a->tcp.is_accept_waiting && !a->is_closing &&
+	    !ftl_admit_must_wait(&a->tcp.strangers, &a->tcp.stranger_limits, a->tcp.loop_turns)) {
+		a->tcp.is_accept_waiting = false;
 		accept_one(a);
 	}
 	ftl_metrics_http_turn(a);
@@ -400,21 +400,21 @@ static void on_turn(uv_prepare_t *p)
 
 ftl_err ftl_agent_tcp_listen(ftl_agent *a)
 {
-	uv_prepare_init(&a->loop, &a->turn_counter);
-	a->turn_counter.data = a;
-	uv_prepare_start(&a->turn_counter, on_turn);
-	uv_unref((uv_handle_t *)&a->turn_counter); /* counting turns is no reason to keep the loop running */
-	a->tcp_stranger_limits = ftl_admit_limits_fitted(FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
+	uv_prepare_init(&a->loop, &a->tcp.turn_counter);
+	a->tcp.turn_counter.data = a;
+	uv_prepare_start(&a->tcp.turn_counter, on_turn);
+	uv_unref((uv_handle_t *)&a->tcp.turn_counter); /* counting turns is no reason to keep the loop running */
+	a->tcp.stranger_limits = ftl_admit_limits_fitted(FTL_TCP_UNAUTH_CONNS, FTL_TCP_UNAUTH_PER_SOURCE,
 							 FTL_TCP_BACKLOG, FTL_TCP_UNAUTH_FD_SHARE);
-	uv_tcp_init(&a->loop, &a->tcp);
-	a->tcp.data = a;
-	int rc = uv_tcp_bind(&a->tcp, (struct sockaddr *)&a->set.bind, 0);
+	uv_tcp_init(&a->loop, &a->tcp.listener);
+	a->tcp.listener.data = a;
+	int rc = uv_tcp_bind(&a->tcp.listener, (struct sockaddr *)&a->set.bind, 0);
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&a->tcp, FTL_TCP_BACKLOG, on_connection);
+		rc = uv_listen((uv_stream_t *)&a->tcp.listener, FTL_TCP_BACKLOG, on_connection);
 	if (rc != 0)
 		return ftl_diag_set(FTL_ERR_SYSTEM, "FTL_BIND=%s: cannot listen on TCP: %s", a->cfg.bind,
 				    uv_strerror(rc));
-	ftl_agent_fork_track((uv_handle_t *)&a->tcp);
+	ftl_agent_fork_track((uv_handle_t *)&a->tcp.listener);
 	return FTL_OK;
 }
 

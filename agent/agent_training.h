@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "ftl/execute.h"
-#include "metrics_text.h"
+#include "base/metrics_text.h"
 #include "node/node.h" /* the view, its members and phases: the rendezvous's types, through the node */
 
 struct ftl_agent;
@@ -94,7 +94,8 @@ void ftl_agent_set_data_addr(struct ftl_agent *a, const char *addr);
 void ftl_agent_set_replica(struct ftl_agent *a, const char *replica, uint32_t index, uint32_t size);
 
 /* The training layer's calls, each with the agent it was attached to; all but free only once
- * ftl_set_training has set a->is_training (before the start, fixed after it). */
+ * ftl_set_training has made the agent a training one (ftl_agent_is_training: before the start, fixed
+ * after it). */
 struct ftl_agent_training_ops {
 	/* ftl_agent_start, before the node exists: open the comm listener (ftl_agent_set_data_addr). */
 	ftl_err (*listen)(struct ftl_agent *a); /* the reason in the diag */
@@ -102,9 +103,9 @@ struct ftl_agent_training_ops {
 	void (*node_options)(struct ftl_agent *a, ftl_node_options *o);
 	/* Loop thread, under the lock: abort the collectives in use, if any, so a blocked step returns now;
 	 * is_member_gone: a member of the view is gone (the recovery clock starts); else a view was committed
-	 * (a->views.view is the new one), and a join may leave the step in flight to finish. */
+	 * (ftl_agent_views_locked's view is the new one), and a join may leave the step in flight to finish. */
 	void (*abort_locked)(struct ftl_agent *a, const char *why, bool is_member_gone);
-	/* Loop thread, under the lock, before v replaces a->views.view: count the change. */
+	/* Loop thread, under the lock, before v replaces the views' view: count the change. */
 	void (*view_locked)(struct ftl_agent *a, const ftl_rdv_view *v);
 	/* Under the lock: the training's fields of the status's "view" object. */
 	void (*view_status_locked)(struct ftl_agent *a, json_t *view);
@@ -114,7 +115,7 @@ struct ftl_agent_training_ops {
 	void (*metrics)(struct ftl_agent *a, ftl_metrics_text *out);
 	/* ftl_agent_leave, on the caller's thread, before the leave is gossiped: rank 0's last checkpoint. */
 	void (*before_leave)(struct ftl_agent *a);
-	/* ftl_agent_delete, after the loop thread stopped: frees a->train. */
+	/* ftl_agent_delete, after the loop thread stopped: frees the layer's state (ftl_agent_training). */
 	void (*free)(struct ftl_agent *a);
 };
 

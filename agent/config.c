@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "base/diag.h"
 #include "base/sized.h"
-#include "env_read.h"
-#include "settings_store.h"
+#include "base/env_read.h"
+#include "base/settings_store.h"
 
 /* profile.h says why the member limit is four full views; membership cannot see the rendezvous' bound. */
 _Static_assert(FTL_SWIM_MAX_MEMBERS_DEFAULT == 4 * FTL_RDV_MAX_MEMBERS, "the member limit is four full views");

@@ -29,10 +29,4 @@ ftl_err ftl_agent_config_widen(const ftl_agent_config *in, ftl_agent_config *ful
  * expected. */
 ftl_err ftl_agent_config_resolve(const ftl_agent_config *c, ftl_agent_settings *out);
 
-/* env_names.c: FTL_ERR_INVALID naming the first FTL_* variable in the environment that no table knows
- * (and its closest known name, and the others), or FTL_OK. ftl_agent_config_from_env calls it. */
-ftl_err ftl_env_refuse_unknown(void);
-/* The same refusal for one canonical name var (FTL_...), or FTL_OK when a table knows it. */
-ftl_err ftl_env_refuse_if_unknown(const char *var);
-
 #endif

@@ -203,9 +203,13 @@ static void client_send_json(ftl_control_client *client, const json_t *value)
 	line_release(line);
 }
 
+json_t *ftl_control_ok(void) { return json_pack("{s:b}", "ok", 1); }
+
+json_t *ftl_control_refusal(const char *why) { return json_pack("{s:b, s:s}", "ok", 0, "error", why); }
+
 static void client_send_error(ftl_control_client *client, const char *message)
 {
-	json_t *reply = json_pack("{s:b, s:s}", "ok", 0, "error", message);
+	json_t *reply = ftl_control_refusal(message);
 	if (reply == NULL) {
 		client_close(client);
 		return;

@@ -41,6 +41,10 @@ typedef json_t *(*ftl_control_handler)(void *ctx, ftl_control_client *client, co
 /* Listens on path (an existing socket file there is replaced only if nothing answers on it). NULL with the
  * reason in the diag when it cannot. */
 ftl_control *ftl_control_start(uv_loop_t *loop, const char *path, ftl_control_handler handler, void *ctx);
+/* The two shapes every reply starts from: {"ok":true}, and {"ok":false,"error":why}, the shape of every
+ * refusal (why: a sentence saying what is wrong and what to do). NULL when out of memory. */
+json_t *ftl_control_ok(void);
+json_t *ftl_control_refusal(const char *why);
 /* A late reply to a request whose handler returned NULL; steals reply. Safe if the client has gone. */
 void ftl_control_reply(ftl_control *c, ftl_control_client *client, json_t *reply);
 /* Sends an event line to every streaming client; does not steal event. */

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "metrics_text.h"
+#include "base/metrics_text.h"
 #include "node/node.h" /* ftl_swim_stats */
 
 /* Sets each counter's key in `counters` (a JSON object). */

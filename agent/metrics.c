@@ -22,23 +22,23 @@ void ftl_metrics_snapshot_take(ftl_agent *a, ftl_metrics_snapshot *out)
 		out->members[s] = snap.count[s];
 	out->swim = *snap.stats;
 	out->keyring = *ftl_keyring_get_stats(a->keyring);
-	memcpy(out->events, a->events_seen, sizeof(out->events));
+	memcpy(out->events, a->drain.events_seen, sizeof(out->events));
 	out->health = snap.health;
-	out->tcp_timeouts = a->tcp_timeouts;
-	out->control_followers_dropped = ftl_control_followers_dropped(a->control);
-	memcpy(out->http_dropped, a->metrics_http_dropped, sizeof(out->http_dropped));
-	memcpy(out->tcp_dropped, a->tcp_dropped, sizeof(out->tcp_dropped));
-	out->is_training = a->is_training;
-	if (!a->is_training)
+	out->tcp_timeouts = a->tcp.timeouts;
+	out->control_followers_dropped = ftl_control_followers_dropped(a->control.server);
+	memcpy(out->http_dropped, a->metrics.http_dropped, sizeof(out->http_dropped));
+	memcpy(out->tcp_dropped, a->tcp.dropped, sizeof(out->tcp_dropped));
+	out->is_training = a->training.is_on;
+	if (!a->training.is_on)
 		return;
-	const ftl_agent_views *v = &a->views;
-	pthread_mutex_lock(&a->lock);
+	const ftl_agent_views *v = &a->shared.views;
+	pthread_mutex_lock(&a->shared.lock);
 	out->view_epoch = v->view.epoch;
 	out->rank = v->view.seq ? v->view.self_rank : -1;
 	out->world_size = v->view.n;
 	out->phase = v->phase;
-	pthread_mutex_unlock(&a->lock);
-	a->train_ops->metrics(a, &out->training);
+	pthread_mutex_unlock(&a->shared.lock);
+	a->training.ops->metrics(a, &out->training);
 }
 
 void ftl_metrics_snapshot_free(ftl_metrics_snapshot *s)

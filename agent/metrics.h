@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metrics_text.h"
+#include "base/metrics_text.h"
 #include "node/node.h" /* membership's and the rendezvous's counters and phases, through the node */
 #include "channel/tcp_frame.h"
 

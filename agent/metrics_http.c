@@ -30,7 +30,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "addr.h"
+#include "base/addr.h"
 #include "agent_conn.h"
 #include "agent_fork.h"
 #include "agent_internal.h"
@@ -90,7 +90,7 @@ static void conn_close(http_conn *c)
 /* c goes before its request was complete. */
 static void drop(http_conn *c, ftl_http_drop why)
 {
-	c->srv->agent->metrics_http_dropped[why]++;
+	c->srv->agent->metrics.http_dropped[why]++;
 	conn_close(c);
 }
 
@@ -235,7 +235,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void admit(http_conn *c)
 {
 	ftl_metrics_http *srv = c->srv;
-	uint64_t turn = srv->agent->loop_turns;
+	uint64_t turn = srv->agent->tcp.loop_turns;
 	struct sockaddr_storage peer;
 	int len = sizeof(peer);
 	const struct sockaddr *from = NULL;
@@ -267,7 +267,7 @@ static void accept_one(ftl_metrics_http *srv)
 
 static bool must_wait(const ftl_metrics_http *srv)
 {
-	return ftl_admit_must_wait(&srv->reading, &srv->reading_limits, srv->agent->loop_turns);
+	return ftl_admit_must_wait(&srv->reading, &srv->reading_limits, srv->agent->tcp.loop_turns);
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -290,7 +290,7 @@ static void on_connection(uv_stream_t *listener, int status)
 
 void ftl_metrics_http_turn(ftl_agent *a)
 {
-	ftl_metrics_http *srv = a->metrics_http;
+	ftl_metrics_http *srv = a->metrics.http;
 	if (srv && srv->is_accept_waiting && !must_wait(srv)) {
 		srv->is_accept_waiting = false;
 		accept_one(srv);
@@ -329,7 +329,7 @@ ftl_err ftl_metrics_http_start(ftl_agent *a)
 	srv->lingering_limits = ftl_admit_limits_fitted(MAX_LINGERING, 0, 0, LINGERING_FD_SHARE);
 	uv_tcp_init(&a->loop, &srv->listener);
 	srv->listener.data = srv;
-	a->metrics_http = srv;
+	a->metrics.http = srv;
 	int rc = uv_tcp_bind(&srv->listener, (const struct sockaddr *)&a->set.metrics, 0);
 	if (rc == 0)
 		defer_accept_until_data(srv);
@@ -348,10 +348,10 @@ static void on_listener_closed(uv_handle_t *h) { free(h->data); }
 
 void ftl_metrics_http_close(ftl_agent *a)
 {
-	ftl_metrics_http *srv = a->metrics_http;
+	ftl_metrics_http *srv = a->metrics.http;
 	if (!srv)
 		return;
-	a->metrics_http = NULL;
+	a->metrics.http = NULL;
 	for (ftl_admit_entry *e; (e = ftl_admit_oldest(&srv->reading));)
 		conn_close(conn_of(e));
 	for (ftl_admit_entry *e; (e = ftl_admit_oldest(&srv->lingering));)

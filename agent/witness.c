@@ -182,16 +182,17 @@ void ftl_witness_release(ftl_witness *w)
 
 static int by_name(const void *x, const void *y)
 {
-	return strcmp((*(const ftl_member *const *)x)->name, (*(const ftl_member *const *)y)->name);
+	return strcmp((*(const ftl_node_member *const *)x)->name, (*(const ftl_node_member *const *)y)->name);
 }
 
 /* The live members other than us, in name order starting after our name (a ring). NULL when none. */
-static const ftl_member **ring_after_us(ftl_witness *w, const ftl_members *members, uint32_t *n_out)
+static const ftl_node_member **ring_after_us(ftl_witness *w, const ftl_node_member *members, uint32_t n_members,
+					       uint32_t *n_out)
 {
-	const ftl_member **ring = malloc(sizeof(*ring) * (members->len ? members->len : 1));
+	const ftl_node_member **ring = malloc(sizeof(*ring) * (n_members ? n_members : 1));
 	uint32_t n = 0;
-	for (uint32_t i = 0; ring && i < members->len; i++) {
-		const ftl_member *m = &members->arr[i];
+	for (uint32_t i = 0; ring && i < n_members; i++) {
+		const ftl_node_member *m = &members[i];
 		if ((m->state == FTL_MEMBER_ALIVE || m->state == FTL_MEMBER_SUSPECT) && strcmp(m->name, w->name) != 0)
 			ring[n++] = m;
 	}
@@ -203,7 +204,7 @@ static const ftl_member **ring_after_us(ftl_witness *w, const ftl_members *membe
 	uint32_t start = 0;
 	while (start < n && strcmp(ring[start]->name, w->name) < 0)
 		start++;
-	const ftl_member **rotated = malloc(sizeof(*rotated) * n);
+	const ftl_node_member **rotated = malloc(sizeof(*rotated) * n);
 	if (rotated)
 		for (uint32_t k = 0; k < n; k++)
 			rotated[k] = ring[(start + k) % n];
@@ -231,13 +232,13 @@ static ftl_err start_thread(ftl_witness *w)
 	return FTL_OK;
 }
 
-void ftl_witness_update(ftl_witness *w, const ftl_members *members)
+void ftl_witness_update(ftl_witness *w, const ftl_node_member *members, uint32_t n_members)
 {
 	uint32_t n = 0;
-	const ftl_member **ring = ring_after_us(w, members, &n);
+	const ftl_node_member **ring = ring_after_us(w, members, n_members, &n);
 	watched *chosen[FTL_WITNESS_WATCH];
 	int n_chosen = 0;
-	ftl_absent_trim(&w->absent, members->len);
+	ftl_absent_trim(&w->absent, n_members);
 	pthread_mutex_lock(&w->mu);
 	for (uint32_t k = 0; k < n && n_chosen < FTL_WITNESS_WATCH; k++) {
 		watched *e = find_entry(w, ring[k]->name, ring[k]->generation);
@@ -271,6 +272,21 @@ void ftl_witness_update(ftl_witness *w, const ftl_members *members)
 	pthread_mutex_unlock(&w->mu);
 	free(ring);
 	poke(w);
+}
+
+void ftl_witness_update_from_node(ftl_witness *w, const ftl_node *node)
+{
+	if (!w)
+		return;
+	ftl_node_snapshot snap;
+	ftl_node_read(node, &snap);
+	ftl_node_member *members = malloc(sizeof(*members) * (snap.n_members ? snap.n_members : 1));
+	uint32_t n = 0;
+	while (members && ftl_node_member_at(node, n, &members[n]))
+		n++;
+	if (members)
+		ftl_witness_update(w, members, n);
+	free(members);
 }
 
 int ftl_witness_watching(ftl_witness *w)

@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "ftl/ftl.h"
-#include "node/node.h" /* the member table (ftl_node_snapshot.members) */
+#include "node/node.h" /* the members as the node shows them (ftl_node_member) */
 
 #define FTL_WITNESS_WATCH 8 /* members one agent watches at most */
 
@@ -46,9 +46,12 @@ ftl_witness *ftl_witness_new(const char *name, uint64_t generation, ftl_witness_
 ftl_err ftl_witness_hold(ftl_witness *w);
 /* On the same thread, as it ends: marks the file leaving, unlocks, wakes the watchers, removes the file. */
 void ftl_witness_release(ftl_witness *w);
-/* After any membership change: which local members to watch, from the live ones in `members` (self
- * included, skipped). Opens the life files only of members not tried before (witness_absent.h). */
-void ftl_witness_update(ftl_witness *w, const ftl_members *members);
+/* After any membership change: which local members to watch, from the live ones (alive or suspect) among
+ * members[0..n), every member the node knows (self included, skipped). Opens the life files only of members
+ * not tried before (witness_absent.h). */
+void ftl_witness_update(ftl_witness *w, const ftl_node_member *members, uint32_t n);
+/* The same with every member node knows (the agent's call; w may be NULL: nothing). */
+void ftl_witness_update_from_node(ftl_witness *w, const ftl_node *node);
 /* How many members are watched now (for status and tests). */
 int ftl_witness_watching(ftl_witness *w);
 /* How many life files it has looked for since it started: once per life not on this host (status, tests). */

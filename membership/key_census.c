@@ -1,6 +1,8 @@
 /* The key census of key_census.h: one pass over the member table. */
 #include "key_census.h"
 
+#include "members.h"
+
 #include <string.h>
 
 static bool is_live(const ftl_member *m)

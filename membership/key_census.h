@@ -25,7 +25,8 @@
 #include <stdint.h>
 
 #include "key_fingerprint.h"
-#include "members.h"
+
+typedef struct ftl_members ftl_members; /* the member table (members.h), walked by the census functions */
 
 #define FTL_KEY_CENSUS_ROWS 32 /* distinct keys counted; past them the census says it is incomplete */
 

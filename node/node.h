@@ -25,10 +25,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rendezvous/rendezvous.h"
-#include "membership/swim.h"
+/* The parts' vocabulary only (their options, outputs, events, views), not the parts: the shell reaches
+ * membership and the rendezvous through the calls below, never their own functions or tables. */
+#include "rendezvous/rdv_types.h"
+#include "membership/swim_types.h"
 
 typedef struct ftl_node ftl_node;
+struct ftl_swim;
+struct ftl_rdv;
 
 typedef struct ftl_node_options {
 	ftl_swim_options swim;          /* membership (when training, swim.meta carries data_addr and the replica:
@@ -136,8 +140,8 @@ typedef struct ftl_node_snapshot {
 	const char *name;                      /* our member name */
 	uint64_t generation, incarnation;      /* our life and its refutation counter */
 	uint32_t count[FTL_MEMBER_STATE_MAX];  /* members by state, us included */
+	uint32_t n_members;                    /* all of them: the range of ftl_node_member_at */
 	int health;                            /* Lifeguard's local health score (0: healthy) */
-	const ftl_members *members;            /* the member table, us included */
 	const ftl_swim_stats *stats;           /* membership's counters */
 	const ftl_swim_config *config;         /* the timing in force */
 	int64_t suspicion_max_us;              /* the longest suspicion at today's size (alive + suspect) */
@@ -155,8 +159,22 @@ typedef struct ftl_node_view_state {
 	uint32_t max_workers;                  /* the job's maximum in force (ftl_rdv_max_workers) */
 } ftl_node_view_state;
 void ftl_node_read_view(const ftl_node *n, ftl_node_view_state *out);
-/* A member by name (any state), or NULL. */
-const ftl_member *ftl_node_member(const ftl_node *n, const char *name);
+/* One member as the node knows it, for the shell's status rows, its witness and its peer channel: the
+ * strings and metadata are the node's, read-only and valid until the next input. */
+typedef struct ftl_node_member {
+	const char *name;
+	const char *addr;                      /* its advertised gossip address, "ip:port" */
+	ftl_member_state state;
+	uint64_t generation, incarnation;
+	int64_t last_heard_us;                 /* the last direct ack or message from it */
+	const uint8_t *meta;                   /* its gossiped metadata (node_meta.h): meta_len bytes */
+	uint16_t meta_len;
+} ftl_node_member;
+/* The i-th member, us included, for 0 <= i < ftl_node_snapshot.n_members (in no promised order; an input
+ * may reorder them); false past the end. O(1). */
+bool ftl_node_member_at(const ftl_node *n, uint32_t i, ftl_node_member *out);
+/* A member by name (any state); false when the node knows no such name. O(1). */
+bool ftl_node_find_member(const ftl_node *n, const char *name, ftl_node_member *out);
 /* Waiting for quorum: the members of the view that are gone (at most cap names) and the quorum's figures
  * (rendezvous.h, ftl_rdv_missing); 0 when not training. */
 size_t ftl_node_missing(const ftl_node *n, const char **names, size_t cap, ftl_rdv_quorum *q);
@@ -167,9 +185,13 @@ void ftl_node_view_clear(ftl_rdv_view *v);
 extern const char *const *const ftl_node_phase_strs; /* ftl_rdv_phase_strs */
 /* Which keys the live members hold (swim.h, ftl_swim_key_census). */
 void ftl_node_key_census(ftl_node *n, ftl_key_census *out);
-/* The parts themselves, for tests and the simulator; the shell reads through the calls above. */
-ftl_swim *ftl_node_swim(const ftl_node *n);
-const ftl_rdv *ftl_node_rdv(const ftl_node *n);      /* NULL when not training */
+/* The live members that do not advertise key fp (key_census.h): at most cap names into names (valid until
+ * the next input); returns how many there are. O(members). */
+uint32_t ftl_node_key_lacking(const ftl_node *n, const uint8_t fp[FTL_KEY_FP_SIZE], const char **names, uint32_t cap);
+/* The parts themselves, for tests and the simulator (which include their headers); the shell reads through
+ * the calls above. */
+struct ftl_swim *ftl_node_swim(const ftl_node *n);
+const struct ftl_rdv *ftl_node_rdv(const ftl_node *n);      /* NULL when not training */
 bool ftl_node_has_left(const ftl_node *n);
 /* The member named in the current view (by name: any generation), -1 when not in it or not training. */
 int ftl_node_rank_in_view(const ftl_node *n, const char *name);

@@ -5,6 +5,9 @@
 
 #include "node.h"
 
+#include "membership/swim.h"
+#include "rendezvous/rendezvous.h"
+
 /* Membership changes reach the rendezvous at most once per window: a burst of joins or deaths (a rack, a
  * scale-up of hundreds) costs one candidate per window, not one per event. A feed costs O(n log n), so the
  * window grows by this much per FTL_NODE_FEED_MEMBERS_PER_WINDOW members (10 ms up to 128, 80 ms at 1,000):

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rendezvous/rendezvous.h"
+#include "rendezvous/rdv_types.h"
 
 #define FTL_META_SEP '\x1f'
 #define FTL_META_REPLICA_SEP '\x1e'

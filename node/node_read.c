@@ -11,7 +11,7 @@ void ftl_node_read(const ftl_node *n, ftl_node_snapshot *out)
 		.generation = ftl_swim_generation(s),
 		.incarnation = ftl_swim_incarnation(s),
 		.health = ftl_swim_health_score(s),
-		.members = ftl_swim_members(s),
+		.n_members = ftl_swim_members(s)->len,
 		.stats = ftl_swim_get_stats(s),
 		.config = ftl_swim_get_config(s),
 		.is_leave_done = ftl_swim_leave_done(s),
@@ -47,7 +47,42 @@ void ftl_node_view_clear(ftl_rdv_view *v) { ftl_rdv_view_clear(v); }
 
 const char *const *const ftl_node_phase_strs = ftl_rdv_phase_strs;
 
-const ftl_member *ftl_node_member(const ftl_node *n, const char *name) { return ftl_swim_find(n->swim, name); }
+/* The node's row of one member of membership's table. */
+static void member_row(const ftl_member *m, ftl_node_member *out)
+{
+	*out = (ftl_node_member){
+		.name = m->name,
+		.addr = m->addr,
+		.state = m->state,
+		.generation = m->generation,
+		.incarnation = m->incarnation,
+		.last_heard_us = m->last_heard_us,
+		.meta = m->meta,
+		.meta_len = m->meta_len,
+	};
+}
+
+bool ftl_node_member_at(const ftl_node *n, uint32_t i, ftl_node_member *out)
+{
+	const ftl_members *t = ftl_swim_members(n->swim);
+	if (i >= t->len)
+		return false;
+	member_row(&t->arr[i], out);
+	return true;
+}
+
+bool ftl_node_find_member(const ftl_node *n, const char *name, ftl_node_member *out)
+{
+	const ftl_member *m = ftl_swim_find(n->swim, name);
+	if (m)
+		member_row(m, out);
+	return m != NULL;
+}
+
+uint32_t ftl_node_key_lacking(const ftl_node *n, const uint8_t fp[FTL_KEY_FP_SIZE], const char **names, uint32_t cap)
+{
+	return ftl_key_census_lacking(ftl_swim_members(n->swim), fp, names, cap);
+}
 
 void ftl_node_key_census(ftl_node *n, ftl_key_census *out) { ftl_swim_key_census(n->swim, out); }
 

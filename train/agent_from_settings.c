@@ -2,7 +2,7 @@
  * for programs that take every setting by name (the Python package, launchers, simple C programs); and
  * its environment forms. The same steps a C program spells out: defaults, the agent's settings, the
  * job's, a new agent, training on. */
-#include "agent/settings_store.h"
+#include "base/settings_store.h"
 #include "ftl/execute.h"
 #include "global_batch.h"
 

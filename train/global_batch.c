@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/env_read.h"
+#include "base/env_read.h"
 #include "sampler.h"
 
 uint64_t ftl_batch_step_len(uint64_t dataset_size, uint64_t pos, uint64_t global_batch)

@@ -3,7 +3,7 @@
  * here, above the agent, because this is the one layer that knows both readers (the agent's and the
  * job's). Each value is judged alone, on defaults: settings judged together (FTL_REPRODUCIBLE needs
  * FTL_GLOBAL_BATCH) are judged when the agent is made, so the order of the sets never matters. */
-#include "agent/settings_store.h"
+#include "base/settings_store.h"
 #include "ftl/execute.h"
 
 static ftl_err judge_alone(const char *var, const char *value)

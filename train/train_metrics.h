@@ -12,8 +12,8 @@
 
 #include "checkpoint.h"
 #include "ftl/execute.h"
-#include "agent/histogram.h"
-#include "agent/metrics_text.h"
+#include "base/histogram.h"
+#include "base/metrics_text.h"
 #include "agent/agent_training.h"
 
 /* Why a view this worker adopted differs from the one before: a member died, left, joined, or the same

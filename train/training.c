@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent/addr.h"
-#include "agent/env_read.h"
+#include "base/addr.h"
+#include "base/env_read.h"
 #include "checkpoint.h"
 #include "base/fork_fds.h"
 #include "base/sized.h"

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/addr.h"
+#include "base/addr.h"
 #include "channel/seal.h"
 #include "membership/keyring.h"
 #include "membership/wire.h"

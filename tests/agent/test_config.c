@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/addr.h"
+#include "base/addr.h"
 #include "agent/config.h"
 #include "ftl/execute.h"
 #include "ftl/settings.h"

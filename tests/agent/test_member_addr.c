@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/addr.h"
+#include "base/addr.h"
 #include "membership/swim.h"
 
 static void test_gossiped_member_address_that_is_not_ip_port_is_dropped(void **state)

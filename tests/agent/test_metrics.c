@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/histogram.h"
+#include "base/histogram.h"
 #include "agent/metrics.h"
 #include "train/train_metrics.h"
 

@@ -75,27 +75,39 @@ static pid_t holder(const char *name, uint64_t generation, int release[2])
 	return pid;
 }
 
+#define FIXTURE_MEMBERS 256
+
+/* The members as the node would show them (ftl_node_member rows), alive. */
 typedef struct fixture {
-	ftl_members members;
-	ftl_rng rng;
+	ftl_node_member members[FIXTURE_MEMBERS];
+	char names[FIXTURE_MEMBERS][32];
+	uint32_t n_members;
 	seen seen;
 	ftl_witness *w;
 } fixture;
 
+static ftl_node_member *add_member(fixture *f, const char *name, const char *addr, uint64_t generation)
+{
+	assert_true(f->n_members < FIXTURE_MEMBERS);
+	uint32_t i = f->n_members++;
+	snprintf(f->names[i], sizeof(f->names[i]), "%s", name);
+	f->members[i] = (ftl_node_member){.name = f->names[i], .addr = addr, .state = FTL_MEMBER_ALIVE,
+					  .generation = generation};
+	return &f->members[i];
+}
+
+static void update(fixture *f) { ftl_witness_update(f->w, f->members, f->n_members); }
+
 static void watch_member(fixture *f, const char *name, uint64_t generation)
 {
-	ftl_member *m = ftl_members_add(&f->members, &f->rng, name, "127.0.0.1:1", FTL_MEMBER_ALIVE, 0);
-	assert_non_null(m);
-	m->generation = generation;
-	ftl_witness_update(f->w, &f->members);
+	add_member(f, name, "127.0.0.1:1", generation);
+	update(f);
 }
 
 static int setup(void **state)
 {
 	static fixture f;
 	memset(&f, 0, sizeof(f));
-	ftl_members_init(&f.members);
-	ftl_rng_seed(&f.rng, 7);
 	f.w = ftl_witness_new("watcher", (uint64_t)getpid(), on_report, &f.seen);
 	assert_non_null(f.w);
 	*state = &f;
@@ -106,7 +118,6 @@ static int teardown(void **state)
 {
 	fixture *f = *state;
 	ftl_witness_delete(f->w);
-	ftl_members_free(&f->members);
 	return 0;
 }
 
@@ -200,17 +211,15 @@ static void a_member_not_on_this_host_is_looked_for_once_per_life(void **state)
 	for (int i = 0; i < 200; i++) {
 		char name[32];
 		snprintf(name, sizeof(name), "elsewhere-%03d", i);
-		ftl_member *m = ftl_members_add(&f->members, &f->rng, name, "10.9.9.9:1", FTL_MEMBER_ALIVE, 0);
-		assert_non_null(m);
-		m->generation = gen;
-		ftl_witness_update(f->w, &f->members); /* one change per member, as a flood brings them */
+		add_member(f, name, "10.9.9.9:1", gen);
+		update(f); /* one change per member, as a flood brings them */
 	}
 	for (int i = 0; i < 5; i++)
-		ftl_witness_update(f->w, &f->members);
+		update(f);
 	assert_int_equal(ftl_witness_lookups(f->w), 200);
 	assert_int_equal(ftl_witness_watching(f->w), 0);
-	ftl_members_find(&f->members, "elsewhere-007")->generation = gen + 1; /* it restarted */
-	ftl_witness_update(f->w, &f->members);
+	f->members[7].generation = gen + 1; /* elsewhere-007 restarted */
+	update(f);
 	assert_int_equal(ftl_witness_lookups(f->w), 201);
 	int release[2];
 	pid_t pid = holder("here", gen, release);

@@ -65,16 +65,6 @@ json_t *fake_agent_status(void)
 	return status;
 }
 
-static json_t *ok_reply(void)
-{
-	return json_pack("{s:b}", "ok", 1);
-}
-
-static json_t *error_reply(const char *message)
-{
-	return json_pack("{s:b, s:s}", "ok", 0, "error", message);
-}
-
 static void leave_closed_cb(uv_handle_t *handle)
 {
 	free(handle->data);
@@ -92,7 +82,7 @@ static void forget_leave(pending_leave *leave)
 static void leave_due_cb(uv_timer_t *timer)
 {
 	pending_leave *leave = timer->data;
-	ftl_control_reply(leave->agent->control, leave->client, ok_reply());
+	ftl_control_reply(leave->agent->control, leave->client, ftl_control_ok());
 	forget_leave(leave);
 }
 
@@ -118,10 +108,10 @@ static json_t *keys_reply(const json_t *request)
 		return json_pack("{s:b, s:[s, s]}", "ok", 1, "keys", FAKE_PRIMARY_KEY,
 				 "ZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmY=");
 	if (key == NULL)
-		return error_reply("keys: missing key");
+		return ftl_control_refusal("keys: missing key");
 	if (strcmp(key, FAKE_UNKNOWN_KEY) == 0)
-		return error_reply("that key is not installed; see `ftlctl keys list`");
-	return ok_reply();
+		return ftl_control_refusal("that key is not installed; see `ftlctl keys list`");
+	return ftl_control_ok();
 }
 
 static json_t *big_reply(void)
@@ -147,7 +137,7 @@ static json_t *handle_request(void *ctx, ftl_control_client *client, const json_
 	pthread_mutex_unlock(&agent->lock);
 
 	if (cmd == NULL)
-		return error_reply("missing cmd");
+		return ftl_control_refusal("missing cmd");
 	if (strcmp(cmd, "status") == 0)
 		return fake_agent_status();
 	if (strcmp(cmd, "members") == 0) {
@@ -163,7 +153,7 @@ static json_t *handle_request(void *ctx, ftl_control_client *client, const json_
 		pthread_mutex_lock(&agent->lock);
 		agent->followers++;
 		pthread_mutex_unlock(&agent->lock);
-		return ok_reply();
+		return ftl_control_ok();
 	}
 	if (strcmp(cmd, "keys") == 0)
 		return keys_reply(request);
@@ -171,7 +161,7 @@ static json_t *handle_request(void *ctx, ftl_control_client *client, const json_
 		return json_pack("{s:b, s:O}", "ok", 1, "echo", request);
 	if (strcmp(cmd, "big") == 0)
 		return big_reply();
-	return error_reply("unknown command");
+	return ftl_control_refusal("unknown command");
 }
 
 static void wake_cb(uv_async_t *wake)

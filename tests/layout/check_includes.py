@@ -1,6 +1,7 @@
 """The tree's dependency rule (docs/concepts/architecture.md, "The dependency rule"), checked on every #include of the C sources:
-a folder includes only the folders below it (the public headers of the agent and of training too), and no
-folder includes another folder's *_internal.h; inside
+a folder includes only the folders below it (the public headers of the agent and of training too), train/
+includes agent/ through its door alone (agent/agent_training.h), and no folder includes another folder's
+*_internal.h; inside
 comm/, the transports sit below the core's headers and shared memory below tcp (ROOMS); and the agent and
 train/ call no membership or rendezvous function (ftl_swim_*, ftl_rdv_*): what they need of either is the
 node's to give (node/node.h), the view's vocabulary types included. A new include or call that breaks the
@@ -35,6 +36,12 @@ ALLOWED = {
 # file calls back up is check_call_circles.py's to see.
 ROOMS = {"comm_shm": "shm", "comm_tcp": "tcp", "comm_nccl": "nccl"}  # by file-name prefix; the rest: core
 ROOM_ALLOWED = {"core": {"core"}, "shm": {"core", "shm"}, "tcp": {"core", "shm", "tcp"}, "nccl": {"core", "nccl"}}
+
+
+# Folders that may include another only through its door: train/ takes the agent's API for the training layer
+# and nothing else of agent/ (struct ftl_agent and the agent's rooms stay private to it; the helpers both
+# use, such as address parsing, settings and the metrics text, live in base/).
+DOORS = {("train", "agent"): {"agent/agent_training.h"}}
 
 
 # The public headers that are the faces of the agent and of training: the layers below the agent include
@@ -93,10 +100,13 @@ def violations(root: pathlib.Path):
                     if target not in ALLOWED and target != "ftl":
                         continue  # a system or generated header in quotes
                     why = None
+                    door = DOORS.get((folder, target))
                     if target not in allowed:
                         why = f"{folder}/ may include {', '.join(sorted(allowed))} only"
                     elif header.endswith("_internal.h"):
                         why = f"{header} is {target}/'s own: no folder includes another folder's *_internal.h"
+                    elif door is not None and header not in door:
+                        why = f"{folder}/ includes {target}/ through its door only ({', '.join(sorted(door))})"
                     if why:
                         yield rel, header, why
 

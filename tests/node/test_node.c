@@ -11,8 +11,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "membership/swim.h" /* the parts themselves (ftl_node_swim, ftl_node_rdv) */
 #include "node/node.h"
 #include "node/node_meta.h"
+#include "rendezvous/rendezvous.h"
 
 #define MS 1000LL
 #define NODES 3
@@ -263,6 +265,38 @@ static void test_leave_ends_with_a_left_event(void **state)
 	stop(&w);
 }
 
+/* The shell reads members through the node, never membership's table: ftl_node_member_at gives every
+ * member once (us included) up to the snapshot's count, a name finds its row, and the key census names the
+ * live members that lack a key. */
+static void test_members_are_read_as_the_nodes_rows(void **state)
+{
+	wire w;
+	start(&w);
+	ftl_node_snapshot snap;
+	ftl_node_read(w.nodes[0], &snap);
+	assert_int_equal(snap.n_members, NODES);
+	bool is_seen[NODES] = {false};
+	ftl_node_member m;
+	for (uint32_t i = 0; i < snap.n_members; i++) {
+		assert_true(ftl_node_member_at(w.nodes[0], i, &m));
+		int k = m.name[1] - '0';
+		assert_false(is_seen[k]);
+		is_seen[k] = true;
+		assert_int_equal(index_of(m.addr), k);
+		assert_int_equal(m.state, FTL_MEMBER_ALIVE);
+		assert_int_equal(m.generation, (uint64_t)k + 1);
+		assert_int_equal(m.meta_len > 0, k < 2); /* the training members gossip their data address */
+	}
+	assert_false(ftl_node_member_at(w.nodes[0], snap.n_members, &m));
+	assert_true(ftl_node_find_member(w.nodes[0], "w2", &m));
+	assert_string_equal(m.addr, "n2");
+	assert_false(ftl_node_find_member(w.nodes[0], "w9", &m));
+	const uint8_t unknown_key_fp[FTL_KEY_FP_SIZE] = {0x5a};
+	const char *names[NODES];
+	assert_int_equal(ftl_node_key_lacking(w.nodes[0], unknown_key_fp, names, NODES), NODES);
+	stop(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_seeds_are_asked_again_soon_only_while_the_node_is_alone),
 		cmocka_unit_test(test_comm_hint_checks_the_peer_at_once_and_never_kills_alone),
 		cmocka_unit_test(test_leave_ends_with_a_left_event),
+		cmocka_unit_test(test_members_are_read_as_the_nodes_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

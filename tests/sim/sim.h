@@ -30,7 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "membership/swim.h"    /* the sim reaches into each node's parts (ftl_sim_swim, ftl_sim_rdv) */
 #include "node/node.h"
+#include "rendezvous/rendezvous.h"
 
 #define FTL_SIM_MAX_GROUPS 8
 #define FTL_SIM_PAUSE_BACKLOG 256 /* datagrams and frames a paused node holds, like socket buffers */

@@ -1,78 +1,28 @@
-/* What the node decided, carried out: after every input (a datagram, a frame, a tick, a request), the
- * agent's files call ftl_agent_flush, which sends the node's datagrams (sealed by channel/seal.h), starts
- * its checks and push-pulls, sends its rendezvous frames, hands out its membership events (log, control
- * socket, the embedder's callback, the abort rule) and views, and arms the one timer at its next deadline.
- * With the clock the node is given (uv_hrtime), this is the floor the agent's satellites stand on. */
+/* What the node decided, carried out in one place. The rooms only feed the node (agent_turn.c); once per
+ * turn of the loop in which anything was fed, the drain sends the node's datagrams (agent_udp.c), starts its
+ * checks and push-pulls, sends its rendezvous frames, hands out its membership events (log, control socket,
+ * the embedder's callback, the abort rule) and views, and arms the one timer at its next deadline. The drain
+ * calls the rooms; no room calls the drain.
+ *
+ * When: a check handle, which libuv runs right after the turn's I/O callbacks. A datagram in is answered in
+ * the turn it arrived in, as when each handler flushed, and a burst of inputs in one turn (a read of many
+ * datagrams, several frames in one TCP read) is drained once. Timers (the node's tick, a check's timeout)
+ * and pending callbacks run before the turn's poll, which would then sleep on what they fed until some I/O
+ * came; so while the node is fed an idle handle is active, and libuv does not sleep in its poll while one
+ * is. The stop drains one last time before the handles close (ftl_agent_drain_pending), so what the node
+ * decided in the stop's turn still goes out, as when each handler flushed. */
 #include "agent_internal.h"
 
-#include <stdlib.h>
-
-#include "addr.h"
+#include "base/deadline.h"
 #include "base/log.h"
-#include "channel/seal.h"
 #include "witness.h"
-
-int64_t ftl_agent_now_us(ftl_agent *a) { return (int64_t)(uv_hrtime() / 1000); }
-
-/* ---- sending ---- */
-
-typedef struct udp_send {
-	uv_udp_send_t req;
-	ftl_agent *a;
-	size_t len;
-	uint8_t data[];
-} udp_send;
-
-static void on_udp_sent(uv_udp_send_t *req, int status)
-{
-	udp_send *s = req->data;
-	if (status < 0)
-		ftl_log(&s->a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("udp send failed: %s", uv_strerror(status)),
-			FTL_F_STR("error", uv_strerror(status)));
-	free(s);
-}
-
-static void send_datagram(ftl_agent *a, const ftl_swim_output *out)
-{
-	struct sockaddr_storage to;
-	if (ftl_addr_parse_numeric(out->to_addr, &to) != 0) {
-		ftl_log(&a->set.log, FTL_LOG_WARN, "transport", FTL_MSG("cannot send to %s: not a numeric address", out->to_addr),
-			FTL_F_STR("to", out->to_addr));
-		return;
-	}
-	udp_send *s = malloc(sizeof(*s) + FTL_UDP_PACKET_MAX);
-	if (!s)
-		return;
-	s->req.data = s;
-	s->a = a;
-	if (ftl_seal_datagram(a->keyring, out->data, out->len, s->data, &s->len) != 0) {
-		free(s);
-		return;
-	}
-	uv_buf_t buf = uv_buf_init((char *)s->data, (unsigned)s->len);
-	int rc = uv_udp_send(&s->req, &a->udp, &buf, 1, (struct sockaddr *)&to, on_udp_sent);
-	if (rc < 0) {
-		ftl_log(&a->set.log, FTL_LOG_DEBUG, "transport", FTL_MSG("udp send to %s: %s", out->to_addr, uv_strerror(rc)),
-			FTL_F_STR("to", out->to_addr), FTL_F_STR("error", uv_strerror(rc)));
-		free(s);
-	}
-}
 
 /* ---- events ---- */
 
 void ftl_agent_members_changed(ftl_agent *a)
 {
-	ftl_node_snapshot snap;
-	ftl_node_read(a->node, &snap);
-	pthread_mutex_lock(&a->lock);
-	a->counts.alive = snap.count[FTL_MEMBER_ALIVE];
-	a->counts.suspect = snap.count[FTL_MEMBER_SUSPECT];
-	a->counts.dead = snap.count[FTL_MEMBER_DEAD];
-	a->counts.left = snap.count[FTL_MEMBER_LEFT];
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
-	if (a->witness)
-		ftl_witness_update(a->witness, snap.members);
+	ftl_agent_publish_counts(a);
+	ftl_witness_update_from_node(a->witness, a->node);
 }
 
 /* A membership event: logged, published, and, when the node's abort rule says so, the end of the
@@ -92,7 +42,7 @@ static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 			FTL_F_STR("member", ev->name), FTL_F_STR("addr", ev->addr), FTL_F_UINT("generation", ev->generation),
 			FTL_F_UINT("incarnation", ev->incarnation));
 	ftl_agent_control_event(a, ev);
-	a->events_seen[ev->type]++;
+	a->drain.events_seen[ev->type]++;
 	if (nev->is_abort)
 		ftl_agent_rdv_member_gone(a, nev->why);
 	if (ev->type == FTL_EVENT_DEAD || ev->type == FTL_EVENT_LEFT || ev->type == FTL_EVENT_JOIN)
@@ -116,33 +66,32 @@ static void hand_out(ftl_agent *a, const ftl_node_event *nev)
 	}
 }
 
-/* ---- the timer ---- */
+static void has_left(ftl_agent *a)
+{
+	ftl_agent_publish_left(a);
+	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "left the cluster");
+	ftl_agent_control_left(a);
+}
+
+/* ---- the drain ---- */
 
 static void on_timer(uv_timer_t *t)
 {
 	ftl_agent *a = t->data;
 	ftl_node_tick(a->node, ftl_agent_now_us(a));
-	ftl_agent_flush(a);
+	ftl_agent_fed(a);
 }
 
-static void has_left(ftl_agent *a)
+/* Everything the node has queued since the last drain, carried out. What the drain's own calls feed (none
+ * does today) is drained in the next turn. */
+static void drain(ftl_agent *a)
 {
-	pthread_mutex_lock(&a->lock);
-	a->has_left = true;
-	pthread_cond_broadcast(&a->changed);
-	pthread_mutex_unlock(&a->lock);
-	ftl_log(&a->set.log, FTL_LOG_INFO, "agent", "left the cluster");
-	ftl_agent_control_left(a);
-}
-
-void ftl_agent_flush(ftl_agent *a)
-{
-	if (a->is_closing)
-		return; /* a close callback must not open a connection the stopping loop would wait for */
+	a->drain.is_fed = false;
+	uv_idle_stop(&a->drain.keep_polling);
 	ftl_swim_output out;
 	while (ftl_node_next_output(a->node, &out)) {
 		if (out.kind == FTL_OUTPUT_PACKET)
-			send_datagram(a, &out);
+			ftl_agent_udp_send(a, &out);
 		else if (out.kind == FTL_OUTPUT_CHECK)
 			ftl_agent_check(a, &out);
 		else
@@ -169,5 +118,27 @@ void ftl_agent_flush(ftl_agent *a)
 		ftl_agent_members_changed(a);
 	ftl_agent_rdv_publish(a);
 	uint64_t wait_ms = ftl_deadline_timer_ms(ftl_node_next_deadline(a->node), ftl_agent_now_us(a), 60000);
-	uv_timer_start(&a->timer, on_timer, wait_ms, 0);
+	uv_timer_start(&a->drain.timer, on_timer, wait_ms, 0);
+}
+
+/* After the turn's I/O callbacks. */
+static void on_check(uv_check_t *c) { ftl_agent_drain_pending(c->data); }
+
+void ftl_agent_drain_start(ftl_agent *a)
+{
+	uv_timer_init(&a->loop, &a->drain.timer);
+	a->drain.timer.data = a;
+	uv_idle_init(&a->loop, &a->drain.keep_polling);
+	uv_check_init(&a->loop, &a->drain.check);
+	a->drain.check.data = a;
+	uv_check_start(&a->drain.check, on_check);
+	/* Neither keeps the loop running: they serve the handles that do. */
+	uv_unref((uv_handle_t *)&a->drain.check);
+	uv_unref((uv_handle_t *)&a->drain.keep_polling);
+}
+
+void ftl_agent_drain_pending(ftl_agent *a)
+{
+	if (a->drain.is_fed && !a->is_closing)
+		drain(a);
 }

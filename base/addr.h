@@ -1,6 +1,6 @@
 /* host:port strings: "10.0.0.7:7946", "[fd00::7]:7946", "ftl-workers.default.svc:7946". */
-#ifndef FTL_AGENT_ADDR_H
-#define FTL_AGENT_ADDR_H
+#ifndef FTL_BASE_ADDR_H
+#define FTL_BASE_ADDR_H
 
 #include <stdbool.h>
 #include <stddef.h>

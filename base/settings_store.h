@@ -1,8 +1,8 @@
 /* The store behind ftl_settings (ftl/settings.h): names made canonical (FTL_SEEDS for "seeds"), values
  * kept as text, unchecked. The checking setter sits in train/ (train/settings_set.c), the one layer that
- * knows every setting's reader; the agent's own readers take a store (config.c). */
-#ifndef FTL_AGENT_SETTINGS_STORE_H
-#define FTL_AGENT_SETTINGS_STORE_H
+ * knows every setting's reader; the agent's own readers take a store (agent/config.c). */
+#ifndef FTL_BASE_SETTINGS_STORE_H
+#define FTL_BASE_SETTINGS_STORE_H
 
 #include "base/diag.h"
 #include "ftl/settings.h"

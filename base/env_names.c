@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/diag.h"
-#include "config.h"
+#include "diag.h"
+#include "env_names.h"
 #include "ftl/settings.h"
-#include "base/log.h"
+#include "log.h"
 
 static const char *const known_names[] = {
 	/* the agent (ftl_agent_config_from_env, include/ftl/agent.h) */

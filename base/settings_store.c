@@ -2,10 +2,11 @@
  * dozen at most, so a linear search is the simplest thing that is fast enough. */
 #include "settings_store.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "env_names.h"
 
 struct ftl_settings {
 	size_t n, cap;

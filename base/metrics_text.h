@@ -1,10 +1,10 @@
 /* The Prometheus text exposition format (version 0.0.4), written once: every /metrics family, the agent's
- * (metrics.c) and the training layer's (train/train_metrics_render.c), goes through these writers, so HELP
+ * (agent/metrics.c) and the training layer's (train/train_metrics_render.c), goes through these writers, so HELP
  * and TYPE lines and label escaping exist in one place. A family is one of four kinds: a single value, a
  * value per label, a histogram, or lines put by hand (the info line). Out of memory sticks: every later
  * write is a no-op and is_oom says so. */
-#ifndef FTL_AGENT_METRICS_TEXT_H
-#define FTL_AGENT_METRICS_TEXT_H
+#ifndef FTL_BASE_METRICS_TEXT_H
+#define FTL_BASE_METRICS_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

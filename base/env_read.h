@@ -2,8 +2,8 @@
  * of a setting's words, from a settings object (ftl/settings.h); ftl_env_int (ftl/settings.h) reads the
  * environment with the same rules. A value that is set but empty is refused by every reader: unset it to
  * get the default. Failures return FTL_ERR_INVALID with the reason in the diag. */
-#ifndef FTL_AGENT_ENV_READ_H
-#define FTL_AGENT_ENV_READ_H
+#ifndef FTL_BASE_ENV_READ_H
+#define FTL_BASE_ENV_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * into a metrics snapshot. Why fixed buckets: an observation is O(buckets) with no allocation (it runs in
  * the training thread between collectives), and every worker reports the same bounds, so Prometheus can
  * add their buckets up across the job. */
-#ifndef FTL_AGENT_HISTOGRAM_H
-#define FTL_AGENT_HISTOGRAM_H
+#ifndef FTL_BASE_HISTOGRAM_H
+#define FTL_BASE_HISTOGRAM_H
 
 #include <stdint.h>
 
