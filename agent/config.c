@@ -104,7 +104,7 @@ ftl_err ftl_agent_config_from_env(ftl_agent_config *c)
 {
 	ftl_settings *s = ftl_settings_new_from_environment();
 	ftl_err err = s ? ftl_agent_config_from_settings(c, s) : ftl_error_code();
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	return err;
 }
 

@@ -18,7 +18,7 @@ struct ftl_settings {
 
 ftl_settings *ftl_settings_new(void) { return calloc(1, sizeof(ftl_settings)); }
 
-void ftl_settings_free(ftl_settings *s)
+void ftl_settings_delete(ftl_settings *s)
 {
 	if (!s)
 		return;
@@ -110,7 +110,7 @@ ftl_settings *ftl_settings_new_from_environment(void)
 	if (!s)
 		ftl_diag_set(FTL_ERR_SYSTEM, "the FTL_* environment: out of memory");
 	if (s && ftl_settings_add_env(s, ftl_settings_put) != FTL_OK) {
-		ftl_settings_free(s);
+		ftl_settings_delete(s);
 		return NULL;
 	}
 	return s;

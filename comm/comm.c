@@ -54,7 +54,7 @@ int ftl_comm_backend_is_available(ftl_comm_backend backend)
 ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
 {
 	if (out == NULL)
-		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_create: out is NULL");
+		return ftl_comm_fail_diag(FTL_ERR_INVALID, "ftl_comm_new: out is NULL");
 	*out = NULL;
 	struct ftl_comm_config full;
 	defaults(&full);
@@ -91,14 +91,14 @@ ftl_err ftl_comm_start(const struct ftl_comm_config *caller_cfg, ftl_comm **out)
 	return t->create(cfg, out);
 }
 
-/* A started communicator, waited for: the ready one ftl_comm_create promises. */
-ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out)
+/* A started communicator, waited for: the ready one ftl_comm_new promises. */
+ftl_err ftl_comm_new(const struct ftl_comm_config *cfg, ftl_comm **out)
 {
 	ftl_err e = ftl_comm_start(cfg, out);
 	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
 		return e;
 	ftl_comm_fail_diag(e, "%s", (*out)->error.message + 5 /* without "ftl: " */);
-	ftl_comm_destroy(*out);
+	ftl_comm_delete(*out);
 	*out = NULL;
 	return e;
 }
@@ -185,7 +185,7 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 	*out = NULL;
 	if (comm->ops->shrink == NULL)
 		return ftl_comm_fail(comm, FTL_ERR_UNSUPPORTED, false,
-				     "the %s backend cannot shrink; build a new communicator with ftl_comm_create",
+				     "the %s backend cannot shrink; build a new communicator with ftl_comm_new",
 				     ftl_comm_backend_name(comm->backend));
 	int pending = ftl_comm_async_pending(comm);
 	if (pending > 0)
@@ -216,7 +216,7 @@ ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, f
 	if (e != FTL_OK || (e = ftl_comm_await(*out)) == FTL_OK)
 		return e;
 	ftl_comm_fail(comm, e, false, "shrink: %s", (*out)->error.message + 5);
-	ftl_comm_destroy(*out);
+	ftl_comm_delete(*out);
 	*out = NULL;
 	return e;
 }
@@ -243,7 +243,7 @@ int ftl_comm_is_aborted(const ftl_comm *comm)
 	return comm != NULL && (atomic_load(&comm->is_aborted) || comm->broken != FTL_OK);
 }
 
-void ftl_comm_destroy(ftl_comm *comm)
+void ftl_comm_delete(ftl_comm *comm)
 {
 	if (comm == NULL)
 		return;

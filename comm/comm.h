@@ -186,7 +186,7 @@ int ftl_comm_async_pending(struct ftl_comm *comm);
 void ftl_comm_async_destroy(struct ftl_comm *comm);
 
 /* Creates a communicator whose setup may still be running (a non-blocking NCCL init: started, not waited
- * for): the first call on it, or ftl_comm_await, completes it. tcp connects here as ftl_comm_create does.
+ * for): the first call on it, or ftl_comm_await, completes it. tcp connects here as ftl_comm_new does.
  * What the caller does between the two (a state-sync header over the host comm) overlaps the setup. */
 ftl_err ftl_comm_start(const struct ftl_comm_config *cfg, struct ftl_comm **out);
 

@@ -70,7 +70,7 @@ static ftl_err shrink(const struct ftl_comm_rebuild *rb, const int *exclude, int
 	if ((*out)->rank != rb->cfg->rank || (*out)->world_size != rb->cfg->world_size) {
 		e = ftl_comm_fail_diag(FTL_ERR_INVALID, "shrink gave rank %d of %d, the view says %d of %d",
 				      (*out)->rank, (*out)->world_size, rb->cfg->rank, rb->cfg->world_size);
-		ftl_comm_destroy(*out);
+		ftl_comm_delete(*out);
 		*out = NULL;
 		return e;
 	}
@@ -114,7 +114,7 @@ ftl_err ftl_comm_rebuild(const struct ftl_comm_rebuild *rb, struct ftl_comm **ou
 		e = ftl_comm_start(rb->cfg, out);
 	}
 done:
-	ftl_comm_destroy(rb->old);
+	ftl_comm_delete(rb->old);
 	free(exclude);
 	return e;
 }

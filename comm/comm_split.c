@@ -74,7 +74,7 @@ ftl_err ftl_comm_split(ftl_comm *comm, const int *ranks, int n, const struct ftl
 	child.bootstrap = text;
 	child.bootstrap_len = len;
 	child.comm_id = split_id(comm->comm_id, ranks, n);
-	e = ftl_comm_create(&child, out);
+	e = ftl_comm_new(&child, out);
 	free(text);
 	return e;
 }

@@ -626,7 +626,7 @@ ftl_err ftl_comm_tcp_connect_pairs(struct ftl_comm_tcp *t, const int *peers, int
 		if (peers[i] < rank && is_pair_missing(t, peers[i]) && t->listen_fd < 0)
 			return ftl_comm_fail(&t->base, FTL_ERR_UNSUPPORTED, false,
 					     "p2p with rank %d: this communicator keeps no listener for the lower ranks' pair "
-					     "links (give ftl_comm_create a cfg.listen_fd that outlives it)", peers[i]);
+					     "links (give ftl_comm_new a cfg.listen_fd that outlives it)", peers[i]);
 	struct until u = {deadline_ms, is_aborted, t};
 	int *out_fd = malloc((size_t)n_peers * 2 * sizeof(int)), *out_peer = out_fd + n_peers, n_out = 0;
 	if (out_fd == NULL)

@@ -12,7 +12,7 @@ ftl_err ftl_training_config_from_env(ftl_training_config *t)
 	ftl_err err = s ? ftl_training_config_from_settings(t, s) : ftl_error_code();
 	if (!err)
 		err = ftl_batch_config_check(&t->batch);
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	return err;
 }
 
@@ -47,6 +47,6 @@ ftl_agent *ftl_agent_new_from_env_logging(ftl_log_cb log_cb, void *log_user)
 		return NULL;
 	}
 	ftl_agent *a = ftl_settings_load_env(s) == FTL_OK ? ftl_agent_new_from_settings(s, log_cb, log_user) : NULL;
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	return a;
 }

@@ -49,7 +49,7 @@ static ftl_err open_newest(const char *dir, ftl_checkpoint_reader *r)
 	return FTL_OK;
 }
 
-ftl_err ftl_checkpoint_reader_open(const char *path, ftl_checkpoint_reader **out)
+ftl_err ftl_checkpoint_reader_new(const char *path, ftl_checkpoint_reader **out)
 {
 	*out = NULL;
 	struct stat st;
@@ -74,7 +74,7 @@ ftl_err ftl_checkpoint_reader_open(const char *path, ftl_checkpoint_reader **out
 	return FTL_OK;
 }
 
-void ftl_checkpoint_reader_close(ftl_checkpoint_reader *r)
+void ftl_checkpoint_reader_delete(ftl_checkpoint_reader *r)
 {
 	if (!r)
 		return;

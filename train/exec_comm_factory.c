@@ -73,8 +73,8 @@ static void install(ftl_agent *a, const ftl_comm_pair *c, const ftl_rdv_view *w)
 		t->comm_n = keys ? w->n : 0;
 	}
 	ftl_agent_unlock(a);
-	ftl_comm_destroy(old.ctrl);
-	ftl_comm_destroy(old.data); /* tcp closes sockets; nccl tears down on a detached thread */
+	ftl_comm_delete(old.ctrl);
+	ftl_comm_delete(old.data); /* tcp closes sockets; nccl tears down on a detached thread */
 }
 
 /* The tcp bootstrap of w: every member's data address, by rank (malloc'd text). */
@@ -172,7 +172,7 @@ static ftl_err create(ftl_agent *a, const ftl_rdv_view *w, ftl_comm_backend back
 	struct build_of build = {a, w->seq};
 	cfg.is_cancelled = is_superseded;
 	cfg.cancel_arg = &build;
-	e = ftl_comm_create(&cfg, out);
+	e = ftl_comm_new(&cfg, out);
 	free(text);
 	return built(e, w, backend);
 }
@@ -221,7 +221,7 @@ static ftl_err factory_build(void *ctx, const ftl_rdv_view *w, ftl_comm_pair *ou
 	ftl_comm_pair c = {0};
 	ftl_err e = create(a, w, FTL_COMM_TCP, &c.ctrl);
 	if (e == FTL_OK && backend != FTL_COMM_TCP && (e = rebuild_device(a, w, c.ctrl, &c.data)) != FTL_OK)
-		ftl_comm_destroy(c.ctrl);
+		ftl_comm_delete(c.ctrl);
 	if (e != FTL_OK)
 		return e;
 	if (backend == FTL_COMM_TCP)

@@ -8,7 +8,7 @@
  *   waiting_for_view, building_comm, syncing, running ──> failed: stopped, left, no view for too long,
  *   retries spent, an error that is not about a peer (ftl_execute returns it)
  *
- * Why a view's communicator is built at most once: a build (ftl_comm_create) is not atomic across ranks;
+ * Why a view's communicator is built at most once: a build (ftl_comm_new) is not atomic across ranks;
  * one rank may finish it while another gives up, and two builds of one view share its comm id, so ranks
  * that each rebuilt the same view on their own timers paired with each other's stale attempts and never
  * got in step. So when a view's communicator fails (a collective, the build or the state sync) the machine

@@ -20,7 +20,7 @@ static ftl_err judge_alone(const char *var, const char *value)
 		err = ftl_agent_config_from_settings(&cfg, one);
 	if (!err)
 		err = ftl_training_config_from_settings(&training, one);
-	ftl_settings_free(one);
+	ftl_settings_delete(one);
 	return err;
 }
 

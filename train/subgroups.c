@@ -78,7 +78,7 @@ ftl_err ftl_subgroup_new(ftl_agent *a, const int *ranks, int n, ftl_comm **out)
 	ftl_err kept = is_same_view ? keep_locked(t, sub) : FTL_OK;
 	ftl_agent_unlock(a);
 	if (!is_same_view || kept != FTL_OK) {
-		ftl_comm_destroy(sub);
+		ftl_comm_delete(sub);
 		if (kept != FTL_OK)
 			return ftl_training_fail(t, kept, "ftl: ftl_subgroup_new: %s", ftl_diag_message());
 		return ftl_training_fail(t, FTL_ERR_PEER_LOST, "ftl: ftl_subgroup_new: the view changed while the "
@@ -100,7 +100,7 @@ void ftl_subgroup_delete(ftl_agent *a, ftl_comm *sub)
 			break;
 		}
 	ftl_agent_unlock(a);
-	ftl_comm_destroy(sub);
+	ftl_comm_delete(sub);
 }
 
 void ftl_subgroups_abort_locked(ftl_training *t)
@@ -118,7 +118,7 @@ void ftl_subgroups_hang_up_locked(ftl_training *t)
 void ftl_subgroups_free(ftl_training *t)
 {
 	for (int i = 0; i < t->n_subgroups; i++)
-		ftl_comm_destroy(t->subgroups[i]);
+		ftl_comm_delete(t->subgroups[i]);
 	free(t->subgroups);
 	t->subgroups = NULL;
 	t->n_subgroups = t->subgroups_cap = 0;

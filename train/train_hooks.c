@@ -102,8 +102,8 @@ static void training_free(ftl_agent *a)
 	ftl_checkpoint_teardown(&t->ckpt); /* a write in progress finishes first */
 	ftl_subgroups_free(t);
 	if (t->ctrl_comm != t->comm)
-		ftl_comm_destroy(t->ctrl_comm);
-	ftl_comm_destroy(t->comm);
+		ftl_comm_delete(t->ctrl_comm);
+	ftl_comm_delete(t->comm);
 	free(t->comm_keys);
 	if (t->data_fd >= 0) {
 		ftl_fork_fds_remove(t->data_fd);

@@ -54,7 +54,7 @@ static ftl_comm *connect_ranks(int rank, const char *const *addrs, int n)
 	cfg.connect_timeout_ms = 60000;
 	cfg.shm = FTL_COMM_SHM_OFF;
 	ftl_comm *comm = NULL;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK)
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK)
 		fprintf(stderr, "allreduce_rank %d: %s\n", rank, ftl_error_message());
 	free(text);
 	return comm;
@@ -109,6 +109,6 @@ int main(int argc, char **argv)
 	if (comm == NULL)
 		return 1;
 	int rc = measure(comm, rank, n, n_sizes);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }

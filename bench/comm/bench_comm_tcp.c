@@ -69,7 +69,7 @@ static int bench_child(struct harness_child *c)
 	free(send);
 	free(recv);
 	free(residual);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return 0;
 }
 

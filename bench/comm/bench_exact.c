@@ -105,7 +105,7 @@ static int bench_child(struct harness_child *c)
 	free(rows);
 	free(out);
 	free(scratch);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return 0;
 }
 

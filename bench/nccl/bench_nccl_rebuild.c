@@ -4,7 +4,7 @@
  *   first_allreduce_ms     the first 4-byte allreduce on it (NCCL connects lazily);
  *   (no shrink figures: one rank has nobody to drop, and NCCL refuses a shrink by nobody; a shrink
  *   needs two GPUs, where the rebuild of a view that lost a rank takes that path)
- *   abort_call_ms          ftl_comm_abort + ftl_comm_destroy on the caller's thread (the critical path);
+ *   abort_call_ms          ftl_comm_abort + ftl_comm_delete on the caller's thread (the critical path);
  *   teardown_ms            until the detached ncclCommAbort/cudaFree finished (off the critical path);
  *   rebuild_<path>_ms      ftl_comm_rebuild after an abort, vote included, plus the first allreduce: the
  *                          whole critical path from a failed view to a working communicator, by path.
@@ -70,7 +70,7 @@ static void abort_and_destroy(ftl_comm *comm)
 {
 	int64_t t0 = nccl_one_rank_now_ns();
 	ftl_comm_abort(comm);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	record(ABORT_CALL, nccl_one_rank_ms_since(t0));
 	int64_t drained = nccl_one_rank_drain_teardowns(120000);
 	if (drained < 0)
@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 			     figure_names[f], samples[f][counts[f] / 2], samples[f][0], samples[f][counts[f] - 1], counts[f],
 			     version);
 	}
-	ftl_comm_destroy(host);
+	ftl_comm_delete(host);
 	cudaFree(dev);
 	return 0;
 }

@@ -38,9 +38,13 @@ typedef struct ftl_checkpoint_info {
  * checkpoint that verifies (older ones are tried when newer ones do not). On failure *out is NULL and
  * ftl_error_message() names the file and the reason, e.g. "ftl: checkpoint /ck/ckpt-...ftl: checksum
  * mismatch (xxh3): the file is corrupt" (FTL_ERR_INVALID), or "cannot open" (FTL_ERR_SYSTEM). */
-FTL_API ftl_err ftl_checkpoint_reader_open(const char *path, ftl_checkpoint_reader **out);
-FTL_API void ftl_checkpoint_reader_close(ftl_checkpoint_reader *r);
-/* The file it read (within the directory, when a directory was given); valid until close. */
+FTL_API ftl_err ftl_checkpoint_reader_new(const char *path, ftl_checkpoint_reader **out);
+FTL_API void ftl_checkpoint_reader_delete(ftl_checkpoint_reader *r);
+/* Before 0.4.5 (kept exported; the same calls): */
+FTL_API ftl_err ftl_checkpoint_reader_open(const char *path, ftl_checkpoint_reader **out)
+	FTL_DEPRECATED("ftl_checkpoint_reader_new");
+FTL_API void ftl_checkpoint_reader_close(ftl_checkpoint_reader *r) FTL_DEPRECATED("ftl_checkpoint_reader_delete");
+/* The file it read (within the directory, when a directory was given); valid until the reader is deleted. */
 FTL_API const char *ftl_checkpoint_reader_file(const ftl_checkpoint_reader *r);
 FTL_API ftl_err ftl_checkpoint_reader_info(const ftl_checkpoint_reader *r, ftl_checkpoint_info *out);
 /* Buffer i (0 <= i < n_buffers): its registered name and its bytes, valid until close. FTL_ERR_INVALID for

@@ -93,7 +93,7 @@ typedef struct ftl_comm ftl_comm;
  * block and must not call back into the communicator. */
 typedef void (*ftl_comm_peer_reset_cb)(void *arg, int peer_rank, const char *peer_addr);
 
-/* tcp: asked on the creating thread while ftl_comm_create connects (at least every 20 ms); non-zero ends
+/* tcp: asked on the creating thread while ftl_comm_new connects (at least every 20 ms); non-zero ends
  * the create with FTL_ERR_ABORTED. An elastic caller whose view was superseded stops building it at once
  * instead of holding its peers, who refuse its stale comm id, until the connect deadline. */
 typedef int (*ftl_comm_is_cancelled_cb)(void *arg);
@@ -123,7 +123,7 @@ struct ftl_comm_config {
 	int listen_fd;           /* tcp: a listening socket bound to this rank's address, kept by the caller;
 	                          * -1: bind the address from the bootstrap for the time of the handshake */
 	int timeout_ms;          /* deadline of each collective; default 60000 */
-	int connect_timeout_ms;  /* deadline of ftl_comm_create(); default 30000 */
+	int connect_timeout_ms;  /* deadline of ftl_comm_new(); default 30000 */
 	int tcp_user_timeout_ms; /* tcp: TCP_USER_TIMEOUT, unacknowledged data for this long = peer lost;
 	                          * default 10000 */
 	int cuda_device;         /* nccl: the device this rank uses */
@@ -146,7 +146,9 @@ FTL_API void ftl_comm_config_init_sized(struct ftl_comm_config *cfg, size_t size
 
 /* Connects to the peers and returns a ready communicator in *out. On failure *out is NULL and
  * ftl_error_message() says why. */
-FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out);
+FTL_API ftl_err ftl_comm_new(const struct ftl_comm_config *cfg, ftl_comm **out);
+/* Before 0.4.5 (kept exported; the same call): */
+FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **out) FTL_DEPRECATED("ftl_comm_new");
 
 /* ---- the allreduce family: one call, one options struct ----
  *
@@ -169,7 +171,7 @@ FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **ou
  *   by the caller between calls on the same data (a gradient bucket): each call adds it to sendbuf before
  *   rounding and stores what the rounding dropped, so input rounding does not accumulate over steps (sum and
  *   avg only). tcp cuts a large buffer into chunks (1 MiB of f32) so that rounding and widening overlap the
- *   transfer, with the same bound and, at 2 ranks, the same bits. Keeps a bf16 buffer until destroy: count *
+ *   transfer, with the same bound and, at 2 ranks, the same bits. Keeps a bf16 buffer until ftl_comm_delete: count *
  *   2 bytes for the largest count so far (nccl), at most 2 MiB (tcp). Blocking only (an asynchronous
  *   compressed allreduce is a gradient bucket's, ftl/gradient.h).
  * - FTL_ALLREDUCE_EXACT: the exact sum of float rows over the world, in an order that cannot matter (dtype
@@ -185,7 +187,7 @@ FTL_API ftl_err ftl_comm_create(const struct ftl_comm_config *cfg, ftl_comm **ou
  *   or an infinity in any row is FTL_ERR_INVALID on every rank. Host memory, tcp backend (nccl:
  *   FTL_ERR_UNSUPPORTED); blocking only. Costs a max allreduce of count/64 floats and a sum allreduce of as
  *   many bytes as the f32 one, plus the conversions; keeps (count + count/32) * 4 bytes of integers until
- *   destroy, for the largest count so far.
+ *   ftl_comm_delete, for the largest count so far.
  *
  * A kind or combination this build or backend cannot run is FTL_ERR_UNSUPPORTED, with nothing started. */
 typedef enum ftl_allreduce_kind {
@@ -234,7 +236,7 @@ FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
 
 /* Asynchronous collectives. ftl_comm_allreduce with a req starts an allreduce and returns at once with a
  * request in *req; the buffers belong to the communicator until the request completes. Several may be
- * outstanding: a progress thread of the communicator (started by the first asynchronous call, joined by destroy) runs
+ * outstanding: a progress thread of the communicator (started by the first asynchronous call, joined by ftl_comm_delete) runs
  * them one after the other in the order they were made, so every rank must make them in the same order,
  * as with blocking calls. A blocking call made while requests are outstanding queues behind them and
  * returns when it has run, so the order of all calls is the order they were made.
@@ -246,7 +248,7 @@ FTL_API ftl_err ftl_comm_barrier(ftl_comm *comm);
  * ftl_comm_wait blocks until *req completes, returns its result, frees it and sets *req to NULL.
  * ftl_comm_test never blocks: *done = 0 (FTL_OK, *req kept) while it runs; else *done = 1 and it returns
  * the result, frees it and sets *req to NULL, like wait. Every request must be waited (or tested done);
- * ftl_comm_destroy aborts the ones still running and frees every one not yet waited (their handles are
+ * ftl_comm_delete aborts the ones still running and frees every one not yet waited (their handles are
  * then invalid). A refused argument returns the error with *req = NULL and nothing started.
  * Threads: like blocking calls, one thread at a time makes, waits and tests a communicator's requests.
  * The peer_reset hook of an asynchronous request runs on the progress thread.
@@ -296,14 +298,14 @@ FTL_API ftl_err ftl_comm_alltoall(ftl_comm *comm, const void *sendbuf, const siz
  * among them), and every rank listed calls this with the same list; in the new one, rank i is ranks[i].
  * Its comm id is derived from comm's and the list (two splits of other ranks never meet); the rest of its
  * config is cfg's (NULL: defaults): listen_fd, timeouts, shm, is_cancelled. The others take no part.
- * Works on a healthy communicator; the new one lives apart (destroy both). tcp only (FTL_ERR_UNSUPPORTED
+ * Works on a healthy communicator; the new one lives apart (delete both). tcp only (FTL_ERR_UNSUPPORTED
  * on nccl), from the parent's bootstrap addresses. */
 FTL_API ftl_err ftl_comm_split(ftl_comm *comm, const int *ranks, int n, const struct ftl_comm_config *cfg,
 			       ftl_comm **out);
 
 /* A smaller communicator without the ranks in exclude (1 to world size - 1 of them, renumbered in order),
  * built from this one without a new bootstrap; works on a broken communicator. nccl >= 2.27 only; tcp answers
- * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_create). The old communicator still needs destroy. */
+ * FTL_ERR_UNSUPPORTED (build a new one with ftl_comm_new). The old communicator still needs deleting. */
 FTL_API ftl_err ftl_comm_shrink(ftl_comm *comm, const int *exclude, int exclude_count, ftl_comm **out);
 
 /* Any thread: the running call (if any) returns FTL_ERR_ABORTED without waiting any more (tcp: it completes
@@ -315,7 +317,9 @@ FTL_API int ftl_comm_is_aborted(const ftl_comm *comm);
 
 /* Closes connections and frees the communicator; NULL is fine. Never blocks on the network: the nccl
  * backend tears the communicator down on a detached thread. */
-FTL_API void ftl_comm_destroy(ftl_comm *comm);
+FTL_API void ftl_comm_delete(ftl_comm *comm);
+/* Before 0.4.5 (kept exported; the same call): */
+FTL_API void ftl_comm_destroy(ftl_comm *comm) FTL_DEPRECATED("ftl_comm_delete");
 
 /* Sets the deadline of later calls, in milliseconds (> 0). FTL_ERR_INVALID for a bad value. */
 FTL_API ftl_err ftl_comm_set_timeout(ftl_comm *comm, int timeout_ms);

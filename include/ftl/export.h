@@ -10,4 +10,12 @@
 #define FTL_API
 #endif
 
+/* FTL_DEPRECATED(fix): a name kept exported for programs built against an older header, whose new code
+ * should call fix instead (the compiler says so). Placed after the declarator. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FTL_DEPRECATED(fix) __attribute__((deprecated("use " fix)))
+#else
+#define FTL_DEPRECATED(fix)
+#endif
+
 #endif /* FTL_EXPORT_H */

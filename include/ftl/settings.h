@@ -28,7 +28,9 @@ typedef struct ftl_settings ftl_settings;
 
 /* An empty set: every setting at its default. NULL when out of memory. */
 FTL_API ftl_settings *ftl_settings_new(void);
-FTL_API void ftl_settings_free(ftl_settings *s);
+FTL_API void ftl_settings_delete(ftl_settings *s);
+/* Before 0.4.5 (kept exported; the same call): */
+FTL_API void ftl_settings_free(ftl_settings *s) FTL_DEPRECATED("ftl_settings_delete");
 /* Sets name to value (copied), replacing an earlier value; value NULL unsets it. FTL_ERR_INVALID, with
  * ftl_error_message() saying what is expected in the very sentence the environment would get, for a name
  * that no table knows (naming the closest known one) and for a value the setting's reader refuses (not a

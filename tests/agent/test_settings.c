@@ -62,7 +62,7 @@ static void settings_verdict(const char *var, const char *value, const char *als
 		snprintf(made, len, "%s", a ? "" : ftl_error_message());
 		ftl_agent_delete(a);
 	}
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 }
 
 static void expect_same_verdict(const char *var, const char *value, const char *also_unset)
@@ -115,8 +115,8 @@ static void test_names_with_and_without_the_prefix_are_one_setting(void **state)
 	assert_int_equal(ftl_settings_set(s, "max_workers", "eight"), FTL_ERR_INVALID);
 	assert_string_equal(ftl_error_message(), "FTL_MAX_WORKERS=eight: expected a whole number from 1 to 4096");
 	assert_string_equal(ftl_settings_get(s, "max_workers"), "8");
-	ftl_settings_free(s);
-	ftl_settings_free(NULL);
+	ftl_settings_delete(s);
+	ftl_settings_delete(NULL);
 }
 
 /* A program's own names are settings too once declared, and the library does not judge their values. */
@@ -127,7 +127,7 @@ static void test_program_names_are_taken_once_declared(void **state)
 	assert_int_equal(ftl_env_add_known_name("FTL_MY_LR"), FTL_OK);
 	assert_int_equal(ftl_settings_set(s, "my_lr", "fast"), FTL_OK);
 	assert_string_equal(ftl_settings_get(s, "FTL_MY_LR"), "fast");
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 }
 
 /* The environment is one layer: loaded first, a program's keys win; its unknown names are refused. */
@@ -141,19 +141,19 @@ static void test_environment_loads_under_the_programs_keys(void **state)
 	assert_int_equal(ftl_settings_set(s, "min_workers", "3"), FTL_OK);
 	assert_string_equal(ftl_settings_get(s, "min_workers"), "3");
 	assert_string_equal(ftl_settings_get(s, "seeds"), "127.0.0.1:7000");
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 
 	setenv("FTL_SEED", "127.0.0.1:7000", 1);
 	s = ftl_settings_new();
 	assert_int_equal(ftl_settings_load_env(s), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_error_message(), "FTL_SEED is not an ftl setting (did you mean FTL_SEEDS?)"));
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	unsetenv("FTL_SEED");
 	setenv("FTL_MAX_WORKERS", "many", 1);
 	s = ftl_settings_new();
 	assert_int_equal(ftl_settings_load_env(s), FTL_ERR_INVALID);
 	assert_string_equal(ftl_error_message(), "FTL_MAX_WORKERS=many: expected a whole number from 1 to 4096");
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	clear_ftl_environment();
 }
 
@@ -177,7 +177,7 @@ static void test_settings_judged_together_wait_for_the_agent(void **state)
 	assert_int_equal(ftl_settings_set(s, "run_dir", "/tmp/ftl-settings-test"), FTL_OK);
 	assert_int_equal(ftl_settings_set(s, "name", "w7"), FTL_OK);
 	ftl_agent *a = ftl_agent_new_from_settings(s, NULL, NULL);
-	ftl_settings_free(s); /* the agent keeps nothing of it */
+	ftl_settings_delete(s); /* the agent keeps nothing of it */
 	assert_non_null(a);
 	assert_string_equal(ftl_agent_control_path(a), "/tmp/ftl-settings-test/w7.sock");
 	ftl_agent_delete(a);
@@ -197,19 +197,19 @@ static void test_config_structs_never_defaulted_are_refused(void **state)
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(ftl_training_config_from_settings(&t, s), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_error_message(), "start from ftl_training_config_default()"));
-	ftl_settings_free(s);
+	ftl_settings_delete(s);
 	struct ftl_comm_config cc;
 	memset(&cc, 0, sizeof(cc));
 	cc.world_size = 1;
 	ftl_comm *comm = NULL;
-	assert_int_equal(ftl_comm_create(&cc, &comm), FTL_ERR_INVALID);
+	assert_int_equal(ftl_comm_new(&cc, &comm), FTL_ERR_INVALID);
 	assert_null(comm);
 	assert_non_null(strstr(ftl_error_message(), "start from ftl_comm_config_init()"));
 	ftl_comm_config_init(&cc);
 	assert_int_equal(cc.struct_size, sizeof(cc));
-	ftl_comm_create(&cc, &comm); /* no bootstrap: refused, but no longer for its size */
+	ftl_comm_new(&cc, &comm); /* no bootstrap: refused, but no longer for its size */
 	assert_null(strstr(ftl_error_message(), "struct_size"));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 }
 
 int main(int argc, char **argv)

@@ -207,16 +207,16 @@ ftl_comm *harness_comm_with(struct harness_child *c, const int *members, int n_m
 	cfg.shm = shm;
 	cfg.shm_slot_bytes = slot_bytes;
 	ftl_comm *comm;
-	ftl_err e = ftl_comm_create(&cfg, &comm);
+	ftl_err e = ftl_comm_new(&cfg, &comm);
 	if (e != FTL_OK) {
-		fprintf(stderr, "rank %d: ftl_comm_create: %s: %s\n", c->rank, ftl_strerror(e), ftl_error_message());
+		fprintf(stderr, "rank %d: ftl_comm_new: %s: %s\n", c->rank, ftl_strerror(e), ftl_error_message());
 		return NULL;
 	}
 	/* Every child runs on this host: asked for shared memory, it must get it. */
 	if (shm == FTL_COMM_SHM_AUTO && n_members > 1 && !ftl_comm_tcp_is_shm(comm)) {
 		fprintf(stderr, "rank %d: FTL_COMM_SHM=auto, all ranks local, yet the communicator is on tcp: %s\n", c->rank,
 			ftl_comm_tcp_shm_why(comm, NULL));
-		ftl_comm_destroy(comm);
+		ftl_comm_delete(comm);
 		return NULL;
 	}
 	return comm;

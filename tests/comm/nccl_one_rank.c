@@ -33,7 +33,7 @@ struct ftl_comm *nccl_one_rank_host(void)
 	cfg.bootstrap = boot;
 	cfg.bootstrap_len = strlen(boot);
 	struct ftl_comm *host;
-	if (ftl_comm_create(&cfg, &host) != FTL_OK) {
+	if (ftl_comm_new(&cfg, &host) != FTL_OK) {
 		fprintf(stderr, "host communicator: %s\n", ftl_diag_message());
 		exit(1);
 	}

@@ -50,10 +50,10 @@ static void test_bootstrap_text_is_one_address_per_line(void **state)
 	assert_int_equal(ftl_comm_tcp_bootstrap(buf, sizeof(buf), empty, 1), 0);
 }
 
-/* ftl_comm_create with the reason of a failure copied into err (320 bytes): the calling thread's message. */
+/* ftl_comm_new with the reason of a failure copied into err (320 bytes): the calling thread's message. */
 static ftl_err create_with(const struct ftl_comm_config *cfg, ftl_comm **comm, char *err)
 {
-	ftl_err e = ftl_comm_create(cfg, comm);
+	ftl_err e = ftl_comm_new(cfg, comm);
 	snprintf(err, 320, "%s", e == FTL_OK ? "" : ftl_error_message());
 	return e;
 }
@@ -162,8 +162,8 @@ static void test_world_of_one_copies_and_checks_arguments(void **state)
 	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_ABORTED);
 	assert_non_null(strstr(ftl_comm_error(comm), "aborted"));
 	assert_int_equal(ftl_comm_barrier(comm), FTL_ERR_ABORTED);
-	ftl_comm_destroy(comm);
-	ftl_comm_destroy(NULL);
+	ftl_comm_delete(comm);
+	ftl_comm_delete(NULL);
 	assert_int_equal(ftl_comm_allreduce(NULL, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_INVALID);
 }
 
@@ -222,7 +222,7 @@ static void test_allreduce_options_choose_the_kind_and_refuse_what_it_cannot_do(
 	assert_non_null(strstr(ftl_comm_error(comm), "ftl_allreduce_opts_init"));
 
 	assert_int_equal(ftl_comm_allreduce(comm, a, b, 4, FTL_F32, FTL_SUM, NULL, NULL), FTL_OK);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 }
 
 /* A loopback port with nobody listening, and one with a listener. */
@@ -375,8 +375,8 @@ static void test_a_stale_build_is_cancelled_and_the_peer_waits_for_ours(void **s
 	assert_true(r[1].took_ms < 8000);
 	assert_int_equal(ftl_comm_rank(r[0].comm), 0);
 	assert_int_equal(ftl_comm_world_size(r[1].comm), 2);
-	ftl_comm_destroy(r[0].comm);
-	ftl_comm_destroy(r[1].comm);
+	ftl_comm_delete(r[0].comm);
+	ftl_comm_delete(r[1].comm);
 }
 
 /* Peers that moved on to a newer view dial a stale rank 0 again and again, so its listener is never quiet
@@ -452,14 +452,14 @@ static void test_two_ranks_on_threads_allreduce(void **state)
 	/* Rank 1 destroys its communicator: rank 0's next call sees the peer gone from the closed socket, not by
 	 * waiting out the collective deadline (60 s): PEER_LOST, not TIMEOUT, says which. How fast is a benchmark's
 	 * business; the bound here only tells the two apart on a loaded machine. */
-	ftl_comm_destroy(r[1].comm);
+	ftl_comm_delete(r[1].comm);
 	float x = 1;
 	int64_t t0 = ftl_comm_now_ms();
 	assert_int_equal(ftl_comm_allreduce(r[0].comm, &x, &x, 1, FTL_F32, FTL_SUM, NULL, NULL), FTL_ERR_PEER_LOST);
 	assert_true(ftl_comm_now_ms() - t0 < 30000);
 	assert_non_null(strstr(ftl_comm_error(r[0].comm), "peer rank 1 (127.0.0.1:"));
 	assert_int_equal(ftl_comm_barrier(r[0].comm), FTL_ERR_PEER_LOST); /* sticky */
-	ftl_comm_destroy(r[0].comm);
+	ftl_comm_delete(r[0].comm);
 }
 
 int main(void)

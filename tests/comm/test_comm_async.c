@@ -144,7 +144,7 @@ static int order_child(struct harness_child *c)
 	ftl_comm_request *left[3];
 	for (int i = 0; i < 3; i++)
 		(void)ftl_comm_allreduce(comm, big, big, 1u << 20, FTL_F32, FTL_SUM, NULL, &left[i]);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -220,7 +220,7 @@ static int loop_child(struct harness_child *c)
 	}
 	if (e == FTL_ERR_TIMEOUT)
 		harness_sleep_ms(500); /* neighbours still waiting for their own deadline */
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -335,7 +335,7 @@ static int abort_child(struct harness_child *c)
 		rc |= e != FTL_ERR_PEER_LOST;
 	}
 	free(buf);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 

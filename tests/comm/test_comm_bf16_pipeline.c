@@ -100,7 +100,7 @@ static int same_child(struct harness_child *c)
 	if (c->rank == 0)
 		printf("{\"test\":\"bf16_chunked_same_bits\",\"world\":%d,\"chunk\":%d,\"counts\":%zu,\"ok\":%s}\n", c->n,
 		       CHUNK, N_COUNTS, rc ? "false" : "true");
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -143,7 +143,7 @@ static int loop_child(struct harness_child *c)
 	free(residual);
 	if (e == FTL_ERR_TIMEOUT)
 		harness_sleep_ms(500); /* neighbours still waiting for their own deadline */
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return 0;
 }
 

@@ -161,7 +161,7 @@ static int bound_child(struct harness_child *c)
 	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_MAX, r4) != FTL_ERR_INVALID;
 	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_SUM, a) != FTL_ERR_INVALID;
 	rc |= harness_allreduce_bf16(comm, a, a, 4, FTL_MAX, NULL) != FTL_OK || a[0] != (float)(n - 1) || a[3] != 4;
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 

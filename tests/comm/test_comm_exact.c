@@ -129,7 +129,7 @@ static int world_child(struct harness_child *c)
 	if (e != FTL_OK)
 		fprintf(stderr, "rank %d: %s\n", c->rank, ftl_comm_error(comm));
 	harness_report(c, REP_DIGEST, e, (int64_t)digest(out, COUNT));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	free(rows);
 	free(out);
 	return e == FTL_OK ? 0 : 1;

@@ -55,7 +55,7 @@ static int rank_main(struct harness_child *c)
 	e = ftl_comm_allreduce(comm, buf, buf, COUNT, FTL_F32, FTL_SUM, NULL, NULL);
 	harness_report(c, REP_FAILED, e, (harness_now_ns() - t0) / 1000000);
 	fprintf(stderr, "rank %d: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	free(buf);
 	return 0;
 }

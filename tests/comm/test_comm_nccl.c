@@ -19,7 +19,7 @@ static ftl_comm *make_comm(double *init_s)
 	cfg.timeout_ms = 20000;
 	ftl_comm *comm;
 	int64_t t0 = ftl_comm_now_ms();
-	ftl_err e = ftl_comm_create(&cfg, &comm);
+	ftl_err e = ftl_comm_new(&cfg, &comm);
 	*init_s = (double)(ftl_comm_now_ms() - t0) / 1000.0;
 	if (e != FTL_OK) {
 		fprintf(stderr, "create: %s: %s\n", ftl_strerror(e), ftl_diag_message());
@@ -106,7 +106,7 @@ int main(void)
 
 	/* Destroy hands ncclCommAbort to a detached thread: destroy itself is immediate. */
 	int64_t t0 = ftl_comm_now_ms();
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	printf("{\"figure\":\"nccl_destroy_call_ms\",\"value\":%lld}\n", (long long)(ftl_comm_now_ms() - t0));
 
 	/* A fresh communicator while the old one is still being torn down. */
@@ -124,7 +124,7 @@ int main(void)
 		       ftl_strerror(e), ftl_comm_error(comm));
 		CHECK(e == FTL_ERR_INVALID && small == NULL);
 		check_collectives(comm);
-		ftl_comm_destroy(comm);
+		ftl_comm_delete(comm);
 	}
 	cudaFree(big);
 	printf("{\"figure\":\"nccl_teardowns_done_ms\",\"value\":%lld}\n", (long long)nccl_one_rank_drain_teardowns(30000));

@@ -28,7 +28,7 @@ static ftl_comm *make_comm(cudaStream_t stream, int timeout_ms)
 	cfg.timeout_ms = timeout_ms;
 	cfg.cuda_stream = stream;
 	ftl_comm *comm;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK) {
 		fprintf(stderr, "create: %s\n", ftl_error_message());
 		exit(1);
 	}
@@ -78,7 +78,7 @@ static void check_order(void)
 		CHECK(ftl_comm_wait(comm, &req[k]) == FTL_OK && req[k] == NULL);
 	if (nccl_one_rank_failures)
 		fprintf(stderr, "order: last error: %s\n", ftl_comm_error(comm));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	for (int k = 0; k <= CHAIN; k++)
 		cudaFree(buf[k]);
 }
@@ -152,7 +152,7 @@ static void check_fail_together(bool is_abort)
 	else
 		CHECK(took >= TIMEOUT_MS && took < TIMEOUT_MS + 5000);
 	atomic_store(&gate_open, 1);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	CHECK(cudaStreamSynchronize(stream) == cudaSuccess);
 	cudaStreamDestroy(stream);
 	cudaFree(buf);

@@ -132,7 +132,7 @@ int main(void)
 	unsigned char id[FTL_COMM_NCCL_ID_LEN];
 	struct ftl_comm_config cfg = nccl_one_rank_config(id, 0);
 	ftl_comm *comm;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK) {
 		fprintf(stderr, "create: %s\n", ftl_error_message());
 		return 1;
 	}
@@ -140,7 +140,7 @@ int main(void)
 	check_feedback(comm);
 	if (nccl_one_rank_failures)
 		fprintf(stderr, "last error: %s\n", ftl_comm_error(comm));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	nccl_one_rank_drain_teardowns(30000);
 	printf("test_comm_nccl_compress: %s\n", nccl_one_rank_failures ? "FAILED" : "ok");
 	return nccl_one_rank_failures != 0;

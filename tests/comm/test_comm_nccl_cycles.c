@@ -103,7 +103,7 @@ int main(void)
 			base_fds = open_fds();
 		}
 	}
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	int64_t drain_ms = nccl_one_rank_drain_teardowns(DRAIN_LIMIT_MS);
 	CHECK(drain_ms >= 0);
 	size_t end_free = free_device_bytes();
@@ -124,7 +124,7 @@ int main(void)
 	CHECK(times[FTL_COMM_REBUILD_SHRINK].count == 0); /* the same members: never a shrink by nobody */
 	CHECK(leaked < (long long)LEAK_BOUND_BYTES);
 	CHECK(end_fds - base_fds <= FD_BOUND);
-	ftl_comm_destroy(host);
+	ftl_comm_delete(host);
 	cudaFree(dev);
 	free(ones);
 	printf("%s\n", nccl_one_rank_failures ? "FAIL" : "PASS");

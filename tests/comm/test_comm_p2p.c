@@ -171,7 +171,7 @@ static int exchange_child(struct harness_child *c)
 	rc = rc ? rc : allreduce_still_right(comm, seed++);
 	if (rc == 0 && ftl_comm_barrier(comm) != FTL_OK)
 		rc = complain(c->rank, "barrier", ftl_comm_error(comm));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -195,7 +195,7 @@ static int mismatch_child(struct harness_child *c)
 		rc |= later == FTL_OK;
 		fprintf(stderr, "rank 0: send %s, then %s: %s\n", ftl_strerror(e), ftl_strerror(later), ftl_comm_error(comm));
 	}
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -232,7 +232,7 @@ static int kill_child(struct harness_child *c)
 	harness_report(c, REP_FAILED, e, 0);
 	free(out);
 	free(in);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return 0;
 }
 
@@ -293,8 +293,8 @@ static int split_child(struct harness_child *c)
 	rc |= allreduce_still_right(comm, 77); /* the parent, after its split */
 	if (rc)
 		fprintf(stderr, "rank %d: split: sum %g, %s / %s\n", c->rank, (double)x, ftl_comm_error(sub), ftl_comm_error(comm));
-	ftl_comm_destroy(sub);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(sub);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -310,7 +310,7 @@ static int nolistener_child(struct harness_child *c)
 	cfg.listen_fd = -1;
 	harness_sleep_ms(300); /* until the parent has closed its copy of the listener (after the last fork) */
 	ftl_comm *comm;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK)
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK)
 		return complain(c->rank, "create", ftl_error_message());
 	float x[4] = {0};
 	ftl_p2p_op op = {.is_recv = c->rank == 1, .peer = 1 - c->rank, .buf = x, .count = 4, .dtype = FTL_F32};
@@ -322,7 +322,7 @@ static int nolistener_child(struct harness_child *c)
 		harness_sleep_ms(2500);
 		rc |= ftl_comm_barrier(comm) == FTL_OK;
 	}
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -356,7 +356,7 @@ static int abort_child(struct harness_child *c)
 		harness_sleep_ms(1000);
 		rc = ftl_comm_barrier(comm) != FTL_ERR_PEER_LOST; /* rank 0 aborted: its sockets shut */
 	}
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 

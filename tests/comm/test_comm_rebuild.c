@@ -90,8 +90,8 @@ static int vote_and_rebuild(struct harness_child *c)
 	if (e != FTL_OK)
 		fprintf(stderr, "rank %d: rebuild: %s\n", c->rank, comm ? ftl_comm_error(comm) : ftl_diag_message());
 	harness_report(c, REPORT_REBUILD, e, path == FTL_COMM_REBUILD_INIT && comm && comm->comm_id == 8 ? sum : -1);
-	ftl_comm_destroy(comm);
-	ftl_comm_destroy(host);
+	ftl_comm_delete(comm);
+	ftl_comm_delete(host);
 	return 0;
 }
 
@@ -131,13 +131,13 @@ static void test_rebuild_refuses_a_host_comm_of_another_view(void **state)
 	cfg.world_size = 2;
 	cfg.rank = 1;
 	ftl_comm *host = NULL, *out = NULL;
-	assert_int_equal(ftl_comm_create(&host_cfg, &host), FTL_OK);
+	assert_int_equal(ftl_comm_new(&host_cfg, &host), FTL_OK);
 	struct ftl_comm_rebuild rb = {.host = host, .cfg = &cfg};
 	ftl_comm_rebuild_path path;
 	assert_int_equal(ftl_comm_rebuild(&rb, &out, &path), FTL_ERR_INVALID);
 	assert_null(out);
 	assert_non_null(strstr(ftl_diag_message(), "same view"));
-	ftl_comm_destroy(host);
+	ftl_comm_delete(host);
 }
 
 int main(void)

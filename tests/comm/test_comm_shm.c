@@ -170,8 +170,8 @@ static int same_child(struct harness_child *c)
 		rc = complain(c->rank, "barrier", FTL_F32, -1, 0, ftl_comm_error(shm));
 	if (c->rank == 0 && rc == 0)
 		printf("{\"test\":\"shm_same\",\"world\":%d,\"boundaries\":%zu}\n", c->n, sizeof(bounds) / sizeof(bounds[0]));
-	ftl_comm_destroy(tcp);
-	ftl_comm_destroy(shm);
+	ftl_comm_delete(tcp);
+	ftl_comm_delete(shm);
 	return rc;
 }
 
@@ -240,8 +240,8 @@ static ftl_comm *pods_comm(const struct pods *p, int rank, int first, int n, uin
 	cfg.connect_timeout_ms = 15000;
 	cfg.shm = FTL_COMM_SHM_AUTO;
 	ftl_comm *comm = NULL;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK)
-		fprintf(stderr, "rank %d: ftl_comm_create: %s\n", rank, ftl_diag_message());
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK)
+		fprintf(stderr, "rank %d: ftl_comm_new: %s\n", rank, ftl_diag_message());
 	return comm;
 }
 
@@ -276,14 +276,14 @@ static int netns_child(struct harness_child *c)
 	int rc = all == NULL || check_sum(all, c->rank, 3);
 	if (rc == 0)
 		rc = says_why(all, c->rank, "rank 2 is in another network namespace than rank 0", false);
-	ftl_comm_destroy(all);
+	ftl_comm_delete(all);
 	ftl_comm *pair = rc == 0 ? pods_comm(p, c->rank, c->rank / 2 * 2, 2, 2) : NULL;
 	rc |= pair == NULL || check_sum(pair, c->rank, 4);
 	if (rc == 0 && !ftl_comm_tcp_is_shm(pair))
 		rc = complain(c->rank, "2 ranks in one namespace", FTL_F32, -1, 0, "stayed on tcp");
 	if (rc == 0 && c->rank == 0)
 		printf("{\"test\":\"shm_netns\",\"world\":4,\"across_namespaces\":\"tcp\",\"within_one\":\"shm\"}\n");
-	ftl_comm_destroy(pair);
+	ftl_comm_delete(pair);
 	return rc;
 }
 
@@ -315,15 +315,15 @@ static int fallback_child(struct harness_child *c)
 	cfg.shm = FTL_COMM_SHM_AUTO;
 	cfg.shm_slot_bytes = FALLBACK_SLOT;
 	ftl_comm *comm = NULL;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
-		fprintf(stderr, "rank %d: ftl_comm_create: %s\n", c->rank, ftl_error_message());
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK) {
+		fprintf(stderr, "rank %d: ftl_comm_new: %s\n", c->rank, ftl_error_message());
 		return 1;
 	}
 	int rc = says_why(comm, c->rank, "rank 1 could not attach the segment: mmap", true) ||
 		 check_sum(comm, c->rank, 5);
 	if (rc == 0 && c->rank == 0)
 		printf("{\"test\":\"shm_fallback\",\"world\":%d,\"why\":\"%s\"}\n", c->n, ftl_comm_tcp_shm_why(comm, NULL));
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 

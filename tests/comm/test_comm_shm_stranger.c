@@ -270,8 +270,8 @@ static int rank_main(struct harness_child *c)
 		cfg.connect_timeout_ms = CONNECT_DEADLINE_MS;
 		ftl_comm *comm = NULL;
 		int64_t t0 = harness_now_ns();
-		if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
-			fprintf(stderr, "rank %d: ftl_comm_create: %s\n", c->rank, ftl_error_message());
+		if (ftl_comm_new(&cfg, &comm) != FTL_OK) {
+			fprintf(stderr, "rank %d: ftl_comm_new: %s\n", c->rank, ftl_error_message());
 			return 1;
 		}
 		int64_t took = harness_now_ns() - t0;
@@ -283,7 +283,7 @@ static int rank_main(struct harness_child *c)
 		if (c->rank == 0)
 			harness_report(c, REPORT_STRANGERS, k, ftl_comm_tcp_shm_strangers(comm));
 		rc = ftl_comm_barrier(comm) != FTL_OK; /* nobody starts the next build before all are done */
-		ftl_comm_destroy(comm);
+		ftl_comm_delete(comm);
 	}
 	return rc;
 }

@@ -149,7 +149,7 @@ static int correct_child(struct harness_child *c)
 	if (comm == NULL)
 		return 1;
 	int rc = run_suite(comm, false);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -164,7 +164,7 @@ static int large_child(struct harness_child *c)
 		rc = check_allreduce(comm, FTL_BF16, FTL_AVG, bytes / 2, 1, 78);
 	if (rc == 0)
 		rc = check_broadcast(comm, FTL_F64, bytes / 8 + 1, c->n - 1, 79);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -233,7 +233,7 @@ static int algos_child(struct harness_child *c)
 		}
 	if (c->rank == 0)
 		printf("{\"test\":\"algos\",\"world\":%d,\"boundaries\":%d}\n", c->n, n_bounds);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -254,7 +254,7 @@ static int rebuild_without(struct harness_child *c, int victim)
 			members[m++] = i;
 	ftl_comm *comm = harness_comm(c, members, m, 2, 30000);
 	int rc = comm == NULL ? 1 : run_suite(comm, true);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	harness_report(c, REP_REBUILT, rc, 0);
 	return rc;
 }
@@ -289,7 +289,7 @@ static int loop_child(struct harness_child *c)
 	 * neighbour still waiting for its own deadline would see our close as "peer lost". */
 	if (e == FTL_ERR_TIMEOUT)
 		harness_sleep_ms(500);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rebuild_without(c, sc->victim);
 }
 
@@ -414,11 +414,11 @@ static int abort_child(struct harness_child *c)
 	}
 	free(send);
 	free(recv);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	/* A fresh communicator over the same two ranks works. */
 	comm = harness_comm_all(c, 2, 20000);
 	rc |= comm == NULL || run_suite(comm, true) != 0;
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -453,7 +453,7 @@ static int mismatch_child(struct harness_child *c)
 	fprintf(stderr, "rank %d: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
 	int rc = e != FTL_ERR_INVALID && e != FTL_ERR_PEER_LOST;
 	rc |= strstr(ftl_comm_error(comm), "mismatched collectives") == NULL;
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 
@@ -475,7 +475,7 @@ static int hangup_child(struct harness_child *c)
 		fprintf(stderr, "rank %d after the hang-up: %s: %s\n", c->rank, ftl_strerror(e), ftl_comm_error(comm));
 		rc |= e != FTL_ERR_PEER_LOST;
 	}
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	return rc;
 }
 

@@ -21,13 +21,13 @@ int main()
 	cfg.bootstrap_len = len;
 	cfg.world_size = 1;
 	ftl_comm *comm = nullptr;
-	if (ftl_comm_create(&cfg, &comm) != FTL_OK) {
+	if (ftl_comm_new(&cfg, &comm) != FTL_OK) {
 		std::fprintf(stderr, "create: %s\n", ftl_error_message());
 		return 1;
 	}
 	double x[3] = {1.5, -2.0, 4.0};
 	ftl_err e = ftl_comm_allreduce(comm, x, x, 3, FTL_F64, FTL_SUM, NULL, NULL);
-	ftl_comm_destroy(comm);
+	ftl_comm_delete(comm);
 	if (e != FTL_OK || x[0] != 1.5 || x[2] != 4.0) {
 		std::fprintf(stderr, "allreduce: %s\n", ftl_strerror(e));
 		return 1;

@@ -4,7 +4,8 @@
 #    no other global symbol;
 #  - each public header compiles on its own, in C and C++;
 #  - a C++ program compiles against the installed headers and links the shared library;
-#  - a C program builds through pkg-config, shared and --static;
+#  - a C program builds through pkg-config, shared and --static; one written against the names before
+#    0.4.5 builds too, told the new names, and runs;
 #  - a CMake project finds it with find_package(ftl) (ftl::ftl and ftl::ftl_static).
 # Usage: test_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -59,6 +60,12 @@ cc -std=c11 -Wall -Wextra -Werror "$src/tests/install/consumer.c" $(pkg-config -
 	$(pkg-config --static --libs ftl | sed 's/-lftl\b//') -o "$out/c_static"
 if ldd "$out/c_static" | grep -q libftl; then echo "FAIL: the static build loads libftl.so"; exit 1; fi
 "$out/c_static"
+# The names before 0.4.5: deprecated (the compiler says which call to use), still exported and answering.
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -Wno-error=deprecated-declarations "$src/tests/install/older_names.c" \
+	$(pkg-config --cflags --libs ftl) -o "$out/older_names" 2>"$out/older_names.log"
+grep -q "use ftl_comm_delete" "$out/older_names.log" || { echo "FAIL: ftl_comm_destroy is not marked deprecated"; exit 1; }
+"$out/older_names"
 
 mkdir "$out/cmake"
 cp "$src/tests/install/CMakeLists.consumer.txt" "$out/cmake/CMakeLists.txt"

@@ -78,7 +78,7 @@ static void test_reader_hands_out_what_was_written(void **unused)
 	char path[FTL_CKPT_PATH_MAX];
 	write_checkpoint(12, path, sizeof(path));
 	ftl_checkpoint_reader *r;
-	assert_int_equal(ftl_checkpoint_reader_open(path, &r), FTL_OK);
+	assert_int_equal(ftl_checkpoint_reader_new(path, &r), FTL_OK);
 	assert_string_equal(ftl_checkpoint_reader_file(r), path);
 	ftl_checkpoint_info info = {.struct_size = sizeof info};
 	ftl_checkpoint_reader_info(r, &info);
@@ -99,7 +99,7 @@ static void test_reader_hands_out_what_was_written(void **unused)
 	const void *state = ftl_checkpoint_reader_state(r, &bytes);
 	assert_int_equal(bytes, sizeof(saved));
 	assert_memory_equal(state, saved, sizeof(saved));
-	ftl_checkpoint_reader_close(r);
+	ftl_checkpoint_reader_delete(r);
 	unlink(path);
 }
 
@@ -110,12 +110,12 @@ static void test_a_corrupted_file_is_refused_naming_it(void **unused)
 	write_checkpoint(7, path, sizeof(path));
 	flip_byte(path, 20); /* in the save bytes, before the 16-byte checksum */
 	ftl_checkpoint_reader *r = (ftl_checkpoint_reader *)1;
-	assert_int_equal(ftl_checkpoint_reader_open(path, &r), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_reader_new(path, &r), FTL_ERR_INVALID);
 	assert_null(r);
 	assert_non_null(strstr(ftl_diag_message(), path));
 	assert_non_null(strstr(ftl_diag_message(), "checksum mismatch (xxh3): the file is corrupt"));
 	assert_int_equal(truncate(path, 100), 0);
-	assert_int_equal(ftl_checkpoint_reader_open(path, &r), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_reader_new(path, &r), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_diag_message(), "truncated: 100 bytes"));
 	unlink(path);
 }
@@ -128,20 +128,20 @@ static void test_a_directory_gives_its_newest_file_that_verifies(void **unused)
 	write_checkpoint(20, newer, sizeof(newer));
 	ftl_checkpoint_reader *r;
 	ftl_checkpoint_info info = {.struct_size = sizeof info};
-	assert_int_equal(ftl_checkpoint_reader_open(dir, &r), FTL_OK);
+	assert_int_equal(ftl_checkpoint_reader_new(dir, &r), FTL_OK);
 	ftl_checkpoint_reader_info(r, &info);
 	assert_int_equal(info.step, 20);
-	ftl_checkpoint_reader_close(r);
+	ftl_checkpoint_reader_delete(r);
 
 	flip_byte(newer, 1);
-	assert_int_equal(ftl_checkpoint_reader_open(dir, &r), FTL_OK);
+	assert_int_equal(ftl_checkpoint_reader_new(dir, &r), FTL_OK);
 	ftl_checkpoint_reader_info(r, &info);
 	assert_int_equal(info.step, 10);
 	assert_string_equal(ftl_checkpoint_reader_file(r), older);
-	ftl_checkpoint_reader_close(r);
+	ftl_checkpoint_reader_delete(r);
 
 	flip_byte(older, 1);
-	assert_int_equal(ftl_checkpoint_reader_open(dir, &r), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_reader_new(dir, &r), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_diag_message(), "none of the 2 checkpoint(s)"));
 	assert_non_null(strstr(ftl_diag_message(), newer));
 	unlink(older);
@@ -152,11 +152,11 @@ static void test_an_empty_directory_or_a_missing_path_is_said(void **unused)
 {
 	(void)unused;
 	ftl_checkpoint_reader *r;
-	assert_int_equal(ftl_checkpoint_reader_open(dir, &r), FTL_ERR_INVALID);
+	assert_int_equal(ftl_checkpoint_reader_new(dir, &r), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_diag_message(), "no checkpoint in"));
 	char missing[FTL_CKPT_PATH_MAX];
 	snprintf(missing, sizeof(missing), "%s/nothing-here.ftl", dir);
-	assert_int_equal(ftl_checkpoint_reader_open(missing, &r), FTL_ERR_SYSTEM);
+	assert_int_equal(ftl_checkpoint_reader_new(missing, &r), FTL_ERR_SYSTEM);
 	assert_non_null(strstr(ftl_diag_message(), "nothing-here.ftl: cannot open"));
 }
 

@@ -101,8 +101,8 @@ static void factory_drop(void *ctx)
 	fake_factory *f = ctx;
 	f->drops++;
 	if (f->held.ctrl != f->held.data)
-		ftl_comm_destroy(f->held.ctrl);
-	ftl_comm_destroy(f->held.data);
+		ftl_comm_delete(f->held.ctrl);
+	ftl_comm_delete(f->held.data);
 	f->held = (ftl_comm_pair){0};
 }
 

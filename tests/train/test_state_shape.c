@@ -41,7 +41,7 @@ static ftl_err join_with(ftl_state_registry *joiner, int *calls)
 		ftl_comm_pair pair = {&c->base, &c->base};
 		ftl_err e = ftl_state_sync(rank ? joiner : &job, &pair, rank, 0, &moved);
 		*calls = c->calls;
-		ftl_comm_destroy(&c->base);
+		ftl_comm_delete(&c->base);
 		if (rank == 1) {
 			fake_tape_free(&tape);
 			ftl_state_free(&job);

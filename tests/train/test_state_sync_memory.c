@@ -77,8 +77,8 @@ static void sync_as(int rank)
 	assert_int_equal(r.step, 7); /* rank 0's position, on every rank */
 	assert_int_equal(r.sample_pos, 128);
 	assert_int_equal(r.job_id, 0x1234);
-	ftl_comm_destroy(&data->base);
-	ftl_comm_destroy(&ctrl->base);
+	ftl_comm_delete(&data->base);
+	ftl_comm_delete(&ctrl->base);
 }
 
 static void test_state_sync_sends_each_kind_of_memory_to_its_own_comm_on_rank_0(void **state) { sync_as(0); }
@@ -104,7 +104,7 @@ static void test_tcp_job_syncs_everything_over_its_one_comm(void **state)
 	 * bytes' length (none) */
 	assert_int_equal(c->calls, 5);
 	assert_true(moved == sizeof(params));
-	ftl_comm_destroy(&c->base);
+	ftl_comm_delete(&c->base);
 	ftl_state_free(&r);
 }
 
@@ -139,7 +139,7 @@ static void sync_survivor(int rank, uint64_t lineage, int64_t peers_hold, uint64
 	assert_int_equal(ftl_state_sync(&r, &pair, rank, lineage, moved), FTL_OK);
 	*calls = c->calls;
 	assert_int_equal(r.step, 41);
-	ftl_comm_destroy(&c->base);
+	ftl_comm_delete(&c->base);
 	ftl_state_free(&r);
 }
 
@@ -194,8 +194,8 @@ static void test_global_batch_unlike_rank_0s_is_refused_naming_both(void **state
 		ftl_err e = ftl_state_sync(&r, &pair, rank, 0, &moved);
 		assert_int_equal(e, rank == 0 ? FTL_OK : FTL_ERR_REFUSED);
 		assert_int_equal(data->calls, 0);
-		ftl_comm_destroy(&data->base);
-		ftl_comm_destroy(&ctrl->base);
+		ftl_comm_delete(&data->base);
+		ftl_comm_delete(&ctrl->base);
 	}
 	assert_non_null(strstr(ftl_diag_message(), "FTL_GLOBAL_BATCH=100"));
 	assert_non_null(strstr(ftl_diag_message(), "but 64, 0, 0 in the job"));

@@ -36,7 +36,7 @@ def read_checkpoint(path: Union[str, os.PathLike]) -> Checkpoint:
     Raises ftl.Error naming the file and the reason when none can be read (missing, corrupt, truncated)."""
     c = lib()
     reader = ctypes.c_void_p()
-    rc = c.ftl_checkpoint_reader_open(os.fsencode(path), ctypes.byref(reader))
+    rc = c.ftl_checkpoint_reader_new(os.fsencode(path), ctypes.byref(reader))
     if rc != 0:
         raise from_code(rc, text(c.ftl_error_message()))
     try:
@@ -60,4 +60,4 @@ def read_checkpoint(path: Union[str, os.PathLike]) -> Checkpoint:
         out.state = ctypes.string_at(state, size.value) if size.value else b""
         return out
     finally:
-        c.ftl_checkpoint_reader_close(reader)
+        c.ftl_checkpoint_reader_delete(reader)

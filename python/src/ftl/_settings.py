@@ -34,7 +34,7 @@ def settings(lib_, values: Dict[str, Any], with_env: bool = False) -> Iterator[i
                 raise config_error(lib_)
         yield s
     finally:
-        lib_.ftl_settings_free(s)
+        lib_.ftl_settings_delete(s)
 
 
 def from_environment(lib_, name: str) -> str:
