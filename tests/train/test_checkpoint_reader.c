@@ -13,6 +13,8 @@
 
 #include <cmocka.h>
 
+#include "tests/older_layout.h"
+
 #include "ftl/checkpoint.h"
 #include "train/checkpoint.h"
 
@@ -88,6 +90,20 @@ static void test_reader_hands_out_what_was_written(void **unused)
 	assert_int_equal(info.world_size, 3);
 	assert_int_equal(info.job_id, 0xabc);
 	assert_int_equal(info.n_buffers, 2);
+	struct { /* the info as a program built against 0.3.2 has it (tests/older_layout.h) */
+		struct {
+			size_t struct_size;
+			uint64_t step, data_epoch, sample_pos, view_epoch;
+			uint32_t world_size, n_buffers;
+			uint64_t job_id, state_bytes;
+		} s;
+		unsigned char guard[OLDER_LAYOUT_GUARD];
+	} info_0_3_2;
+	older_layout_prepare(&info_0_3_2, sizeof info_0_3_2.s);
+	assert_int_equal(ftl_checkpoint_reader_info(r, (ftl_checkpoint_info *)&info_0_3_2), FTL_OK);
+	assert_int_equal(info_0_3_2.s.step, 12);
+	assert_int_equal(info_0_3_2.s.job_id, 0xabc);
+	assert_true(older_layout_guard_is_untouched(&info_0_3_2, sizeof info_0_3_2.s));
 	const char *name;
 	const void *data;
 	uint64_t bytes;

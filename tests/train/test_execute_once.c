@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/older_layout.h"
 #include <pthread.h>
 
 #include "ftl/ftl.h"
@@ -93,6 +95,33 @@ static void test_a_second_execute_is_refused_while_one_runs(void **state)
 	ftl_job_status job = {.struct_size = sizeof job};
 	assert_int_equal(ftl_get_job_status(s.a, &job), FTL_OK);
 	assert_int_equal(job.step, 2);
+	/* both output structs of an agent as a program built against 0.3.2 has them (tests/older_layout.h) */
+	struct {
+		struct {
+			size_t struct_size;
+			uint64_t step, view_epoch;
+			int rank, world_size;
+			uint64_t views_seen, retries, data_epoch;
+		} s;
+		unsigned char guard[OLDER_LAYOUT_GUARD];
+	} job_0_3_2;
+	older_layout_prepare(&job_0_3_2, sizeof job_0_3_2.s);
+	assert_int_equal(ftl_get_job_status(s.a, (ftl_job_status *)&job_0_3_2), FTL_OK);
+	assert_int_equal(job_0_3_2.s.step, 2);
+	assert_int_equal(job_0_3_2.s.world_size, 1);
+	assert_true(older_layout_guard_is_untouched(&job_0_3_2, sizeof job_0_3_2.s));
+	struct {
+		struct {
+			size_t struct_size;
+			uint32_t alive, suspect, dead, left;
+		} s;
+		unsigned char guard[OLDER_LAYOUT_GUARD];
+	} counts_0_3_2;
+	older_layout_prepare(&counts_0_3_2, sizeof counts_0_3_2.s);
+	assert_int_equal(ftl_agent_get_counts(s.a, (ftl_agent_counts *)&counts_0_3_2), FTL_OK);
+	assert_int_equal(counts_0_3_2.s.alive, 1);
+	assert_int_equal(counts_0_3_2.s.dead, 0);
+	assert_true(older_layout_guard_is_untouched(&counts_0_3_2, sizeof counts_0_3_2.s));
 	ftl_job_status unset = {0}; /* struct_size never set: refused, nothing written (not a silent zero step) */
 	assert_int_equal(ftl_get_job_status(s.a, &unset), FTL_ERR_INVALID);
 	assert_non_null(strstr(ftl_error_message(), "set struct_size = sizeof(ftl_job_status)"));
