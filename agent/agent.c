@@ -66,6 +66,7 @@ static void on_wake(uv_async_t *h)
 	if (n_witnessed || n_hints || meta || leave)
 		ftl_agent_fed(a);
 	ftl_agent_rdv_wake(a);
+	ftl_agent_status_answer(a);
 	if (stop)
 		close_all(a);
 }
@@ -370,6 +371,7 @@ void ftl_agent_delete(ftl_agent *a)
 	if (a->training.ops)
 		a->training.ops->free(a);
 	ftl_node_view_clear(&a->shared.views.view);
+	free(a->shared.status.text);
 	ftl_node_delete(a->node);
 	ftl_keyring_delete(a->keyring);
 	pthread_mutex_destroy(&a->shared.lock);

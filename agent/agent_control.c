@@ -100,7 +100,7 @@ static json_t *self_json(ftl_agent *a, const ftl_node_snapshot *snap)
 			 (json_int_t)snap->generation, "incarnation", (json_int_t)snap->incarnation);
 }
 
-static json_t *status_json(ftl_agent *a)
+json_t *ftl_agent_status_json(ftl_agent *a)
 {
 	ftl_node_snapshot snap;
 	ftl_node_read(a->node, &snap);
@@ -131,7 +131,7 @@ json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const js
 	if (!cmd)
 		return ftl_control_refusal("request needs \"cmd\": status, members, leave, events, keys, scale or quorum-reset");
 	if (strcmp(cmd, "status") == 0)
-		return status_json(a);
+		return ftl_agent_status_json(a);
 	if (strcmp(cmd, "members") == 0) {
 		ftl_node_snapshot snap;
 		ftl_node_read(a->node, &snap);

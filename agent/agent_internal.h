@@ -128,6 +128,10 @@ typedef struct ftl_agent_shared_room {
 	ftl_kept_error stop_error;       /* why the agent stopped by itself (ftl_agent_fail); FTL_OK: it did not */
 	ftl_agent_counts counts;
 	ftl_agent_views views;           /* the rendezvous's decisions for the training thread (agent_training.h) */
+	struct {
+		bool is_asked;           /* a caller of ftl_agent_status waits for the loop (one at a time) */
+		char *text;              /* ... and its answer, once the loop built it (owned until taken) */
+	} status;                        /* agent_status.c */
 } ftl_agent_shared_room;
 
 struct ftl_agent {
@@ -223,8 +227,12 @@ int ftl_agent_rank_of(ftl_agent *a, const char *name); /* in the current view, -
 /* agent_seeds.c */
 void ftl_agent_seeds_start(ftl_agent *a);
 
-/* agent_control.c: the control socket's requests */
+/* agent_control.c: the control socket's requests; the status, as `ftlctl status --json` shows it. */
 json_t *ftl_agent_control_handle(void *ctx, ftl_control_client *client, const json_t *req, bool *is_stream);
+json_t *ftl_agent_status_json(ftl_agent *a);
+
+/* agent_status.c, loop thread (on_wake): answers a waiting ftl_agent_status, if one waits. */
+void ftl_agent_status_answer(ftl_agent *a);
 
 /* agent_notices.c: what control clients hear between their requests. A membership event to `ftlctl events`;
  * an event of the agent's own (not membership's), which takes fields; a leave request's reply held until

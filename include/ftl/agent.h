@@ -136,6 +136,13 @@ typedef struct ftl_agent_counts {
 FTL_API ftl_err ftl_agent_get_counts(ftl_agent *a, ftl_agent_counts *out);
 /* The path of the control socket. */
 FTL_API const char *ftl_agent_control_path(const ftl_agent *a);
+/* What `ftlctl status --json` shows (the cluster, this member, the view and its pace, the members, the
+ * counters), as JSON text built by the agent's loop at its next turn; from any thread but that loop's own
+ * (an event callback). Writes at most cap bytes, NUL-terminated, into buf and the text's length into *len.
+ * FTL_ERR_INVALID when buf is too small (nothing written; *len says what is needed: call again with more),
+ * before ftl_agent_start, or from the loop thread; FTL_ERR_TIMEOUT when the loop did not answer within
+ * timeout_ms; FTL_ERR_ABORTED once the agent has stopped. Since 0.4.5. */
+FTL_API ftl_err ftl_agent_status(ftl_agent *a, char *buf, size_t cap, size_t *len, int timeout_ms);
 
 #ifdef __cplusplus
 }

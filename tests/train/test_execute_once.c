@@ -16,7 +16,7 @@
 #include <pthread.h>
 
 #include "ftl/ftl.h"
-#include "ports.h"
+#include "lone_agent.h"
 
 typedef struct stepper {
 	ftl_agent *a;
@@ -48,33 +48,11 @@ static void *run_held(void *arg)
 	return (void *)(intptr_t)ftl_execute(s->a, held_step, s);
 }
 
-static ftl_agent *lone_agent(char *run_dir)
-{
-	ftl_agent_config cfg;
-	ftl_training_config t;
-	ftl_agent_config_default(&cfg);
-	snprintf(cfg.name, sizeof(cfg.name), "once");
-	snprintf(cfg.bind, sizeof(cfg.bind), "127.0.0.1:%d", ftl_test_free_port());
-	snprintf(cfg.run_dir, sizeof(cfg.run_dir), "%s", run_dir);
-	snprintf(cfg.log_level, sizeof(cfg.log_level), "warn");
-	cfg.is_insecure = true;
-	ftl_training_config_default(&t);
-	t.min_workers = 1;
-	t.settle_ms = 0;
-	ftl_agent *a = ftl_agent_new(&cfg);
-	if (!a)
-		fail_msg("ftl_agent_new: %s", ftl_error_message());
-	assert_int_equal(ftl_set_training(a, &t), FTL_OK);
-	if (ftl_agent_start(a) != FTL_OK)
-		fail_msg("ftl_agent_start: %s", ftl_error_message());
-	return a;
-}
-
 static void test_a_second_execute_is_refused_while_one_runs(void **state)
 {
 	char run_dir[] = "/tmp/ftl-execute-once-XXXXXX";
 	assert_non_null(mkdtemp(run_dir));
-	stepper s = {.a = lone_agent(run_dir), .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+	stepper s = {.a = ftl_test_lone_agent("once", run_dir), .lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
 	assert_int_equal(ftl_execute(s.a, noop_step, NULL), FTL_OK); /* the view exists: the next step runs at once */
 	pthread_t th;
 	assert_int_equal(pthread_create(&th, NULL, run_held, &s), 0);

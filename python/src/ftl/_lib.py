@@ -114,6 +114,7 @@ _PROTOTYPES = {
     "ftl_agent_stop": (None, [c_agent_p]),
     "ftl_agent_delete": (None, [c_agent_p]),
     "ftl_agent_control_path": (ctypes.c_char_p, [c_agent_p]),
+    "ftl_agent_status": (ctypes.c_int, [c_agent_p, ctypes.c_char_p, c_size, ctypes.POINTER(c_size), ctypes.c_int]),
     "ftl_execute": (ctypes.c_int, [c_agent_p, STEP_FN, ctypes.c_void_p]),
     "ftl_last_error": (ctypes.c_char_p, [c_agent_p]),
     "ftl_allreduce": (ctypes.c_int, [c_agent_p, ctypes.c_void_p, ctypes.c_void_p, c_size, ctypes.c_int, ctypes.c_int,

@@ -569,9 +569,21 @@ class Agent:
             dict: the cluster, this member, the view, counts, counters.
 
         Raises:
-            Error: before start(), or the agent refused the request.
+            Error: before start(), or after the agent stopped.
+            TimeoutError: the agent's loop did not answer within timeout.
         """
-        return self._control({"cmd": "status"}, timeout)
+        if not self._started:
+            raise Error("ftl: status() before start(): the agent's loop builds it", INVALID)
+        size = 1 << 16
+        while True:  # ftl_agent_status says what it needs when the buffer is too small
+            buf, need = ctypes.create_string_buffer(size), ctypes.c_size_t()
+            rc = self._lib.ftl_agent_status(self._handle(), buf, size, ctypes.byref(need), int(timeout * 1000))
+            if rc == INVALID and need.value >= size:
+                size = need.value + 4096
+                continue
+            if rc != 0:
+                raise from_code(rc, text(self._lib.ftl_error_message()))
+            return json.loads(buf.value)
 
     def members(self, timeout: float = 5.0) -> list:
         """Every member this agent knows.
