@@ -83,7 +83,9 @@ typedef ftl_err (*ftl_step_fn)(void *ctx, const ftl_step_info *info);
  * (gradient accumulation) when it is more than a rank can hold. Reproducible mode cuts the step into fixed
  * micro-shards of max_batch_per_rank positions, each computed whole on one rank, and sums them exactly
  * (FTL_ALLREDUCE_EXACT, ftl/comm.h): the parameters after step S are then bit for bit the same whatever the world
- * size and whatever failures came before S. */
+ * size and whatever failures came before S. Frozen: unlike the config structs it carries no size and never
+ * grows (it sits inside ftl_training_config); a new global-batch setting comes as a name only
+ * (ftl_set_batch_from_settings). */
 typedef struct ftl_batch_config {
 	uint64_t global_batch;         /* [FTL_GLOBAL_BATCH] samples per step over all ranks; 0 = off (default) */
 	uint32_t max_batch_per_rank;   /* [FTL_MAX_BATCH_PER_RANK] micro-batch (reproducible: micro-shard) size;
