@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "checkpoint.h"
+#include "global_batch.h"
 #include "training.h"
 
 typedef struct metered_step {
@@ -16,15 +17,22 @@ typedef struct metered_step {
 } metered_step;
 
 /* The user's step, timed and counted for /metrics and the pace of the ranks (pace.h), whose exchange comes
- * first when it is due. */
+ * first when it is due. When the exchange moved the shares of the global batch (the rebalance policy), the
+ * step takes its indices by the new shares, drawn again from the same position on every rank: a data
+ * loader that looks ahead during the step (ftl_sampler_peek) sees the new shares, and must see the step's. */
 static ftl_err run_metered(void *arg, const ftl_step_info *info)
 {
 	metered_step *m = arg;
-	ftl_err e = ftl_pace_before_step(m->a, info);
+	bool is_reshared;
+	ftl_err e = ftl_pace_before_step(m->a, info, &is_reshared);
 	if (e != FTL_OK)
 		return e;
+	ftl_step_info redrawn = *info;
+	if (is_reshared && (e = ftl_batch_fill_step(&ftl_agent_training(m->a)->state, info->rank, info->world_size,
+						    &redrawn)) != FTL_OK)
+		return e;
 	int64_t start = ftl_agent_now_us(m->a);
-	e = ftl_train_metrics_step(m->a, m->step, m->ctx, info);
+	e = ftl_train_metrics_step(m->a, m->step, m->ctx, &redrawn);
 	ftl_pace_after_step(m->a, ftl_agent_now_us(m->a) - start, e == FTL_OK);
 	return e;
 }

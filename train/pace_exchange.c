@@ -73,7 +73,7 @@ static void log_verdict_locked(ftl_agent *a, const ftl_pace *p, int slow_before)
 /* Under the lock: the rebalance policy's shares from the windows (rebalance.h), into the registry and the
  * verdict's rows; said in the log when they move. */
 static ftl_err rebalance_locked(ftl_agent *a, ftl_training *t, const ftl_step_info *info,
-				const ftl_pace_window *windows, uint32_t n)
+				const ftl_pace_window *windows, uint32_t n, bool *is_reshared)
 {
 	ftl_pace *p = &t->pace;
 	const uint32_t *old = ftl_batch_weights_in(&t->state, (int)n, info->view_epoch);
@@ -86,6 +86,7 @@ static ftl_err rebalance_locked(ftl_agent *a, ftl_training *t, const ftl_step_in
 	ftl_err e = p->rows[0].step_ms > 0 ? ftl_rebalance(windows, n, old, &split, w, &is_moved) : FTL_OK;
 	if (e == FTL_OK && is_moved)
 		e = ftl_batch_set_weights(&t->state, info->view_epoch, n, w);
+	*is_reshared = e == FTL_OK && is_moved;
 	free(w);
 	old = ftl_batch_weights_in(&t->state, (int)n, info->view_epoch);
 	uint64_t total = 0;
@@ -106,7 +107,7 @@ static ftl_err rebalance_locked(ftl_agent *a, ftl_training *t, const ftl_step_in
 	return e;
 }
 
-static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info)
+static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info, bool *is_reshared)
 {
 	uint32_t n = (uint32_t)info->world_size;
 	const ftl_pace_window *w = &t->pace_window;
@@ -138,7 +139,7 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 			log_verdict_locked(a, &t->pace, slow_before);
 			ask_bench_locked(a, t, info);
 			if (t->state.is_rebalanced)
-				e = rebalance_locked(a, t, info, windows, n);
+				e = rebalance_locked(a, t, info, windows, n, is_reshared);
 		}
 		ftl_agent_unlock(a);
 	}
@@ -147,9 +148,10 @@ static ftl_err exchange(ftl_agent *a, ftl_training *t, const ftl_step_info *info
 	return e;
 }
 
-ftl_err ftl_pace_before_step(ftl_agent *a, const ftl_step_info *info)
+ftl_err ftl_pace_before_step(ftl_agent *a, const ftl_step_info *info, bool *is_reshared)
 {
 	ftl_training *t = ftl_agent_training(a);
+	*is_reshared = false;
 	bool is_new_view = t->pace_window.view_epoch != info->view_epoch;
 	if (is_new_view) {
 		start_window(t, info->view_epoch);
@@ -159,7 +161,7 @@ ftl_err ftl_pace_before_step(ftl_agent *a, const ftl_step_info *info)
 	ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), is_new_view);
 	if (info->world_size < 2 || info->step == 0 || info->step % FTL_PACE_WINDOW_STEPS != 0 || t->comm == NULL)
 		return FTL_OK;
-	ftl_err e = exchange(a, t, info);
+	ftl_err e = exchange(a, t, info, is_reshared);
 	start_window(t, info->view_epoch);
 	ftl_comm_time_take(&t->comm_time, ftl_agent_now_us(a), false);
 	return e;

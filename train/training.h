@@ -66,8 +66,9 @@ void ftl_subgroups_hang_up_locked(ftl_training *t);
 void ftl_subgroups_free(ftl_training *t);
 
 /* pace_exchange.c, training thread: before a step runs (the exchange, when due: its error fails the step
- * before it begins), and after it ran (took_us, is_done: it returned FTL_OK). */
-ftl_err ftl_pace_before_step(struct ftl_agent *a, const ftl_step_info *info);
+ * before it begins; *is_reshared: the rebalance policy moved the shares, so the step's indices, drawn before
+ * the exchange, must be drawn again), and after it ran (took_us, is_done: it returned FTL_OK). */
+ftl_err ftl_pace_before_step(struct ftl_agent *a, const ftl_step_info *info, bool *is_reshared);
 void ftl_pace_after_step(struct ftl_agent *a, int64_t took_us, bool is_done);
 /* pace_report.c, under the lock: the verdict in the status's view object and in /metrics. */
 void ftl_pace_status_locked(struct ftl_agent *a, json_t *view);

@@ -3,6 +3,7 @@ info.indices, drops its stale prefetches after a rescale or a retried step, and 
 per data epoch; the contiguous and custom orders; data_epoch in job_status and on_data_epoch_end.
     FTL_LIBRARY=build/lib/libftl.so PYTHONPATH=python/src python -m pytest tests/python/test_loader.py"""
 import collections
+import time
 
 import numpy as np
 import pytest
@@ -163,3 +164,52 @@ def test_a_retried_step_gets_its_own_batch_again(run_dir):
         assert first == again == infos[0].indices.tolist()
         assert loader.dropped >= 1
         assert fetched(loader.batch(infos[1])) == infos[1].indices.tolist()
+
+
+def test_rebalanced_shares_reach_the_loader_and_the_average(run_dir):
+    """FTL_SLOW_POLICY=rebalance in step mode, as a PyTorch program writes it: two workers, a fixed global batch
+    of 32, e1 four times as slow per sample. The shares move (the status says e1 takes the least); every step's
+    batch is its own indices (ElasticLoader refetches when the shares move); each sample is trained once per
+    data epoch; GradientAverager weighs by sample count, so both workers hold the same parameters."""
+    agents = two_agents(run_dir, "r", slow_policy="rebalance", global_batch=32, expected_workers=2)
+    models, seen, counts = [], collections.Counter(), collections.defaultdict(list)
+    for a in agents:
+        a.set_sampler(320, 16, seed=2)
+        torch.manual_seed(0)
+        models.append(torch.nn.Linear(1, 1))
+        a.register("model", models[-1].weight.data)
+    loaders = [ftl.torch.ElasticLoader(a, Indexed(320)) for a in agents]
+
+    def train(i):
+        agent, model, loader = agents[i], models[i], loaders[i]
+        grads = ftl.torch.GradientAverager(agent, model)
+        cost = 0.0002 if i == 0 else 0.0008
+
+        def step(info):
+            x = loader.batch(info)
+            got = fetched(x)
+            assert got == info.indices.tolist()
+            time.sleep(cost * len(got))  # the work per sample
+            model.zero_grad()
+            if x is not None:
+                model(x.float().unsqueeze(1) / 320).pow(2).mean().backward()
+            grads.average(samples=len(got))
+            with torch.no_grad():
+                model.weight -= 0.1 * model.weight.grad
+            seen.update((info.data_epoch, j) for j in got)
+            counts[f"r{i}"].append(len(got))
+        for _ in range(80):
+            agent.execute(step)
+        return agent.status()["view"]["pace"]["ranks"]
+    for a in agents:
+        a.start()
+    try:
+        ranks = on_threads(lambda: train(0), lambda: train(1), timeout=120)[0]
+    finally:
+        for a in agents:
+            a.close()
+    shares = {r["name"]: r["share"] for r in ranks}
+    assert shares["r1"] < shares["r0"], f"the slow worker's share did not shrink: {shares}"
+    assert sum(counts["r1"][-10:]) < sum(counts["r0"][-10:]), dict(counts)
+    assert all(seen[(e, j)] == 1 for e in range(7) for j in range(320)), "a sample trained twice or never"
+    assert torch.equal(models[0].weight, models[1].weight)
