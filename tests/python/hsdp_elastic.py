@@ -13,8 +13,12 @@ Each worker writes a JSON line per step to a file; the parent checks them and ex
 With --loop the workers are written in loop mode (the program's own loop over ftl.torch.steps, the step's
 rank from dist.get_rank(); a step that loses a peer is dropped at optimizer.step() and comes again) and the
 same promises hold.
+With --one-replica the job is FSDP without replicas: one replica of three shards, each keeping a copy of the
+previous one (ElasticState(copy_shards=True)). Shard 1 is killed the same way; nothing trains until it is
+started again, and it comes back at the job's step from shard 2's copy (and logs that it did): every step,
+on every shard, still equals the replay.
 
-    hsdp_elastic.py [--loop] [--reports FILE]
+    hsdp_elastic.py [--loop] [--one-replica] [--reports FILE]
 """
 import json
 import os
@@ -24,9 +28,13 @@ import sys
 import tempfile
 import time
 
-REPLICAS, SIZE, STEPS, KILL_AT, ROWS, DIM = 3, 2, 10, 4, 4, 8
+# --one-replica: FSDP without replicas, one replica of three shards, each keeping a copy of the previous one
+ONE_REPLICA = "--one-replica" in sys.argv[1:]
+REPLICAS, SIZE = (1, 3) if ONE_REPLICA else (3, 2)
+STEPS, KILL_AT, ROWS, DIM = 10, 4, 4, 8
 HIDDEN = int(os.environ.get("HSDP_HIDDEN", "16"))  # bench/rescale/hsdp.py sizes the shards with it
 WHOLE_AGAIN = 3  # steps of all six after the rejoin before the job ends
+VICTIM = "r0s1" if ONE_REPLICA else "r1s1"
 
 
 def make_model(seed):
@@ -66,7 +74,9 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
         fully_shard(layer, mesh=mesh)
     fully_shard(model, mesh=mesh)
     optimizer = adam(model)
-    state = ftl.torch.ElasticState(agent, model, optimizer)
+    state = ftl.torch.ElasticState(agent, model, optimizer, copy_shards=ONE_REPLICA)
+    import logging
+    logging.getLogger("ftl.torch").addHandler(logging.FileHandler(os.path.join(run_dir, f"log-{name}{'b' * restarted}")))
     open(os.path.join(run_dir, f"ready-{name}"), "w").close()  # start together: the first view has all six
     while not restarted and len([f for f in os.listdir(run_dir) if f.startswith("ready-")]) < REPLICAS * SIZE:
         time.sleep(0.02)
@@ -77,7 +87,7 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
             seen["six"] = info.step
         optimizer.zero_grad()
         loss = model(batch(info.step, info.rank)).pow(2).mean()
-        if seen["six"] is not None and info.step == seen["six"] + KILL_AT and name == "r1s1" and not restarted:
+        if seen["six"] is not None and info.step == seen["six"] + KILL_AT and name == VICTIM and not restarted:
             with open(os.path.join(run_dir, "killed-at"), "w") as f:
                 f.write(repr(time.time()))
             os.kill(os.getpid(), signal.SIGKILL)
@@ -97,7 +107,7 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
         seen["last"] = info.step
         if not whole and seen["six"] is not None:
             time.sleep(0.1)  # the survivors wait for the restarted shard at a modest pace (after the step)
-        report.write(json.dumps({"worker": name, "step": info.step, "view": info.view_epoch, "rank": info.rank,
+        report.write(json.dumps({"worker": name + ("b" if restarted else ""), "step": info.step, "view": info.view_epoch, "rank": info.rank,
                                  "world": info.world_size, "attempt": info.attempt, "digest": state.digest(),
                                  "t": done_at, "params": [p._local_tensor.detach().reshape(-1).tolist()
                                                           for p in model.parameters()] if HIDDEN <= 64 else None}) + "\n")
@@ -166,25 +176,27 @@ def main():
     def start(replica, index, restarted):
         return subprocess.Popen([sys.executable, __file__, "--worker", str(replica), str(index),
                                  ",".join(map(str, ports)), run_dir, "1" if restarted else "0",
-                                 "loop" if is_loop else "step"],
+                                 "loop" if is_loop else "step"] + (["--one-replica"] if ONE_REPLICA else []),
                                 stdout=subprocess.PIPE, text=True)
     with tempfile.TemporaryDirectory() as run_dir:
         procs = [start(r, i, False) for r in range(REPLICAS) for i in range(SIZE)]
-        victim = procs[1 * SIZE + 1]
+        victim_at = (0 if ONE_REPLICA else 1) * SIZE + 1
+        victim = procs[victim_at]
         victim.wait(timeout=150)
-        procs.append(start(1, 1, True))  # its pod restarted
+        procs.append(start(victim_at // SIZE, 1, True))  # its pod restarted
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from ranks import outputs
         outs = outputs(procs, 150)
         reports = [json.loads(line) for f in sorted(os.listdir(run_dir)) if f.startswith("report-")
                    for line in open(os.path.join(run_dir, f)) if line.startswith("{")]
+        restored = open(os.path.join(run_dir, f"log-{VICTIM}b")).read()
         if reports_to is not None:  # bench/rescale/hsdp.py reads them
             with open(reports_to, "w") as out:
                 json.dump({"reports": reports, "killed_at": float(open(os.path.join(run_dir, "killed-at")).read())}, out)
     bad = []
     codes = [c for c, _ in outs]
-    if codes[SIZE + 1] != -signal.SIGKILL or any(c != 0 for i, c in enumerate(codes) if i != SIZE + 1):
-        bad.append(f"wanted r1s1 killed and every other worker (and its restart) to exit 0, got {codes}")
+    if codes[victim_at] != -signal.SIGKILL or any(c != 0 for i, c in enumerate(codes) if i != victim_at):
+        bad.append(f"wanted {VICTIM} killed and every other worker (and its restart) to exit 0, got {codes}")
     by_step = {}
     for r in reports:
         by_step.setdefault(r["step"], []).append(r)
@@ -196,9 +208,18 @@ def main():
                 bad.append(f"step {s}: shard {index}'s replicas hold different state {sorted(digests)}")
         if len({r["world"] for r in rs}) != 1 or len(rs) != rs[0]["world"]:
             bad.append(f"step {s}: {len(rs)} reports of worlds {sorted({r['world'] for r in rs})}")
-    if not any(w == 4 for w in worlds.values()) or worlds.get(max(worlds, default=0)) != 6:
+    if ONE_REPLICA:  # nothing trains while the only replica lacks a shard; its restart takes up the job's step
+        killed = [r["step"] for r in reports if r["worker"] == VICTIM]
+        back = [r["step"] for r in reports if r["worker"] == VICTIM + "b"]
+        if any(w != SIZE for w in worlds.values()) or not killed or not back or min(back) != max(killed) + 1:
+            bad.append(f"wanted every step in the view of {SIZE}, and {VICTIM}'s restart to run the step it was "
+                       f"killed in: worlds {worlds}, steps {killed} then {back}")
+        said = f"shard 1 was lost with every replica of it; it is back at step {min(back or [0])} from the copy on shard 2"
+        if said not in restored:
+            bad.append(f"wanted the restart to say {said!r}, it logged {restored!r}")
+    elif not any(w == 4 for w in worlds.values()) or worlds.get(max(worlds, default=0)) != 6:
         bad.append(f"wanted steps in a view of four, then six again at the end, got worlds {worlds}")
-    first_six = min([s for s, w in worlds.items() if w == 6] or [0])
+    first_six = min([s for s, w in worlds.items() if w == REPLICAS * SIZE] or [0])
     partner = [r["step"] for r in reports if r["worker"] == "r1s0"]
     if any(worlds[s] == 4 and s > first_six for s in partner):
         bad.append("r1's shard 0 ran a step while its replica was not whole")
@@ -217,7 +238,8 @@ def main():
     for line in bad[:20]:
         print(line)
     print(json.dumps({"steps": len(by_step), "worlds": worlds, "retries": sum(r["attempt"] > 0 for r in reports)}))
-    print(f"HSDP{' in loop mode' if is_loop else ''} through a death and a rejoin: "
+    print(f"{'FSDP with copies' if ONE_REPLICA else 'HSDP'}{' in loop mode' if is_loop else ''} through a death "
+          "and a rejoin: "
           + ("ok" if not bad else f"{len(bad)} broken promises"))
     sys.exit(1 if bad else 0)
 

@@ -327,7 +327,7 @@ def test_hsdp_mesh_and_its_refusals(tmp_path):
     """ftl.torch.hsdp_mesh on a worker of a replica of one: FSDP2 trains on it through execute(); what would
     go wrong without a word is refused with a sentence: a mesh for a worker of no replica, an optimizer made
     before fully_shard (it would step tensors FSDP2 no longer reads), none at all, ftl's rank-0 saves and
-    checkpoints (rank 0 holds one shard)."""
+    checkpoints (rank 0 holds one shard), a copy of each shard where there is no shard or no neighbour."""
     import torch.distributed as dist
     from torch.distributed.fsdp import FSDPModule, fully_shard
 
@@ -340,6 +340,8 @@ def test_hsdp_mesh_and_its_refusals(tmp_path):
     try:
         with pytest.raises(ftl.Error, match="declares no replica"):
             ftl.torch.hsdp_mesh(plain)
+        with pytest.raises(ftl.Error, match="this model is not sharded"):
+            ftl.torch.ElasticState(plain, mlp(), copy_shards=True)
     finally:
         dist.destroy_process_group()
         plain.close()
@@ -362,6 +364,8 @@ def test_hsdp_mesh_and_its_refusals(tmp_path):
                 ftl.torch.ElasticState(a, model, early)
             with pytest.raises(ftl.Error, match="needs its optimizer"):
                 ftl.torch.ElasticState(a, model)
+            with pytest.raises(ftl.Error, match="this replica has one shard"):
+                ftl.torch.ElasticState(a, model, torch.optim.Adam(model.parameters(), lr=0.01), copy_shards=True)
             optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
             state = ftl.torch.ElasticState(a, model, optimizer)
             with pytest.raises(ftl.Error, match="rank 0 holds one shard"):

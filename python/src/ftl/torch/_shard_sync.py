@@ -20,20 +20,19 @@ otherwise mix two steps without a word.
 """
 from __future__ import annotations
 
-import io
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
 from .._door import door_of
 from ..errors import INVALID, Error
-
-_DTENSOR = "ftl.dtensor"  # marks an optimizer state value that was a DTensor (its local shard travels)
+from ._shard_message import load_optimizer, local, message_of, raise_if_lost, send, take
 
 
 class ShardSync:
-    def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer]):
+    def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer],
+                 copy_shards: bool = False):
         from ._hsdp import REPLICATE
         self.agent, self.optimizer, self.door = agent, optimizer, door_of(agent)
         self.group = self.door.hsdp_groups[0]
@@ -41,6 +40,10 @@ class ShardSync:
         self.model = fsdp_root(model)
         self.tensors = sharded_tensors(model)
         check_optimizer(optimizer, self.tensors)
+        self.copy = None  # the neighbour's copy of its shard (_shard_copy.py), with copy_shards=True
+        if copy_shards:
+            from ._shard_copy import ShardCopy
+            self.copy = ShardCopy(agent, self.tensors, optimizer)
         optimizer.register_step_pre_hook(self.vote)
         self.door.before_commit.append(self.vote_at_commit)
         self.at = -1            # job steps this worker's shards hold (-1: never synced)
@@ -82,6 +85,8 @@ class ShardSync:
         if not self.finished:  # FSDP2 halfway through a forward or backward that lost a peer: start clean
             self.model.reset_iter_state()
         self.finished = False
+        if self.copy is not None:
+            self.copy.step = info.step
         if info.view_epoch == self.synced_view and info.attempt == 0:
             return
         counts = torch.tensor([self.at], dtype=torch.int64)
@@ -90,65 +95,33 @@ class ShardSync:
         raise_if_lost(self.agent)
         counts = gathered.tolist()
         src = source(counts, info.step)
-        if src is None:
+        if src is None and self.copy is None:
             index = self.agent.replica[0]
             raise Error(f"ftl: HSDP: no replica holds shard {index} at the job's step {info.step} (the replicas' "
-                        f"shards hold {counts} steps): a death in the last collectives of a step let other shards "
-                        "commit it and made this one fail it everywhere; resume from your last "
-                        "torch.distributed.checkpoint", INVALID)
+                        f"shards hold {counts} steps): it was lost with every replica of it, or a death in the last "
+                        "collectives of a step let other shards commit it and made this one fail it everywhere; "
+                        "resume from your last torch.distributed.checkpoint, and keep a copy of each shard on its "
+                        "neighbour with ElasticState(..., copy_shards=True) (docs/guides/sharded.md)", INVALID)
         takers = [rank for rank, held in enumerate(counts) if held != info.step and rank != src]
-        if takers:
+        if src is not None and takers:
             self._send_or_take(src, takers)
+        if self.copy is not None:  # every shard of the replica, lost or not: a shard's copy comes from the next
+            self.copy.restore(info.step, src is None)
         self.at = info.step
         self.synced_view = info.view_epoch
 
     def _send_or_take(self, src: int, takers: List[int]) -> None:
-        """The source's shards and their optimizer state to the workers that lack the step, point-to-point
-        (a replica that holds it receives nothing): first the optimizer state's layout (small: its
-        param_groups, its scalars, the shape of each sharded value), then every tensor in one batch of
-        messages, received in place (the parameters) or into fresh tensors (the optimizer's)."""
+        """The source's shards and their optimizer state to the workers that lack the step (a replica that
+        holds it receives nothing), received in place (the parameters) or into fresh tensors (the
+        optimizer's): _shard_message.py."""
         me = self.group.rank()
-        if me != src and me not in takers:
-            return
+        params = [local(t) for _, t in self.tensors]
         with torch.no_grad():
             if me == src:
-                layout, values = optimizer_layout(self.optimizer)
-                data = torch.frombuffer(bytearray(layout), dtype=torch.uint8)
-                for t in takers:
-                    dist.send(torch.tensor([len(layout)], dtype=torch.int64), group=self.group, group_dst=t)
-                    dist.send(data, group=self.group, group_dst=t)
-                    raise_if_lost(self.agent)
-                tensors = [local(t) for _, t in self.tensors] + values
-                wait_all(self.agent, [dist.P2POp(dist.isend, x, group=self.group, group_peer=t)
-                                      for t in takers for x in tensors])
-                return
-            length = torch.empty(1, dtype=torch.int64)
-            dist.recv(length, group=self.group, group_src=src)
-            raise_if_lost(self.agent)
-            data = torch.empty(int(length), dtype=torch.uint8)
-            dist.recv(data, group=self.group, group_src=src)
-            raise_if_lost(self.agent)
-            layout = torch.load(io.BytesIO(data.numpy().tobytes()), map_location="cpu", weights_only=False)
-            values = [torch.empty(shape, dtype=dtype) for shape, dtype in layout["sharded"]]
-            tensors = [local(t) for _, t in self.tensors] + values
-            wait_all(self.agent, [dist.P2POp(dist.irecv, x, group=self.group, group_peer=src) for x in tensors])
-            load_optimizer(self.optimizer, layout, values)
-
-
-def wait_all(agent: Any, ops: List[Any]) -> None:
-    """One batch of messages, all in flight at once, waited for; PeerLostError when it lost a peer."""
-    for work in dist.batch_isend_irecv(ops):
-        work.wait()
-    raise_if_lost(agent)
-
-
-def raise_if_lost(agent: Any) -> None:
-    """PeerLostError when a collective of the step lost a peer. In loop mode such a call returns with its
-    tensors as they were (the commit point drops the step): here, before the step, what it received must
-    not be read (a length, the replicas' counts)."""
-    failure = door_of(agent).peer_failure
-    if failure is not None:
-        raise failure
+                send(self.agent, self.group, message_of(params, self.optimizer), takers)
+            elif me in takers:
+                layout, tensors = take(self.agent, self.group, src, params)
+                load_optimizer(self.optimizer, layout, tensors[len(params):])
 
 
 def fsdp_root(model: torch.nn.Module) -> Any:
@@ -194,46 +167,3 @@ def sharded_tensors(model: torch.nn.Module) -> List[Tuple[str, Any]]:
     from torch.distributed.tensor import DTensor
     named = list(model.named_parameters()) + [(n, b) for n, b in model.named_buffers() if b is not None]
     return [(n, t) for n, t in named if isinstance(t, DTensor)]
-
-
-def local(t: Any) -> torch.Tensor:
-    """A DTensor's shard on this worker, the tensor itself (writes land in the model's storage)."""
-    return t._local_tensor if hasattr(t, "_local_tensor") else t
-
-
-def optimizer_layout(optimizer: torch.optim.Optimizer) -> Tuple[bytes, List[torch.Tensor]]:
-    """optimizer.state_dict() in two parts: the bytes of everything but its DTensor values (each marked with
-    its place in the list, its shape and dtype) and the list of those values' local shards (a DTensor names
-    its mesh, which does not travel; the shards go as tensors, unpickled)."""
-    sd = optimizer.state_dict()
-    values: List[torch.Tensor] = []
-    state: Dict[Any, Dict[str, Any]] = {}
-    for k, s in sd["state"].items():
-        state[k] = {}
-        for n, v in s.items():
-            if _is_dtensor(v):
-                values.append(local(v).detach().contiguous())
-                v = (_DTENSOR, len(values) - 1)
-            state[k][n] = v
-    out = io.BytesIO()
-    torch.save({"state": state, "param_groups": sd["param_groups"],
-                "sharded": [(tuple(v.shape), v.dtype) for v in values]}, out)
-    return out.getvalue(), values
-
-
-def load_optimizer(optimizer: torch.optim.Optimizer, layout: Dict[str, Any], values: List[torch.Tensor]) -> None:
-    """The inverse of optimizer_layout: each shard made a DTensor again on its parameter's mesh."""
-    from torch.distributed.tensor import DTensor
-    params = [p for g in optimizer.param_groups for p in g["params"]]
-    state: Dict[Any, Dict[str, Any]] = {}
-    for k, s in layout["state"].items():
-        p = params[int(k)]
-        state[k] = {n: DTensor.from_local(values[v[1]].to(local(p).device), p.device_mesh, p.placements,
-                                          run_check=False, shape=p.shape, stride=p.stride())
-                    if isinstance(v, tuple) and v and v[0] == _DTENSOR else v for n, v in s.items()}
-    optimizer.load_state_dict({"state": state, "param_groups": layout["param_groups"]})
-
-
-def _is_dtensor(v: Any) -> bool:
-    from torch.distributed.tensor import DTensor
-    return isinstance(v, DTensor)

@@ -118,6 +118,11 @@ class ElasticState:
             rank draws rank 0's random numbers after a view change; seed from info.rank inside the step where
             ranks must differ (dropout masks per rank, say).
         init_from (str or os.PathLike, optional): state.load(init_from) at once.
+        copy_shards (bool): for an HSDP model, each shard also keeps a copy of the previous shard of its
+            replica (its parameters and optimizer state, sent after every optimizer step, held in host
+            memory), so a shard lost with every replica of it (FSDP without replicas: one replica of N
+            shards) comes back from its neighbour at the job's step when its worker is started again
+            (_shard_copy.py). Costs one message of a shard's state per step.
         **extras: picklable values. A rank that receives rank 0's updates its own IN PLACE where it can:
             an object with load_state_dict() (a scheduler) is loaded, a dict is cleared and updated, a list
             gets rank 0's items; anything else (an int, a tuple) is replaced in `state.extras`, so read it
@@ -130,10 +135,14 @@ class ElasticState:
 
     def __init__(self, agent: Any, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer] = None,
                  scaler: Any = None, rng: bool = False, init_from: Union[str, os.PathLike, None] = None,
-                 **extras: Any):
+                 copy_shards: bool = False, **extras: Any):
         _refuse_zero(optimizer)
         self._shards = None  # an HSDP model's own sync (_shard_sync.py), or None
         is_sharded = _sharding_of(agent, model)
+        if copy_shards and not is_sharded:
+            raise Error("ftl: ElasticState: copy_shards=True keeps a copy of each shard of a sharded model on its "
+                        "neighbour, and this model is not sharded on ftl.torch.hsdp_mesh(agent): every rank holds "
+                        "the whole of it already; leave copy_shards out", INVALID)
         if isinstance(model, torch.nn.parallel.DistributedDataParallel):  # on ftl's process group: re-pointed
             _refuse_rebalanced_ddp(agent)
             follow_views(agent, model)                                    # at each view's group
@@ -152,7 +161,7 @@ class ElasticState:
                 skip_when_dropped(agent, extra, "step")
         if is_sharded:
             from ._shard_sync import ShardSync
-            self._shards = ShardSync(agent, model, optimizer)
+            self._shards = ShardSync(agent, model, optimizer, copy_shards)
         tensors, self._unregistered = named_tensors(model, skip_dtensors=is_sharded)  # unregistered: bool etc.
         buffers = plan(tensors)
         self.registered = self._register(buffers)
