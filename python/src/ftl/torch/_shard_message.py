@@ -68,19 +68,50 @@ def take(agent: Any, group: Any, src: int, params: Optional[List[torch.Tensor]] 
 
 def exchange(agent: Any, group: Any, message: Message, to: int, frm: int) -> Message:
     """Sends `message` to `to` while taking one from `frm` (a ring: every rank sends and receives at once, so
-    no send waits for a receive that waits for it); returns what was taken, in fresh tensors."""
-    data = torch.frombuffer(bytearray(message.layout), dtype=torch.uint8)
-    length, theirs = torch.tensor([len(message.layout)], dtype=torch.int64), torch.empty(1, dtype=torch.int64)
-    wait_all(agent, [dist.P2POp(dist.isend, length, group=group, group_peer=to),
+    no send waits for a receive that waits for it); returns what was taken. Every step makes one, so it goes
+    in two rounds of one message each way: the two lengths, then every tensor's bytes and the layout in one
+    buffer (a message per tensor costs more than the copy into one). The tensors taken are views of it, each
+    at an offset aligned for its dtype (_ALIGN)."""
+    parts = []
+    for t in message.tensors:
+        b = as_bytes(t)
+        parts += [b, torch.zeros(_padding(b.numel()), dtype=torch.uint8)]
+    mine = torch.cat(parts + [torch.frombuffer(bytearray(message.layout), dtype=torch.uint8)])
+    lengths = torch.tensor([len(message.layout), mine.numel()], dtype=torch.int64)
+    theirs = torch.empty(2, dtype=torch.int64)
+    wait_all(agent, [dist.P2POp(dist.isend, lengths, group=group, group_peer=to),
                      dist.P2POp(dist.irecv, theirs, group=group, group_peer=frm)])
-    their_data = torch.empty(int(theirs), dtype=torch.uint8)
-    wait_all(agent, [dist.P2POp(dist.isend, data, group=group, group_peer=to),
-                     dist.P2POp(dist.irecv, their_data, group=group, group_peer=frm)])
-    layout = torch.load(io.BytesIO(their_data.numpy().tobytes()), map_location="cpu", weights_only=False)
-    tensors = [torch.empty(shape, dtype=dtype) for shape, dtype in layout["params"] + layout["sharded"]]
-    wait_all(agent, [dist.P2POp(dist.isend, x, group=group, group_peer=to) for x in message.tensors]
-             + [dist.P2POp(dist.irecv, x, group=group, group_peer=frm) for x in tensors])
-    return Message(their_data.numpy().tobytes(), tensors)
+    layout_len, total = (int(x) for x in theirs)
+    data = torch.empty(total, dtype=torch.uint8)
+    wait_all(agent, [dist.P2POp(dist.isend, mine, group=group, group_peer=to),
+                     dist.P2POp(dist.irecv, data, group=group, group_peer=frm)])
+    layout_bytes = data[total - layout_len:].numpy().tobytes()
+    layout = torch.load(io.BytesIO(layout_bytes), map_location="cpu", weights_only=False)
+    tensors, at = [], 0
+    for shape, dtype in layout["params"] + layout["sharded"]:
+        n = _numel(shape) * torch.empty((), dtype=dtype).element_size()
+        tensors.append(data[at:at + n].view(dtype).view(shape))
+        at += n + _padding(n)
+    return Message(layout_bytes, tensors)
+
+
+_ALIGN = 16  # bytes: every dtype's element size divides it
+
+
+def _padding(n: int) -> int:
+    return -n % _ALIGN
+
+
+def as_bytes(t: torch.Tensor) -> torch.Tensor:
+    """A tensor's bytes, as a flat uint8 tensor (a copy only when it is not contiguous)."""
+    return t.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _numel(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def wait_all(agent: Any, ops: List[Any]) -> None:
