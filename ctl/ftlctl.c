@@ -2,6 +2,7 @@
  * socket (socket_choice.c), sends one request and prints the reply, for people (ctl_render.c) or, with
  * --json, for machines. The requests and replies are written down in PROTOCOL.md; ftlctl depends on
  * that protocol only, never on the agent's code. Exit statuses are in ctl_exit.h. */
+#include "ctl_call.h"
 #include "ctl_conn.h"
 #include "ctl_exit.h"
 #include "ctl_render.h"
@@ -112,41 +113,15 @@ static int usage_error(const char *fmt, ...)
 
 /* ---- talking to the agent ---- */
 
-/* Opens the chosen socket, sends request, checks "ok"; on success *reply holds the reply. */
 static int call_agent(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply,
 		      ctl_conn *conn)
 {
-	char path[4096];
-	int rc = ctl_choose_socket(&opts->target, path, sizeof path);
-	*reply = NULL;
-	if (request == NULL) {
-		fprintf(stderr, "ftlctl: out of memory building the request\n");
-		return CTL_EXIT_FAILED;
-	}
-	if (rc == CTL_EXIT_OK)
-		rc = ctl_conn_open(conn, path);
-	if (rc == CTL_EXIT_OK)
-		rc = ctl_conn_call(conn, request, timeout_ms, reply);
-	json_decref(request);
-	if (rc == CTL_EXIT_OK && !json_is_true(json_object_get(*reply, "ok"))) {
-		const char *error = json_string_value(json_object_get(*reply, "error"));
-		fprintf(stderr, "ftlctl: the agent refused: %s\n", error != NULL ? error : "(no reason given)");
-		rc = CTL_EXIT_FAILED;
-	}
-	if (rc != CTL_EXIT_OK) {
-		json_decref(*reply);
-		*reply = NULL;
-	}
-	return rc;
+	return ctl_call(&opts->target, request, timeout_ms, reply, conn, NULL, 0);
 }
 
-/* One request, one reply, connection closed. */
 static int call_once(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply)
 {
-	ctl_conn conn = {.fd = -1};
-	int rc = call_agent(opts, request, timeout_ms, reply, &conn);
-	ctl_conn_close(&conn);
-	return rc;
+	return ctl_call_once(&opts->target, request, timeout_ms, reply, NULL, 0);
 }
 
 static void print_json(const json_t *value, size_t flags)
@@ -230,14 +205,11 @@ static int run_scale(const ctl_options *opts, char **args, int nargs)
 {
 	if (!(opts->given & OPT_MAX))
 		return usage_error("scale needs --max N: the job's new maximum number of workers");
-	json_t *reply;
-	int rc = call_once(opts, json_pack("{s:s, s:I}", "cmd", "scale", "max", (json_int_t)opts->max_workers),
-			   CTL_REPLY_TIMEOUT_MS, &reply);
+	int rc = ctl_scale_max(&opts->target, opts->max_workers, NULL, 0);
 	if (rc != CTL_EXIT_OK)
 		return rc;
 	printf("scale: the job's maximum becomes %ld workers from the next view on (spares join, or the youngest "
 	       "members step down to spares)\n", opts->max_workers);
-	json_decref(reply);
 	return CTL_EXIT_OK;
 }
 
