@@ -31,12 +31,13 @@ class FakeApi:
     """The scale subresource of one Deployment, as the Kubernetes API serves it, behind a bearer token."""
 
     def __init__(self, token, replicas):
-        self.token, self.replicas, self.gets = token, replicas, 0
+        self.token, self.replicas, self.gets, self.refused = token, replicas, 0, 0
         api = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 if self.headers.get("Authorization") != f"Bearer {api.token}":
+                    api.refused += 1
                     return self.answer(403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                              "reason": "Forbidden", "code": 403})
                 if self.path != SCALE_PATH:
@@ -98,8 +99,13 @@ def scenario_raises_the_maximum_only(train, ctl):
         raise tt.Skip("ftlctl was built without libcurl (no follow-replicas)")
     job = tt.new_job(train, ctl, FTL_STEPS=1000000, FTL_MAX_WORKERS=2, **tt.JOB)
     token_file = os.path.join(job.dir, "token")
-    with open(token_file, "w") as f:
-        f.write("good-token\n")
+
+    def write_token(token):  # whole or not at all, as the kubelet replaces a projected token
+        with open(token_file + ".new", "w") as f:
+            f.write(token + "\n")
+        os.replace(token_file + ".new", token_file)
+
+    write_token("good-token")
     api = FakeApi("good-token", replicas=2)
     followers = []
     try:
@@ -147,12 +153,13 @@ def scenario_raises_the_maximum_only(train, ctl):
         assert view(member).get("max_workers") == 3 and view(member).get("world_size") == 3, view(member)
         print("replicas 2: the maximum stays 3 (raise only)")
 
-        # a wrong token: HTTP 403, said once, nothing changes even though replicas 4 would raise it
-        with open(token_file, "w") as f:
-            f.write("wrong-token\n")
-        api.replicas = 4
+        # a wrong token: HTTP 403, said once, nothing changes even though replicas 4 would raise it (set once
+        # the 403 is seen: a poll that read the good token before the change must not see them)
+        write_token("wrong-token")
         job.wait("the follower says 403", lambda: beside_member.lines("HTTP 403"), 30)
-        time.sleep(2)  # some ten more polls refused
+        api.replicas = 4
+        at = api.refused
+        job.wait("10 more polls refused", lambda: api.refused >= at + 10, 30)
         said = beside_member.lines("HTTP 403")
         assert len(said) == 1, f"the 403 is said once, not on every poll: {said}"
         assert "Role" in said[0] and "deployments/scale" in said[0], said[0]
