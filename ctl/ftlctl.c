@@ -2,8 +2,10 @@
  * socket (socket_choice.c), sends one request and prints the reply, for people (ctl_render.c) or, with
  * --json, for machines. The requests and replies are written down in PROTOCOL.md; ftlctl depends on
  * that protocol only, never on the agent's code. Exit statuses are in ctl_exit.h. */
+#include "ctl_call.h"
 #include "ctl_conn.h"
 #include "ctl_exit.h"
+#include "follow_replicas.h"
 #include "ctl_render.h"
 #include "keys_reach.h"
 #include "member_filter.h"
@@ -54,6 +56,12 @@ static const char usage_text[] =
 	"  scale --max N                the job's maximum becomes N workers from the next view on (on any\n"
 	"                               worker of the view): spares join up to N, or the youngest members\n"
 	"                               step down to spares; later views keep it (status shows max_workers)\n"
+	"  follow-replicas --deployment NAME [--spares K] [--interval-ms N]\n"
+	"                               in a sidecar on Kubernetes: every N ms (5000) read the Deployment's\n"
+	"                               replicas R and, when R - K (K: $FTL_SPARES, else 0) is above the job's\n"
+	"                               maximum, raise it (scale --max R-K); never lowers it; runs until\n"
+	"                               SIGTERM. With the pod's service account; --namespace NS, --api URL,\n"
+	"                               --token-file F and --ca-file F override it\n"
 	"  quorum reset                 waiting for quorum: go on with the survivors, treating the missing\n"
 	"                               members of the view as gone for good (on any one survivor; unsafe\n"
 	"                               if they may be alive on the other side of a partition)\n"
@@ -77,6 +85,7 @@ enum {
 	OPT_SPARES = 1u << 5,
 	OPT_WAIT = 1u << 6,
 	OPT_MAX = 1u << 7,
+	OPT_OWN_OPTIONS = 1u << 8, /* the command parses the rest of the command line itself (run gets all of it) */
 };
 
 typedef struct ctl_options {
@@ -112,41 +121,15 @@ static int usage_error(const char *fmt, ...)
 
 /* ---- talking to the agent ---- */
 
-/* Opens the chosen socket, sends request, checks "ok"; on success *reply holds the reply. */
 static int call_agent(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply,
 		      ctl_conn *conn)
 {
-	char path[4096];
-	int rc = ctl_choose_socket(&opts->target, path, sizeof path);
-	*reply = NULL;
-	if (request == NULL) {
-		fprintf(stderr, "ftlctl: out of memory building the request\n");
-		return CTL_EXIT_FAILED;
-	}
-	if (rc == CTL_EXIT_OK)
-		rc = ctl_conn_open(conn, path);
-	if (rc == CTL_EXIT_OK)
-		rc = ctl_conn_call(conn, request, timeout_ms, reply);
-	json_decref(request);
-	if (rc == CTL_EXIT_OK && !json_is_true(json_object_get(*reply, "ok"))) {
-		const char *error = json_string_value(json_object_get(*reply, "error"));
-		fprintf(stderr, "ftlctl: the agent refused: %s\n", error != NULL ? error : "(no reason given)");
-		rc = CTL_EXIT_FAILED;
-	}
-	if (rc != CTL_EXIT_OK) {
-		json_decref(*reply);
-		*reply = NULL;
-	}
-	return rc;
+	return ctl_call(&opts->target, request, timeout_ms, reply, conn, NULL, 0);
 }
 
-/* One request, one reply, connection closed. */
 static int call_once(const ctl_options *opts, json_t *request, int timeout_ms, json_t **reply)
 {
-	ctl_conn conn = {.fd = -1};
-	int rc = call_agent(opts, request, timeout_ms, reply, &conn);
-	ctl_conn_close(&conn);
-	return rc;
+	return ctl_call_once(&opts->target, request, timeout_ms, reply, NULL, 0);
 }
 
 static void print_json(const json_t *value, size_t flags)
@@ -230,15 +213,18 @@ static int run_scale(const ctl_options *opts, char **args, int nargs)
 {
 	if (!(opts->given & OPT_MAX))
 		return usage_error("scale needs --max N: the job's new maximum number of workers");
-	json_t *reply;
-	int rc = call_once(opts, json_pack("{s:s, s:I}", "cmd", "scale", "max", (json_int_t)opts->max_workers),
-			   CTL_REPLY_TIMEOUT_MS, &reply);
+	int rc = ctl_scale_max(&opts->target, opts->max_workers, NULL, 0);
 	if (rc != CTL_EXIT_OK)
 		return rc;
 	printf("scale: the job's maximum becomes %ld workers from the next view on (spares join, or the youngest "
 	       "members step down to spares)\n", opts->max_workers);
-	json_decref(reply);
 	return CTL_EXIT_OK;
+}
+
+/* `follow-replicas`: its options are its own (follow_replicas.c); args is the command line from the command. */
+static int run_follow_replicas(const ctl_options *opts, char **args, int nargs)
+{
+	return ctl_follow_replicas(&opts->target, nargs, args);
 }
 
 static int run_ready(const ctl_options *opts, char **args, int nargs)
@@ -504,6 +490,7 @@ static const command commands[] = {
 	{"keys", run_keys, 1, 2, OPT_JSON | OPT_WAIT, "keys list [--json] | keys install|use|remove KEY [--wait S]"},
 	{"scale", run_scale, 0, 0, OPT_MAX, "scale --max N"},
 	{"quorum", run_quorum, 1, 1, 0, "quorum reset"},
+	{"follow-replicas", run_follow_replicas, 0, 0, OPT_OWN_OPTIONS, "follow-replicas --deployment NAME [...]"},
 };
 
 /* ---- command line ---- */
@@ -625,6 +612,10 @@ int main(int argc, char **argv)
 		return usage_error("unknown command %s", argv[optind]);
 	cmd_argv = argv + optind;
 	cmd_argc = argc - optind;
+	if (cmd->allowed & OPT_OWN_OPTIONS) {
+		setvbuf(stdout, NULL, _IOLBF, 0);
+		return cmd->run(&opts, cmd_argv, cmd_argc);
+	}
 	rc = parse_options(cmd_argc, cmd_argv, cmd, &opts);
 	if (rc != CTL_EXIT_OK || opts.is_help_shown)
 		return rc;

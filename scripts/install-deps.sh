@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
-  libuv1-dev libsodium-dev libmsgpack-dev libjansson-dev libcmocka-dev libxxhash-dev
+  libuv1-dev libsodium-dev libmsgpack-dev libjansson-dev libcmocka-dev libxxhash-dev libcurl4-openssl-dev
   iproute2 procps python3 python3-venv
   libopenmpi-dev openmpi-bin
   prometheus tmux

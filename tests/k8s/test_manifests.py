@@ -1,5 +1,6 @@
 """The Kubernetes manifests as kubectl would build them (kubectl kustomize, no cluster): what the pods ask
-for matches the job's defaults, hot spares count as ready, and the Job form runs the Deployment's pod.
+for matches the job's defaults, hot spares count as ready, the follow-replicas sidecar has what it needs (the
+run directory, a service account with its Role), and the Job form runs the Deployment's pod less the sidecar.
 Skipped (exit 77) without kubectl or PyYAML. One scenario per run: python3 test_manifests.py SCENARIO."""
 
 import os
@@ -68,6 +69,38 @@ def scenario_torch_component_keeps_one_spare(tmp):
     print("torch component: one pod waits as a hot spare (FTL_SPARES=1)")
 
 
+def scenario_sidecar_follows_the_replicas_with_its_own_role(tmp):
+    objects = render(tmp, "k8s")
+    pod, c = worker(objects)
+    side = next((x for x in pod["containers"] if x["name"] == "follow-replicas"), None)
+    assert side is not None, "the Deployment's pod has no follow-replicas sidecar"
+    assert side["command"][:2] == ["ftlctl", "follow-replicas"] and "ftl-worker" in side["command"], side["command"]
+    assert side["image"] == c["image"], f"the sidecar runs {side['image']}, the worker {c['image']}"
+    run = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}["run"]
+    assert {"name": "run", "mountPath": run} in side["volumeMounts"], side["volumeMounts"]
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == "run"), "the run directory is not an emptyDir"
+    env = env_of(objects, side)
+    assert env["FTL_RUN_DIR"] == run == env_of(objects, c)["FTL_RUN_DIR"], (env.get("FTL_RUN_DIR"), run)
+    names = {x["name"]: x.get("valueFrom") for x in side["env"] + c["env"] if x["name"] == "FTL_NAME"}
+    assert names["FTL_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}, names
+    assert side["resources"]["requests"]["cpu"] == "10m", side["resources"]
+    assert pod["serviceAccountName"] == "ftl-worker", pod.get("serviceAccountName")
+    assert ("ServiceAccount", "ftl-worker") in objects, "no ServiceAccount ftl-worker"
+    role = objects[("Role", "ftl-follow-replicas")]
+    assert role["rules"] == [{"apiGroups": ["apps"], "resources": ["deployments/scale"],
+                              "resourceNames": ["ftl-worker"], "verbs": ["get"]}], role["rules"]
+    binding = objects[("RoleBinding", "ftl-follow-replicas")]
+    assert binding["roleRef"]["name"] == "ftl-follow-replicas", binding["roleRef"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "ftl-worker"}], binding["subjects"]
+    print(f"sidecar follow-replicas shares {run} with the worker; the pod runs as ftl-worker, which may get "
+          "deployments/scale of ftl-worker and nothing else")
+    torch = render(tmp, "k8s", components=["torch"])
+    pod, c = worker(torch)
+    side = next(x for x in pod["containers"] if x["name"] == "follow-replicas")
+    assert side["image"] == c["image"] and env_of(torch, side)["FTL_SPARES"] == "1", (side["image"], side["env"])
+    print("torch component: the sidecar runs the torch image and counts its spare (FTL_SPARES=1)")
+
+
 def scenario_job_form_runs_the_deployments_pod(tmp):
     deployment = render(tmp, "k8s")
     job = render(tmp, "k8s-job")
@@ -78,7 +111,11 @@ def scenario_job_form_runs_the_deployments_pod(tmp):
     assert pod.pop("restartPolicy") == "OnFailure"
     want = deployment[("Deployment", "ftl-worker")]["spec"]["template"]
     got = job[("Job", "ftl-worker")]["spec"]["template"]
+    # less the follow-replicas sidecar: a Job has no replica count, and a container that runs on would keep
+    # it from completing; without it the Role it needs is left out too
+    want["spec"]["containers"] = [c for c in want["spec"]["containers"] if c["name"] != "follow-replicas"]
     assert got["metadata"] == want["metadata"] and pod == want["spec"], "the Job's pod differs from the Deployment's"
+    assert not any(k in ("Role", "RoleBinding") for k, _ in job), "the Job form keeps follow-replicas' Role"
     for kind in ("Service", "PodDisruptionBudget", "Secret"):
         assert any(k == kind for k, _ in job), f"the Job form has no {kind}"
     print(f"Job form: Indexed, {spec['completions']} workers, the Deployment's pod with restartPolicy OnFailure")
