@@ -12,6 +12,11 @@ of parameters each, and reads the workers' step reports (each one's wall time at
 - step_s: the median time of one step of the view of four (for scale: both figures above include a step).
 One JSON line per run and one with the medians. Usage (FTL_LIBRARY and PYTHONPATH as for the Python tests):
   python3 bench/rescale/hsdp.py --runs 3 --shard-mb 100
+With --one-replica, FSDP without replicas (hsdp_elastic.py --one-replica: one replica of 3 shards keeping
+copies of each other): kill_to_step_s is the kill to the end of the job's next step, which waits for the
+killed shard's restart (a Python process importing torch) and its state from the copy; with --spare as well,
+its replacement waits from the start as a hot spare of the same index, and no process starts after the kill.
+  python3 bench/rescale/hsdp.py --runs 3 --shard-mb 10 --one-replica [--spare]
 """
 import argparse
 import json
@@ -25,16 +30,29 @@ TEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tes
 WAIT_BETWEEN_STEPS_S = 0.1  # hsdp_elastic.py's pace while a replica is out
 
 
-def one_run(shard_mb):
-    hidden = max(16, int(shard_mb * 2**20 * 2 / 4 / 10))  # Linear(8, h) + Linear(h, 1): 10 h floats, 2 shards
+def one_run(shard_mb, one_replica, spare):
+    shards = 3 if one_replica else 2
+    hidden = max(16, int(shard_mb * 2**20 * shards / 4 / 10))  # Linear(8, h) + Linear(h, 1): 10 h floats
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = dict(os.environ, HSDP_HIDDEN=str(hidden))
-        r = subprocess.run([sys.executable, TEST, "--reports", out.name], env=env, capture_output=True, text=True,
-                           timeout=600)
+        r = subprocess.run([sys.executable, TEST, "--reports", out.name] + ["--one-replica"] * one_replica
+                           + ["--spare"] * spare, env=env,
+                           capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             sys.exit(f"hsdp_elastic.py failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
         data = json.load(open(out.name))
     reports, killed = data["reports"], data["killed_at"]
+    if one_replica:  # nothing trains until the killed shard is back: the kill to the job's next step
+        after = [r for r in reports if r["t"] > killed]
+        first = min(r["step"] for r in after)
+        steps = {}
+        for r in reports:
+            if r["worker"] == "r0s0":
+                steps[r["step"]] = r["t"]
+        gaps = [steps[s + 1] - steps[s] for s in steps if s + 1 in steps and steps[s] < killed and s + 1 < first]
+        return {"shard_mb": round(10 * hidden * 4 / shards / 2**20, 1),
+                "kill_to_step_s": round(max(r["t"] for r in after if r["step"] == first) - killed, 4),
+                "step_s": round(statistics.median(gaps), 4) if gaps else None}
     survivors = {r["worker"] for r in reports if r["world"] == 4}
     first4 = [min(r["t"] for r in reports if r["worker"] == w and r["world"] == 4 and r["t"] > killed)
               for w in survivors]
@@ -55,11 +73,21 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--shard-mb", type=float, default=100.0, help="parameters per shard, in MiB (float32)")
+    p.add_argument("--one-replica", action="store_true",
+                   help="FSDP without replicas: one replica of 3 shards with copy_shards=True; kill_to_step_s is "
+                        "then the kill to the job's next step, the killed shard's restart included")
+    p.add_argument("--spare", action="store_true",
+                   help="with --one-replica: the killed shard's replacement waits as a hot spare from the start")
     a = p.parse_args()
     runs = []
+    name = ("fsdp_1x3_copies" + "_spare" * a.spare) if a.one_replica else "hsdp_3x2"
     for i in range(a.runs):
-        runs.append(one_run(a.shard_mb))
-        print(json.dumps({"bench": "hsdp_3x2", "run": i, **runs[-1]}), flush=True)
+        runs.append(one_run(a.shard_mb, a.one_replica, a.spare))
+        print(json.dumps({"bench": name, "run": i, **runs[-1]}), flush=True)
+    if a.one_replica:
+        print(json.dumps({"bench": name, "shard_mb": runs[0]["shard_mb"], "runs": a.runs,
+                          "kill_to_step_s_median": statistics.median(r["kill_to_step_s"] for r in runs)}))
+        return
     print(json.dumps({"bench": "hsdp_3x2", "shard_mb": runs[0]["shard_mb"], "runs": a.runs,
                       "kill_to_step_s_median": statistics.median(r["kill_to_step_s"] for r in runs),
                       "join_pause_s_median": statistics.median(r["join_pause_s"] for r in runs

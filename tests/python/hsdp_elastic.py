@@ -16,9 +16,11 @@ same promises hold.
 With --one-replica the job is FSDP without replicas: one replica of three shards, each keeping a copy of the
 previous one (ElasticState(copy_shards=True)). Shard 1 is killed the same way; nothing trains until it is
 started again, and it comes back at the job's step from shard 2's copy (and logs that it did): every step,
-on every shard, still equals the replay.
+on every shard, still equals the replay. With --spare as well, the replacement is started once the first
+view trains, as a hot spare of the same replica and index (another name), and takes shard 1 from the copy
+as soon as the death is known: no process starts after the kill.
 
-    hsdp_elastic.py [--loop] [--one-replica] [--reports FILE]
+    hsdp_elastic.py [--loop] [--one-replica [--spare]] [--reports FILE]
 """
 import json
 import os
@@ -30,6 +32,9 @@ import time
 
 # --one-replica: FSDP without replicas, one replica of three shards, each keeping a copy of the previous one
 ONE_REPLICA = "--one-replica" in sys.argv[1:]
+# --spare (with --one-replica): the killed shard's replacement is not started after the kill but waits from the
+# start as a hot spare of the same replica and index, torch imported and the model sharded
+SPARE = ONE_REPLICA and "--spare" in sys.argv[1:]
 REPLICAS, SIZE = (1, 3) if ONE_REPLICA else (3, 2)
 STEPS, KILL_AT, ROWS, DIM = 10, 4, 4, 8
 HIDDEN = int(os.environ.get("HSDP_HIDDEN", "16"))  # bench/rescale/hsdp.py sizes the shards with it
@@ -54,7 +59,7 @@ def batch(step, rank):
     return torch.randn(ROWS, DIM, generator=g)
 
 
-def worker(replica, index, ports, run_dir, restarted, is_loop):
+def worker(replica, index, ports, run_dir, restarted, is_loop, spare=False):
     import faulthandler
     faulthandler.dump_traceback_later(100, exit=True)  # a worker stuck past the test's time says where
     import torch
@@ -63,7 +68,7 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
     from torch.distributed.fsdp import fully_shard
     name = f"r{replica}s{index}"
     me = replica * SIZE + index
-    agent = ftl.Agent(name=name, bind=f"127.0.0.1:{ports[me]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
+    agent = ftl.Agent(name=name + "b" * spare, bind=f"127.0.0.1:{ports[-1 if spare else me]}", seeds=f"127.0.0.1:{ports[0]}", insecure=1,
                       run_dir=os.path.join(run_dir, name + ("b" if restarted else "")), min_workers=2,
                       settle_ms=300, replica=f"r{replica}", replica_index=index, replica_size=SIZE,
                       log_level=os.environ.get("HSDP_LOG", "warn"), collective_timeout_ms=20000)
@@ -87,6 +92,9 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
             seen["six"] = info.step
         optimizer.zero_grad()
         loss = model(batch(info.step, info.rank)).pow(2).mean()
+        if SPARE and seen["six"] is not None and info.step == seen["six"] + KILL_AT - 1 and not restarted:
+            while not os.path.exists(os.path.join(run_dir, "spare-ready")):  # the kill comes once the spare waits
+                time.sleep(0.02)
         if seen["six"] is not None and info.step == seen["six"] + KILL_AT and name == VICTIM and not restarted:
             with open(os.path.join(run_dir, "killed-at"), "w") as f:
                 f.write(repr(time.time()))
@@ -114,6 +122,9 @@ def worker(replica, index, ports, run_dir, restarted, is_loop):
         return info.step + 1 >= STEPS and seen["run"] >= WHOLE_AGAIN
 
     with agent:
+        if spare:  # known to the others as a member (a hot spare: its index is held) before the kill
+            time.sleep(0.5)
+            open(os.path.join(run_dir, "spare-ready"), "w").close()
         if not is_loop:
             while not done(agent.execute(step)):
                 pass
@@ -160,7 +171,7 @@ def shard_of(rows, index):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4].split(",")], sys.argv[5],
-               sys.argv[6] == "1", sys.argv[7] == "loop")
+               sys.argv[6] != "0", sys.argv[7] == "loop", spare=sys.argv[6] == "spare")
         return
     is_loop = "--loop" in sys.argv[1:]
     reports_to = sys.argv[sys.argv.index("--reports") + 1] if "--reports" in sys.argv[1:] else None
@@ -171,19 +182,24 @@ def main():
         sys.exit(77)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
     from cluster import free_port
-    ports = [free_port() for _ in range(REPLICAS * SIZE)]
+    ports = [free_port() for _ in range(REPLICAS * SIZE + SPARE)]
 
     def start(replica, index, restarted):
         return subprocess.Popen([sys.executable, __file__, "--worker", str(replica), str(index),
-                                 ",".join(map(str, ports)), run_dir, "1" if restarted else "0",
-                                 "loop" if is_loop else "step"] + (["--one-replica"] if ONE_REPLICA else []),
+                                 ",".join(map(str, ports)), run_dir, {False: "0", True: "1"}.get(restarted, restarted),
+                                 "loop" if is_loop else "step"] + ["--one-replica"] * ONE_REPLICA + ["--spare"] * SPARE,
                                 stdout=subprocess.PIPE, text=True)
     with tempfile.TemporaryDirectory() as run_dir:
         procs = [start(r, i, False) for r in range(REPLICAS) for i in range(SIZE)]
         victim_at = (0 if ONE_REPLICA else 1) * SIZE + 1
         victim = procs[victim_at]
+        if SPARE:
+            while not any(f.startswith("report-") for f in os.listdir(run_dir)):  # the first view is the six's
+                time.sleep(0.05)
+            procs.append(start(victim_at // SIZE, 1, "spare"))
         victim.wait(timeout=150)
-        procs.append(start(victim_at // SIZE, 1, True))  # its pod restarted
+        if not SPARE:
+            procs.append(start(victim_at // SIZE, 1, True))  # its pod restarted
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from ranks import outputs
         outs = outputs(procs, 150)
