@@ -35,6 +35,7 @@ def one_run(shard_mb, one_replica, spare):
     hidden = max(16, int(shard_mb * 2**20 * shards / 4 / 10))  # Linear(8, h) + Linear(h, 1): 10 h floats
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = dict(os.environ, HSDP_HIDDEN=str(hidden))
+        env.setdefault("OMP_NUM_THREADS", "1")  # as ctest runs it: six workers of 2 threads each on 2 cores crawl
         r = subprocess.run([sys.executable, TEST, "--reports", out.name] + ["--one-replica"] * one_replica
                            + ["--spare"] * spare, env=env,
                            capture_output=True, text=True, timeout=600)
