@@ -301,6 +301,13 @@ def commit_point(agent: Any, optimizer: Any) -> None:
     optimizer.step = step_or_discard
 
 
+def loop_is_running(door: Any) -> bool:
+    """Loop mode's loop is between its first step and its end: the program's optimizer steps are the job's
+    updates, made on the loop's thread, not inside execute()'s step function."""
+    loop = door.loop
+    return loop is not None and loop.running
+
+
 def is_dropping(agent: Any) -> bool:
     """Loop mode is dropping the step in progress (it lost a peer, or the commit point dropped it), or a
     joiner passes an epoch the job has finished (a per-epoch scheduler step there is rank 0's already)."""

@@ -27,6 +27,7 @@ import torch.distributed as dist
 
 from .._door import door_of
 from ..errors import INVALID, PEER_CODES, Error
+from ._loop import loop_is_running
 from ._shard_message import Message, exchange, load_optimizer, local, message_of, raise_if_lost, send, take
 
 log = logging.getLogger("ftl.torch")  # warnings reach stderr without a handler (logging.lastResort)
@@ -55,7 +56,7 @@ class ShardCopy:
 
     def after_update(self, *_: Any) -> None:
         """After the optimizer stepped: this shard's new state to the next shard, the previous one's from it."""
-        if self.door.step_thread is None and not self._in_loop():
+        if self.door.step_thread is None and not loop_is_running(self.door):
             return  # an optimizer step outside the job's steps (never one of the job's updates)
         mine = message_of([local(t) for _, t in self.tensors], self.optimizer)
         nxt, prev = (self.index + 1) % self.size, (self.index - 1) % self.size
@@ -69,10 +70,6 @@ class ShardCopy:
                         "held is of step %d", prev, self.step, self.held_step())
             return
         self.held = (self.step + 1, theirs)
-
-    def _in_loop(self) -> bool:
-        loop = self.door.loop
-        return loop is not None and loop.running
 
     def restore(self, step: int, is_lost: bool) -> None:
         """Before a step of a new view, after the replicas' own sync: every shard of the replica says whether

@@ -13,12 +13,14 @@ it a DTensor again on its own parameter's mesh (load_optimizer).
 from __future__ import annotations
 
 import io
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
 from .._door import door_of
+from ._tensor_args import as_bytes
 
 _DTENSOR = "ftl.dtensor"  # marks an optimizer state value that was a DTensor (its local shard travels)
 
@@ -74,7 +76,7 @@ def exchange(agent: Any, group: Any, message: Message, to: int, frm: int) -> Mes
     at an offset aligned for its dtype (_ALIGN)."""
     parts = []
     for t in message.tensors:
-        b = as_bytes(t)
+        b = as_bytes(t.detach().contiguous())
         parts += [b, torch.zeros(_padding(b.numel()), dtype=torch.uint8)]
     mine = torch.cat(parts + [torch.frombuffer(bytearray(message.layout), dtype=torch.uint8)])
     lengths = torch.tensor([len(message.layout), mine.numel()], dtype=torch.int64)
@@ -89,7 +91,7 @@ def exchange(agent: Any, group: Any, message: Message, to: int, frm: int) -> Mes
     layout = torch.load(io.BytesIO(layout_bytes), map_location="cpu", weights_only=False)
     tensors, at = [], 0
     for shape, dtype in layout["params"] + layout["sharded"]:
-        n = _numel(shape) * torch.empty((), dtype=dtype).element_size()
+        n = math.prod(shape) * dtype.itemsize
         tensors.append(data[at:at + n].view(dtype).view(shape))
         at += n + _padding(n)
     return Message(layout_bytes, tensors)
@@ -100,18 +102,6 @@ _ALIGN = 16  # bytes: every dtype's element size divides it
 
 def _padding(n: int) -> int:
     return -n % _ALIGN
-
-
-def as_bytes(t: torch.Tensor) -> torch.Tensor:
-    """A tensor's bytes, as a flat uint8 tensor (a copy only when it is not contiguous)."""
-    return t.detach().contiguous().reshape(-1).view(torch.uint8)
-
-
-def _numel(shape: Any) -> int:
-    n = 1
-    for d in shape:
-        n *= int(d)
-    return n
 
 
 def wait_all(agent: Any, ops: List[Any]) -> None:

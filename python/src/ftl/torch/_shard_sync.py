@@ -27,6 +27,7 @@ import torch.distributed as dist
 
 from .._door import door_of
 from ..errors import INVALID, Error
+from ._loop import loop_is_running
 from ._shard_message import load_optimizer, local, message_of, raise_if_lost, send, take
 
 
@@ -59,7 +60,7 @@ class ShardSync:
         let one index commit a step that another fails everywhere. An allreduce of one number over the whole
         view makes every rank's update wait for every rank's gradients; PeerLostError (nothing stepped) when
         it fails. In loop mode the commit point has voted already (vote_at_commit)."""
-        if self.door.step_thread is None or self._in_loop():
+        if self.door.step_thread is None or loop_is_running(self.door):
             return
         self.vote_at_commit()
         raise_if_lost(self.agent)
@@ -71,10 +72,6 @@ class ShardSync:
         every collective of that pass."""
         from ._process_group import process_group
         dist.all_reduce(torch.ones(1), group=process_group(self.agent), async_op=False)
-
-    def _in_loop(self) -> bool:
-        loop = self.door.loop
-        return loop is not None and loop.running
 
     def step_done(self, info: Any) -> None:
         self.finished = True
