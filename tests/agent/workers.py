@@ -33,6 +33,11 @@ class Worker(Agent):
     def start(self):
         self._records, self._steps, self._offset = [], [], 0
         with open(self.log, "ab") as log, open(self.out, "ab") as out:
+            if out.tell() and not _ends_with_newline(self.out):
+                # a process of this name killed between a record and its newline (Python's print writes
+                # them apart when unbuffered): end its line, or the next process's first record joins it
+                out.write(b"\n")
+                out.flush()
             self.proc = subprocess.Popen(self.command(), env=self.env, stdout=out, stderr=log,
                                          preexec_fn=_die_with_parent)
         self.started_at = time.time()
@@ -76,6 +81,12 @@ class Worker(Agent):
     def final(self):
         f = [r for r in self.records() if r.get("final")]
         return f[-1] if f else None
+
+
+def _ends_with_newline(path):
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
 
 
 def is_step(r):
